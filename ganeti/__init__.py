@@ -1,0 +1,1 @@
+"""ganeti-twisted: a Ganeti-compatible cluster virtualization manager on Twisted."""

@@ -1,0 +1,1 @@
+"""The gnt-* command-line tools: command tables with injectable I/O."""

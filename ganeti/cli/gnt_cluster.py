@@ -1,0 +1,278 @@
+"""gnt-cluster: initialise, inspect and destroy the cluster."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ganeti.cli import daemons
+from ganeti.cli.framework import (
+    Command,
+    Context,
+    UsageError,
+    confirm_flag,
+    format_value,
+    print_tree,
+    run_tool,
+)
+from ganeti.core import bootstrap, constants, errors, params, ssconf, uidpool
+from ganeti.core import config as configmod
+
+DESCRIPTION = "Ganeti cluster administration: init, info, getmaster, version, tags, destroy."
+
+
+def _split_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _hv_params(values: list[str]) -> dict[str, dict[str, str]]:
+    result: dict[str, dict[str, str]] = {}
+    for value in values:
+        hv, sep, rest = value.partition(":")
+        if not sep or not hv:
+            raise UsageError(f"-H expects HYPERVISOR:key=value,..., not {value!r}")
+        result.setdefault(hv, {}).update(params.parse_keyval(rest, f"-H {hv}"))
+    return result
+
+
+def _yes_no(value: str) -> bool:
+    if value.lower() in ("yes", "true", "1"):
+        return True
+    if value.lower() in ("no", "false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected yes or no, not {value!r}")
+
+
+def _setup_init(p: argparse.ArgumentParser) -> None:
+    p.add_argument("cluster_name", metavar="CLUSTER_NAME", help="name of the new cluster")
+    p.add_argument("--primary-ip", help="primary IP of this node (default: resolve its name)")
+    p.add_argument("-s", "--secondary-ip", help="secondary (replication) IP of this node")
+    p.add_argument("--master-ip", help="the cluster's master IP (default: resolve "
+                                       "CLUSTER_NAME)")
+    p.add_argument("--master-netdev", default=constants.DEFAULT_MASTER_NETDEV,
+                   help="network device that carries the master IP (default: %(default)s)")
+    p.add_argument("--master-netmask", type=int, help="netmask (prefix length) of the "
+                                                      "master IP")
+    p.add_argument("--enabled-hypervisors", default=constants.HT_KVM,
+                   help="comma-separated hypervisors, the first is the default "
+                        "(kvm, fake; default: %(default)s)")
+    p.add_argument("-H", "--hypervisor-parameters", action="append", default=[],
+                   metavar="HV:KEY=VAL,...", help="hypervisor defaults (repeatable)")
+    p.add_argument("-B", "--backend-parameters", default="", metavar="KEY=VAL,...",
+                   help="backend defaults (maxmem, minmem, vcpus, auto_balance, ...)")
+    p.add_argument("-N", "--nic-parameters", default="", metavar="KEY=VAL,...",
+                   help="NIC defaults (mode, link, vlan)")
+    p.add_argument("--node-parameters", default="", metavar="KEY=VAL,...",
+                   help="node parameter defaults (ssh_port, spindle_count, ...)")
+    p.add_argument("-C", "--candidate-pool-size", type=int,
+                   default=constants.DEFAULT_CANDIDATE_POOL_SIZE,
+                   help="number of master candidates to keep (default: %(default)s)")
+    p.add_argument("--uid-pool", default="", metavar="UIDS",
+                   help="user-id pool, e.g. 1000-1009,2000 (default: empty)")
+    p.add_argument("-I", "--default-iallocator", default="", metavar="NAME",
+                   help="default instance allocator")
+    p.add_argument("--enabled-disk-templates", default="drbd,plain",
+                   help="comma-separated disk templates (default: %(default)s)")
+    p.add_argument("--file-storage-dir", default=constants.DEFAULT_FILE_STORAGE_DIR,
+                   help="directory for file-based disks (default: %(default)s)")
+    p.add_argument("--shared-file-storage-dir",
+                   default=constants.DEFAULT_SHARED_FILE_STORAGE_DIR,
+                   help="directory for shared file disks (default: %(default)s)")
+    p.add_argument("-m", "--mac-prefix", default=constants.DEFAULT_MAC_PREFIX,
+                   help="prefix of generated MAC addresses (default: %(default)s)")
+    p.add_argument("-g", "--vg-name", help="LVM volume group for plain and drbd disks")
+    p.add_argument("--drbd-usermode-helper", help="DRBD user-mode helper")
+    p.add_argument("--maintain-node-health", type=_yes_no, default=False, metavar="yes|no",
+                   help="let the watcher shut down stray instances (default: no)")
+    p.add_argument("--rapi-user", default=bootstrap.DEFAULT_RAPI_USER,
+                   help="name of the RAPI user created with write access "
+                        "(default: %(default)s)")
+
+
+def cmd_init(ctx: Context, opts: argparse.Namespace) -> int:
+    """Initialise a new cluster with this node as its master."""
+    try:
+        init = bootstrap.InitOptions(
+            cluster_name=opts.cluster_name, primary_ip=opts.primary_ip,
+            secondary_ip=opts.secondary_ip, master_ip=opts.master_ip,
+            master_netdev=opts.master_netdev, master_netmask=opts.master_netmask,
+            enabled_hypervisors=_split_list(opts.enabled_hypervisors),
+            hvparams=_hv_params(opts.hypervisor_parameters),
+            beparams=params.parse_keyval(opts.backend_parameters, "-B"),
+            nicparams=params.parse_keyval(opts.nic_parameters, "-N"),
+            ndparams=params.parse_keyval(opts.node_parameters, "--node-parameters"),
+            candidate_pool_size=opts.candidate_pool_size, uid_pool=opts.uid_pool,
+            default_iallocator=opts.default_iallocator,
+            enabled_disk_templates=_split_list(opts.enabled_disk_templates),
+            file_storage_dir=opts.file_storage_dir,
+            shared_file_storage_dir=opts.shared_file_storage_dir,
+            mac_prefix=opts.mac_prefix, vg_name=opts.vg_name,
+            drbd_helper=opts.drbd_usermode_helper,
+            maintain_node_health=opts.maintain_node_health, rapi_user=opts.rapi_user)
+    except errors.OpPrereqError as err:
+        raise UsageError(str(err.args[0])) from None
+    result = bootstrap.initialise(ctx.paths, init)
+    cl = result.config.cluster
+    ctx.out(f"Cluster {cl.cluster_name} initialised; this node ({ctx.paths.hostname}) "
+            "is its master.")
+    ctx.out(f"RAPI user {result.rapi_user!r} (write access), password: {result.rapi_password}")
+    ctx.out(f"  The password is shown only this once; {ctx.paths.rapi_users} keeps its "
+            "{HA1} hash.")
+    ctx.out("Start the master daemon with: twistd --pidfile "
+            f"{ctx.paths.pid_file(constants.MASTERD)} --logfile "
+            f"{ctx.paths.log_file(constants.MASTERD)} {constants.MASTERD}")
+    return constants.EXIT_SUCCESS
+
+
+def _ts(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return "(unknown)"
+    return datetime.datetime.fromtimestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
+    """Show the cluster's parameters."""
+    info = ctx.luxi().query_cluster_info()
+    ctx.out(f"Cluster name: {info['name']}")
+    ctx.out(f"Cluster UUID: {info['uuid']}")
+    ctx.out(f"Creation time: {_ts(info['ctime'])}")
+    ctx.out(f"Modification time: {_ts(info['mtime'])}")
+    ctx.out(f"Master node: {info['master']}")
+    arch = info["architecture"]
+    ctx.out(f"Architecture (this node): {arch[0]} ({arch[1]})")
+    ctx.out(f"Tags: {format_value(info['tags'])}")
+    ctx.out(f"Default hypervisor: {info['default_hypervisor']}")
+    ctx.out(f"Enabled hypervisors: {format_value(info['enabled_hypervisors'])}")
+    ctx.out("Hypervisor parameters:")
+    print_tree(ctx, info["hvparams"], 1)
+    ctx.out("OS-specific hypervisor parameters:")
+    print_tree(ctx, info["os_hvp"], 1)
+    ctx.out("OS parameters:")
+    print_tree(ctx, info["osparams"], 1)
+    ctx.out(f"Hidden OSes: {format_value(info['hidden_os'])}")
+    ctx.out(f"Blacklisted OSes: {format_value(info['blacklisted_os'])}")
+    ctx.out("Cluster parameters:")
+    rows = [
+        ("candidate pool size", info["candidate_pool_size"]),
+        ("maximal number of jobs running simultaneously", info["max_running_jobs"]),
+        ("maximal number of jobs simultaneously tracked by the scheduler",
+         info["max_tracked_jobs"]),
+        ("mac prefix", info["mac_prefix"]),
+        ("master netdev", info["master_netdev"]),
+        ("master netmask", info["master_netmask"]),
+        ("use external master IP address setup script", info["use_external_mip_script"]),
+        ("lvm volume group", info["volume_group_name"]),
+        ("lvm reserved volumes", info["reserved_lvs"]),
+        ("drbd usermode helper", info["drbd_usermode_helper"]),
+        ("file storage path", info["file_storage_dir"]),
+        ("shared file storage path", info["shared_file_storage_dir"]),
+        ("gluster storage path", info["gluster_storage_dir"]),
+        ("maintenance of node health", info["maintain_node_health"]),
+        ("uid pool", uidpool.format_pool(info["uid_pool"])),
+        ("default instance allocator", info["default_iallocator"]),
+        ("default instance allocator parameters", info["default_iallocator_params"] or ""),
+        ("primary ip version", info["primary_ip_version"]),
+        ("preallocation wipe disks", info["prealloc_wipe_disks"]),
+        ("enabled disk templates", info["enabled_disk_templates"]),
+        ("install image", info["install_image"]),
+        ("instance communication network", info["instance_communication_network"]),
+        ("zeroing image", info["zeroing_image"]),
+        ("compression tools", info["compression_tools"]),
+        ("enabled user shutdown", info["enabled_user_shutdown"]),
+    ]
+    for label, value in rows:
+        ctx.out(f"  {label}: {format_value(value)}")
+    ctx.out("Default node parameters:")
+    print_tree(ctx, info["ndparams"], 1)
+    ctx.out("Default instance parameters:")
+    print_tree(ctx, info["beparams"], 1)
+    ctx.out("Default nic parameters:")
+    print_tree(ctx, info["nicparams"], 1)
+    ctx.out("Default disk parameters:")
+    print_tree(ctx, info["diskparams"], 1)
+    ctx.out("Instance policy - limits for instances:")
+    print_tree(ctx, info["ipolicy"], 1)
+    ctx.out("Data collectors:")
+    for name in sorted(info["enabled_data_collectors"]):
+        ctx.out(f"  {name}: active={info['enabled_data_collectors'][name]}, "
+                f"interval={info['data_collector_interval'].get(name, 0) / 1e6:g}s")
+    return constants.EXIT_SUCCESS
+
+
+def cmd_getmaster(ctx: Context, opts: argparse.Namespace) -> int:
+    """Print the name of the master node."""
+    (master,) = ctx.luxi().query_config_values(["master_node"])
+    ctx.out(str(master))
+    return constants.EXIT_SUCCESS
+
+
+def cmd_version(ctx: Context, opts: argparse.Namespace) -> int:
+    """Print the versions of the software and its interfaces."""
+    info = ctx.luxi().query_cluster_info()
+    ctx.out(f"Software version: {info['software_version']}")
+    ctx.out(f"Internode protocol: {info['protocol_version']}")
+    ctx.out(f"Configuration format: {info['config_version']}")
+    ctx.out(f"OS api version: {info['os_api_version']}")
+    ctx.out(f"Export interface: {info['export_version']}")
+    ctx.out(f"VCS version: {info['vcs_version']}")
+    return constants.EXIT_SUCCESS
+
+
+def cmd_list_tags(ctx: Context, opts: argparse.Namespace) -> int:
+    """Print the cluster's tags, one per line."""
+    for tag in sorted(ctx.luxi().query_tags(constants.TAG_CLUSTER, "")):
+        ctx.out(tag)
+    return constants.EXIT_SUCCESS
+
+
+def _setup_destroy(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--yes-do-it", action="store_true",
+                   help="confirm that the cluster is to be destroyed")
+
+
+def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
+    """Stop the master daemon and remove the cluster's state from this node."""
+    confirm_flag(opts, "--yes-do-it", "Destroying the cluster")
+    paths = ctx.paths
+    if not ssconf.is_initialised(paths):
+        ctx.err(f"This node ({paths.hostname}) is not part of a cluster.")
+        return constants.EXIT_NOTCLUSTER
+    cfg = configmod.load_file(paths.config_file, check=False)
+    if cfg.master.name != paths.hostname:
+        ctx.err(f"Run this on the master node ({cfg.master.name}), not on {paths.hostname}.")
+        return constants.EXIT_NOTMASTER
+    others = sorted(n.name for n in cfg.nodes.values() if n.uuid != cfg.cluster.master_node)
+    if others or cfg.instances:
+        raise errors.OpPrereqError(
+            f"The cluster still has {len(others)} other node(s) and {len(cfg.instances)} "
+            "instance(s); remove them first", errors.ECODE_STATE)
+    for daemon in daemons.MASTER_DAEMONS:
+        if daemons.stop(paths, daemon):
+            ctx.out(f"Stopped {daemon}.")
+    removed = bootstrap.destroy(paths)
+    ctx.out(f"Cluster {cfg.cluster.cluster_name} destroyed ({len(removed)} files and "
+            "directories removed).")
+    return constants.EXIT_SUCCESS
+
+
+COMMANDS = [
+    Command("init", cmd_init, "Initialise a new cluster on this node", _setup_init),
+    Command("info", cmd_info, "Show the cluster's parameters"),
+    Command("getmaster", cmd_getmaster, "Print the master node's name"),
+    Command("version", cmd_version, "Print software and interface versions"),
+    Command("list-tags", cmd_list_tags, "List the cluster's tags"),
+    Command("destroy", cmd_destroy, "Destroy the cluster (needs --yes-do-it)", _setup_destroy),
+]
+
+
+def main(argv: Sequence[str] | None = None, **kwargs: Any) -> int:
+    """Entry point of bin/gnt-cluster (keyword arguments: stdout, stderr, environ,
+    luxi_factory)."""
+    return run_tool("gnt-cluster", DESCRIPTION, COMMANDS, argv, **kwargs)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

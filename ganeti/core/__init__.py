@@ -1,0 +1,1 @@
+"""Pure code shared by every daemon and tool: no reactor, no network."""

@@ -1,0 +1,251 @@
+"""Constants that are part of Ganeti's interfaces (versions, ports, names, defaults)."""
+
+from __future__ import annotations
+
+
+def build_version(major: int, minor: int, revision: int) -> int:
+    """Ganeti's integer encoding of a version: 1000000*major + 10000*minor + revision."""
+    return 1000000 * major + 10000 * minor + revision
+
+
+def split_version(version: int) -> tuple[int, int, int]:
+    """Inverse of :func:`build_version`."""
+    major, rest = divmod(version, 1000000)
+    minor, revision = divmod(rest, 10000)
+    return major, minor, revision
+
+
+# The Ganeti release whose interfaces we implement (Debian 12 ships 3.0).
+RELEASE_VERSION = "3.0.2"
+CONFIG_MAJOR, CONFIG_MINOR, CONFIG_REVISION = 3, 0, 0
+CONFIG_VERSION = build_version(CONFIG_MAJOR, CONFIG_MINOR, CONFIG_REVISION)
+# config.data versions we can load (same object shapes; 3.1 only adds fields).
+LOADABLE_CONFIG_VERSIONS = frozenset({CONFIG_VERSION, build_version(3, 1, 0)})
+LUXI_VERSION = CONFIG_VERSION
+PROTOCOL_VERSION = 2030000 + 0  # internode protocol of Ganeti 3.0
+OS_API_VERSIONS = (10, 15, 20)
+OS_API_VERSION = max(OS_API_VERSIONS)
+EXPORT_VERSION = 0
+JOB_QUEUE_VERSION = 1
+
+# Ports
+DEFAULT_NODED_PORT = 1811
+DEFAULT_CONFD_PORT = 1814
+DEFAULT_RAPI_PORT = 5080
+
+# Daemons: name -> log file name (under LOG_DIR), as in Ganeti.
+MASTERD = "ganeti-masterd"
+NODED = "ganeti-noded"
+CONFD = "ganeti-confd"
+RAPI = "ganeti-rapi"
+DAEMON_LOG_FILES = {
+    MASTERD: "master-daemon.log",
+    NODED: "node-daemon.log",
+    CONFD: "conf-daemon.log",
+    RAPI: "rapi-daemon.log",
+}
+
+# LUXI
+LUXI_EOM = b"\x03"
+LUXI_KEY_METHOD = "method"
+LUXI_KEY_ARGS = "args"
+LUXI_KEY_VERSION = "version"
+LUXI_KEY_SUCCESS = "success"
+LUXI_KEY_RESULT = "result"
+LUXI_MAX_FRAME = 4 * 1024 * 1024  # bytes of one request before ETX
+LUXI_DEF_CTMO = 30
+LUXI_DEF_RWTO = 180
+
+# Hypervisors and disk templates
+HT_KVM = "kvm"
+HT_FAKE = "fake"
+HT_XEN_PVM = "xen-pvm"
+HT_XEN_HVM = "xen-hvm"
+HT_LXC = "lxc"
+HT_CHROOT = "chroot"
+HYPER_TYPES = frozenset({HT_KVM, HT_FAKE, HT_XEN_PVM, HT_XEN_HVM, HT_LXC, HT_CHROOT})
+
+DT_DISKLESS = "diskless"
+DT_FILE = "file"
+DT_SHARED_FILE = "sharedfile"
+DT_PLAIN = "plain"
+DT_DRBD8 = "drbd"
+DT_BLOCK = "blockdev"
+DT_RBD = "rbd"
+DT_EXT = "ext"
+DT_GLUSTER = "gluster"
+DISK_TEMPLATES = frozenset({DT_DISKLESS, DT_FILE, DT_SHARED_FILE, DT_PLAIN, DT_DRBD8,
+                            DT_BLOCK, DT_RBD, DT_EXT, DT_GLUSTER})
+
+# Node roles (one-letter codes used by queries) and their words (RAPI /role).
+NR_MASTER = "M"
+NR_MCANDIDATE = "C"
+NR_DRAINED = "D"
+NR_OFFLINE = "O"
+NR_REGULAR = "R"
+
+# Instance admin states
+ADMINST_UP = "up"
+ADMINST_DOWN = "down"
+ADMINST_OFFLINE = "offline"
+ADMINST_ALL = frozenset({ADMINST_UP, ADMINST_DOWN, ADMINST_OFFLINE})
+
+# Node group allocation policies
+ALLOC_POLICY_PREFERRED = "preferred"
+ALLOC_POLICY_LAST_RESORT = "last_resort"
+ALLOC_POLICY_UNALLOCABLE = "unallocable"
+VALID_ALLOC_POLICIES = (ALLOC_POLICY_PREFERRED, ALLOC_POLICY_LAST_RESORT,
+                        ALLOC_POLICY_UNALLOCABLE)
+
+# Tags
+TAG_CLUSTER = "cluster"
+TAG_NODE = "node"
+TAG_NODEGROUP = "nodegroup"
+TAG_INSTANCE = "instance"
+TAG_NETWORK = "network"
+VALID_TAG_TYPES = frozenset({TAG_CLUSTER, TAG_NODE, TAG_NODEGROUP, TAG_INSTANCE, TAG_NETWORK})
+MAX_TAG_LEN = 128
+MAX_TAGS_PER_OBJ = 4096
+
+# Cluster defaults
+DEFAULT_CANDIDATE_POOL_SIZE = 10
+DEFAULT_MAX_RUNNING_JOBS = 20
+DEFAULT_MAX_TRACKED_JOBS = 25
+DEFAULT_MAC_PREFIX = "aa:00:00"
+DEFAULT_VG = "xenvg"
+DEFAULT_BRIDGE = "xen-br0"
+DEFAULT_MASTER_NETDEV = "lo"
+DEFAULT_DRBD_HELPER = "/bin/true"
+DEFAULT_FILE_STORAGE_DIR = "/srv/ganeti/file-storage"
+DEFAULT_SHARED_FILE_STORAGE_DIR = "/srv/ganeti/shared-file-storage"
+DEFAULT_GLUSTER_STORAGE_DIR = "/var/run/ganeti/gluster"
+DEFAULT_NODEGROUP_NAME = "default"
+UIDPOOL_UID_MIN = 0
+UIDPOOL_UID_MAX = 2**32 - 1
+
+# Exit codes of the command-line tools (Ganeti's values).
+EXIT_SUCCESS = 0
+EXIT_FAILURE = 1
+EXIT_NOTCLUSTER = 5
+EXIT_NOTMASTER = 11
+EXIT_NODESETUP_ERROR = 12
+EXIT_CONFIRMATION = 13
+EXIT_NOTCANDIDATE = 14
+
+# Node parameters
+ND_OOB_PROGRAM = "oob_program"
+ND_SPINDLE_COUNT = "spindle_count"
+ND_EXCLUSIVE_STORAGE = "exclusive_storage"
+ND_OVS = "ovs"
+ND_OVS_NAME = "ovs_name"
+ND_OVS_LINK = "ovs_link"
+ND_SSH_PORT = "ssh_port"
+ND_CPU_SPEED = "cpu_speed"
+NDC_DEFAULTS: dict[str, object] = {
+    ND_OOB_PROGRAM: "",
+    ND_SPINDLE_COUNT: 1,
+    ND_EXCLUSIVE_STORAGE: False,
+    ND_OVS: False,
+    ND_OVS_NAME: "switch1",
+    ND_OVS_LINK: "",
+    ND_SSH_PORT: 22,
+    ND_CPU_SPEED: 1.0,
+}
+
+# Backend parameters
+BE_MAXMEM = "maxmem"
+BE_MINMEM = "minmem"
+BE_VCPUS = "vcpus"
+BE_AUTO_BALANCE = "auto_balance"
+BE_ALWAYS_FAILOVER = "always_failover"
+BE_SPINDLE_USE = "spindle_use"
+BEC_DEFAULTS: dict[str, object] = {
+    BE_MINMEM: 128,
+    BE_MAXMEM: 128,
+    BE_VCPUS: 1,
+    BE_AUTO_BALANCE: True,
+    BE_ALWAYS_FAILOVER: False,
+    BE_SPINDLE_USE: 1,
+}
+
+# NIC parameters
+NIC_MODE = "mode"
+NIC_LINK = "link"
+NIC_VLAN = "vlan"
+NIC_MODE_BRIDGED = "bridged"
+NIC_MODE_ROUTED = "routed"
+NIC_MODE_OVS = "openvswitch"
+NIC_VALID_MODES = frozenset({NIC_MODE_BRIDGED, NIC_MODE_ROUTED, NIC_MODE_OVS})
+NICC_DEFAULTS: dict[str, object] = {
+    NIC_MODE: NIC_MODE_BRIDGED,
+    NIC_LINK: DEFAULT_BRIDGE,
+    NIC_VLAN: "",
+}
+
+# Instance policy
+ISPEC_MEM_SIZE = "memory-size"
+ISPEC_CPU_COUNT = "cpu-count"
+ISPEC_DISK_COUNT = "disk-count"
+ISPEC_DISK_SIZE = "disk-size"
+ISPEC_NIC_COUNT = "nic-count"
+ISPEC_SPINDLE_USE = "spindle-use"
+ISPECS_PARAMETERS = (ISPEC_MEM_SIZE, ISPEC_CPU_COUNT, ISPEC_DISK_COUNT, ISPEC_DISK_SIZE,
+                     ISPEC_NIC_COUNT, ISPEC_SPINDLE_USE)
+IPOLICY_DTS = "disk-templates"
+IPOLICY_VCPU_RATIO = "vcpu-ratio"
+IPOLICY_SPINDLE_RATIO = "spindle-ratio"
+IPOLICY_MINMAX = "minmax"
+IPOLICY_STD = "std"
+ISPECS_MIN = "min"
+ISPECS_MAX = "max"
+ISPECS_MINMAX_DEFAULTS: dict[str, dict[str, int]] = {
+    ISPECS_MIN: {ISPEC_MEM_SIZE: 128, ISPEC_CPU_COUNT: 1, ISPEC_DISK_COUNT: 1,
+                 ISPEC_DISK_SIZE: 1024, ISPEC_NIC_COUNT: 1, ISPEC_SPINDLE_USE: 1},
+    ISPECS_MAX: {ISPEC_MEM_SIZE: 32768, ISPEC_CPU_COUNT: 8, ISPEC_DISK_COUNT: 16,
+                 ISPEC_DISK_SIZE: 1024 * 1024, ISPEC_NIC_COUNT: 8, ISPEC_SPINDLE_USE: 12},
+}
+ISPECS_STD_DEFAULTS: dict[str, int] = {
+    ISPEC_MEM_SIZE: 128, ISPEC_CPU_COUNT: 1, ISPEC_DISK_COUNT: 1, ISPEC_DISK_SIZE: 1024,
+    ISPEC_NIC_COUNT: 1, ISPEC_SPINDLE_USE: 1,
+}
+IPOLICY_DEFAULT_VCPU_RATIO = 4.0
+IPOLICY_DEFAULT_SPINDLE_RATIO = 32.0
+
+# Disk parameters per template (the subset with meaning before storage arrives).
+DISK_DT_DEFAULTS: dict[str, dict[str, object]] = {
+    DT_PLAIN: {"stripes": 1},
+    DT_DRBD8: {"resync-rate": 61440, "data-stripes": 1, "meta-stripes": 1,
+               "disk-barriers": "n", "meta-barriers": False, "metavg": DEFAULT_VG,
+               "disk-custom": "", "net-custom": "", "protocol": "C",
+               "dynamic-resync": False, "c-plan-ahead": 20, "c-fill-target": 0,
+               "c-delay-target": 1, "c-max-rate": 61440, "c-min-rate": 4096},
+    DT_DISKLESS: {},
+    DT_FILE: {},
+    DT_SHARED_FILE: {},
+    DT_BLOCK: {},
+    DT_RBD: {"pool": "rbd", "access": "kernel"},
+    DT_EXT: {"access": "kernel"},
+    DT_GLUSTER: {"access": "kernel", "host": "127.0.0.1", "port": 24007,
+                 "volume": "gv0"},
+}
+
+# Hypervisor parameters: the defaults of the hypervisors this project ships.
+HVC_DEFAULTS: dict[str, dict[str, object]] = {
+    HT_FAKE: {"migration_mode": "live"},
+    HT_KVM: {
+        "kernel_path": "", "initrd_path": "", "root_path": "/dev/vda1",
+        "kernel_args": "ro", "acpi": True, "serial_console": True,
+        "serial_speed": 38400, "vnc_bind_address": "", "vnc_tls": False,
+        "vnc_password_file": "", "boot_order": "disk", "cdrom_image_path": "",
+        "nic_type": "paravirtual", "disk_type": "paravirtual", "disk_cache": "default",
+        "security_model": "none", "security_domain": "", "migration_downtime": 30,
+        "migration_port": 8102, "migration_bandwidth": 32, "migration_mode": "live",
+        "use_localtime": False, "mem_path": "", "cpu_mask": "all", "cpu_type": "",
+        "cpu_cores": 0, "cpu_threads": 0, "cpu_sockets": 0, "usb_mouse": "",
+        "keymap": "", "reboot_behavior": "reboot", "kvm_flag": "",
+        "machine_version": "", "kvm_extra": "", "user_shutdown": False,
+    },
+}
+
+# Hypervisors we can enable today (the others are refused at init).
+ENABLED_HYPERVISOR_CHOICES = frozenset({HT_KVM, HT_FAKE})

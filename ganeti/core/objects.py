@@ -1,0 +1,404 @@
+"""Configuration objects in the shape of Ganeti 3.x ``config.data``.
+
+Each object is a keyword-only dataclass whose field names are the JSON keys.
+``from_dict`` checks every known key against its annotated type and names the
+offending path in its error; unknown keys are kept (so a newer Ganeti's
+config round-trips) and reported by :func:`ganeti.core.config.verify`.
+``to_dict`` omits fields whose value is None, as Ganeti does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from ganeti.core import constants
+from ganeti.core.errors import ConfigurationError
+
+T = TypeVar("T", bound="ConfigObject")
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = typing.get_type_hints(cls)
+        _HINTS[cls] = hints
+    return hints
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _convert(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; build nested objects."""
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _convert(value, option, where)
+            except ConfigurationError as err:
+                errors.append(str(err))
+        raise ConfigurationError(errors[0] if len(errors) == 1 else
+                                 f"{where}: unexpected value {value!r}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigurationError(f"{where}: expected a list, got {type(value).__name__}")
+        (item_tp,) = typing.get_args(tp) or (Any,)
+        return [_convert(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigurationError(f"{where}: expected an object, got {type(value).__name__}")
+        key_tp, val_tp = typing.get_args(tp) or (str, Any)
+        return {k: _convert(v, val_tp, f"{where}/{k}") for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, ConfigObject):
+        if not isinstance(value, dict):
+            raise ConfigurationError(f"{where}: expected an object, got {type(value).__name__}")
+        return tp.from_dict(value, where)
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is bool or tp is str:
+        if isinstance(value, tp):
+            return value
+    else:  # pragma: no cover - a declaration error, caught by the unit tests
+        raise TypeError(f"unsupported annotation {tp!r} at {where}")
+    raise ConfigurationError(f"{where}: expected {_type_name(tp)}, got {value!r}")
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, ConfigObject):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(kw_only=True)
+class ConfigObject:
+    """Base of all config objects: typed load, dump, unknown keys kept."""
+
+    KIND: ClassVar[str] = "object"
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=True)
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        """The JSON keys this class knows."""
+        return [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+
+    @classmethod
+    def from_dict(cls: type[T], data: dict[str, Any], where: str = "") -> T:
+        """Build an object from its JSON form, validating every known key."""
+        where = where or cls.KIND
+        if not isinstance(data, dict):
+            raise ConfigurationError(f"{where}: expected an object, got {type(data).__name__}")
+        hints = _hints(cls)
+        kwargs: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        required = {f.name for f in dataclasses.fields(cls)
+                    if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING}
+        for key, value in data.items():
+            if key == "extra" or key not in hints:
+                extra[key] = value
+                continue
+            kwargs[key] = _convert(value, hints[key], f"{where}/{key}")
+        missing = sorted(required - set(kwargs))
+        if missing:
+            raise ConfigurationError(f"{where}: missing required key(s) {', '.join(missing)}")
+        obj = cls(**kwargs)
+        obj.extra = extra
+        return obj
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: known fields that are not None, then the unknown keys."""
+        result: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is not None:
+                result[f.name] = _to_json(value)
+        for key, value in self.extra.items():
+            result.setdefault(key, value)
+        return result
+
+
+@dataclass(kw_only=True)
+class TaggableObject(ConfigObject):
+    """An object with tags, a serial number and timestamps."""
+
+    tags: list[str] = field(default_factory=list)
+    serial_no: int = 1
+    ctime: float = 0.0
+    mtime: float = 0.0
+
+
+@dataclass(kw_only=True)
+class NIC(ConfigObject):
+    """A network interface of an instance."""
+
+    KIND: ClassVar[str] = "nic"
+    uuid: str | None = None
+    name: str | None = None
+    mac: str | None = None
+    ip: str | None = None
+    network: str | None = None
+    nicparams: dict[str, Any] = field(default_factory=dict)
+    netinfo: dict[str, Any] | None = None
+    pci: int | None = None
+
+
+@dataclass(kw_only=True)
+class Disk(ConfigObject):
+    """A disk (top-level ``disks`` container; children nest)."""
+
+    KIND: ClassVar[str] = "disk"
+    uuid: str
+    name: str | None = None
+    dev_type: str
+    logical_id: list[Any] | None = None
+    children: list[Disk] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    iv_name: str | None = None
+    size: int = 0
+    mode: str = "rw"
+    params: dict[str, Any] = field(default_factory=dict)
+    spindles: int | None = None
+    pci: int | None = None
+    dynamic_params: dict[str, Any] | None = None
+    serial_no: int = 1
+    ctime: float = 0.0
+    mtime: float = 0.0
+    forthcoming: bool | None = None
+
+
+@dataclass(kw_only=True)
+class Instance(TaggableObject):
+    """A virtual machine."""
+
+    KIND: ClassVar[str] = "instance"
+    uuid: str
+    name: str
+    primary_node: str
+    secondary_nodes: list[str] | None = None
+    os: str | None = None
+    hypervisor: str
+    hvparams: dict[str, Any] = field(default_factory=dict)
+    beparams: dict[str, Any] = field(default_factory=dict)
+    osparams: dict[str, Any] = field(default_factory=dict)
+    osparams_private: dict[str, Any] = field(default_factory=dict)
+    admin_state: str = constants.ADMINST_DOWN
+    admin_state_source: str | None = None
+    nics: list[NIC] = field(default_factory=list)
+    disks: list[str] = field(default_factory=list)
+    disks_info: str | None = None
+    disk_template: str | None = None
+    disks_active: bool = False
+    network_port: int | None = None
+    forthcoming: bool | None = None
+
+
+@dataclass(kw_only=True)
+class Node(TaggableObject):
+    """A node of the cluster."""
+
+    KIND: ClassVar[str] = "node"
+    uuid: str
+    name: str
+    primary_ip: str
+    secondary_ip: str | None = None
+    master_candidate: bool = False
+    offline: bool = False
+    drained: bool = False
+    group: str
+    master_capable: bool = True
+    vm_capable: bool = True
+    ndparams: dict[str, Any] = field(default_factory=dict)
+    powered: bool = True
+    hv_state_static: dict[str, Any] = field(default_factory=dict)
+    disk_state_static: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def role(self) -> str:
+        """Role letter, master first: the master is decided by the cluster, see below."""
+        if self.master_candidate:
+            return constants.NR_MCANDIDATE
+        if self.drained:
+            return constants.NR_DRAINED
+        if self.offline:
+            return constants.NR_OFFLINE
+        return constants.NR_REGULAR
+
+
+@dataclass(kw_only=True)
+class NodeGroup(TaggableObject):
+    """A group of nodes sharing policies and parameters."""
+
+    KIND: ClassVar[str] = "nodegroup"
+    uuid: str
+    name: str
+    members: list[str] = field(default_factory=list)
+    ndparams: dict[str, Any] = field(default_factory=dict)
+    diskparams: dict[str, Any] = field(default_factory=dict)
+    ipolicy: dict[str, Any] = field(default_factory=dict)
+    alloc_policy: str = constants.ALLOC_POLICY_PREFERRED
+    networks: dict[str, Any] = field(default_factory=dict)
+    hv_state_static: dict[str, Any] = field(default_factory=dict)
+    disk_state_static: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Network(TaggableObject):
+    """An IP network instances can be connected to."""
+
+    KIND: ClassVar[str] = "network"
+    uuid: str
+    name: str
+    network: str
+    gateway: str | None = None
+    network6: str | None = None
+    gateway6: str | None = None
+    mac_prefix: str | None = None
+    reservations: str | None = None
+    ext_reservations: str | None = None
+
+
+@dataclass(kw_only=True)
+class FilterRule(ConfigObject):
+    """A job-queue filter rule (seed 000)."""
+
+    KIND: ClassVar[str] = "filter"
+    uuid: str
+    watermark: int
+    priority: int = 0
+    predicates: list[Any] = field(default_factory=list)
+    action: Any = "CONTINUE"
+    reason_trail: list[Any] = field(default_factory=list)
+    serial_no: int | None = None
+
+
+@dataclass(kw_only=True)
+class Cluster(TaggableObject):
+    """Cluster-wide parameters and the defaults instances inherit."""
+
+    KIND: ClassVar[str] = "cluster"
+    uuid: str
+    cluster_name: str
+    master_node: str
+    master_ip: str
+    master_netdev: str = constants.DEFAULT_MASTER_NETDEV
+    master_netmask: int = 32
+    use_external_mip_script: bool = False
+    rsahostkeypub: str | None = None
+    dsahostkeypub: str | None = None
+    highest_used_port: int = 0
+    tcpudp_port_pool: list[int] = field(default_factory=list)
+    mac_prefix: str = constants.DEFAULT_MAC_PREFIX
+    volume_group_name: str | None = None
+    reserved_lvs: list[str] = field(default_factory=list)
+    drbd_usermode_helper: str | None = None
+    file_storage_dir: str = ""
+    shared_file_storage_dir: str = ""
+    gluster_storage_dir: str = ""
+    enabled_hypervisors: list[str] = field(default_factory=list)
+    hvparams: dict[str, dict[str, Any]] = field(default_factory=dict)
+    os_hvp: dict[str, dict[str, Any]] = field(default_factory=dict)
+    beparams: dict[str, dict[str, Any]] = field(default_factory=dict)
+    osparams: dict[str, dict[str, Any]] = field(default_factory=dict)
+    osparams_private_cluster: dict[str, Any] = field(default_factory=dict)
+    nicparams: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ndparams: dict[str, Any] = field(default_factory=dict)
+    diskparams: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ipolicy: dict[str, Any] = field(default_factory=dict)
+    candidate_pool_size: int = constants.DEFAULT_CANDIDATE_POOL_SIZE
+    modify_etc_hosts: bool = True
+    modify_ssh_setup: bool = False
+    maintain_node_health: bool = False
+    uid_pool: list[list[int]] = field(default_factory=list)
+    default_iallocator: str = ""
+    default_iallocator_params: dict[str, Any] = field(default_factory=dict)
+    hidden_os: list[str] = field(default_factory=list)
+    blacklisted_os: list[str] = field(default_factory=list)
+    primary_ip_family: int = 2
+    prealloc_wipe_disks: bool = False
+    hv_state_static: dict[str, Any] = field(default_factory=dict)
+    disk_state_static: dict[str, Any] = field(default_factory=dict)
+    enabled_disk_templates: list[str] = field(default_factory=list)
+    candidate_certs: dict[str, str] = field(default_factory=dict)
+    max_running_jobs: int = constants.DEFAULT_MAX_RUNNING_JOBS
+    max_tracked_jobs: int = constants.DEFAULT_MAX_TRACKED_JOBS
+    install_image: str = ""
+    instance_communication_network: str = ""
+    zeroing_image: str = ""
+    compression_tools: list[str] = field(default_factory=lambda: ["gzip", "gzip-fast",
+                                                                  "gzip-slow"])
+    enabled_user_shutdown: bool = False
+    data_collectors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ssh_key_type: str = "rsa"
+    ssh_key_bits: int = 2048
+
+
+@dataclass(kw_only=True)
+class ConfigData(ConfigObject):
+    """The whole ``config.data``: version, cluster and the containers keyed by UUID."""
+
+    KIND: ClassVar[str] = "config"
+    version: int
+    cluster: Cluster
+    nodes: dict[str, Node] = field(default_factory=dict)
+    nodegroups: dict[str, NodeGroup] = field(default_factory=dict)
+    instances: dict[str, Instance] = field(default_factory=dict)
+    networks: dict[str, Network] = field(default_factory=dict)
+    disks: dict[str, Disk] = field(default_factory=dict)
+    filters: dict[str, FilterRule] = field(default_factory=dict)
+    serial_no: int = 1
+    ctime: float = 0.0
+    mtime: float = 0.0
+
+    # Look-ups used everywhere; linear scans are fine at config sizes seen so far,
+    # and callers that need speed build their own index once per config version.
+    def node_by_name(self, name: str) -> Node | None:
+        """The node called ``name``, or None."""
+        return next((n for n in self.nodes.values() if n.name == name), None)
+
+    def group_by_name(self, name: str) -> NodeGroup | None:
+        """The node group called ``name``, or None."""
+        return next((g for g in self.nodegroups.values() if g.name == name), None)
+
+    def instance_by_name(self, name: str) -> Instance | None:
+        """The instance called ``name``, or None."""
+        return next((i for i in self.instances.values() if i.name == name), None)
+
+    def network_by_name(self, name: str) -> Network | None:
+        """The network called ``name``, or None."""
+        return next((n for n in self.networks.values() if n.name == name), None)
+
+    @property
+    def master(self) -> Node:
+        """The master node (verify guarantees it exists)."""
+        return self.nodes[self.cluster.master_node]
+
+    def node_role(self, node: Node) -> str:
+        """Role letter of a node: M, C, D, O or R."""
+        if node.uuid == self.cluster.master_node:
+            return constants.NR_MASTER
+        return node.role

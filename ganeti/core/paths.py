@@ -1,0 +1,182 @@
+"""Where every file of a node lives.
+
+Honours Ganeti's virtual-cluster variables exactly as Ganeti does:
+``GANETI_ROOTDIR`` prefixes every path and ``GANETI_HOSTNAME`` replaces the
+node's host name.  Both are set together or not at all, and the last
+component of the root directory must be the host name, so that one machine
+can hold many nodes under ``<dir>/<node name>``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ganeti.core import constants
+from ganeti.core.errors import ConfigurationError
+
+ROOTDIR_ENV = "GANETI_ROOTDIR"
+HOSTNAME_ENV = "GANETI_HOSTNAME"
+
+
+def _resolve_root_and_host(environ: Mapping[str, str]) -> tuple[str, str | None]:
+    root = environ.get(ROOTDIR_ENV) or ""
+    host = environ.get(HOSTNAME_ENV) or None
+    if root:
+        if not os.path.isabs(root):
+            raise ConfigurationError(f"{ROOTDIR_ENV} must be an absolute path, not {root!r}")
+        root = os.path.normpath(root)
+    if bool(root) != bool(host):
+        raise ConfigurationError(
+            f"{ROOTDIR_ENV} and {HOSTNAME_ENV} must be set together (got "
+            f"{ROOTDIR_ENV}={root!r}, {HOSTNAME_ENV}={host!r})")
+    if root and os.path.basename(root) != host:
+        raise ConfigurationError(
+            f"the last component of {ROOTDIR_ENV} ({root}) must be the node name {host!r}")
+    return root, host
+
+
+@dataclass(frozen=True)
+class Paths:
+    """All paths of one node; build with :meth:`from_env` or :meth:`for_node`."""
+
+    root: str
+    hostname: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Paths:
+        """Paths of the node named by the environment (default: ``os.environ``)."""
+        env = os.environ if environ is None else environ
+        root, host = _resolve_root_and_host(env)
+        return cls(root=root, hostname=host or socket.getfqdn())
+
+    @classmethod
+    def for_node(cls, root: str, hostname: str) -> Paths:
+        """Paths of a virtual node whose root directory is ``root``."""
+        return cls.from_env({ROOTDIR_ENV: root, HOSTNAME_ENV: hostname})
+
+    def env(self) -> dict[str, str]:
+        """The environment variables that select this node (empty for a real node)."""
+        if not self.root:
+            return {}
+        return {ROOTDIR_ENV: self.root, HOSTNAME_ENV: self.hostname}
+
+    def _p(self, path: str) -> str:
+        return self.root + path
+
+    # Top-level directories
+    @property
+    def data_dir(self) -> str:
+        """Persistent state: config, keys, ssconf, job queue."""
+        return self._p("/var/lib/ganeti")
+
+    @property
+    def run_dir(self) -> str:
+        """Runtime state: pid files, sockets."""
+        return self._p("/var/run/ganeti")
+
+    @property
+    def log_dir(self) -> str:
+        """One log file per daemon."""
+        return self._p("/var/log/ganeti")
+
+    @property
+    def conf_dir(self) -> str:
+        """Administrator-maintained settings (``/etc/ganeti``)."""
+        return self._p("/etc/ganeti")
+
+    @property
+    def socket_dir(self) -> str:
+        """UNIX sockets of the daemons."""
+        return os.path.join(self.run_dir, "socket")
+
+    @property
+    def luxi_socket(self) -> str:
+        """The LUXI socket of the master daemon."""
+        return os.path.join(self.socket_dir, "ganeti-query")
+
+    # Files in DATA_DIR
+    @property
+    def config_file(self) -> str:
+        """The cluster configuration, ``config.data``."""
+        return os.path.join(self.data_dir, "config.data")
+
+    @property
+    def server_pem(self) -> str:
+        """Cluster certificate and key for node RPC (mutual TLS)."""
+        return os.path.join(self.data_dir, "server.pem")
+
+    @property
+    def rapi_pem(self) -> str:
+        """Certificate and key of the RAPI daemon."""
+        return os.path.join(self.data_dir, "rapi.pem")
+
+    @property
+    def hmac_key(self) -> str:
+        """The confd HMAC key."""
+        return os.path.join(self.data_dir, "hmac.key")
+
+    @property
+    def cluster_domain_secret(self) -> str:
+        """Secret shared between clusters of one domain (instance moves)."""
+        return os.path.join(self.data_dir, "cluster-domain-secret")
+
+    @property
+    def rapi_users_dir(self) -> str:
+        """Directory of the RAPI users file."""
+        return os.path.join(self.data_dir, "rapi")
+
+    @property
+    def rapi_users(self) -> str:
+        """The RAPI users file."""
+        return os.path.join(self.rapi_users_dir, "users")
+
+    @property
+    def queue_dir(self) -> str:
+        """The job queue."""
+        return os.path.join(self.data_dir, "queue")
+
+    @property
+    def queue_archive_dir(self) -> str:
+        """Archived jobs."""
+        return os.path.join(self.queue_dir, "archive")
+
+    @property
+    def queue_serial(self) -> str:
+        """Last job id handed out."""
+        return os.path.join(self.queue_dir, "serial")
+
+    @property
+    def queue_version(self) -> str:
+        """Job queue format version."""
+        return os.path.join(self.queue_dir, "version")
+
+    @property
+    def queue_drain(self) -> str:
+        """Exists while the queue is drained."""
+        return os.path.join(self.queue_dir, "drain")
+
+    @property
+    def queue_lock(self) -> str:
+        """Lock file of the queue owner."""
+        return os.path.join(self.queue_dir, "lock")
+
+    @property
+    def watcher_pause_file(self) -> str:
+        """Holds the time until which the watcher is paused."""
+        return os.path.join(self.data_dir, "watcher.pause")
+
+    def ssconf_file(self, key: str) -> str:
+        """The ssconf file for ``key`` (e.g. ``master_node``)."""
+        return os.path.join(self.data_dir, "ssconf_" + key)
+
+    # Per-daemon files
+    def pid_file(self, daemon: str) -> str:
+        """``RUN_DIR/<daemon>.pid``."""
+        return os.path.join(self.run_dir, daemon + ".pid")
+
+    def log_file(self, daemon: str) -> str:
+        """The log file of a daemon under LOG_DIR."""
+        return os.path.join(self.log_dir, constants.DAEMON_LOG_FILES.get(daemon, daemon + ".log"))

@@ -1,0 +1,1 @@
+"""LUXI: the JSON-over-UNIX-socket protocol between clients and the master daemon."""

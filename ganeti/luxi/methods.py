@@ -1,0 +1,85 @@
+"""The LUXI method table: names and positional argument shapes, declared once.
+
+The server validates incoming calls against it and the client library
+builds its calls from it.  Later issues add their methods here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti.core.errors import ECODE_INVAL, OpPrereqError
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One positional argument: its name, a type check and its description."""
+
+    name: str
+    check: Callable[[Any], bool]
+    kind: str
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` has the right shape."""
+        return self.check(value)
+
+
+def STR(name: str) -> Arg:
+    """A string argument."""
+    return Arg(name, lambda v: isinstance(v, str), "string")
+
+
+def OPT_STR(name: str) -> Arg:
+    """A string or null argument."""
+    return Arg(name, lambda v: v is None or isinstance(v, str), "string or null")
+
+
+def STR_LIST(name: str) -> Arg:
+    """A list of strings."""
+    return Arg(name, _is_str_list, "list of strings")
+
+
+def INT(name: str) -> Arg:
+    """An integer argument."""
+    return Arg(name, _is_int, "integer")
+
+
+@dataclass(frozen=True)
+class Method:
+    """A LUXI method: name, arguments, one-line description."""
+
+    name: str
+    args: tuple[Arg, ...]
+    doc: str
+
+    def check_args(self, args: list[Any]) -> None:
+        """Refuse a wrong argument count or shape with a clear OpPrereqError."""
+        if len(args) != len(self.args):
+            names = ", ".join(a.name for a in self.args) or "none"
+            raise OpPrereqError(
+                f"{self.name} takes {len(self.args)} argument(s) ({names}), "
+                f"{len(args)} given", ECODE_INVAL)
+        for arg, value in zip(self.args, args, strict=True):
+            if not arg.accepts(value):
+                raise OpPrereqError(
+                    f"{self.name}: argument {arg.name!r} must be a {arg.kind}, "
+                    f"got {value!r:.100}", ECODE_INVAL)
+
+
+METHODS: dict[str, Method] = {m.name: m for m in [
+    Method("QueryClusterInfo", (), "Cluster parameters and versions"),
+    Method("QueryConfigValues", (STR_LIST("fields"),),
+           "Selected configuration values (cluster_name, master_node, drain_flag, ...)"),
+    Method("QueryTags", (STR("kind"), OPT_STR("name")),
+           "Tags of the cluster, a node, a node group, an instance or a network"),
+]}

@@ -1,0 +1,142 @@
+"""The LUXI server protocol on Twisted.
+
+One connection may carry many requests; they are answered in order, one
+at a time, which is what every LUXI client expects.  Malformed frames,
+unknown methods and wrong arguments get an error answer and the connection
+stays usable; a frame over the size limit gets an error and the connection
+is closed, since the stream cannot be resynchronised.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from twisted.internet import defer, protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from ganeti.core import constants, errors
+from ganeti.luxi import wire
+from ganeti.luxi.methods import METHODS, Method
+
+Implementation = Callable[..., Awaitable[Any] | Any]
+
+
+class LuxiDispatcher:
+    """Maps method names to implementations, validating against the method table."""
+
+    log = Logger()
+
+    def __init__(self, implementations: dict[str, Implementation],
+                 table: dict[str, Method] | None = None) -> None:
+        self.table = METHODS if table is None else table
+        unknown = set(implementations) - set(self.table)
+        if unknown:
+            raise errors.ProgrammerError(f"LUXI methods not in the table: {sorted(unknown)}")
+        self.implementations = implementations
+
+    def dispatch(self, method: str, args: list[Any]) -> defer.Deferred[Any]:
+        """Validate and run one call; the Deferred fires with its result."""
+        spec = self.table.get(method)
+        impl = self.implementations.get(method)
+        if spec is None or impl is None:
+            return defer.fail(errors.ProtocolError(f"Unknown LUXI method {method!r}"))
+        try:
+            spec.check_args(args)
+        except errors.GenericError as err:
+            return defer.fail(err)
+
+        async def run() -> Any:
+            result = impl(*args)
+            if isinstance(result, Awaitable):
+                result = await result
+            return result
+
+        return defer.Deferred.fromCoroutine(run())
+
+
+class LuxiServerProtocol(protocol.Protocol):
+    """One client connection."""
+
+    log = Logger()
+
+    def __init__(self, dispatcher: LuxiDispatcher, max_frame: int) -> None:
+        self.dispatcher = dispatcher
+        self.splitter = wire.FrameSplitter(max_frame)
+        self.pending: deque[bytes] = deque()
+        self.busy = False
+        self.closed = False
+
+    def dataReceived(self, data: bytes) -> None:
+        try:
+            frames = self.splitter.feed(data)
+        except wire.FrameTooLarge as err:
+            self.log.warn("Closing LUXI connection: {error}", error=str(err))
+            assert self.transport is not None
+            self.transport.write(wire.encode_error(err))
+            self.transport.loseConnection()
+            self.closed = True
+            return
+        self.pending.extend(frames)
+        self._process()
+
+    def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
+        self.closed = True
+        self.pending.clear()
+
+    def _process(self) -> None:
+        # Answer in order; a call that finishes synchronously is answered inline
+        # (a loop, not recursion, so many pipelined requests cannot overflow the stack).
+        while self.pending and not self.busy and not self.closed:
+            frame = self.pending.popleft()
+            d = self._handle(frame)
+            if d.called:
+                d.addCallback(self._reply)
+                continue
+            self.busy = True
+            d.addCallback(self._reply_async)
+
+    def _handle(self, frame: bytes) -> defer.Deferred[bytes]:
+        try:
+            method, args = wire.parse_request(frame)
+        except errors.ProtocolError as err:
+            # Ganeti answers undecodable requests with a plain error string.
+            return defer.succeed(wire.encode_response(False, str(err.args[0])))
+        d = self.dispatcher.dispatch(method, args)
+        d.addCallbacks(lambda result: wire.encode_response(True, result),
+                       lambda failure: self._encode_failure(method, failure))
+        return d
+
+    def _encode_failure(self, method: str, failure: Failure) -> bytes:
+        err = failure.value
+        assert err is not None
+        if not isinstance(err, errors.GenericError):
+            self.log.failure("Internal error in LUXI method {method}", failure, method=method)
+        return wire.encode_error(err)
+
+    def _reply(self, data: bytes) -> None:
+        if not self.closed and self.transport is not None:
+            self.transport.write(data)
+
+    def _reply_async(self, data: bytes) -> None:
+        self.busy = False
+        self._reply(data)
+        self._process()
+
+
+class LuxiServerFactory(protocol.Factory):
+    """Builds a protocol per LUXI connection."""
+
+    noisy = False
+
+    def __init__(self, dispatcher: LuxiDispatcher,
+                 max_frame: int = constants.LUXI_MAX_FRAME) -> None:
+        self.dispatcher = dispatcher
+        self.max_frame = max_frame
+
+    def buildProtocol(self, addr: Any) -> LuxiServerProtocol:
+        proto = LuxiServerProtocol(self.dispatcher, self.max_frame)
+        proto.factory = self
+        return proto

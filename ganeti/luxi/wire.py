@@ -1,0 +1,104 @@
+"""LUXI messages and framing (reference section 2), independent of any transport.
+
+Each message is UTF-8 JSON followed by one ETX byte (0x03).  A request is
+``{"method": name, "args": [...], "version": n}``; a response is
+``{"success": bool, "result": value}``, where a failed call's result is an
+encoded exception ``["ClassName", [args]]``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ganeti.core import constants, errors
+
+EOM = constants.LUXI_EOM
+
+
+class FrameTooLarge(errors.ProtocolError):
+    """A message grew beyond the allowed size before its terminator arrived."""
+
+
+class FrameSplitter:
+    """Cut a byte stream into ETX-terminated frames, refusing oversized ones."""
+
+    def __init__(self, max_size: int = constants.LUXI_MAX_FRAME) -> None:
+        self.max_size = max_size
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add bytes; return the complete frames (without ETX) now available."""
+        self._buffer += data
+        frames = []
+        while True:
+            end = self._buffer.find(EOM)
+            if end < 0:
+                break
+            frames.append(bytes(self._buffer[:end]))
+            del self._buffer[:end + 1]
+        for frame in frames:
+            if len(frame) > self.max_size:
+                raise FrameTooLarge(f"LUXI message of {len(frame)} bytes exceeds the "
+                                    f"limit of {self.max_size} bytes")
+        if len(self._buffer) > self.max_size:
+            raise FrameTooLarge(f"LUXI message exceeds the limit of {self.max_size} bytes")
+        return frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes received that do not yet form a complete frame."""
+        return len(self._buffer)
+
+
+def _dump(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8") + EOM
+
+
+def encode_request(method: str, args: list[Any] | tuple[Any, ...],
+                   version: int = constants.LUXI_VERSION) -> bytes:
+    """A request frame, including the ETX terminator."""
+    return _dump({constants.LUXI_KEY_METHOD: method, constants.LUXI_KEY_ARGS: list(args),
+                  constants.LUXI_KEY_VERSION: version})
+
+
+def encode_response(success: bool, result: Any) -> bytes:
+    """A response frame, including the ETX terminator."""
+    return _dump({constants.LUXI_KEY_SUCCESS: success, constants.LUXI_KEY_RESULT: result})
+
+
+def encode_error(err: BaseException) -> bytes:
+    """A failure response carrying an encoded exception."""
+    return encode_response(False, errors.encode_exception(err))
+
+
+def parse_request(frame: bytes) -> tuple[str, list[Any]]:
+    """Method name and argument list of a request frame; ProtocolError if malformed."""
+    try:
+        msg = json.loads(frame.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise errors.ProtocolError(f"Invalid LUXI request: not UTF-8 JSON ({err})") from None
+    if not isinstance(msg, dict):
+        raise errors.ProtocolError("Invalid LUXI request: not a JSON object")
+    method = msg.get(constants.LUXI_KEY_METHOD)
+    args = msg.get(constants.LUXI_KEY_ARGS)
+    if not isinstance(method, str) or not method:
+        raise errors.ProtocolError("Invalid LUXI request: 'method' must be a non-empty string")
+    if not isinstance(args, list):
+        raise errors.ProtocolError("Invalid LUXI request: 'args' must be a list")
+    return method, args
+
+
+def parse_response(frame: bytes) -> Any:
+    """The result of a response frame; raises the encoded error of a failed call."""
+    try:
+        msg = json.loads(frame.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise errors.ProtocolError(f"Invalid LUXI response: not UTF-8 JSON ({err})") from None
+    if (not isinstance(msg, dict) or constants.LUXI_KEY_SUCCESS not in msg
+            or constants.LUXI_KEY_RESULT not in msg):
+        raise errors.ProtocolError(f"Invalid LUXI response: {msg!r}")
+    result = msg[constants.LUXI_KEY_RESULT]
+    if msg[constants.LUXI_KEY_SUCCESS]:
+        return result
+    raise errors.decode_exception(result) or errors.RequestError(result)

@@ -1,0 +1,1 @@
+"""ganeti-masterd: the only writer of the cluster config, serving LUXI."""

@@ -1,0 +1,45 @@
+"""twistd/twist entry point of ganeti-masterd: options and the service tree."""
+
+from __future__ import annotations
+
+from twisted.application import service
+from twisted.python import usage
+
+from ganeti.core import constants
+from ganeti.core.errors import GenericError
+from ganeti.core.paths import Paths
+
+
+class Options(usage.Options):
+    """Command-line options of ganeti-masterd."""
+
+    synopsis = "[options]"
+    longdesc = ("The Ganeti master daemon: owns the cluster configuration and serves "
+                "LUXI on RUN_DIR/socket/ganeti-query. Runs only on the master node. "
+                "GANETI_ROOTDIR and GANETI_HOSTNAME select a virtual-cluster node.")
+    optParameters = [
+        ["max-frame", None, constants.LUXI_MAX_FRAME,
+         "Largest LUXI request accepted, in bytes", int],
+        ["io-threads", None, 4, "Threads for blocking disk work", int],
+    ]
+
+    def postOptions(self) -> None:
+        if self["max-frame"] < 1024:
+            raise usage.UsageError("--max-frame must be at least 1024 bytes")
+        if not 1 <= self["io-threads"] <= 64:
+            raise usage.UsageError("--io-threads must be between 1 and 64")
+
+
+def makeService(options: Options) -> service.IService:
+    """Build the master daemon; refuses (exit 1, clear message) off the master."""
+    from twisted.internet import reactor
+
+    from ganeti.master.service import MasterDaemon, load_master_config
+
+    try:
+        paths = Paths.from_env()
+        cfg = load_master_config(paths)
+    except GenericError as err:
+        raise SystemExit(f"ganeti-masterd: cannot start: {err}") from None
+    return MasterDaemon(reactor, paths, cfg, max_frame=options["max-frame"],
+                        io_threads=options["io-threads"])
