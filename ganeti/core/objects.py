@@ -185,9 +185,10 @@ class Disk(ConfigObject):
     spindles: int | None = None
     pci: int | None = None
     dynamic_params: dict[str, Any] | None = None
-    serial_no: int = 1
-    ctime: float = 0.0
-    mtime: float = 0.0
+    # Child disks carry no serial or timestamps in Ganeti's files.
+    serial_no: int | None = None
+    ctime: float | None = None
+    mtime: float | None = None
     forthcoming: bool | None = None
 
 
@@ -234,8 +235,8 @@ class Node(TaggableObject):
     vm_capable: bool = True
     ndparams: dict[str, Any] = field(default_factory=dict)
     powered: bool = True
-    hv_state_static: dict[str, Any] = field(default_factory=dict)
-    disk_state_static: dict[str, Any] = field(default_factory=dict)
+    hv_state_static: dict[str, Any] | None = None
+    disk_state_static: dict[str, Any] | None = None
 
     @property
     def role(self) -> str:
