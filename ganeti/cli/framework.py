@@ -109,6 +109,7 @@ def format_error(err: BaseException) -> tuple[int, str]:
         msg = f"Permission denied: {err.args[0] if err.args else ''}"
     elif isinstance(err, errors.ConfigurationError):
         msg = f"Configuration error: {err.args[0] if err.args else ''}"
+        code = 2  # as Ganeti's tools
     elif isinstance(err, errors.OpExecError):
         msg = f"Failure: command execution error: {err.args[0] if err.args else ''}"
     elif isinstance(err, errors.GenericError):

@@ -203,7 +203,8 @@ def build_config(opts: InitOptions, paths: Paths, now: float | None = None) -> C
                          "diskstats": {"active": True, "interval": 5000000},
                          "drbd": {"active": True, "interval": 5000000},
                          "inst-status-xen": {"active": True, "interval": 5000000},
-                         "lv": {"active": True, "interval": 5000000}},
+                         "lv": {"active": True, "interval": 5000000},
+                         "xen-cpu-avg-load": {"active": True, "interval": 5000000}},
         ctime=now, mtime=now)
     node = Node(uuid=node_uuid, name=node_name, primary_ip=primary_ip,
                 secondary_ip=secondary_ip or primary_ip, master_candidate=True,

@@ -22,7 +22,7 @@ CONFIG_VERSION = build_version(CONFIG_MAJOR, CONFIG_MINOR, CONFIG_REVISION)
 # config.data versions we can load (same object shapes; 3.1 only adds fields).
 LOADABLE_CONFIG_VERSIONS = frozenset({CONFIG_VERSION, build_version(3, 1, 0)})
 LUXI_VERSION = CONFIG_VERSION
-PROTOCOL_VERSION = 2030000 + 0  # internode protocol of Ganeti 3.0
+PROTOCOL_VERSION = CONFIG_VERSION  # the internode protocol of Ganeti 3.0
 OS_API_VERSIONS = (10, 15, 20)
 OS_API_VERSION = max(OS_API_VERSIONS)
 EXPORT_VERSION = 0

@@ -24,6 +24,10 @@ from ganeti.luxi.methods import METHODS, Method
 Implementation = Callable[..., Awaitable[Any] | Any]
 
 
+class UnknownMethod(errors.ProtocolError):
+    """The request names a method this server does not have."""
+
+
 class LuxiDispatcher:
     """Maps method names to implementations, validating against the method table."""
 
@@ -42,7 +46,8 @@ class LuxiDispatcher:
         spec = self.table.get(method)
         impl = self.implementations.get(method)
         if spec is None or impl is None:
-            return defer.fail(errors.ProtocolError(f"Unknown LUXI method {method!r}"))
+            return defer.fail(UnknownMethod(f"Failed to parse request: unknown LUXI method "
+                                            f"{method!r}"))
         try:
             spec.check_args(args)
         except errors.GenericError as err:
@@ -102,7 +107,6 @@ class LuxiServerProtocol(protocol.Protocol):
         try:
             method, args = wire.parse_request(frame)
         except errors.ProtocolError as err:
-            # Ganeti answers undecodable requests with a plain error string.
             return defer.succeed(wire.encode_response(False, str(err.args[0])))
         d = self.dispatcher.dispatch(method, args)
         d.addCallbacks(lambda result: wire.encode_response(True, result),
@@ -112,6 +116,9 @@ class LuxiServerProtocol(protocol.Protocol):
     def _encode_failure(self, method: str, failure: Failure) -> bytes:
         err = failure.value
         assert err is not None
+        if isinstance(err, UnknownMethod):
+            # Like Ganeti's luxid: requests it cannot decode get a plain error string.
+            return wire.encode_response(False, str(err.args[0]))
         if not isinstance(err, errors.GenericError):
             self.log.failure("Internal error in LUXI method {method}", failure, method=method)
         return wire.encode_error(err)

@@ -51,6 +51,18 @@ class FrameSplitter:
         return len(self._buffer)
 
 
+def _integral_floats_as_ints(obj: Any) -> Any:
+    # Ganeti's Haskell daemons write 4.0 as 4; clients print what they get, so we do
+    # the same to give byte-identical output in existing tools.
+    if isinstance(obj, float):
+        return int(obj) if obj.is_integer() else obj
+    if isinstance(obj, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_integral_floats_as_ints(v) for v in obj]
+    return obj
+
+
 def _dump(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode("utf-8") + EOM
 
@@ -64,7 +76,8 @@ def encode_request(method: str, args: list[Any] | tuple[Any, ...],
 
 def encode_response(success: bool, result: Any) -> bytes:
     """A response frame, including the ETX terminator."""
-    return _dump({constants.LUXI_KEY_SUCCESS: success, constants.LUXI_KEY_RESULT: result})
+    return _dump({constants.LUXI_KEY_SUCCESS: success,
+                  constants.LUXI_KEY_RESULT: _integral_floats_as_ints(result)})
 
 
 def encode_error(err: BaseException) -> bytes:
@@ -101,4 +114,5 @@ def parse_response(frame: bytes) -> Any:
     result = msg[constants.LUXI_KEY_RESULT]
     if msg[constants.LUXI_KEY_SUCCESS]:
         return result
-    raise errors.decode_exception(result) or errors.RequestError(result)
+    raise errors.decode_exception(result) or errors.RequestError(
+        result if isinstance(result, str) else repr(result))

@@ -29,7 +29,7 @@ def init_options(**overrides) -> bootstrap.InitOptions:
 
 def node_paths(tmpdir: str, name: str = "node1.test") -> Paths:
     """Paths of a virtual node under ``tmpdir``."""
-    root = os.path.join(tmpdir, name)
+    root = os.path.join(os.path.abspath(tmpdir), name)
     os.makedirs(root, exist_ok=True)
     return Paths.for_node(root, name)
 
