@@ -84,8 +84,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
-    def print_help(self, file: Any = None) -> None:
-        super().print_help(self._stdout)
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # --help and --version go to the injected stdout, not sys.stdout
+        if message:
+            self._stdout.write(message)
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:

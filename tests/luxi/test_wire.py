@@ -88,7 +88,8 @@ class ErrorEncodingTest(SynchronousTestCase):
             self.assertIsInstance(errors.decode_exception(encoded), cls)
 
     def test_foreign_exceptions_become_generic(self):
-        self.assertEqual(errors.encode_exception(KeyError("k")), ["GenericError", ["KeyError: 'k'"]])
+        self.assertEqual(errors.encode_exception(KeyError("k")),
+                         ["GenericError", ["KeyError: 'k'"]])
 
     def test_unknown_class_is_not_decoded(self):
         self.assertIsNone(errors.decode_exception(["NoSuchError", ["x"]]))

@@ -5,8 +5,8 @@ import os
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.core import constants
 from ganeti.core import config as configmod
+from ganeti.core import constants
 from ganeti.core.errors import OpPrereqError
 from ganeti.master.queries import ClusterQueries
 from tests.fakes.configs import node_paths, reference_config_dict, small_config

@@ -1,0 +1,220 @@
+"""gnt-cluster, in process: argv, stdout, stderr and the LUXI client injected."""
+
+import io
+import os
+import stat
+
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from ganeti.cli import gnt_cluster
+from ganeti.core import config as configmod
+from ganeti.core import constants, crypto, ssconf
+from tests.fakes.configs import node_paths, small_config
+from tests.fakes.luxi import FakeLuxiClient
+
+
+class Run:
+    def __init__(self, code, out, err):
+        self.code, self.out, self.err = code, out, err
+
+
+class CliTestCase(SynchronousTestCase):
+    def setUp(self):
+        self.paths = node_paths(self.mktemp())
+        self.environ = self.paths.env()
+        self.cfg = small_config()
+        self.fake = FakeLuxiClient(self.cfg, self.paths, Clock())
+
+    def run_cli(self, *argv, luxi=True):
+        out, err = io.StringIO(), io.StringIO()
+        code = gnt_cluster.main(list(argv), stdout=out, stderr=err, environ=self.environ,
+                                luxi_factory=(lambda paths: self.fake) if luxi else None)
+        return Run(code, out.getvalue(), err.getvalue())
+
+
+class QueryCommandsTest(CliTestCase):
+    def test_getmaster(self):
+        r = self.run_cli("getmaster")
+        self.assertEqual((r.code, r.out), (0, "node1.test\n"))
+        self.assertEqual(self.fake.calls, [("QueryConfigValues", (["master_node"],))])
+        self.assertTrue(self.fake.closed)
+
+    def test_version(self):
+        r = self.run_cli("version")
+        self.assertEqual(r.code, 0)
+        self.assertIn(f"Configuration format: {constants.CONFIG_VERSION}\n", r.out)
+        self.assertIn("Software version: 3.0.2\n", r.out)
+
+    def test_info(self):
+        r = self.run_cli("info")
+        self.assertEqual(r.code, 0, r.err)
+        for line in ("Cluster name: cluster.test", "Master node: node1.test",
+                     "Default hypervisor: fake", "  candidate pool size: 10",
+                     "Instance policy - limits for instances:"):
+            self.assertIn(line + "\n", r.out)
+
+    def test_list_tags(self):
+        self.cfg.cluster.tags = ["b", "a"]
+        r = self.run_cli("list-tags")
+        self.assertEqual(r.out, "a\nb\n")
+        self.assertEqual(self.fake.calls, [("QueryTags", ("cluster", ""))])
+
+    def test_no_master_daemon(self):
+        r = self.run_cli("getmaster", luxi=False)  # the real client, no socket
+        self.assertEqual(r.code, constants.EXIT_NOTMASTER)
+        self.assertIn("Cannot communicate with the master daemon", r.err)
+        self.assertIn("is ganeti-masterd running", r.err)
+
+
+class HelpTest(CliTestCase):
+    def test_help_everywhere(self):
+        r = self.run_cli("--help")
+        self.assertEqual(r.code, 0)
+        for name in ("init", "info", "getmaster", "version", "list-tags", "destroy"):
+            self.assertIn(name, r.out)
+            sub = self.run_cli(name, "--help")
+            self.assertEqual(sub.code, 0, name)
+            self.assertIn("usage: gnt-cluster " + name, sub.out)
+
+    def test_no_command(self):
+        r = self.run_cli()
+        self.assertEqual(r.code, constants.EXIT_FAILURE)
+        self.assertIn("usage:", r.out)
+
+    def test_unknown_command_and_option(self):
+        for argv in (["frobnicate"], ["info", "--nope"], ["version", "extra"]):
+            r = self.run_cli(*argv)
+            self.assertEqual(r.code, constants.EXIT_FAILURE, argv)
+            self.assertTrue(r.err.startswith("Usage error: "), r.err)
+            self.assertEqual(r.out, "")
+
+    def test_version_flag(self):
+        r = self.run_cli("--version")
+        self.assertEqual(r.code, 0)
+        self.assertIn("3.0.2", r.out)
+
+
+INIT = ["init", "--primary-ip", "127.0.1.1", "--master-ip", "127.0.1.254",
+        "--enabled-hypervisors", "fake", "--enabled-disk-templates", "diskless,file"]
+
+
+class InitTest(CliTestCase):
+    def listing(self):
+        result = []
+        for base, dirs, files in os.walk(self.paths.root):
+            result += [os.path.join(base, n) for n in dirs + files]
+        return sorted(result)
+
+    def test_init_creates_the_cluster(self):
+        r = self.run_cli(*INIT, "-C", "5", "--uid-pool", "1000-1009,2000", "-H",
+                         "fake:migration_mode=non-live", "-B", "maxmem=1G,vcpus=2",
+                         "-N", "link=br7", "cluster.test")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertIn("RAPI user 'gnt-admin' (write access), password: ", r.out)
+        password = r.out.split("password: ")[1].split()[0]
+        cfg = configmod.load_file(self.paths.config_file)
+        cl = cfg.cluster
+        self.assertEqual((cl.cluster_name, cfg.master.name, cfg.master.primary_ip),
+                         ("cluster.test", self.paths.hostname, "127.0.1.1"))
+        self.assertEqual(cl.candidate_pool_size, 5)
+        self.assertEqual(cl.uid_pool, [[1000, 1009], [2000, 2000]])
+        self.assertEqual(cl.hvparams["fake"]["migration_mode"], "non-live")
+        self.assertEqual(cl.beparams["default"]["maxmem"], 1024)
+        self.assertEqual(cl.beparams["default"]["vcpus"], 2)
+        self.assertEqual(cl.nicparams["default"]["link"], "br7")
+        self.assertTrue(cfg.master.master_candidate)
+        self.assertEqual([g.name for g in cfg.nodegroups.values()], ["default"])
+        # keys, certificates, users file, queue, ssconf
+        mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)  # noqa: E731
+        self.assertEqual(mode(self.paths.hmac_key), 0o400)
+        with open(self.paths.hmac_key) as f:
+            key = f.read()
+        self.assertTrue(key.endswith("\n") and len(key.strip()) >= 40)
+        with open(self.paths.server_pem, "rb") as f:
+            pem = f.read()
+        self.assertIn(b"PRIVATE KEY", pem)
+        crypto.load_certificate(pem)
+        with open(self.paths.rapi_users) as f:
+            users = [ln.split() for ln in f if ln.strip() and not ln.startswith("#")]
+        self.assertEqual(users, [["gnt-admin", "{HA1}" + crypto.rapi_ha1("gnt-admin", password),
+                                  "write"]])
+        self.assertNotIn(password, open(self.paths.rapi_users).read())
+        with open(self.paths.queue_serial) as f:
+            self.assertEqual(f.read(), "0\n")
+        with open(self.paths.queue_version) as f:
+            self.assertEqual(f.read(), "1\n")
+        self.assertEqual(ssconf.read(self.paths, "master_node"), self.paths.hostname)
+        self.assertEqual(ssconf.read(self.paths, "master_candidates_ips"), "127.0.1.1")
+        self.assertEqual(ssconf.read(self.paths, "uid_pool"), "1000-1009\n2000")
+        self.assertEqual(ssconf.read(self.paths, "node_primary_ips"),
+                         f"{self.paths.hostname} 127.0.1.1")
+        self.assertEqual(mode(self.paths.ssconf_file("cluster_name")), 0o444)
+
+    def test_init_refuses_initialised_node(self):
+        self.assertEqual(self.run_cli(*INIT, "cluster.test").code, 0)
+        with open(self.paths.config_file) as f:
+            before = f.read()
+        r = self.run_cli(*INIT, "other.test")
+        self.assertEqual(r.code, constants.EXIT_FAILURE)
+        self.assertIn("already belongs to a cluster", r.err)
+        with open(self.paths.config_file) as f:
+            self.assertEqual(f.read(), before)
+
+    def test_bad_options_fail_cleanly(self):
+        cases = [
+            (["--uid-pool", "10-5"], "lower bound is greater"),
+            (["--uid-pool", "1-2-3"], "Invalid user-id range"),
+            (["-C", "0"], "candidate-pool-size"),
+            (["--mac-prefix", "zz:00:00"], "mac-prefix"),
+            (["-H", "kvm:acpi=true"], "not in --enabled-hypervisors"),
+            (["-H", "fake:bogus=1"], "unknown parameter 'bogus'"),
+            (["-B", "maxmem=lots"], "Invalid size"),
+            (["-B", "vcpus=two"], "must be an integer"),
+            (["-N", "mode=tunnel"], "invalid NIC mode"),
+            (["--enabled-hypervisors", "vmware"], "not supported"),
+            (["--enabled-disk-templates", "floppy"], "not known"),
+            (["--file-storage-dir", "relative/dir"], "absolute path"),
+            (["--primary-ip", "1.2.3"], "not an IP address"),
+            (["-C", "many"], "invalid int value"),
+        ]
+        for extra, needle in cases:
+            r = self.run_cli(*INIT, *extra, "cluster.test")
+            self.assertEqual(r.code, constants.EXIT_FAILURE, extra)
+            self.assertIn(needle, r.err, extra)
+            self.assertEqual(len(r.err.strip().splitlines()), 1, r.err)  # one line
+            self.assertEqual(self.listing(), [], extra)  # nothing half-made
+        bad_name = self.run_cli(*INIT, "bad_name!")
+        self.assertIn("not a valid host name", bad_name.err)
+        self.assertEqual(self.listing(), [])
+
+    def test_failure_while_writing_rolls_back(self):
+        # A directory where a file must go makes the write fail part-way.
+        os.makedirs(os.path.join(self.paths.data_dir, "queue", "serial"))
+        r = self.run_cli(*INIT, "cluster.test")
+        self.assertEqual(r.code, constants.EXIT_FAILURE)
+        leftovers = [p for p in self.listing() if os.path.isfile(p)]
+        self.assertEqual(leftovers, [])
+        self.assertFalse(ssconf.is_initialised(self.paths))
+
+
+class DestroyTest(CliTestCase):
+    def test_needs_confirmation(self):
+        self.assertEqual(self.run_cli(*INIT, "cluster.test").code, 0)
+        r = self.run_cli("destroy")
+        self.assertEqual(r.code, constants.EXIT_FAILURE)
+        self.assertIn("--yes-do-it", r.err)
+        self.assertTrue(os.path.exists(self.paths.config_file))
+
+    def test_destroy(self):
+        self.assertEqual(self.run_cli(*INIT, "cluster.test").code, 0)
+        r = self.run_cli("destroy", "--yes-do-it")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertFalse(ssconf.is_initialised(self.paths))
+        self.assertFalse(os.path.exists(self.paths.hmac_key))
+        # and the node can be initialised again
+        self.assertEqual(self.run_cli(*INIT, "cluster.test").code, 0)
+
+    def test_destroy_uninitialised(self):
+        r = self.run_cli("destroy", "--yes-do-it")
+        self.assertEqual(r.code, constants.EXIT_NOTCLUSTER)

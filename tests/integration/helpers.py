@@ -1,0 +1,59 @@
+"""Running real daemons and tools on a virtual cluster in a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(os.path.abspath(sys.executable))
+VCLUSTER = os.path.join(BIN, "ganeti-vcluster")
+DEBIAN_GNT_CLUSTER = "/usr/share/ganeti/3.0/gnt-cluster"
+
+
+def run(argv, env=None, timeout=120, check=True):
+    """Run a command; returns CompletedProcess (text)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{argv} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def node_env(directory, node="node1.vcluster.test"):
+    """GANETI_ROOTDIR/GANETI_HOSTNAME of a virtual node, plus our tools on PATH."""
+    return {"GANETI_ROOTDIR": os.path.join(directory, node), "GANETI_HOSTNAME": node,
+            "PATH": BIN + ":" + os.environ.get("PATH", "")}
+
+
+def raw_luxi(path, payload, timeout=10.0, until_eof=False):
+    """Send raw bytes to a LUXI socket; return (bytes received, whether the server closed).
+
+    Reads until there is one reply per request sent, or (``until_eof``) until EOF.
+    """
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    try:
+        try:
+            s.sendall(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may close before reading everything; read its answer
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                return data, True
+            data += chunk
+            if (not until_eof and data.endswith(b"\x03")
+                    and data.count(b"\x03") >= payload.count(b"\x03")):
+                return data, False
+    finally:
+        s.close()
