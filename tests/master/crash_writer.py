@@ -15,9 +15,10 @@ from ganeti.master.configwriter import ConfigWriter
 
 
 def main(path: str) -> None:
+    cfg = configmod.load_file(path)  # before any thread exists, so a failure exits
     pool = ThreadPool(minthreads=1, maxthreads=2)
     pool.start()
-    writer = ConfigWriter(path, configmod.load_file(path),
+    writer = ConfigWriter(path, cfg,
                           functools.partial(threads.deferToThreadPool, reactor, pool), reactor)
 
     def change(cfg):

@@ -6,6 +6,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -18,7 +19,7 @@ KILLS = 25
 
 class CrashTest(SynchronousTestCase):
     def test_kill_writer_at_random_moments(self):
-        path = os.path.join(self.mktemp(), "config.data")
+        path = os.path.join(os.path.abspath(self.mktemp()), "config.data")
         os.makedirs(os.path.dirname(path))
         with open(path, "w") as f:
             f.write(configmod.dump(small_config()))
@@ -27,6 +28,8 @@ class CrashTest(SynchronousTestCase):
         for _ in range(KILLS):
             proc = subprocess.Popen([sys.executable, "-m", "tests.master.crash_writer", path],
                                     stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+            watchdog = threading.Timer(60, proc.kill)  # a hung child fails the test
+            watchdog.start()
             wanted = rng.randint(1, 30)
             acked = 0
             last = 0
@@ -37,6 +40,7 @@ class CrashTest(SynchronousTestCase):
                     break
             proc.send_signal(signal.SIGKILL)
             proc.wait()
+            watchdog.cancel()
             proc.stdout.close()
             self.assertGreaterEqual(acked, 1, "the writer acknowledged nothing")
             cfg = configmod.load_file(path)  # parses and verifies, or raises
