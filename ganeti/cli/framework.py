@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO
 
 from ganeti import version
-from ganeti.core import constants, errors
+from ganeti.core import constants, errors, ssconf
 from ganeti.core.paths import Paths
 from ganeti.luxi.client import LuxiClient
 
@@ -105,8 +105,7 @@ def format_error(err: BaseException) -> tuple[int, str]:
         if ecode:
             msg += f" (error type: {ecode})"
     elif isinstance(err, errors.NoMasterError):
-        msg = f"Cannot communicate with the master daemon: {err.args[0] if err.args else ''}"
-        code = constants.EXIT_NOTMASTER
+        msg = str(err.args[0]) if err.args else "Cannot communicate with the master daemon"
     elif isinstance(err, errors.PermissionError):
         msg = f"Permission denied: {err.args[0] if err.args else ''}"
     elif isinstance(err, errors.ConfigurationError):
@@ -120,6 +119,22 @@ def format_error(err: BaseException) -> tuple[int, str]:
     else:
         msg = f"Unexpected error: {type(err).__name__}: {err}"
     return code, msg
+
+
+def diagnose_no_master(ctx: Context, err: errors.NoMasterError) -> tuple[int, str]:
+    """Explain a failed connection to the master: no cluster, wrong node, or daemon down."""
+    paths = ctx.paths
+    try:
+        master = ssconf.read(paths, "master_node")
+    except errors.ConfigurationError:
+        return (constants.EXIT_NOTCLUSTER,
+                f"This node ({paths.hostname}) is not part of a cluster: "
+                f"{paths.ssconf_file('master_node')} is missing. Initialise a cluster with "
+                "'gnt-cluster init', or set GANETI_ROOTDIR/GANETI_HOSTNAME to a node's.")
+    if master != paths.hostname:
+        return (constants.EXIT_NOTMASTER,
+                f"This is not the master node; run the command on {master}.")
+    return format_error(err)
 
 
 def default_luxi_factory(paths: Paths) -> LuxiClient:
@@ -170,6 +185,10 @@ def run_tool(tool: str, description: str, commands: Sequence[Command],
     except UsageError as err:
         ctx.err(f"Usage error: {err}")
         return constants.EXIT_FAILURE
+    except errors.NoMasterError as err:
+        code, msg = diagnose_no_master(ctx, err)
+        ctx.err(msg)
+        return code
     except (errors.GenericError, OSError) as err:
         code, msg = format_error(err)
         ctx.err(msg)

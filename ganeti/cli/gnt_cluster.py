@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -240,20 +241,25 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     if not ssconf.is_initialised(paths):
         ctx.err(f"This node ({paths.hostname}) is not part of a cluster.")
         return constants.EXIT_NOTCLUSTER
-    cfg = configmod.load_file(paths.config_file, check=False)
-    if cfg.master.name != paths.hostname:
-        ctx.err(f"Run this on the master node ({cfg.master.name}), not on {paths.hostname}.")
+    if os.path.exists(paths.config_file):
+        cfg = configmod.load_file(paths.config_file, check=False)
+        master, name = cfg.master.name, cfg.cluster.cluster_name
+        others = sorted(n.name for n in cfg.nodes.values()
+                        if n.uuid != cfg.cluster.master_node)
+        if others or cfg.instances:
+            raise errors.OpPrereqError(
+                f"The cluster still has {len(others)} other node(s) and "
+                f"{len(cfg.instances)} instance(s); remove them first", errors.ECODE_STATE)
+    else:  # a node whose config is gone: ssconf still says who the master is
+        master, name = ssconf.read(paths, "master_node"), ssconf.read(paths, "cluster_name")
+    if master != paths.hostname:
+        ctx.err(f"Run this on the master node ({master}), not on {paths.hostname}.")
         return constants.EXIT_NOTMASTER
-    others = sorted(n.name for n in cfg.nodes.values() if n.uuid != cfg.cluster.master_node)
-    if others or cfg.instances:
-        raise errors.OpPrereqError(
-            f"The cluster still has {len(others)} other node(s) and {len(cfg.instances)} "
-            "instance(s); remove them first", errors.ECODE_STATE)
     for daemon in daemons.MASTER_DAEMONS:
         if daemons.stop(paths, daemon):
             ctx.out(f"Stopped {daemon}.")
     removed = bootstrap.destroy(paths)
-    ctx.out(f"Cluster {cfg.cluster.cluster_name} destroyed ({len(removed)} files and "
+    ctx.out(f"Cluster {name} destroyed ({len(removed)} files and "
             "directories removed).")
     return constants.EXIT_SUCCESS
 

@@ -72,8 +72,11 @@ class VCluster:
                 f"'ganeti-vcluster create {directory}'", errors.ECODE_NOENT) from None
         except ValueError as err:
             raise errors.ConfigurationError(f"{path} is corrupt: {err}") from None
-        nodes = [VNode(**n) for n in data["nodes"]]
-        return cls(directory, data["cluster_name"], data["domain"], data["master"], nodes)
+        try:
+            nodes = [VNode(**n) for n in data["nodes"]]
+            return cls(directory, data["cluster_name"], data["domain"], data["master"], nodes)
+        except (KeyError, TypeError) as err:
+            raise errors.ConfigurationError(f"{path} is corrupt: missing or bad {err}") from None
 
     def save(self) -> None:
         """Write DIR/vcluster.json."""
@@ -137,7 +140,8 @@ def cmd_create(ctx: Context, opts: argparse.Namespace) -> int:
         enabled_hypervisors=[constants.HT_FAKE],
         enabled_disk_templates=[constants.DT_FILE, constants.DT_DISKLESS],
         file_storage_dir=os.path.join(storage, "file-storage"),
-        shared_file_storage_dir=os.path.join(storage, "shared-file-storage"))
+        shared_file_storage_dir=os.path.join(storage, "shared-file-storage"),
+        gluster_storage_dir=os.path.join(master.paths.run_dir, "gluster"))
     bootstrap.build_config(init, master.paths)  # validate before creating anything
     os.makedirs(directory, exist_ok=True)
     for node in nodes:

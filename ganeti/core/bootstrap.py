@@ -56,6 +56,7 @@ class InitOptions:
         default_factory=lambda: [constants.DT_DRBD8, constants.DT_PLAIN])
     file_storage_dir: str = constants.DEFAULT_FILE_STORAGE_DIR
     shared_file_storage_dir: str = constants.DEFAULT_SHARED_FILE_STORAGE_DIR
+    gluster_storage_dir: str = constants.DEFAULT_GLUSTER_STORAGE_DIR
     mac_prefix: str = constants.DEFAULT_MAC_PREFIX
     vg_name: str | None = None
     drbd_helper: str | None = None
@@ -160,7 +161,8 @@ def build_config(opts: InitOptions, paths: Paths, now: float | None = None) -> C
     if not opts.master_netdev or "/" in opts.master_netdev:
         raise OpPrereqError(f"Invalid --master-netdev {opts.master_netdev!r}", ECODE_INVAL)
     for what, path in (("--file-storage-dir", opts.file_storage_dir),
-                       ("--shared-file-storage-dir", opts.shared_file_storage_dir)):
+                       ("--shared-file-storage-dir", opts.shared_file_storage_dir),
+                       ("--gluster-storage-dir", opts.gluster_storage_dir)):
         if path and not os.path.isabs(path):
             raise OpPrereqError(f"{what} must be an absolute path, not {path!r}", ECODE_INVAL)
     pool = uidpool.parse(opts.uid_pool)
@@ -188,7 +190,7 @@ def build_config(opts: InitOptions, paths: Paths, now: float | None = None) -> C
         drbd_usermode_helper=opts.drbd_helper,
         file_storage_dir=opts.file_storage_dir,
         shared_file_storage_dir=opts.shared_file_storage_dir,
-        gluster_storage_dir=constants.DEFAULT_GLUSTER_STORAGE_DIR,
+        gluster_storage_dir=opts.gluster_storage_dir,
         enabled_hypervisors=list(opts.enabled_hypervisors), hvparams=hvparams,
         beparams={"default": beparams}, nicparams={"default": nicparams},
         ndparams=ndparams, diskparams=copy.deepcopy(constants.DISK_DT_DEFAULTS),
@@ -242,11 +244,13 @@ def initialise(paths: Paths, opts: InitOptions, durable: bool = True) -> InitRes
     cfg = build_config(opts, paths)
     password = secrets.token_urlsafe(15)
     created_dirs = [d for d, _ in _dirs(paths) if not os.path.exists(d)]
+    old_modes = {d: os.stat(d).st_mode & 0o7777 for d, _ in _dirs(paths) if os.path.isdir(d)}
     written: list[str] = []
 
     def put(path: str, data: bytes | str, mode: int) -> None:
-        written.append(path)
+        # Recorded only once written: a failed write left the old file (if any) alone.
         fileutil.atomic_write(path, data, mode=mode, durable=durable)
+        written.append(path)
 
     try:
         fileutil.ensure_dirs(_dirs(paths))
@@ -263,9 +267,8 @@ def initialise(paths: Paths, opts: InitOptions, durable: bool = True) -> InitRes
         with open(paths.server_pem, "rb") as f:
             digest = crypto.certificate_digest(f.read())
         cfg.cluster.candidate_certs = {cfg.cluster.master_node: digest}
-        values = ssconf.compute(cfg)
-        written.extend(paths.ssconf_file(k) for k in values)
-        ssconf.write(paths, values, durable=durable)
+        for key, value in ssconf.compute(cfg).items():
+            put(paths.ssconf_file(key), ssconf.file_content(value), ssconf.FILE_MODE)
         # config.data last: its presence marks the node as initialised.
         put(paths.config_file, configmod.dump(cfg), 0o640)
     except BaseException:
@@ -273,6 +276,8 @@ def initialise(paths: Paths, opts: InitOptions, durable: bool = True) -> InitRes
             fileutil.remove_file(path)
         for d in reversed(created_dirs):
             shutil.rmtree(d, ignore_errors=True)
+        for d, mode in old_modes.items():
+            os.chmod(d, mode)
         raise
     return InitResult(config=cfg, rapi_user=opts.rapi_user, rapi_password=password)
 
@@ -289,7 +294,8 @@ def destroy(paths: Paths) -> list[str]:
         if name.startswith("ssconf_"):
             os.unlink(os.path.join(paths.data_dir, name))
             removed.append(os.path.join(paths.data_dir, name))
-    if os.path.isdir(paths.queue_dir):
-        shutil.rmtree(paths.queue_dir)
-        removed.append(paths.queue_dir)
+    for directory in (paths.queue_dir, paths.rapi_users_dir):
+        if os.path.isdir(directory):
+            shutil.rmtree(directory)
+            removed.append(directory)
     return removed

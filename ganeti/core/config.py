@@ -178,8 +178,9 @@ def unknown_keys(obj: ConfigObject, where: str = "config") -> list[str]:
         value = getattr(obj, name)
         if isinstance(value, ConfigObject):
             found += unknown_keys(value, f"{where}/{name}")
-        elif isinstance(value, dict):
-            for k, v in value.items():
+        elif isinstance(value, (dict, list)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
                 if isinstance(v, ConfigObject):
                     found += unknown_keys(v, f"{where}/{name}/{k}")
     return found

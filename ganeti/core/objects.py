@@ -3,7 +3,8 @@
 Each object is a keyword-only dataclass whose field names are the JSON keys.
 ``from_dict`` checks every known key against its annotated type and names the
 offending path in its error; unknown keys are kept (so a newer Ganeti's
-config round-trips) and reported by :func:`ganeti.core.config.verify`.
+config round-trips) and listed by :func:`ganeti.core.config.unknown_keys`
+(masterd logs them at startup).
 ``to_dict`` omits fields whose value is None, as Ganeti does.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from ganeti.core import constants, fileutil, uidpool
+from ganeti.core import constants, uidpool
 from ganeti.core.errors import ConfigurationError
 from ganeti.core.objects import ConfigData
 from ganeti.core.paths import Paths
@@ -68,11 +68,12 @@ def compute(cfg: ConfigData) -> dict[str, str]:
     return values
 
 
-def write(paths: Paths, values: dict[str, str], durable: bool = True) -> None:
-    """Write every ssconf file atomically (blocking)."""
-    for key, value in values.items():
-        fileutil.atomic_write(paths.ssconf_file(key), value + "\n", mode=0o444,
-                              durable=durable)
+FILE_MODE = 0o444
+
+
+def file_content(value: str) -> str:
+    """What an ssconf file holds: the value and a final newline, or nothing if empty."""
+    return value + "\n" if value else ""
 
 
 def read(paths: Paths, key: str) -> str:

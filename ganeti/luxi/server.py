@@ -14,8 +14,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from twisted.internet import defer, protocol
+from twisted.internet.interfaces import IHalfCloseableProtocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
 from ganeti.core import constants, errors
 from ganeti.luxi import wire
@@ -62,8 +64,13 @@ class LuxiDispatcher:
         return defer.Deferred.fromCoroutine(run())
 
 
+@implementer(IHalfCloseableProtocol)
 class LuxiServerProtocol(protocol.Protocol):
-    """One client connection."""
+    """One client connection.
+
+    A client may half-close its side after sending (``printf ... | socat``):
+    every request received is still answered before the connection closes.
+    """
 
     log = Logger()
 
@@ -73,19 +80,23 @@ class LuxiServerProtocol(protocol.Protocol):
         self.pending: deque[bytes] = deque()
         self.busy = False
         self.closed = False
+        self.input_closed = False
 
     def dataReceived(self, data: bytes) -> None:
-        try:
-            frames = self.splitter.feed(data)
-        except wire.FrameTooLarge as err:
-            self.log.warn("Closing LUXI connection: {error}", error=str(err))
-            assert self.transport is not None
-            self.transport.write(wire.encode_error(err))
-            self.transport.loseConnection()
-            self.closed = True
+        if self.closed:
             return
-        self.pending.extend(frames)
+        self.pending.extend(self.splitter.feed(data))
         self._process()
+
+    def readConnectionLost(self) -> None:
+        self.input_closed = True
+        self._process()
+
+    def writeConnectionLost(self) -> None:
+        self.closed = True
+        self.pending.clear()
+        if self.transport is not None:
+            self.transport.loseConnection()
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.closed = True
@@ -102,6 +113,15 @@ class LuxiServerProtocol(protocol.Protocol):
                 continue
             self.busy = True
             d.addCallback(self._reply_async)
+        if self.pending or self.busy or self.closed or self.transport is None:
+            return
+        overflow = self.splitter.overflow
+        if overflow is not None:
+            self.log.warn("Closing LUXI connection: {error}", error=str(overflow))
+            self.transport.write(wire.encode_error(overflow))
+        if overflow is not None or self.input_closed:
+            self.closed = True
+            self.transport.loseConnection()
 
     def _handle(self, frame: bytes) -> defer.Deferred[bytes]:
         try:

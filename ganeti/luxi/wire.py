@@ -21,28 +21,36 @@ class FrameTooLarge(errors.ProtocolError):
 
 
 class FrameSplitter:
-    """Cut a byte stream into ETX-terminated frames, refusing oversized ones."""
+    """Cut a byte stream into ETX-terminated frames, refusing oversized ones.
+
+    Frames that complete before an oversized one are still returned; from the
+    oversized frame on, the stream cannot be trusted, so ``overflow`` is set
+    and everything after it is discarded.
+    """
 
     def __init__(self, max_size: int = constants.LUXI_MAX_FRAME) -> None:
         self.max_size = max_size
         self._buffer = bytearray()
+        self.overflow: FrameTooLarge | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add bytes; return the complete frames (without ETX) now available."""
+        if self.overflow is not None:
+            return []
         self._buffer += data
         frames = []
         while True:
             end = self._buffer.find(EOM)
             if end < 0:
                 break
+            if end > self.max_size:
+                break
             frames.append(bytes(self._buffer[:end]))
             del self._buffer[:end + 1]
-        for frame in frames:
-            if len(frame) > self.max_size:
-                raise FrameTooLarge(f"LUXI message of {len(frame)} bytes exceeds the "
-                                    f"limit of {self.max_size} bytes")
         if len(self._buffer) > self.max_size:
-            raise FrameTooLarge(f"LUXI message exceeds the limit of {self.max_size} bytes")
+            self.overflow = FrameTooLarge(
+                f"LUXI message exceeds the limit of {self.max_size} bytes")
+            self._buffer.clear()
         return frames
 
     @property

@@ -85,6 +85,10 @@ def load_master_config(paths: Paths) -> ConfigData:
             "run 'gnt-cluster init' first")
     cfg = configmod.load_file(paths.config_file)
     check_master(paths, cfg)
+    unknown = configmod.unknown_keys(cfg)
+    if unknown:
+        Logger().warn("{path} has keys this version does not know (kept as they are): "
+                      "{keys}", path=paths.config_file, keys=", ".join(unknown))
     return cfg
 
 

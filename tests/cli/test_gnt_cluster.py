@@ -60,11 +60,27 @@ class QueryCommandsTest(CliTestCase):
         self.assertEqual(r.out, "a\nb\n")
         self.assertEqual(self.fake.calls, [("QueryTags", ("cluster", ""))])
 
-    def test_no_master_daemon(self):
+    def test_not_part_of_a_cluster(self):
         r = self.run_cli("getmaster", luxi=False)  # the real client, no socket
-        self.assertEqual(r.code, constants.EXIT_NOTMASTER)
+        self.assertEqual(r.code, constants.EXIT_NOTCLUSTER)
+        self.assertIn("is not part of a cluster", r.err)
+
+    def test_master_daemon_not_running(self):
+        self.assertEqual(self.run_cli(*INIT, "cluster.test").code, 0)
+        r = self.run_cli("info", luxi=False)
+        self.assertEqual(r.code, constants.EXIT_FAILURE)
         self.assertIn("Cannot communicate with the master daemon", r.err)
         self.assertIn("is ganeti-masterd running", r.err)
+        self.assertEqual(r.err.count("Cannot communicate"), 1)
+
+    def test_not_the_master(self):
+        self.assertEqual(self.run_cli(*INIT, "cluster.test").code, 0)
+        os.chmod(self.paths.ssconf_file("master_node"), 0o644)
+        with open(self.paths.ssconf_file("master_node"), "w") as f:
+            f.write("node9.test\n")
+        r = self.run_cli("info", luxi=False)
+        self.assertEqual(r.code, constants.EXIT_NOTMASTER)
+        self.assertIn("run the command on node9.test", r.err)
 
 
 class HelpTest(CliTestCase):
@@ -191,11 +207,13 @@ class InitTest(CliTestCase):
     def test_failure_while_writing_rolls_back(self):
         # A directory where a file must go makes the write fail part-way.
         os.makedirs(os.path.join(self.paths.data_dir, "queue", "serial"))
+        os.chmod(self.paths.data_dir, 0o700)
         r = self.run_cli(*INIT, "cluster.test")
         self.assertEqual(r.code, constants.EXIT_FAILURE)
         leftovers = [p for p in self.listing() if os.path.isfile(p)]
         self.assertEqual(leftovers, [])
         self.assertFalse(ssconf.is_initialised(self.paths))
+        self.assertEqual(stat.S_IMODE(os.stat(self.paths.data_dir).st_mode), 0o700)
 
 
 class DestroyTest(CliTestCase):
@@ -214,6 +232,13 @@ class DestroyTest(CliTestCase):
         self.assertFalse(os.path.exists(self.paths.hmac_key))
         # and the node can be initialised again
         self.assertEqual(self.run_cli(*INIT, "cluster.test").code, 0)
+
+    def test_destroy_with_config_missing(self):
+        self.assertEqual(self.run_cli(*INIT, "cluster.test").code, 0)
+        os.unlink(self.paths.config_file)
+        r = self.run_cli("destroy", "--yes-do-it")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertFalse(ssconf.is_initialised(self.paths))
 
     def test_destroy_uninitialised(self):
         r = self.run_cli("destroy", "--yes-do-it")

@@ -52,10 +52,12 @@ class RoundTripTest(SynchronousTestCase):
         data = reference_config_dict()
         data["cluster"]["future_knob"] = {"x": 1}
         data["nodes"]["n0000000-0000-4000-8000-000000000002"]["shiny"] = True
+        data["instances"]["i0000000-0000-4000-8000-000000000001"]["nics"][0]["queue"] = 4
         cfg = configmod.load(json.dumps(data))
         self.assertEqual(json.loads(configmod.dump(cfg))["cluster"]["future_knob"], {"x": 1})
         self.assertEqual(sorted(configmod.unknown_keys(cfg)), [
             "config/cluster/future_knob",
+            "config/instances/i0000000-0000-4000-8000-000000000001/nics/0/queue",
             "config/nodes/n0000000-0000-4000-8000-000000000002/shiny"])
 
     def test_none_values_are_omitted(self):

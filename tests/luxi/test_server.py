@@ -99,6 +99,24 @@ class ServerTest(SynchronousTestCase):
         self.assertIn("exceeds the limit", resp["result"][1][0])
         self.assertTrue(self.transport.disconnecting)
 
+    def test_requests_before_an_oversized_frame_are_answered(self):
+        self.send(wire.encode_request("Echo", ["first"]) + wire.encode_request("Slow", [])
+                  + b"x" * 2000)
+        self.assertFalse(self.transport.disconnecting)  # Slow is still running
+        self.slow[0].callback("second")
+        results = responses(self.transport)
+        self.assertEqual([r["result"] for r in results[:2]], ["first", "second"])
+        self.assertEqual(results[2]["result"][0], "ProtocolError")
+        self.assertTrue(self.transport.disconnecting)
+
+    def test_half_close_still_answers(self):
+        self.send(wire.encode_request("Slow", []) + wire.encode_request("Echo", ["b"]))
+        self.proto.readConnectionLost()
+        self.assertFalse(self.transport.disconnecting)
+        self.slow[0].callback("a")
+        self.assertEqual([r["result"] for r in responses(self.transport)], ["a", "b"])
+        self.assertTrue(self.transport.disconnecting)
+
     def test_no_write_after_disconnect(self):
         self.send(wire.encode_request("Slow", []))
         self.proto.connectionLost(None)

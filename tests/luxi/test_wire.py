@@ -20,13 +20,14 @@ class FrameSplitterTest(SynchronousTestCase):
 
     def test_oversized_unterminated(self):
         s = wire.FrameSplitter(10)
-        with self.assertRaises(wire.FrameTooLarge):
-            s.feed(b"x" * 11)
+        self.assertEqual(s.feed(b"x" * 11), [])
+        self.assertIsInstance(s.overflow, wire.FrameTooLarge)
+        self.assertEqual(s.feed(b"\x03ok\x03"), [])  # nothing after it is trusted
 
-    def test_oversized_terminated(self):
+    def test_frames_before_an_oversized_one_survive(self):
         s = wire.FrameSplitter(10)
-        with self.assertRaises(wire.FrameTooLarge):
-            s.feed(b"x" * 11 + b"\x03")
+        self.assertEqual(s.feed(b"a\x03bb\x03" + b"x" * 11 + b"\x03c\x03"), [b"a", b"bb"])
+        self.assertIsInstance(s.overflow, wire.FrameTooLarge)
 
     @given(st.lists(st.binary(max_size=50).map(lambda b: b.replace(b"\x03", b"")), max_size=8),
            st.integers(min_value=1, max_value=17))
