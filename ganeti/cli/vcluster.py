@@ -257,14 +257,18 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     return constants.EXIT_SUCCESS
 
 
-def _run_shown(ctx: Context, vc: VCluster, argv: list[str]) -> int:
+def _run_shown(ctx: Context, vc: VCluster, argv: list[str], max_lines: int = 0) -> int:
     env = dict(os.environ)
     env.update(vc.node(None).paths.env())
     env["PATH"] = os.path.dirname(os.path.abspath(sys.executable)) + ":" + env.get("PATH", "")
     ctx.out(f"$ {' '.join(argv)}")
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    for line in (proc.stdout + proc.stderr).rstrip("\n").splitlines():
+    lines = (proc.stdout + proc.stderr).rstrip("\n").splitlines()
+    shown = lines[:max_lines] if max_lines else lines
+    for line in shown:
         ctx.out(f"  {line}")
+    if len(shown) < len(lines):
+        ctx.out(f"  ... ({len(lines) - len(shown)} more lines)")
     return proc.returncode
 
 
@@ -273,8 +277,11 @@ def usage_lines(vc: VCluster) -> list[str]:
     tool = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "ganeti-vcluster")
     d = shlex.quote(vc.directory)
     return [
-        "Use the cluster from your shell:",
+        "Use the cluster from your shell, either with",
         f"  eval \"$({tool} env {d})\"",
+        "or with these export lines:",
+        *(f"  {line}" for line in env_lines(vc, vc.node(None))),
+        "then try:",
         "  gnt-cluster info; gnt-cluster getmaster; gnt-cluster version",
         f"Status:  {tool} status {d}",
         f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",
@@ -299,9 +306,11 @@ def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
         ctx.out("")
         ctx.out("Demonstration (each command talks LUXI to the master daemon):")
         failures = 0
-        for argv in (["gnt-cluster", "getmaster"], ["gnt-cluster", "version"],
-                     ["gnt-cluster", "list-tags"], ["gnt-cluster", "info"]):
-            failures += _run_shown(ctx, vc, argv) != 0
+        for argv, max_lines in ((["gnt-cluster", "getmaster"], 0),
+                                (["gnt-cluster", "version"], 0),
+                                (["gnt-cluster", "list-tags"], 0),
+                                (["gnt-cluster", "info"], 12)):
+            failures += _run_shown(ctx, vc, argv, max_lines) != 0
         if failures:
             ctx.err(f"{failures} demonstration command(s) failed")
             return constants.EXIT_FAILURE

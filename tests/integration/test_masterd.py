@@ -191,3 +191,38 @@ class DebianClientTest(SynchronousTestCase):
         r = self.real("watcher", "info")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("The watcher is not paused", r.stdout)
+
+
+class DemoTest(SynchronousTestCase):
+    """What `make demo` runs: the first run creates, starts and demonstrates; the second
+    finds the cluster running and leaves it alone."""
+
+    def setUp(self):
+        import tempfile
+        self.tmp = tempfile.mkdtemp(prefix="ganeti-demo-")
+        self.dir = os.path.join(self.tmp, "demo")
+
+    def tearDown(self):
+        run([VCLUSTER, "destroy", self.dir], check=False)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_demo_twice(self):
+        first = run([VCLUSTER, "demo", self.dir]).stdout
+        self.assertIn("Started ganeti-masterd@node1.vcluster.test", first)
+        self.assertIn("$ gnt-cluster getmaster\n  node1.vcluster.test\n", first)
+        self.assertIn("Cluster name: cluster.vcluster.test", first)
+        self.assertIn("export GANETI_HOSTNAME=node1.vcluster.test", first)
+        self.assertIn(f"destroy {self.dir}", first)
+        pid_file = os.path.join(self.dir, "node1.vcluster.test/var/run/ganeti/ganeti-masterd.pid")
+        with open(pid_file) as f:
+            pid = f.read()
+        second = run([VCLUSTER, "demo", self.dir]).stdout
+        self.assertIn("already running; leaving it as it is", second)
+        self.assertNotIn("Started", second)
+        self.assertIn("export GANETI_ROOTDIR=", second)
+        with open(pid_file) as f:
+            self.assertEqual(f.read(), pid)  # the same daemon still runs
+        # stopped clusters are started again by the demo
+        run([VCLUSTER, "stop", self.dir])
+        third = run([VCLUSTER, "demo", self.dir]).stdout
+        self.assertIn("Started ganeti-masterd", third)

@@ -1,0 +1,35 @@
+"""`python setup.py sdist` yields a complete tarball."""
+
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests.integration.helpers import ROOT
+
+EXPECTED = [
+    "setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "CHANGES.md", "Makefile",
+    ".ci/run", "bin/gnt-cluster", "bin/ganeti-vcluster", "twisted/plugins/ganeti_masterd.py",
+    "ganeti/__init__.py", "ganeti/core/config.py", "ganeti/luxi/server.py",
+    "ganeti/master/tap.py", "ganeti/cli/gnt_cluster.py", "docs/man/gnt-cluster.8",
+    "docs/man/ganeti-masterd.8", "docs/man/ganeti-vcluster.8", "docs/design/architecture.md",
+    "etc/ganeti-masterd.service", "tests/data/config-3.1-shape.json",
+    "tests/integration/test_masterd.py",
+]
+
+
+class SdistTest(SynchronousTestCase):
+    def test_sdist_is_complete(self):
+        with tempfile.TemporaryDirectory() as dist:
+            subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", dist],
+                           cwd=ROOT, check=True, capture_output=True)
+            (name,) = os.listdir(dist)
+            with tarfile.open(os.path.join(dist, name)) as tar:
+                members = {m.split("/", 1)[1] for m in tar.getnames() if "/" in m}
+        missing = [f for f in EXPECTED if f not in members]
+        self.assertEqual(missing, [])
+        self.assertFalse([m for m in members if "dropin.cache" in m or "__pycache__" in m])
+        self.assertNotIn("twisted/__init__.py", members)
