@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +19,9 @@ from ganeti.core.paths import Paths
 ConfigSource = Callable[[], ConfigData]
 
 
-def _architecture() -> list[str]:
-    return [platform.architecture()[0], platform.machine()]
+# Computed once: platform.architecture() runs file(1) in a subprocess, which must
+# never happen on the reactor thread.  Ganeti's luxid reports e.g. ["64bits", "x86_64"].
+ARCHITECTURE = [f"{struct.calcsize('P') * 8}bits", platform.machine()]
 
 
 def cluster_info(cfg: ConfigData) -> dict[str, Any]:
@@ -33,7 +35,7 @@ def cluster_info(cfg: ConfigData) -> dict[str, Any]:
         "os_api_version": constants.OS_API_VERSION,
         "export_version": constants.EXPORT_VERSION,
         "vcs_version": f"(ganeti-twisted) version {version.PACKAGE_VERSION}",
-        "architecture": _architecture(),
+        "architecture": list(ARCHITECTURE),
         "name": cl.cluster_name,
         "master": cfg.master.name,
         "default_hypervisor": cl.enabled_hypervisors[0] if cl.enabled_hypervisors else None,
