@@ -210,11 +210,9 @@ def confirm_flag(opts: argparse.Namespace, flag: str, what: str) -> None:
 
 
 def format_value(value: Any) -> str:
-    """Ganeti-style rendering of a scalar for info output."""
-    if value is None or value == "" or value == []:
-        return "(none)" if value != "" else ""
-    if isinstance(value, bool):
-        return str(value)
+    """Ganeti-style rendering of a scalar for info output: None and [] are "(none)"."""
+    if value is None or value == []:
+        return "(none)"
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
     return str(value)
