@@ -7,8 +7,20 @@ STAMP := $(VENV)/.install-stamp
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o DPkg::Lock::Timeout=600
 # Real Ganeti 3.0 from Debian: its clients are used by the compatibility tests.
 COMPAT_PACKAGES := ganeti-3.0 python3-ganeti-rapi
+# Real Ganeti 3.0 daemons from Debian, the oracle of tests/integration/test_real_luxid.py:
+# ganeti-haskell-3.0 is downloaded and unpacked here (never installed, never committed).
+ORACLE_DIR := .cache/ganeti-haskell
+ORACLE_PACKAGE := ganeti-haskell-3.0
+ORACLE_LUXID := $(ORACLE_DIR)/root/usr/lib/ganeti/3.0/usr/sbin/ganeti-luxid
+# The libraries its binaries link against (the package's Depends).
+ORACLE_LIBS := libpcre3 libcurl3-gnutls libgmp10 libffi8 zlib1g
+# luxid looks up Ganeti's system users at startup; ganeti-3.0 ships the script that adds them.
+USERS_SETUP := /usr/lib/ganeti/3.0/usr/lib/ganeti/tools/users-setup
+ORACLE_USERS := gnt-masterd gnt-confd gnt-metad gnt-rapi
+ORACLE_GROUPS := gnt-admin gnt-confd gnt-daemons gnt-luxid gnt-masterd gnt-metad gnt-rapi
+APT_DOWNLOAD := apt-get download -q -o APT::Sandbox::User=$$(id -un)
 
-.PHONY: install install-compat demo test lint typecheck unit sdist clean
+.PHONY: install install-compat install-oracle demo test lint typecheck unit sdist clean
 
 install: $(STAMP)
 	@$(PY) -c "from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))"
@@ -25,6 +37,25 @@ install-compat:
 		$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(COMPAT_PACKAGES) >/dev/null; \
 	fi
 
+install-oracle: install-compat
+	@if [ ! -x $(ORACLE_LUXID) ]; then \
+		rm -rf $(ORACLE_DIR) && mkdir -p $(ORACLE_DIR) && cd $(ORACLE_DIR) && \
+		{ $(APT_DOWNLOAD) $(ORACLE_PACKAGE) >/dev/null 2>&1 || \
+		  { $(APT_GET) update -qq && $(APT_DOWNLOAD) $(ORACLE_PACKAGE) >/dev/null; }; } && \
+		dpkg -x $(ORACLE_PACKAGE)_*.deb root.tmp && mv root.tmp root && \
+		rm -f $(ORACLE_PACKAGE)_*.deb; \
+	fi
+	@if ! dpkg -s $(ORACLE_LIBS) >/dev/null 2>&1; then \
+		$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(ORACLE_LIBS) >/dev/null; \
+	fi
+	@missing=$$(for u in $(ORACLE_USERS); do getent passwd $$u >/dev/null || echo $$u; done; \
+		for g in $(ORACLE_GROUPS); do getent group $$g >/dev/null || echo $$g; done); \
+	if [ -n "$$missing" ]; then \
+		$(USERS_SETUP) --yes-do-it >/dev/null 2>&1; \
+		for u in $(ORACLE_USERS); do getent passwd $$u >/dev/null || { echo "user $$u missing" >&2; exit 1; }; done; \
+		for g in $(ORACLE_GROUPS); do getent group $$g >/dev/null || { echo "group $$g missing" >&2; exit 1; }; done; \
+	fi
+
 demo: install
 	@$(VENV)/bin/ganeti-vcluster demo $(DIR)
 
@@ -36,7 +67,7 @@ typecheck: install
 unit: install
 	$(PY) -m pytest -q tests
 
-test: install install-compat lint typecheck unit
+test: install install-compat install-oracle lint typecheck unit
 
 sdist: install
 	$(PY) setup.py -q sdist

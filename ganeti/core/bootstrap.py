@@ -106,6 +106,16 @@ def default_ipolicy(disk_templates: list[str]) -> dict[str, Any]:
     }
 
 
+def ssh_host_key(path: str) -> str:
+    """The base64 part of an SSH public key file, or "" if there is none (blocking)."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            fields = f.read().split()
+    except OSError:
+        return ""
+    return fields[1] if len(fields) > 1 else ""
+
+
 def _hvparams(opts: InitOptions) -> dict[str, dict[str, Any]]:
     result: dict[str, dict[str, Any]] = {}
     for hv in opts.hvparams:
@@ -187,6 +197,7 @@ def build_config(opts: InitOptions, paths: Paths, now: float | None = None) -> C
         uuid=str(uuidlib.uuid4()), cluster_name=name, master_node=node_uuid,
         master_ip=master_ip, master_netdev=opts.master_netdev, master_netmask=netmask,
         mac_prefix=opts.mac_prefix, volume_group_name=opts.vg_name,
+        highest_used_port=constants.FIRST_DRBD_PORT - 1,
         drbd_usermode_helper=opts.drbd_helper,
         file_storage_dir=opts.file_storage_dir,
         shared_file_storage_dir=opts.shared_file_storage_dir,
@@ -267,6 +278,9 @@ def initialise(paths: Paths, opts: InitOptions, durable: bool = True) -> InitRes
         with open(paths.server_pem, "rb") as f:
             digest = crypto.certificate_digest(f.read())
         cfg.cluster.candidate_certs = {cfg.cluster.master_node: digest}
+        # As Ganeti's init: the host's SSH keys, "" where the host has none.
+        cfg.cluster.rsahostkeypub = ssh_host_key(constants.SSH_HOST_RSA_PUB)
+        cfg.cluster.dsahostkeypub = ssh_host_key(constants.SSH_HOST_DSA_PUB)
         for key, value in ssconf.compute(cfg).items():
             put(paths.ssconf_file(key), ssconf.file_content(value), ssconf.FILE_MODE)
         # config.data last: its presence marks the node as initialised.

@@ -77,6 +77,20 @@ DT_GLUSTER = "gluster"
 DISK_TEMPLATES = frozenset({DT_DISKLESS, DT_FILE, DT_SHARED_FILE, DT_PLAIN, DT_DRBD8,
                             DT_BLOCK, DT_RBD, DT_EXT, DT_GLUSTER})
 
+# Values of the "access" disk parameter (rbd, ext, gluster)
+DISK_KERNELSPACE = "kernelspace"
+DISK_USERSPACE = "userspace"
+DISK_VALID_ACCESS_MODES = frozenset({DISK_KERNELSPACE, DISK_USERSPACE})
+
+# DRBD ports are handed out from here; init records FIRST_DRBD_PORT - 1 as the
+# highest port used so far.
+FIRST_DRBD_PORT = 11000
+
+# The host's SSH public keys; init stores their base64 part in the cluster
+# (rsahostkeypub, dsahostkeypub).  Not under GANETI_ROOTDIR, as in Ganeti.
+SSH_HOST_RSA_PUB = "/etc/ssh/ssh_host_rsa_key.pub"
+SSH_HOST_DSA_PUB = "/etc/ssh/ssh_host_dsa_key.pub"
+
 # Node roles (one-letter codes used by queries) and their words (RAPI /role).
 NR_MASTER = "M"
 NR_MCANDIDATE = "C"
@@ -223,9 +237,9 @@ DISK_DT_DEFAULTS: dict[str, dict[str, object]] = {
     DT_FILE: {},
     DT_SHARED_FILE: {},
     DT_BLOCK: {},
-    DT_RBD: {"pool": "rbd", "access": "kernel"},
-    DT_EXT: {"access": "kernel"},
-    DT_GLUSTER: {"access": "kernel", "host": "127.0.0.1", "port": 24007,
+    DT_RBD: {"pool": "rbd", "access": DISK_KERNELSPACE},
+    DT_EXT: {"access": DISK_KERNELSPACE},
+    DT_GLUSTER: {"access": DISK_KERNELSPACE, "host": "127.0.0.1", "port": 24007,
                  "volume": "gv0"},
 }
 

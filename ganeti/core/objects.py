@@ -310,7 +310,8 @@ class Cluster(TaggableObject):
     master_netdev: str = constants.DEFAULT_MASTER_NETDEV
     master_netmask: int = 32
     use_external_mip_script: bool = False
-    rsahostkeypub: str | None = None
+    # Ganeti's daemons refuse a config without rsahostkeypub (it may be empty).
+    rsahostkeypub: str = ""
     dsahostkeypub: str | None = None
     highest_used_port: int = 0
     tcpudp_port_pool: list[int] = field(default_factory=list)

@@ -9,6 +9,7 @@ is closed, since the stream cannot be resynchronised.
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -48,8 +49,9 @@ class LuxiDispatcher:
         spec = self.table.get(method)
         impl = self.implementations.get(method)
         if spec is None or impl is None:
-            return defer.fail(UnknownMethod(f"Failed to parse request: unknown LUXI method "
-                                            f"{method!r}"))
+            return defer.fail(UnknownMethod(
+                "Failed to parse request: Unable to parse LUXI request method: Invalid string "
+                f"value for type LuxiReq: {json.dumps(method)}"))
         try:
             spec.check_args(args)
         except errors.GenericError as err:

@@ -19,6 +19,16 @@ from ganeti.core.paths import Paths
 ConfigSource = Callable[[], ConfigData]
 
 
+def luxid_time(t: float) -> float:
+    """A timestamp as Ganeti's luxid answers it.
+
+    luxid reads config.data's double into a picosecond clock and back, which
+    sometimes moves it by one ulp; clients print what they get, so we do the same.
+    """
+    seconds, picoseconds = divmod(round(t * 1e12), 10**12)
+    return seconds + picoseconds / 1e12
+
+
 # Computed once: platform.architecture() runs file(1) in a subprocess, which must
 # never happen on the reactor thread.  Ganeti's luxid reports e.g. ["64bits", "x86_64"].
 ARCHITECTURE = [f"{struct.calcsize('P') * 8}bits", platform.machine()]
@@ -61,8 +71,8 @@ def cluster_info(cfg: ConfigData) -> dict[str, Any]:
         "shared_file_storage_dir": cl.shared_file_storage_dir,
         "gluster_storage_dir": cl.gluster_storage_dir,
         "maintain_node_health": cl.maintain_node_health,
-        "ctime": cl.ctime,
-        "mtime": cl.mtime,
+        "ctime": luxid_time(cl.ctime),
+        "mtime": luxid_time(cl.mtime),
         "uuid": cl.uuid,
         "tags": sorted(cl.tags),
         "uid_pool": cl.uid_pool,
@@ -142,16 +152,14 @@ class ClusterQueries:
         elif kind not in constants.VALID_TAG_TYPES:
             valid = ", ".join(sorted(constants.VALID_TAG_TYPES))
             raise OpPrereqError(f"Invalid tag kind {kind!r} (valid: {valid})", ECODE_INVAL)
-        elif not name:
-            raise OpPrereqError(f"Tags of a {kind} need the {kind}'s name", ECODE_INVAL)
         else:
-            lookup = {
-                constants.TAG_NODE: cfg.node_by_name,
-                constants.TAG_NODEGROUP: cfg.group_by_name,
-                constants.TAG_INSTANCE: cfg.instance_by_name,
-                constants.TAG_NETWORK: cfg.network_by_name,
+            lookup, label = {
+                constants.TAG_NODE: (cfg.node_by_name, "Node"),
+                constants.TAG_NODEGROUP: (cfg.group_by_name, "NodeGroup"),
+                constants.TAG_INSTANCE: (cfg.instance_by_name, "Instance"),
+                constants.TAG_NETWORK: (cfg.network_by_name, "Network"),
             }[kind]
-            obj = lookup(name)
-            if obj is None:
-                raise OpPrereqError(f"{kind.capitalize()} {name!r} not known", ECODE_NOENT)
+            obj = lookup(name or "")
+            if obj is None:  # luxid's wording, so scripts matching on it keep working
+                raise OpPrereqError(f"{label} name {name or ''} not found", ECODE_NOENT)
         return sorted(obj.tags)

@@ -62,7 +62,9 @@ class RoundTripTest(SynchronousTestCase):
 
     def test_none_values_are_omitted(self):
         data = json.loads(configmod.dump(small_config()))
-        self.assertNotIn("rsahostkeypub", data["cluster"])
+        self.assertNotIn("dsahostkeypub", data["cluster"])
+        # ... but rsahostkeypub, which Ganeti's daemons require, is always written
+        self.assertEqual(data["cluster"]["rsahostkeypub"], "")
 
 
 class LoadErrorsTest(SynchronousTestCase):

@@ -70,7 +70,9 @@ class ServerTest(SynchronousTestCase):
         self.send(wire.encode_request("NoSuchMethod", []))
         (resp,) = responses(self.transport)
         self.assertEqual(resp["success"], False)
-        self.assertIn("unknown LUXI method 'NoSuchMethod'", resp["result"])
+        self.assertEqual(resp["result"], "Failed to parse request: Unable to parse LUXI request "
+                                         'method: Invalid string value for type LuxiReq: '
+                                         '"NoSuchMethod"')
 
     def test_wrong_argument_count(self):
         self.send(wire.encode_request("Echo", []))

@@ -73,9 +73,10 @@ class QueriesTest(SynchronousTestCase):
     def test_tag_errors(self):
         with self.assertRaises(OpPrereqError) as cm:
             self.q.query_tags("node", "ghost")
-        self.assertEqual(cm.exception.args[1], "unknown_entity")
+        self.assertEqual(cm.exception.args, ("Node name ghost not found", "unknown_entity"))
         with self.assertRaises(OpPrereqError) as cm:
             self.q.query_tags("bogus", "")
         self.assertEqual(cm.exception.args[1], "wrong_input")
-        with self.assertRaises(OpPrereqError):
+        with self.assertRaises(OpPrereqError) as cm:
             self.q.query_tags("node", None)
+        self.assertEqual(cm.exception.args[1], "unknown_entity")
