@@ -241,7 +241,11 @@ class Node(TaggableObject):
 
     @property
     def role(self) -> str:
-        """Role letter, master first: the master is decided by the cluster, see below."""
+        """Role letter from the node's own flags (C, D, O or R).
+
+        Whether a node is the master (M) is a cluster fact: use
+        :meth:`ConfigData.node_role`.
+        """
         if self.master_candidate:
             return constants.NR_MCANDIDATE
         if self.drained:
