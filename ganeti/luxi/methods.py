@@ -54,6 +54,11 @@ def INT(name: str) -> Arg:
     return Arg(name, _is_int, "integer")
 
 
+def OPT_INT(name: str) -> Arg:
+    """An integer or null argument."""
+    return Arg(name, lambda v: v is None or _is_int(v), "integer or null")
+
+
 @dataclass(frozen=True)
 class Method:
     """A LUXI method: name, arguments, one-line description."""
@@ -82,4 +87,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            "Selected configuration values (cluster_name, master_node, drain_flag, ...)"),
     Method("QueryTags", (STR("kind"), OPT_STR("name")),
            "Tags of the cluster, a node, a node group, an instance or a network"),
+    # Extension (docs/luxi.md): the connection becomes a stream of job events.
+    Method("SubscribeEvents", (OPT_INT("since"),),
+           "Stream every job event after serial 'since' (null: from now) on this connection"),
 ]}

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from twisted.internet import defer, protocol
-from twisted.internet.interfaces import IHalfCloseableProtocol
+from twisted.internet.interfaces import IConsumer, IHalfCloseableProtocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -23,6 +23,7 @@ from zope.interface import implementer
 from ganeti.core import constants, errors
 from ganeti.luxi import wire
 from ganeti.luxi.methods import METHODS, Method
+from ganeti.luxi.stream import Stream, StreamSender
 
 Implementation = Callable[..., Awaitable[Any] | Any]
 
@@ -83,16 +84,18 @@ class LuxiServerProtocol(protocol.Protocol):
         self.busy = False
         self.closed = False
         self.input_closed = False
+        self.stream: StreamSender | None = None
 
     def dataReceived(self, data: bytes) -> None:
-        if self.closed:
+        if self.closed or self.stream is not None:
             return
         self.pending.extend(self.splitter.feed(data))
         self._process()
 
     def readConnectionLost(self) -> None:
         self.input_closed = True
-        self._process()
+        if self.stream is None:  # a stream goes on until the client really leaves
+            self._process()
 
     def writeConnectionLost(self) -> None:
         self.closed = True
@@ -103,11 +106,13 @@ class LuxiServerProtocol(protocol.Protocol):
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.closed = True
         self.pending.clear()
+        if self.stream is not None:
+            self.stream.stopProducing()
 
     def _process(self) -> None:
         # Answer in order; a call that finishes synchronously is answered inline
         # (a loop, not recursion, so many pipelined requests cannot overflow the stack).
-        while self.pending and not self.busy and not self.closed:
+        while self.pending and not self.busy and not self.closed and self.stream is None:
             frame = self.pending.popleft()
             d = self._handle(frame)
             if d.called:
@@ -115,7 +120,8 @@ class LuxiServerProtocol(protocol.Protocol):
                 continue
             self.busy = True
             d.addCallback(self._reply_async)
-        if self.pending or self.busy or self.closed or self.transport is None:
+        if (self.pending or self.busy or self.closed or self.transport is None
+                or self.stream is not None):
             return
         overflow = self.splitter.overflow
         if overflow is not None:
@@ -125,15 +131,19 @@ class LuxiServerProtocol(protocol.Protocol):
             self.closed = True
             self.transport.loseConnection()
 
-    def _handle(self, frame: bytes) -> defer.Deferred[bytes]:
+    def _handle(self, frame: bytes) -> defer.Deferred[bytes | Stream]:
         try:
             method, args = wire.parse_request(frame)
         except errors.ProtocolError as err:
             return defer.succeed(wire.encode_response(False, str(err.args[0])))
         d = self.dispatcher.dispatch(method, args)
-        d.addCallbacks(lambda result: wire.encode_response(True, result),
+        d.addCallbacks(self._encode_result,
                        lambda failure: self._encode_failure(method, failure))
         return d
+
+    @staticmethod
+    def _encode_result(result: Any) -> bytes | Stream:
+        return result if isinstance(result, Stream) else wire.encode_response(True, result)
 
     def _encode_failure(self, method: str, failure: Failure) -> bytes:
         err = failure.value
@@ -145,11 +155,24 @@ class LuxiServerProtocol(protocol.Protocol):
             self.log.failure("Internal error in LUXI method {method}", failure, method=method)
         return wire.encode_error(err)
 
-    def _reply(self, data: bytes) -> None:
-        if not self.closed and self.transport is not None:
+    def _reply(self, data: bytes | Stream) -> None:
+        if self.closed or self.transport is None:
+            return
+        if isinstance(data, Stream):
+            self._start_stream(data)
+        else:
             self.transport.write(data)
 
-    def _reply_async(self, data: bytes) -> None:
+    def _start_stream(self, stream: Stream) -> None:
+        assert self.transport is not None
+        self.transport.write(wire.encode_response(True, stream.first_reply()))
+        sender = StreamSender(self.transport)
+        self.stream = sender
+        self.pending.clear()
+        IConsumer(self.transport).registerProducer(sender, True)
+        sender.stop = stream.start(sender.send)
+
+    def _reply_async(self, data: bytes | Stream) -> None:
         self.busy = False
         self._reply(data)
         self._process()

@@ -23,6 +23,8 @@ from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
+from ganeti.luxi.stream import Send, Stop, Stream
+
 RESYNC = "resync"
 DEFAULT_HISTORY = 50000
 
@@ -151,3 +153,22 @@ class EventBus:
     def subscriber_count(self) -> int:
         """Live subscriptions (for the lock-free statistics of tests and metrics)."""
         return len(self._subscribers)
+
+
+def subscribe_events_method(bus: EventBus) -> Callable[[int | None], Stream]:
+    """The LUXI ``SubscribeEvents(since)`` implementation over ``bus``.
+
+    The first reply tells the client where the stream starts
+    (``last_serial``, ``oldest_serial``); events follow on the connection.
+    """
+
+    def subscribe_events(since: int | None) -> Stream:
+        def first_reply() -> dict[str, int]:
+            return {"last_serial": bus.last_serial, "oldest_serial": bus.oldest_serial}
+
+        def start(send: Send) -> Stop:
+            return bus.subscribe(lambda event: send(event.to_dict()), since).cancel
+
+        return Stream(first_reply, start)
+
+    return subscribe_events

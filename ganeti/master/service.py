@@ -26,6 +26,7 @@ from ganeti.core.objects import ConfigData
 from ganeti.core.paths import Paths
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.master.configwriter import ConfigWriter
+from ganeti.master.events import EventBus, subscribe_events_method
 from ganeti.master.queries import ClusterQueries
 
 
@@ -103,8 +104,11 @@ class MasterDaemon(service.MultiService):
         ThreadPoolService(pool).setServiceParent(self)
         run_blocking = functools.partial(threads.deferToThreadPool, reactor, pool)
         self.config_writer = ConfigWriter(paths.config_file, cfg, run_blocking, reactor)
+        self.events = EventBus(reactor)
         queries = ClusterQueries(lambda: self.config_writer.config, paths, reactor)
-        dispatcher = LuxiDispatcher(queries.implementations())
+        implementations = queries.implementations()
+        implementations["SubscribeEvents"] = subscribe_events_method(self.events)
+        dispatcher = LuxiDispatcher(implementations)
         self.luxi = LuxiService(reactor, paths.luxi_socket,
                                 LuxiServerFactory(dispatcher, max_frame))
         self.luxi.setServiceParent(self)

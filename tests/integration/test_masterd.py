@@ -226,3 +226,42 @@ class DemoTest(SynchronousTestCase):
         run([VCLUSTER, "stop", self.dir])
         third = run([VCLUSTER, "demo", self.dir]).stdout
         self.assertIn("Started ganeti-masterd", third)
+
+
+class EventStreamTest(SynchronousTestCase):
+    """SubscribeEvents over the real socket (events themselves come with the job queue)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.tmp = tempfile.mkdtemp(prefix="ganeti-ev-")
+        cls.dir = os.path.join(cls.tmp, "vc")
+        run([VCLUSTER, "create", cls.dir])
+        run([VCLUSTER, "start", cls.dir])
+        cls.socket = os.path.join(node_env(cls.dir)["GANETI_ROOTDIR"],
+                                  "var/run/ganeti/socket/ganeti-query")
+
+    @classmethod
+    def tearDownClass(cls):
+        run([VCLUSTER, "destroy", cls.dir], check=False)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_subscribe_answers_with_the_stream_position(self):
+        payload = wire.encode_request("SubscribeEvents", [None])
+        import socket
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(10)
+        s.connect(self.socket)
+        try:
+            s.sendall(payload)
+            data = b""
+            while not data.endswith(b"\x03"):
+                data += s.recv(65536)
+            reply = json.loads(data.split(b"\x03")[0])
+            self.assertTrue(reply["success"])
+            self.assertLessEqual(reply["result"]["oldest_serial"],
+                                 reply["result"]["last_serial"] + 1)
+        finally:
+            s.close()
+        with LuxiClient(self.socket) as c:  # the daemon is fine afterwards
+            self.assertEqual(c.query_config_values(["master_node"]), ["node1.vcluster.test"])
