@@ -263,3 +263,103 @@ HVC_DEFAULTS: dict[str, dict[str, object]] = {
 
 # Hypervisors we can enable today (the others are refused at init).
 ENABLED_HYPERVISOR_CHOICES = frozenset({HT_KVM, HT_FAKE})
+
+# ---------------------------------------------------------------------------
+# Job queue, opcodes and queries (added with ganeti.core.opcodes, .jobs,
+# .query and .qfilter).  Values are Ganeti's wire strings and numbers.
+# ---------------------------------------------------------------------------
+
+# Job and opcode statuses (the same strings), in Ganeti's comparison order.
+JOB_STATUS_QUEUED = "queued"
+JOB_STATUS_WAITING = "waiting"
+JOB_STATUS_CANCELING = "canceling"
+JOB_STATUS_RUNNING = "running"
+JOB_STATUS_CANCELED = "canceled"
+JOB_STATUS_SUCCESS = "success"
+JOB_STATUS_ERROR = "error"
+JOB_STATUS_ORDER = (JOB_STATUS_QUEUED, JOB_STATUS_WAITING, JOB_STATUS_CANCELING,
+                    JOB_STATUS_RUNNING, JOB_STATUS_CANCELED, JOB_STATUS_SUCCESS,
+                    JOB_STATUS_ERROR)
+JOB_STATUS_ALL = frozenset(JOB_STATUS_ORDER)
+JOBS_PENDING = frozenset({JOB_STATUS_QUEUED, JOB_STATUS_WAITING, JOB_STATUS_CANCELING})
+JOBS_FINALIZED = frozenset({JOB_STATUS_CANCELED, JOB_STATUS_SUCCESS, JOB_STATUS_ERROR})
+
+# Job ids on the wire: integers, or strings of this form.
+JOB_ID_TEMPLATE = r"\d+"
+
+# Opcode priorities: lower numbers run first.
+OP_PRIO_HIGHEST = -20
+OP_PRIO_HIGH = -10
+OP_PRIO_NORMAL = 0
+OP_PRIO_LOW = 10
+OP_PRIO_LOWEST = 19
+OP_PRIO_DEFAULT = OP_PRIO_NORMAL
+OP_PRIO_SUBMIT_VALID = frozenset({OP_PRIO_HIGH, OP_PRIO_NORMAL, OP_PRIO_LOW})
+
+# Types of job log entries ([serial, [s, us], type, message]).
+ELOG_MESSAGE = "message"
+ELOG_MESSAGE_LIST = "message-list"
+ELOG_REMOTE_IMPORT = "remote-import"
+ELOG_JQUEUE_TEST = "jqueue-test"
+ELOG_DELAY_TEST = "delay-test"
+ELOG_TYPES = frozenset({ELOG_MESSAGE, ELOG_MESSAGE_LIST, ELOG_REMOTE_IMPORT,
+                        ELOG_JQUEUE_TEST, ELOG_DELAY_TEST})
+
+# Reason trail sources (the "gnt:" prefix is reserved for Ganeti itself).
+OPCODE_REASON_SRC_CLIENT = "gnt:client"
+OPCODE_REASON_SRC_OPCODE = "gnt:opcode"
+OPCODE_REASON_SRC_PICKUP = "gnt:daemon:masterd:pickup"
+OPCODE_REASON_SRC_NODED = "gnt:daemon:noded"
+OPCODE_REASON_SRC_WATCHER = "gnt:watcher"
+OPCODE_REASON_SRC_RLIB2 = "gnt:library:rlib2"
+OPCODE_REASON_SRC_USER = "gnt:user"
+
+# Query resources ("what" of Query, QueryFields, OP_QUERY, OP_QUERY_FIELDS).
+QR_CLUSTER = "cluster"
+QR_INSTANCE = "instance"
+QR_NODE = "node"
+QR_GROUP = "group"
+QR_NETWORK = "network"
+QR_OS = "os"
+QR_EXTSTORAGE = "extstorage"
+QR_EXPORT = "export"
+QR_JOB = "job"
+QR_LOCK = "lock"
+QR_FILTER = "filter"
+# Resources OP_QUERY / OP_QUERY_FIELDS accept today; grows as resources arrive.
+QR_VIA_OPCODE = frozenset({QR_JOB, QR_LOCK})
+
+# Query field kinds.
+QFT_UNKNOWN = "unknown"
+QFT_TEXT = "text"
+QFT_BOOL = "bool"
+QFT_NUMBER = "number"
+QFT_NUMBER_FLOAT = "float"
+QFT_UNIT = "unit"
+QFT_TIMESTAMP = "timestamp"
+QFT_OTHER = "other"
+QFT_ALL = frozenset({QFT_UNKNOWN, QFT_TEXT, QFT_BOOL, QFT_NUMBER, QFT_NUMBER_FLOAT,
+                     QFT_UNIT, QFT_TIMESTAMP, QFT_OTHER})
+
+# Query result status of one value ([status, value] in a data row).
+RS_NORMAL = 0
+RS_UNKNOWN = 1
+RS_NODATA = 2
+RS_UNAVAIL = 3
+RS_OFFLINE = 4
+RS_ALL = frozenset({RS_NORMAL, RS_UNKNOWN, RS_NODATA, RS_UNAVAIL, RS_OFFLINE})
+
+# Query filter operators (JSON prefix lists).
+QLANG_OP_OR = "|"
+QLANG_OP_AND = "&"
+QLANG_OP_NOT = "!"
+QLANG_OP_TRUE = "?"
+QLANG_OP_EQUAL = "=="
+QLANG_OP_EQUAL_LEGACY = "="
+QLANG_OP_NOT_EQUAL = "!="
+QLANG_OP_LT = "<"
+QLANG_OP_LE = "<="
+QLANG_OP_GT = ">"
+QLANG_OP_GE = ">="
+QLANG_OP_REGEXP = "=~"
+QLANG_OP_CONTAINS = "=[]"

@@ -1,0 +1,400 @@
+"""The opcode table: validation, defaults, summaries, dependencies, reason trail."""
+
+import copy
+import pathlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from twisted.trial.unittest import SynchronousTestCase
+
+from ganeti.core import opcodes
+from ganeti.core.errors import ECODE_INVAL, OpPrereqError
+from ganeti.core.opcodes import base, kinds, table
+
+# A minimal valid wire form of every declared opcode.
+GOOD = {
+    "OP_CLUSTER_QUERY": {},
+    "OP_CLUSTER_SET_PARAMS": {},
+    "OP_QUERY": {"what": "job", "fields": ["id", "status"]},
+    "OP_QUERY_FIELDS": {"what": "lock"},
+    "OP_TAGS_GET": {"kind": "cluster"},
+    "OP_TAGS_SEARCH": {"pattern": "^web"},
+    "OP_TAGS_SET": {"kind": "instance", "name": "inst1", "tags": ["a", "b"]},
+    "OP_TAGS_DEL": {"kind": "node", "name": "node1", "tags": ["a"]},
+    "OP_TEST_DELAY": {"duration": 2.5},
+}
+
+# For every (non-reserved) parameter name, values its kind must refuse.
+BAD = {
+    "dry_run": [1, "yes"],
+    "debug_level": [-1, 1.5, True, "3"],
+    "priority": [5, -20, "0", 0.0, True, None.__class__],
+    "depends": [[1], [[1]], [[1, ["running"]]], [["x", []]], [["-1", []]], [[True, []]],
+                "1", [[1, "success"]]],
+    "comment": [5, ["x"]],
+    "reason": [[["a", "b"]], [["a", "b", "c"]], [[1, "b", 2]], "reason", [["a", "b", 1.5]]],
+    "duration": ["10", -0.5, True, float("nan"), float("inf"), [1]],
+    "on_master": [1, "true"],
+    "on_nodes": ["node1", [""], [1]],
+    "on_node_uuids": ["u", [""], [None]],
+    "repeat": [-1, 1.0, "2"],
+    "interruptible": [0, "no"],
+    "no_locks": [1],
+    "candidate_pool_size": [0, -3, "10", 2.0],
+    "max_running_jobs": [0, True],
+    "max_tracked_jobs": [0, "25"],
+    "hvparams": [[], {"xen": {}}, {"kvm": []}, {"kvm": {1: 2}}, "kvm"],
+    "beparams": [[], "x", {1: 2}],
+    "nicparams": [{"bogus": "x"}, {"mode": 3}, []],
+    "diskparams": [{"floppy": {}}, {"drbd": "x"}, []],
+    "uid_pool": [[[5]], [[5, 1]], [[-1, 3]], [[1, 2 ** 32]], [["1", "2"]], [1, 2], "1-2"],
+    "add_uids": [[[3, 2]], [[1, 2, 3]]],
+    "remove_uids": [[[None, 2]]],
+    "default_iallocator": [5, ["hail"]],
+    "ipolicy": ["std", [1]],
+    "what": ["node", "instance", "", 1, None.__class__],
+    "fields": ["id", [""], [1], {"id": 1}],
+    "qfilter": ["id", [], ["~~", "a", 1], ["=", "id"], ["=", "id", [1]], 5],
+    "use_locking": [1, "false"],
+    "kind": ["vm", "", 1, "CLUSTER"],
+    "name": [5, ["n"]],
+    "tags": ["tag", [1], [None]],
+    "pattern": ["", "(", 5],
+}
+
+
+def _wire(op_id, **extra):
+    data = {"OP_ID": op_id, **copy.deepcopy(GOOD[op_id])}
+    data.update(extra)
+    return data
+
+
+class TableTest(SynchronousTestCase):
+    def test_every_declared_opcode_has_test_data(self):
+        self.assertEqual(sorted(GOOD), sorted(opcodes.OPCODES))
+
+    def test_every_parameter_has_bad_values(self):
+        for op in opcodes.OPCODES.values():
+            for param in op.all_params:
+                if not param.reserved:
+                    self.assertIn(param.name, BAD, f"{op.op_id}.{param.name}")
+
+    def test_declarations_are_consistent(self):
+        for op in table.ALL:
+            self.assertTrue(op.op_id.startswith("OP_"))
+            self.assertTrue(op.doc and "\n" not in op.doc)
+            names = [p.name for p in op.all_params]
+            self.assertEqual(len(names), len(set(names)))
+
+    def test_bad_declarations_are_refused(self):
+        self.assertRaises(ValueError, base.OpCode, "OP_bad", "x")
+        self.assertRaises(ValueError, base.OpCode, "OP_X", "x", (), summary_param="nope")
+        self.assertRaises(ValueError, base.OpCode, "OP_X", "x",
+                          (base.opt("priority", kinds.INT, "dup"),))
+        self.assertRaises(ValueError, base.Param, "Bad", kinds.INT, "doc")
+        self.assertRaises(ValueError, base.Param, "x", kinds.INT, "two\nlines")
+        self.assertRaises(ValueError, base.Param, "x", kinds.INT, "doc", default=1,
+                          required=True)
+
+
+class ValidateGoodTest(SynchronousTestCase):
+    def test_good_input_gets_all_defaults(self):
+        for op_id, op in opcodes.OPCODES.items():
+            result = opcodes.validate(_wire(op_id))
+            self.assertEqual(result["OP_ID"], op_id)
+            self.assertEqual(sorted(result),
+                             sorted(["OP_ID"] + [p.name for p in op.stored_params]))
+            # validating the stored form again gives the same stored form
+            self.assertEqual(opcodes.validate(result), result)
+
+    def test_common_defaults(self):
+        result = opcodes.validate({"OP_ID": "OP_CLUSTER_QUERY"})
+        self.assertEqual(result, {"OP_ID": "OP_CLUSTER_QUERY", "dry_run": None,
+                                  "debug_level": None, "priority": 0, "depends": None,
+                                  "comment": None, "reason": []})
+
+    def test_test_delay_defaults_and_float(self):
+        result = opcodes.validate({"OP_ID": "OP_TEST_DELAY", "duration": 10})
+        self.assertEqual(result["duration"], 10.0)
+        self.assertIsInstance(result["duration"], float)
+        self.assertEqual({k: result[k] for k in ("on_master", "on_nodes", "on_node_uuids",
+                                                  "repeat", "interruptible", "no_locks")},
+                         {"on_master": True, "on_nodes": [], "on_node_uuids": None,
+                          "repeat": 0, "interruptible": False, "no_locks": True})
+
+    def test_defaults_are_fresh_copies(self):
+        first = opcodes.validate(_wire("OP_TEST_DELAY"))
+        first["on_nodes"].append("node9")
+        first["reason"].append(["x", "y", 1])
+        second = opcodes.validate(_wire("OP_TEST_DELAY"))
+        self.assertEqual(second["on_nodes"], [])
+        self.assertEqual(second["reason"], [])
+
+    def test_input_is_not_modified_or_shared(self):
+        data = _wire("OP_TEST_DELAY", on_nodes=["n1"], reason=[["gnt:user", "r", 5]])
+        before = copy.deepcopy(data)
+        result = opcodes.validate(data)
+        self.assertEqual(data, before)
+        result["on_nodes"].append("n2")
+        self.assertEqual(data["on_nodes"], ["n1"])
+
+    def test_null_for_a_defaulted_parameter_means_default(self):
+        result = opcodes.validate(_wire("OP_TEST_DELAY", on_master=None, reason=None,
+                                        priority=None, repeat=None))
+        self.assertEqual((result["on_master"], result["reason"], result["priority"],
+                          result["repeat"]), (True, [], 0, 0))
+
+    def test_accepted_common_values(self):
+        deps = [[-1, []], [5, ["success", "error"]], ["12", ["canceled"]]]
+        result = opcodes.validate(_wire("OP_CLUSTER_QUERY", dry_run=True, debug_level=3,
+                                        priority=-10, depends=deps, comment="why",
+                                        reason=[["gnt:client:gnt-debug", "test", 17]]))
+        self.assertEqual(result["depends"], deps)
+        self.assertEqual(result["priority"], -10)
+        self.assertEqual(opcodes.validate(_wire("OP_CLUSTER_QUERY", priority=10))["priority"],
+                         10)
+
+    def test_cluster_set_params_values(self):
+        data = _wire("OP_CLUSTER_SET_PARAMS", candidate_pool_size=3, max_running_jobs=1,
+                     max_tracked_jobs=30, hvparams={"kvm": {"acpi": False}},
+                     beparams={"vcpus": 2}, nicparams={"link": "br0", "vlan": None},
+                     diskparams={"drbd": {"resync-rate": 100}}, uid_pool=[[1000, 1009]],
+                     add_uids=[[5, 5]], remove_uids=[], default_iallocator="",
+                     ipolicy={"vcpu-ratio": 2.0})
+        result = opcodes.validate(data)
+        self.assertEqual(result["uid_pool"], [[1000, 1009]])
+        self.assertEqual(result["hvparams"], {"kvm": {"acpi": False}})
+
+    def test_reserved_parameters_accept_only_defaults(self):
+        # Real Ganeti clients send every parameter, mostly null.
+        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", vg_name=None, force=False,
+                                        ndparams=None))
+        self.assertNotIn("vg_name", result)
+        self.assertNotIn("force", result)
+        for key, value in [("vg_name", "xenvg"), ("force", True), ("force", 0),
+                           ("enabled_hypervisors", ["kvm"])]:
+            err = self.assertRaises(OpPrereqError, opcodes.validate,
+                                    _wire("OP_CLUSTER_SET_PARAMS", **{key: value}))
+            self.assertEqual(err.args[1], ECODE_INVAL)
+            self.assertIn(f"OP_CLUSTER_SET_PARAMS.{key}", err.args[0])
+            self.assertIn("not supported", err.args[0])
+
+    def test_query_filter_is_checked_structurally(self):
+        result = opcodes.validate(_wire("OP_QUERY", qfilter=["|", ["=", "id", 1],
+                                                              ["=", "id", 2]]))
+        self.assertEqual(result["qfilter"], ["|", ["=", "id", 1], ["=", "id", 2]])
+
+
+class ValidateBadTest(SynchronousTestCase):
+    def _refused(self, data, *fragments):
+        err = self.assertRaises(OpPrereqError, opcodes.validate, data)
+        self.assertEqual(err.args[1], ECODE_INVAL, err.args)
+        for fragment in fragments:
+            self.assertIn(fragment, err.args[0])
+        return err
+
+    def test_each_parameter_refuses_bad_values(self):
+        for op_id, op in opcodes.OPCODES.items():
+            for param in op.all_params:
+                if param.reserved:
+                    continue
+                for bad in BAD[param.name]:
+                    if bad is type(None):
+                        if param.kind.nullable or not param.required:
+                            continue
+                        bad = None
+                    try:
+                        opcodes.validate(_wire(op_id, **{param.name: bad}))
+                    except OpPrereqError as err:
+                        self.assertEqual(err.args[1], ECODE_INVAL)
+                        self.assertIn(f"{op_id}.{param.name}", err.args[0])
+                    else:
+                        self.fail(f"{op_id}.{param.name} accepted {bad!r}")
+
+    def test_missing_required_parameters(self):
+        for op_id, op in opcodes.OPCODES.items():
+            for param in op.params:
+                if param.required:
+                    data = _wire(op_id)
+                    del data[param.name]
+                    self._refused(data, f"'{op_id}.{param.name}' is required but missing")
+                    self._refused(_wire(op_id, **{param.name: None}),
+                                  f"'{op_id}.{param.name}' is required but null")
+
+    def test_unknown_keys(self):
+        for op_id in opcodes.OPCODES:
+            self._refused(_wire(op_id, bogus=1), op_id, "'bogus'")
+        self._refused(_wire("OP_TEST_DELAY", __version__=1), "'__version__'")
+
+    def test_not_an_opcode(self):
+        self._refused(["OP_TEST_DELAY"], "JSON object")
+        self._refused(None, "JSON object")
+        self._refused({"duration": 1}, "no OP_ID")
+        self._refused({"OP_ID": "OP_INSTANCE_CREATE"}, "Unknown opcode 'OP_INSTANCE_CREATE'")
+        self._refused({"OP_ID": 5}, "must be a string")
+        self._refused({"OP_ID": "op_test_delay", "duration": 1}, "Unknown opcode")
+
+    def test_messages_name_the_position(self):
+        err = self._refused(_wire("OP_CLUSTER_SET_PARAMS", uid_pool=[[1, 2], [9, 3]]),
+                            "OP_CLUSTER_SET_PARAMS.uid_pool[1]", "lower bound")
+        self.assertIn("fails validation", err.args[0])
+        self._refused(_wire("OP_TEST_DELAY", depends=[[1, ["success", "running"]]]),
+                      "OP_TEST_DELAY.depends[0][1][1]", '"running"')
+        self._refused(_wire("OP_CLUSTER_SET_PARAMS", hvparams={"kvm": {}, "xen": {}}),
+                      "hvparams", 'key "xen"')
+        self._refused(_wire("OP_TAGS_SEARCH", pattern="a("), "invalid regular expression")
+        self._refused(_wire("OP_QUERY", qfilter=["=", "id"]), "OP_QUERY.qfilter",
+                      "takes a field and a value")
+        self._refused(_wire("OP_TEST_DELAY", duration=-1), "a number >= 0, got -1")
+
+    def test_priority_values(self):
+        for prio in (-20, -11, -1, 1, 11, 19):
+            self._refused(_wire("OP_TEST_DELAY", priority=prio), "OP_TEST_DELAY.priority")
+
+
+class ValidateJobTest(SynchronousTestCase):
+    def test_good_job(self):
+        ops = [_wire("OP_TEST_DELAY"), _wire("OP_CLUSTER_QUERY")]
+        result = opcodes.validate_job(ops)
+        self.assertEqual([op["OP_ID"] for op in result], ["OP_TEST_DELAY", "OP_CLUSTER_QUERY"])
+
+    def test_bad_jobs(self):
+        for ops, fragment in [([], "at least one opcode"), ({}, "list of opcodes"),
+                              ([_wire("OP_CLUSTER_QUERY"), {"OP_ID": "OP_TEST_DELAY"}],
+                               "Opcode 1: Parameter 'OP_TEST_DELAY.duration'")]:
+            err = self.assertRaises(OpPrereqError, opcodes.validate_job, ops)
+            self.assertEqual(err.args[1], ECODE_INVAL)
+            self.assertIn(fragment, err.args[0])
+
+
+class SummaryTest(SynchronousTestCase):
+    def _summary(self, op_id, **extra):
+        return opcodes.summary(opcodes.validate(_wire(op_id, **extra)))
+
+    def test_summaries(self):
+        self.assertEqual(self._summary("OP_TEST_DELAY", duration=10), "TEST_DELAY(10.0)")
+        self.assertEqual(self._summary("OP_TEST_DELAY", duration=0.01), "TEST_DELAY(1.0e-2)")
+        self.assertEqual(self._summary("OP_TAGS_GET"), "TAGS_GET(None)")
+        self.assertEqual(self._summary("OP_TAGS_GET", kind="instance", name="web1"),
+                         "TAGS_GET(web1)")
+        self.assertEqual(self._summary("OP_TAGS_SET"), "TAGS_SET")
+        self.assertEqual(self._summary("OP_TAGS_DEL"), "TAGS_DEL")
+        self.assertEqual(self._summary("OP_TAGS_SEARCH"), "TAGS_SEARCH(^web)")
+        self.assertEqual(self._summary("OP_QUERY"), "QUERY(job)")
+        self.assertEqual(self._summary("OP_QUERY_FIELDS"), "QUERY_FIELDS(lock)")
+        self.assertEqual(self._summary("OP_CLUSTER_QUERY"), "CLUSTER_QUERY")
+        self.assertEqual(self._summary("OP_CLUSTER_SET_PARAMS"), "CLUSTER_SET_PARAMS")
+
+    def test_undeclared_and_invalid_opcodes(self):
+        self.assertEqual(opcodes.summary({"OP_ID": "OP_INSTANCE_CREATE",
+                                          "instance_name": "x"}), "INSTANCE_CREATE")
+        self.assertEqual(opcodes.summary({"OP_ID": 3}), "INVALID_OP")
+        self.assertEqual(opcodes.summary({}), "INVALID_OP")
+
+    def test_haskell_show_double(self):
+        cases = {0.0: "0.0", 0.1: "0.1", 1.0: "1.0", 10.0: "10.0",
+                 2.5: "2.5", 1234567.0: "1234567.0", 9999999.5: "9999999.5",
+                 1e7: "1.0e7", 12345678.9: "1.23456789e7", 0.01: "1.0e-2",
+                 0.05: "5.0e-2", 0.099: "9.9e-2", 1e22: "1.0e22", 5e-324: "5.0e-324",
+                 -1.5: "-1.5", -0.001: "-1.0e-3", 123456789012.0: "1.23456789012e11"}
+        for value, text in cases.items():
+            self.assertEqual(base.haskell_show_double(value), text, value)
+        self.assertEqual(base.haskell_show_double(-0.0), "-0.0")
+        self.assertEqual(base.haskell_show_double(float("nan")), "NaN")
+        self.assertEqual(base.haskell_show_double(float("-inf")), "-Infinity")
+
+    def test_default_format(self):
+        self.assertIsNone(base.default_summary_format(None))
+        self.assertEqual(base.default_summary_format(["a", "b"]), "a,b")
+        self.assertEqual(base.default_summary_format(True), "True")
+        self.assertEqual(base.default_summary_format(3), "3")
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.floats(min_value=0, max_value=1e30, allow_nan=False))
+    def test_summary_of_any_duration_reads_back(self, duration):
+        text = self._summary("OP_TEST_DELAY", duration=duration)
+        self.assertTrue(text.startswith("TEST_DELAY(") and text.endswith(")"))
+        self.assertEqual(float(text[len("TEST_DELAY("):-1]), duration)
+
+
+class DependsTest(SynchronousTestCase):
+    def test_resolution(self):
+        self.assertIsNone(opcodes.resolve_depends(None, 10))
+        deps = [[-1, ["success"]], [-9, []], [3, ["error", "canceled"]], ["7", []]]
+        self.assertEqual(opcodes.resolve_depends(deps, 10),
+                         [[9, ["success"]], [1, []], [3, ["error", "canceled"]], [7, []]])
+        self.assertEqual(deps[0], [-1, ["success"]])  # not modified
+
+    def test_errors(self):
+        for deps, own, fragment in [
+                ([[10, []]], 10, "Job 10 can't depend on itself"),
+                ([["10", []]], 10, "can't depend on itself"),
+                ([[-10, []]], 10, "Unable to resolve relative job ID -10"),
+                ([[-1, []]], 1, "Unable to resolve"),
+                ([[1, ["running"]]], 5, '"running"'),
+                ([[1]], 5, "Invalid job dependencies[0]"),
+                ("x", 5, "Invalid job dependencies")]:
+            err = self.assertRaises(OpPrereqError, opcodes.resolve_depends, deps, own)
+            self.assertEqual(err.args[1], ECODE_INVAL)
+            self.assertIn(fragment, err.args[0])
+
+
+class ReasonAndQueueTest(SynchronousTestCase):
+    def test_reason_entry(self):
+        self.assertEqual(opcodes.reason_entry("OP_TEST_DELAY", 12, 3, 1700000000123456789),
+                         ["gnt:opcode:test_delay", "job=12;index=3", 1700000000123456789])
+        self.assertEqual(opcodes.reason_source("OP_CLUSTER_SET_PARAMS"),
+                         "gnt:opcode:cluster_set_params")
+
+    def test_prepare_job_ops(self):
+        ops = opcodes.validate_job([
+            _wire("OP_TEST_DELAY", reason=[["gnt:client:gnt-debug", "delay", 1]]),
+            _wire("OP_CLUSTER_QUERY", depends=[[-1, ["success"]]])])
+        before = copy.deepcopy(ops)
+        prepared = opcodes.prepare_job_ops(ops, 42, 999)
+        self.assertEqual(ops, before)
+        self.assertEqual(prepared[0]["reason"], [["gnt:client:gnt-debug", "delay", 1],
+                                                 ["gnt:opcode:test_delay", "job=42;index=0",
+                                                  999]])
+        self.assertEqual(prepared[1]["reason"],
+                         [["gnt:opcode:cluster_query", "job=42;index=1", 999]])
+        self.assertEqual(prepared[1]["depends"], [[41, ["success"]]])
+        self.assertIsNone(prepared[0]["depends"])
+        # the prepared form is still a valid opcode
+        self.assertEqual([opcodes.validate(op) for op in prepared], prepared)
+
+
+class ReferenceDocTest(SynchronousTestCase):
+    def test_generated_reference_is_in_the_docs(self):
+        doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "design"
+               / "opcodes-and-jobs.md").read_text()
+        begin = "<!-- BEGIN GENERATED OPCODE REFERENCE -->\n"
+        end = "<!-- END GENERATED OPCODE REFERENCE -->"
+        section = doc[doc.index(begin) + len(begin):doc.index(end)]
+        self.assertEqual(section.strip(), opcodes.reference_markdown().strip(),
+                         "regenerate the reference with "
+                         "python -c 'from ganeti.core import opcodes; "
+                         "print(opcodes.reference_markdown())'")
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
+                                                                  max_size=4),
+    max_leaves=12)
+
+
+class FuzzTest(SynchronousTestCase):
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from(sorted(GOOD)), st.dictionaries(
+        st.sampled_from(sorted({p.name for op in opcodes.OPCODES.values()
+                                for p in op.all_params}) + ["junk"]), _json, max_size=4))
+    def test_only_wrong_input_errors(self, op_id, extra):
+        data = _wire(op_id, **extra)
+        try:
+            result = opcodes.validate(data)
+        except OpPrereqError as err:
+            self.assertEqual(err.args[1], ECODE_INVAL)
+        else:
+            self.assertEqual(opcodes.validate(result), result)
+            opcodes.summary(result)
