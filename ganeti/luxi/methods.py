@@ -54,6 +54,38 @@ def INT(name: str) -> Arg:
     return Arg(name, _is_int, "integer")
 
 
+def ANY(name: str, kind: str = "value") -> Arg:
+    """Any JSON value (checked further by the implementation)."""
+    return Arg(name, lambda v: True, kind)
+
+
+def LIST(name: str, kind: str = "list") -> Arg:
+    """A list (items checked by the implementation)."""
+    return Arg(name, lambda v: isinstance(v, list), kind)
+
+
+def OPT_STR_LIST(name: str) -> Arg:
+    """A list of strings or null."""
+    return Arg(name, lambda v: v is None or _is_str_list(v), "list of strings or null")
+
+
+def BOOL(name: str) -> Arg:
+    """A boolean."""
+    return Arg(name, lambda v: isinstance(v, bool), "boolean")
+
+
+def NUMBER(name: str) -> Arg:
+    """An integer or float."""
+    return Arg(name, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+               "number")
+
+
+def JOB_ID(name: str = "job_id") -> Arg:
+    """A job id: an integer, or a string of digits (older clients send those)."""
+    return Arg(name, lambda v: _is_int(v) or (isinstance(v, str) and v.isdigit()),
+               "job id (integer)")
+
+
 def OPT_INT(name: str) -> Arg:
     """An integer or null argument."""
     return Arg(name, lambda v: v is None or _is_int(v), "integer or null")
@@ -87,6 +119,28 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            "Selected configuration values (cluster_name, master_node, drain_flag, ...)"),
     Method("QueryTags", (STR("kind"), OPT_STR("name")),
            "Tags of the cluster, a node, a node group, an instance or a network"),
+    # The job queue
+    Method("SubmitJob", (LIST("ops", "list of opcodes"),), "Submit one job"),
+    Method("SubmitJobToDrainedQueue", (LIST("ops", "list of opcodes"),),
+           "Submit one job even while the queue is drained"),
+    Method("SubmitManyJobs", (LIST("jobs", "list of jobs (lists of opcodes)"),),
+           "Submit several jobs; [success, id or message] per job"),
+    Method("WaitForJobChange", (JOB_ID(), STR_LIST("fields"), ANY("prev_job_info"),
+                                ANY("prev_log_serial"), NUMBER("timeout")),
+           "Wait until a job's fields or log change, or the timeout passes"),
+    Method("QueryJobs", (ANY("job_ids", "list of job ids or null"), STR_LIST("fields")),
+           "Field values of jobs (null for a missing job)"),
+    Method("Query", (STR("what"), STR_LIST("fields"), ANY("qfilter", "filter or null")),
+           "Query a resource (job, lock) with a filter"),
+    Method("QueryFields", (STR("what"), OPT_STR_LIST("fields")),
+           "Field definitions of a resource"),
+    Method("CancelJob", (JOB_ID(), BOOL("kill")), "Cancel a job; kill interrupts it"),
+    Method("ArchiveJob", (JOB_ID(),), "Archive a finished job"),
+    Method("AutoArchiveJobs", (NUMBER("age"), NUMBER("timeout")),
+           "Archive finished jobs older than age seconds (-1: all)"),
+    Method("ChangeJobPriority", (JOB_ID(), INT("priority")),
+           "Change the priority of a job's unfinished opcodes"),
+    Method("SetDrainFlag", (BOOL("drain"),), "Set or clear the queue's drain flag"),
     # Extension (docs/luxi.md): the connection becomes a stream of job events.
     Method("SubscribeEvents", (OPT_INT("since"),),
            "Stream every job event after serial 'since' (null: from now) on this connection"),

@@ -1,32 +1,41 @@
 """The service tree of ganeti-masterd.
 
-Children start in this order and stop in reverse: the I/O thread pool,
-the config (writer), then the LUXI listener, so that nothing is accepted
-before the state it serves exists, and no request is in flight when the
-state goes away.  Later issues insert the lock manager, the job queue and
-the scheduler between the config and the listener.
+Children start in this order and stop in reverse: the I/O thread pool, the
+job queue (the store is recovered and the jobs restored), then the LUXI
+listener, which only listens once the queue is ready, so that nothing is
+accepted before the state it serves exists, and no request is in flight when
+the state goes away.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 from twisted.application import service
-from twisted.internet import threads
+from twisted.internet import defer, threads
 from twisted.internet.interfaces import IListeningPort
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 
 from ganeti.core import config as configmod
 from ganeti.core import constants, fileutil
 from ganeti.core.errors import ConfigurationError
+from ganeti.core.jobs import QueuedJob
 from ganeti.core.objects import ConfigData
 from ganeti.core.paths import Paths
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.master.configwriter import ConfigWriter
 from ganeti.master.events import EventBus, subscribe_events_method
+from ganeti.master.jobqueue import JobQueue
+from ganeti.master.jobstore import JobStore
+from ganeti.master.locking.manager import LockManager
+from ganeti.master.lu import LUContext
+from ganeti.master.luxi_jobs import JobMethods
+from ganeti.master.processor import JobHandle, Processor
 from ganeti.master.queries import ClusterQueries
 
 
@@ -46,21 +55,34 @@ class ThreadPoolService(service.Service):
 
 
 class LuxiService(service.Service):
-    """Listens on the LUXI socket (mode 0660) while running."""
+    """Listens on the LUXI socket (mode 0660) once ``ready`` fires, while running."""
 
     log = Logger()
 
-    def __init__(self, reactor: Any, path: str, factory: LuxiServerFactory) -> None:
+    def __init__(self, reactor: Any, path: str, factory: LuxiServerFactory,
+                 ready: Callable[[], defer.Deferred[None]] | None = None) -> None:
         self.reactor = reactor
         self.path = path
         self.factory = factory
+        self.ready = ready
         self.port: IListeningPort | None = None
 
     def startService(self) -> None:
         super().startService()
+        d = self.ready() if self.ready is not None else defer.succeed(None)
+        d.addCallback(lambda _: self._listen())
+        d.addErrback(self._failed)
+
+    def _listen(self) -> None:
+        if not self.running:
+            return
         fileutil.ensure_dirs([(os.path.dirname(self.path), 0o750)])
         self.port = self.reactor.listenUNIX(self.path, self.factory, mode=0o660, wantPID=True)
         self.log.info("LUXI listening on {path}", path=self.path)
+
+    def _failed(self, failure: Any) -> None:
+        self.log.failure("Startup failed; stopping", failure)
+        self.reactor.stop()
 
     def stopService(self) -> Any:
         super().stopService()
@@ -68,6 +90,41 @@ class LuxiService(service.Service):
             port, self.port = self.port, None
             return port.stopListening()
         return None
+
+
+class JobQueueService(service.Service):
+    """Recovers the job store at start-up and restores the queue; closes it at the end."""
+
+    def __init__(self, store: JobStore, queue: JobQueue) -> None:
+        self.store = store
+        self.queue = queue
+        self._ready: defer.Deferred[None] = defer.Deferred()
+
+    def startService(self) -> None:
+        super().startService()
+        recovered = self.store.recover()  # blocking, before anything is served
+        d = defer.Deferred.fromCoroutine(self.queue.restore(recovered))
+        d.chainDeferred(self._ready)
+
+    def ready(self) -> defer.Deferred[None]:
+        """Fires once the queue is restored (LUXI listens from then on)."""
+        d: defer.Deferred[None] = defer.Deferred()
+
+        def relay(result: Any) -> Any:
+            if isinstance(result, Failure):
+                d.errback(result)
+            else:
+                d.callback(None)
+            return None  # handled: the waiter reports it
+
+        self._ready.addBoth(relay)
+        return d
+
+    def stopService(self) -> Any:
+        super().stopService()
+        d = self.store.wait_idle()
+        d.addBoth(lambda _: self.store.close())
+        return d
 
 
 def check_master(paths: Paths, cfg: ConfigData) -> None:
@@ -105,10 +162,33 @@ class MasterDaemon(service.MultiService):
         run_blocking = functools.partial(threads.deferToThreadPool, reactor, pool)
         self.config_writer = ConfigWriter(paths.config_file, cfg, run_blocking, reactor)
         self.events = EventBus(reactor)
+        self.locks = LockManager(reactor, nodes=[n.name for n in cfg.nodes.values()],
+                                 nodegroups=[g.name for g in cfg.nodegroups.values()],
+                                 instances=[i.name for i in cfg.instances.values()],
+                                 networks=[n.name for n in cfg.networks.values()])
+        self.store = JobStore(paths, run_blocking)
+
+        def limits() -> tuple[int, int]:
+            cl = self.config_writer.config.cluster
+            return cl.max_running_jobs, cl.max_tracked_jobs
+
+        self.queue = JobQueue(self.store, self.events, reactor, Processor(self.locks, reactor),
+                              self._lu_context, limits)
+        self.job_methods = JobMethods(self.queue, self.locks, self.events, reactor)
+        queue_service = JobQueueService(self.store, self.queue)
+        queue_service.setServiceParent(self)
         queries = ClusterQueries(lambda: self.config_writer.config, paths, reactor)
         implementations = queries.implementations()
+        implementations.update(self.job_methods.implementations())
         implementations["SubscribeEvents"] = subscribe_events_method(self.events)
         dispatcher = LuxiDispatcher(implementations)
         self.luxi = LuxiService(reactor, paths.luxi_socket,
-                                LuxiServerFactory(dispatcher, max_frame))
+                                LuxiServerFactory(dispatcher, max_frame), queue_service.ready)
         self.luxi.setServiceParent(self)
+        self.reactor = reactor
+
+    def _lu_context(self, handle: JobHandle, job: QueuedJob) -> LUContext:
+        return LUContext(config=self.config_writer, clock=self.reactor, locks=self.locks,
+                         feedback=lambda kind, msg: self.queue.feedback(job, kind, msg),
+                         query=self.job_methods.query,
+                         query_fields=self.job_methods.query_fields)

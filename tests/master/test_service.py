@@ -20,7 +20,7 @@ class MasterDaemonTest(SynchronousTestCase):
 
     def test_children_in_dependency_order(self):
         kinds = [type(s).__name__ for s in self.daemon]
-        self.assertEqual(kinds, ["ThreadPoolService", "LuxiService"])
+        self.assertEqual(kinds, ["ThreadPoolService", "JobQueueService", "LuxiService"])
 
     def test_start_listens_with_mode_0660_and_stop_reverses(self):
         self.daemon.startService()

@@ -1,0 +1,382 @@
+"""The job queue: submission, scheduling, execution, cancelling, archiving.
+
+Jobs are :class:`~ganeti.core.jobs.QueuedJob` objects changed only on the
+reactor.  Every change goes to the store first; only when the store says it
+is durable does the change become visible: the job's *visible* copy (what
+queries and WaitForJobChange read) is replaced and an event is published.
+See docs/design/jobqueue.md.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
+
+from ganeti.core import constants, errors, jobs, opcodes
+from ganeti.core.jobs import QueuedJob, QueuedOpCode
+from ganeti.master.events import EventBus
+from ganeti.master.jobstore import JobStore, Recovered
+from ganeti.master.lu import REGISTRY, LUContext
+from ganeti.master.processor import JobHandle, Processor
+
+DEFAULT_SIZE_LIMIT = 10000
+CRASH_MESSAGE = "Job was running when the master daemon stopped (crash or restart)"
+Limits = Callable[[], tuple[int, int]]  # (max_running_jobs, max_tracked_jobs)
+ContextFactory = Callable[[JobHandle, QueuedJob], LUContext]
+
+
+class JobQueue:
+    """All live (unarchived) jobs of the cluster and the machinery that runs them."""
+
+    log = Logger()
+
+    def __init__(self, store: JobStore, bus: EventBus, clock: IReactorTime,
+                 processor: Processor, context: ContextFactory, limits: Limits,
+                 size_limit: int = DEFAULT_SIZE_LIMIT) -> None:
+        self.store = store
+        self.bus = bus
+        self.clock = clock
+        self.processor = processor
+        self.context = context
+        self.limits = limits
+        self.size_limit = size_limit
+        self.jobs: dict[int, QueuedJob] = {}  # working copies
+        self.visible: dict[int, QueuedJob] = {}  # last durable state of each job
+        self.running: dict[int, JobHandle] = {}
+        self._heap: list[tuple[int, int]] = []
+        self._dep_waiting: dict[int, set[int]] = {}  # dependency -> jobs waiting for it
+        self._published_log: dict[int, int] = {}
+        self._scheduling = False
+        self._reschedule = False
+
+    # Startup
+
+    async def restore(self, recovered: Recovered) -> None:
+        """Take over the jobs found on disk: running ones fail, the rest run again."""
+        now = self.clock.seconds()
+        saves = []
+        for job_id in sorted(recovered.jobs):
+            try:
+                job = QueuedJob.from_dict(recovered.jobs[job_id], f"job-{job_id}")
+            except jobs.CorruptJobError as err:
+                self.log.error("Job queue recovery: {error}; the job file is left in place "
+                               "and the job is not loaded", error=str(err))
+                continue
+            changed = False
+            if any(op.status in (jobs.RUNNING, jobs.CANCELING) for op in job.ops):
+                for op in job.ops:
+                    if op.status not in jobs.FINALIZED:
+                        op.status = jobs.ERROR
+                        op.result = errors.encode_exception(errors.OpExecError(CRASH_MESSAGE))
+                        op.end_timestamp = jobs.split_time(now)
+                job.end_timestamp = jobs.split_time(now)
+                changed = True
+            elif any(op.status == jobs.WAITING for op in job.ops):
+                for op in job.ops:
+                    if op.status == jobs.WAITING:
+                        op.status = jobs.QUEUED
+                changed = True
+            self.jobs[job_id] = job
+            self.visible[job_id] = job if not changed else QueuedJob.from_dict(job.to_dict())
+            self._published_log[job_id] = job.log_serial
+            if changed:
+                saves.append(defer.Deferred.fromCoroutine(self._persist(job)))
+            if job.status == jobs.QUEUED:
+                heapq.heappush(self._heap, (job.priority, job_id))
+        await defer.gatherResults(saves, consumeErrors=True)
+        self.schedule()
+
+    # Submission
+
+    def _check_accepting(self, count: int, ignore_drain: bool) -> None:
+        if not ignore_drain and self.store.is_drained():
+            raise errors.JobQueueDrainError("Job queue is drained, refusing job")
+        if len(self.jobs) + count > self.size_limit:
+            raise errors.JobQueueFull(f"Job queue is full ({len(self.jobs)} jobs, limit "
+                                      f"{self.size_limit}); archive finished jobs")
+
+    async def submit(self, ops: Any, ignore_drain: bool = False) -> int:
+        """SubmitJob: validate, store durably, return the job id."""
+        validated = opcodes.validate_job(ops)
+        self._check_accepting(1, ignore_drain)
+        (result,) = await self._create([validated])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def submit_many(self, many: Any) -> list[list[Any]]:
+        """SubmitManyJobs: ``[true, id]`` or ``[false, message]`` per job, in order."""
+        if not isinstance(many, list):
+            raise errors.OpPrereqError("SubmitManyJobs needs a list of jobs",
+                                       errors.ECODE_INVAL)
+        checked: list[list[dict[str, Any]] | Exception] = []
+        for ops in many:
+            try:
+                checked.append(opcodes.validate_job(ops))
+            except errors.OpPrereqError as err:
+                checked.append(err)
+        valid = [c for c in checked if not isinstance(c, Exception)]
+        self._check_accepting(len(valid), False)
+        created = iter(await self._create(valid))
+        answer: list[list[Any]] = []
+        for item in checked:
+            result = item if isinstance(item, Exception) else next(created)
+            answer.append([False, str(result.args[0])] if isinstance(result, Exception)
+                          else [True, result])
+        return answer
+
+    async def _create(self, job_ops: list[list[dict[str, Any]]]) -> list[int | Exception]:
+        ids = self.store.allocate_ids(len(job_ops))
+        now = self.clock.seconds()
+        results: list[int | Exception] = []
+        created: list[QueuedJob] = []
+        saves = []
+        for job_id, ops in zip(ids, job_ops, strict=True):
+            try:
+                prepared = opcodes.prepare_job_ops(ops, job_id, jobs.time_ns(now))
+            except errors.OpPrereqError as err:
+                results.append(err)
+                continue
+            job = QueuedJob.new(job_id, prepared, now)
+            self.jobs[job_id] = job
+            created.append(job)
+            results.append(job_id)
+            saves.append(defer.Deferred.fromCoroutine(self._persist(job)))
+        try:
+            await defer.gatherResults(saves, consumeErrors=True)
+        except defer.FirstError as err:
+            for job in created:
+                self.jobs.pop(job.id, None)
+            raise errors.JobQueueError(f"Could not store the job(s): {err.subFailure.value}"
+                                       ) from None
+        for job in created:
+            heapq.heappush(self._heap, (job.priority, job.id))
+        self.schedule()
+        return results
+
+    # Persistence and visibility
+
+    async def _persist(self, job: QueuedJob, archive: bool = False) -> None:
+        data = job.to_dict()
+        await self.store.save(job.id, data)
+        if archive:
+            await self.store.archive(job.id)
+            self.visible.pop(job.id, None)
+            self._published_log.pop(job.id, None)
+            self.bus.publish("archive", {"id": job.id})
+            return
+        snapshot = QueuedJob.from_dict(data)
+        self.visible[job.id] = snapshot
+        since = self._published_log.get(job.id, 0)
+        self._published_log[job.id] = snapshot.log_serial
+        self.bus.publish("job", {
+            "id": job.id, "status": snapshot.status,
+            "opstatus": [op.status for op in snapshot.ops],
+            "priority": snapshot.priority,
+            "log": snapshot.log_entries_since(since),
+            "received_ts": snapshot.received_timestamp,
+            "start_ts": snapshot.start_timestamp, "end_ts": snapshot.end_timestamp,
+        })
+
+    # Scheduling
+
+    def schedule(self) -> None:
+        """Start queued jobs while there is room; safe to call at any time."""
+        if self._scheduling:
+            self._reschedule = True
+            return
+        self._scheduling = True
+        try:
+            self._reschedule = True
+            while self._reschedule:
+                self._reschedule = False
+                self._schedule_pass()
+        finally:
+            self._scheduling = False
+
+    def _schedule_pass(self) -> None:
+        max_running, max_tracked = self.limits()
+        examined = 0
+        while self._heap and len(self.running) < max_running and examined < max_tracked * 4:
+            priority, job_id = heapq.heappop(self._heap)
+            job = self.jobs.get(job_id)
+            if job is None or job.status != jobs.QUEUED or job.priority != priority:
+                continue  # stale entry
+            examined += 1
+            blocking = self._unfinished_dependency(job)
+            if blocking is not None:
+                self._dep_waiting.setdefault(blocking, set()).add(job_id)
+                continue
+            self._start(job)
+
+    def _unfinished_dependency(self, job: QueuedJob) -> int | None:
+        for op in job.ops:
+            for dep_id, _ in op.input.get("depends") or []:
+                dep = self.jobs.get(int(dep_id))
+                if dep is not None and not dep.finalized:
+                    return int(dep_id)
+        return None
+
+    def _start(self, job: QueuedJob) -> None:
+        handle = JobHandle(job.id)
+        self.running[job.id] = handle
+        d = defer.Deferred.fromCoroutine(self._run(job, handle))
+        d.addErrback(lambda f: self.log.failure("Job {job} crashed", f, job=job.id))
+        d.addBoth(lambda _: self._finished(job))
+
+    def _finished(self, job: QueuedJob) -> None:
+        self.running.pop(job.id, None)
+        for waiter in self._dep_waiting.pop(job.id, ()):
+            other = self.jobs.get(waiter)
+            if other is not None and other.status == jobs.QUEUED:
+                heapq.heappush(self._heap, (other.priority, waiter))
+        self.schedule()
+
+    # Execution
+
+    def _dependency_verdict(self, op: QueuedOpCode) -> tuple[str, str] | None:
+        """None to go on, else (final status, reason) for this opcode."""
+        for dep_id, allowed in op.input.get("depends") or []:
+            dep = self.jobs.get(int(dep_id))
+            if dep is None:
+                continue  # archived, hence finished long ago: Ganeti lets it pass too
+            status = dep.status
+            if status == jobs.CANCELED and jobs.CANCELED not in allowed:
+                return jobs.CANCELED, f"Dependency job {dep_id} was canceled"
+            if allowed and status not in allowed:
+                return jobs.ERROR, (f"Dependency job {dep_id} ended with status {status}, "
+                                    f"not one of {', '.join(allowed)}")
+        return None
+
+    async def _run(self, job: QueuedJob, handle: JobHandle) -> None:
+        now = self.clock.seconds
+        job.start_timestamp = jobs.split_time(now())
+        for index, op in enumerate(job.ops):
+            if op.status in jobs.FINALIZED:
+                continue
+            verdict = self._dependency_verdict(op)
+            if handle.cancel_requested:
+                verdict = (jobs.CANCELED, "Job canceled by request")
+            if verdict is not None:
+                self._end_rest(job, index, verdict[0], errors.OpExecError(verdict[1]))
+                break
+            op.start_timestamp = jobs.split_time(now())
+            op.status = jobs.WAITING
+            lu_class = REGISTRY.get(op.op_id)
+            try:
+                if lu_class is None:
+                    raise errors.OpCodeUnknown(f"No logical unit for {op.op_id}")
+                lu = lu_class(self.context(handle, job), op.input)
+
+                async def on_running(op: QueuedOpCode = op) -> None:
+                    op.status = jobs.RUNNING
+                    op.exec_timestamp = jobs.split_time(now())
+                    await self._persist(job)
+
+                if lu.uses_locks:
+                    await self._persist(job)  # waiting for locks
+                result = await self.processor.execute(lu, handle, op.priority, on_running)
+            except defer.CancelledError:
+                self._end_rest(job, index, jobs.CANCELED,
+                               errors.OpExecError("Job canceled by request"))
+                break
+            except Exception as err:
+                if not isinstance(err, errors.GenericError):
+                    self.log.failure("Opcode {op_id} of job {job} failed unexpectedly",
+                                     op_id=op.op_id, job=job.id)
+                self._end_rest(job, index, jobs.ERROR, err)
+                break
+            op.status = jobs.SUCCESS
+            op.result = result
+            op.end_timestamp = jobs.split_time(now())
+            if index + 1 < len(job.ops):
+                await self._persist(job)
+        job.end_timestamp = jobs.split_time(now())
+        await self._persist(job)
+
+    def _end_rest(self, job: QueuedJob, index: int, status: str, err: Exception) -> None:
+        when = jobs.split_time(self.clock.seconds())
+        for i, op in enumerate(job.ops[index:]):
+            op.status = status
+            op.result = errors.encode_exception(
+                err if i == 0 else errors.OpExecError(f"Not run: opcode {index} ended "
+                                                      f"with status {status}"))
+            op.end_timestamp = when
+
+    def feedback(self, job: QueuedJob, log_type: str, message: Any) -> None:
+        """Add a log entry to the running opcode of ``job`` and store it."""
+        op = next((o for o in job.ops if o.status in (jobs.RUNNING, jobs.WAITING)), None)
+        if op is None:
+            return
+        op.log.append(jobs.log_entry(job.log_serial + 1, self.clock.seconds(), log_type,
+                                     message))
+        d = defer.Deferred.fromCoroutine(self._persist(job))
+        d.addErrback(lambda f: self.log.failure("Storing a log message failed", f))
+
+    # Cancel, priority, archive
+
+    async def cancel(self, job_id: int, kill: bool) -> list[Any]:
+        """CancelJob: ``[success, message]``."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return [False, f"Job {job_id} not found"]
+        if job.finalized:
+            return [False, f"Job {job_id} is finished"]
+        handle = self.running.get(job_id)
+        if handle is None:  # queued, or waiting for a dependency
+            self._end_rest(job, 0, jobs.CANCELED, errors.OpExecError("Job canceled by request"))
+            job.end_timestamp = jobs.split_time(self.clock.seconds())
+            await self._persist(job)
+            self.schedule()
+            return [True, f"Job {job_id} canceled"]
+        handle.request_cancel(kill)
+        return [True, f"Job {job_id} will be canceled"]
+
+    async def change_priority(self, job_id: int, priority: int) -> list[Any]:
+        """ChangeJobPriority: new priority for the job's unfinished opcodes."""
+        if priority not in constants.OP_PRIO_SUBMIT_VALID:
+            raise errors.OpPrereqError(f"Invalid priority {priority!r}; use one of "
+                                       f"{sorted(constants.OP_PRIO_SUBMIT_VALID)}",
+                                       errors.ECODE_INVAL)
+        job = self.jobs.get(job_id)
+        if job is None:
+            return [False, f"Job {job_id} not found"]
+        if job.finalized:
+            return [False, f"Job {job_id} is finished"]
+        for op in job.ops:
+            if op.status not in jobs.FINALIZED:
+                op.priority = priority
+        await self._persist(job)
+        if job.status == jobs.QUEUED:
+            heapq.heappush(self._heap, (job.priority, job.id))
+            self.schedule()
+        return [True, f"Priorities of pending opcodes for job {job_id} have been changed "
+                      f"to {priority}"]
+
+    async def archive(self, job_id: int) -> bool:
+        """ArchiveJob: only finished jobs."""
+        job = self.jobs.get(job_id)
+        if job is None or not job.finalized or job_id in self.running:
+            return False
+        del self.jobs[job_id]
+        await self._persist(job, archive=True)
+        return True
+
+    async def auto_archive(self, age: float, timeout: float) -> list[int]:
+        """AutoArchiveJobs: archive finished jobs that ended more than ``age`` seconds ago."""
+        now = self.clock.seconds()
+        chosen = []
+        for job_id, job in list(self.jobs.items()):
+            if not job.finalized or job_id in self.running:
+                continue
+            ended = job.end_timestamp or job.start_timestamp or job.received_timestamp
+            if age < 0 or (ended is not None and jobs.merge_time(ended) <= now - age):
+                chosen.append(job_id)
+        results = await defer.gatherResults([defer.Deferred.fromCoroutine(self.archive(j))
+                                             for j in chosen])
+        return [sum(1 for r in results if r), 0]

@@ -1,0 +1,205 @@
+"""The master's lock manager: Ganeti's lock levels, their order, and the lock monitor.
+
+An owner (a job, named by ``str(owner)``) takes levels in increasing order
+(reference section 7.1): cluster (the single lock ``BGL``), instance,
+nodegroup, node, node-res, network.  Taking a level while holding or acquiring
+anything at a later level is refused, which together with the sorted order
+inside a level rules out deadlocks between owners that follow the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IReactorTime
+
+from ganeti.core.errors import ECODE_INVAL, LockError, OpPrereqError
+from ganeti.master.locking.lockset import LockSet, Names
+from ganeti.master.locking.sharedlock import HandoffQueue, LockInfo, Owner
+
+LEVEL_CLUSTER = 0
+LEVEL_INSTANCE = 1
+LEVEL_NODEGROUP = 2
+LEVEL_NODE = 3
+LEVEL_NODE_RES = 4
+LEVEL_NETWORK = 5
+
+#: Levels in acquisition order.
+LEVELS = (LEVEL_CLUSTER, LEVEL_INSTANCE, LEVEL_NODEGROUP, LEVEL_NODE, LEVEL_NODE_RES,
+          LEVEL_NETWORK)
+LEVEL_NAMES = ("cluster", "instance", "nodegroup", "node", "node-res", "network")
+#: Levels whose members can be added and removed.
+LEVELS_MOD = frozenset(LEVELS[1:])
+#: The one lock of the cluster level, the "Big Ganeti Lock".
+BGL = "BGL"
+
+Level = int | str
+
+
+class LockField(NamedTuple):
+    """A field of the lock monitor's query resource ("lock")."""
+
+    name: str
+    title: str
+    kind: str  # Ganeti query field type
+    doc: str
+
+
+#: The fields of query resource "lock", declared once.
+LOCK_FIELDS: dict[str, LockField] = {f.name: f for f in (
+    LockField("name", "Name", "text", "Name of the lock"),
+    LockField("mode", "Mode", "other",
+              "How the lock is held now: exclusive, shared, deleted, or null if free"),
+    LockField("owner", "Owner", "other", "Names of the current holders"),
+    LockField("pending", "Pending", "other",
+              "Waiting acquires in grant order, as [mode, [owner names]] per group"),
+)}
+
+
+_LEVEL_KEYS: dict[Level, int] = {**{n: i for i, n in enumerate(LEVEL_NAMES)},
+                                  **{i: i for i in LEVELS}}
+
+
+def level_index(level: Level) -> int:
+    """The level number of ``level`` (a number or a name such as "node-res")."""
+    try:
+        return _LEVEL_KEYS[level]
+    except (KeyError, TypeError):
+        raise LockError(f"Unknown lock level {level!r}") from None
+
+
+class LockManager:
+    """All of the master's locks, one LockSet per level, sharing one hand-off queue."""
+
+    def __init__(self, clock: IReactorTime, nodes: Iterable[str] = (),
+                 nodegroups: Iterable[str] = (), instances: Iterable[str] = (),
+                 networks: Iterable[str] = ()) -> None:
+        self._clock = clock
+        self._handoff = HandoffQueue()
+        nodes = list(nodes)
+        members: tuple[Iterable[str], ...] = ([BGL], instances, nodegroups, nodes, nodes,
+                                              networks)
+        self._sets = tuple(LockSet(LEVEL_NAMES[level], members[level], clock, self._handoff)
+                           for level in LEVELS)
+        # Per level, the later levels' (name, owned, acquiring) maps: the order check.
+        self._later = tuple(tuple((ls.name, ls._owned, ls._acquiring)
+                                  for ls in self._sets[level + 1:]) for level in LEVELS)
+
+    def lockset(self, level: Level) -> LockSet:
+        """The LockSet of one level."""
+        return self._sets[level_index(level)]
+
+    def _held_above(self, owner: Owner, index: int) -> str | None:
+        for name, owned, acquiring in self._later[index]:
+            if owner in owned or owner in acquiring:
+                return name
+        return None
+
+    def acquire(self, owner: Owner, level: Level, names: Names | None = None,
+                shared: bool = False, priority: int = 0, timeout: float | None = None,
+                opportunistic: bool = False) -> defer.Deferred[set[str] | None]:
+        """Acquire locks of one level; see :meth:`LockSet.acquire` for the result.
+
+        Fails with ``LockError`` if ``owner`` holds or is acquiring locks at
+        this level or a later one.
+        """
+        try:
+            index = _LEVEL_KEYS[level]
+        except (KeyError, TypeError):
+            return defer.fail(LockError(f"Unknown lock level {level!r}"))
+        above = self._held_above(owner, index)
+        if above is not None:
+            return defer.fail(LockError(
+                f"Cannot acquire {LEVEL_NAMES[index]} locks while holding {above} locks"))
+        return self._sets[index].acquire(owner, names, shared, priority, timeout,
+                                         opportunistic)
+
+    def release(self, owner: Owner, level: Level, names: Names | None = None) -> None:
+        """Release locks of one level (None: all of them).
+
+        The BGL cannot be released while other levels are still held.
+        """
+        index = level_index(level)
+        if index == LEVEL_CLUSTER:
+            above = self._held_above(owner, index)
+            if above is not None:
+                raise LockError(f"Cannot release the {BGL} while holding {above} locks")
+        self._sets[index].release(owner, names)
+
+    def release_all(self, owner: Owner) -> None:
+        """Release everything ``owner`` holds, last level first."""
+        for lockset in reversed(self._sets):
+            if owner in lockset._owned:
+                lockset.release(owner)
+
+    def downgrade(self, owner: Owner, level: Level, names: Names | None = None) -> None:
+        """Change held locks of one level to shared mode."""
+        self._sets[level_index(level)].downgrade(owner, names)
+
+    def owned(self, owner: Owner, level: Level) -> set[str]:
+        """The names ``owner`` holds at ``level``."""
+        return self._sets[level_index(level)].owned(owner)
+
+    def is_owned(self, owner: Owner, level: Level) -> bool:
+        """Whether ``owner`` holds anything at ``level``."""
+        return self._sets[level_index(level)].is_owned(owner)
+
+    def names(self, level: Level) -> list[str]:
+        """The lock names of a level, sorted."""
+        return self._sets[level_index(level)].names()
+
+    def add(self, level: Level, names: Names, owner: Owner | None = None,
+            shared: bool = False) -> defer.Deferred[None]:
+        """Add locks to a modifiable level (optionally acquired by ``owner``).
+
+        Waits while someone holds the whole level.  An ``owner`` must either
+        hold the whole level exclusively or hold nothing at a later level.
+        """
+        try:
+            index = level_index(level)
+            if index not in LEVELS_MOD:
+                raise LockError(f"Locks cannot be added at level {LEVEL_NAMES[index]}")
+            lockset = self._sets[index]
+            if owner is not None and not lockset.owns_all(owner):
+                above = self._held_above(owner, index)
+                if above is not None:
+                    raise LockError(f"Cannot add {LEVEL_NAMES[index]} locks while holding "
+                                    f"{above} locks")
+        except LockError as err:
+            return defer.fail(err)
+        return lockset.add(names, owner, shared)
+
+    def remove(self, owner: Owner, level: Level, names: Names) -> list[str]:
+        """Remove locks ``owner`` holds exclusively at a modifiable level."""
+        index = level_index(level)
+        if index not in LEVELS_MOD:
+            raise LockError(f"Locks cannot be removed at level {LEVEL_NAMES[index]}")
+        return self._sets[index].remove(owner, names)
+
+    # -- lock monitor ----------------------------------------------------------
+
+    def lock_info(self) -> list[LockInfo]:
+        """Every lock's ``(name, mode, owners, pending)``, sorted by name."""
+        infos = [lock.info() for lockset in self._sets for lock in lockset.all_locks()]
+        infos.sort(key=lambda info: info[0])
+        return infos
+
+    def query(self, fields: Sequence[str]) -> list[list[Any]]:
+        """Rows of query resource "lock" with ``fields``, sorted by lock name.
+
+        ``owner`` is a list of owner names, ``pending`` a list of
+        ``[mode, [owner names]]``; unknown fields fail with ``OpPrereqError``.
+        """
+        unknown = [f for f in fields if f not in LOCK_FIELDS]
+        if unknown:
+            raise OpPrereqError(f"Unknown lock field(s): {', '.join(unknown)}", ECODE_INVAL)
+        rows = []
+        for name, mode, owners, pending in self.lock_info():
+            values: dict[str, Any] = {
+                "name": name, "mode": mode, "owner": owners,
+                "pending": [[pmode, names] for pmode, names in pending],
+            }
+            rows.append([values[f] for f in fields])
+        return rows

@@ -1,0 +1,74 @@
+"""The logical-unit lifecycle of seed 003, on Deferreds.
+
+The processor calls, in order: :meth:`LogicalUnit.expand_names` (resolve
+names, fill ``needed_locks``), for each lock level :meth:`declare_locks` then
+acquires ``needed_locks[level]`` (shared where ``share_locks[level]``),
+:meth:`check_prereq` with the locks held, and :meth:`exec`.  Locks are
+released afterwards whatever happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from twisted.internet.interfaces import IReactorTime
+
+from ganeti.master.configwriter import ConfigWriter
+from ganeti.master.locking.manager import LEVEL_CLUSTER, LEVELS, LockManager
+
+Feedback = Callable[[str, Any], None]
+
+
+@dataclass
+class LUContext:
+    """What a logical unit may use."""
+
+    config: ConfigWriter
+    clock: IReactorTime
+    locks: LockManager
+    feedback: Feedback
+    query: Callable[[str, Any, Any], dict[str, Any]]  # (what, fields, filter)
+    query_fields: Callable[[str, Any], dict[str, Any]]  # (what, fields)
+
+
+class LogicalUnit:
+    """Base of all logical units.
+
+    ``REQ_BGL``: take the Big Ganeti Lock exclusively (True) or shared
+    (False).  ``NO_LOCKS`` units take no lock at all.
+    """
+
+    OP_ID: ClassVar[str] = ""
+    REQ_BGL: ClassVar[bool] = True
+
+    def __init__(self, ctx: LUContext, op: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.op = op
+        self.needed_locks: dict[int, list[str] | None] = {}
+        self.share_locks: dict[int, bool] = {}
+
+    @property
+    def uses_locks(self) -> bool:
+        """Whether the unit takes any lock (False skips the whole lock phase)."""
+        return True
+
+    def expand_names(self) -> None:
+        """Resolve names and fill ``needed_locks``; the default takes just the BGL."""
+        self.needed_locks[LEVEL_CLUSTER] = ["BGL"]
+        self.share_locks[LEVEL_CLUSTER] = not self.REQ_BGL
+
+    def declare_locks(self, level: int) -> None:
+        """Refine ``needed_locks[level]`` once the previous levels are held."""
+
+    def check_prereq(self) -> None:
+        """Check preconditions with the locks held; raise OpPrereqError if unmet."""
+
+    async def exec(self) -> Any:
+        """Do the work; the return value becomes the opcode's result."""
+        raise NotImplementedError
+
+    def levels(self) -> tuple[int, ...]:
+        """The lock levels in acquisition order."""
+        return LEVELS

@@ -1,0 +1,129 @@
+"""Tag logical units: get, set, delete and search tags of config objects."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ganeti.core import constants
+from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, OpPrereqError, TagError
+from ganeti.core.objects import ConfigData, TaggableObject
+from ganeti.master.lu.base import LogicalUnit
+
+_TAG_RE = re.compile(r"^[\w.+*/:@-]+$")
+_KIND_LABELS = {constants.TAG_NODE: "Node", constants.TAG_NODEGROUP: "NodeGroup",
+                constants.TAG_INSTANCE: "Instance", constants.TAG_NETWORK: "Network"}
+
+
+def check_tag(tag: Any) -> str:
+    """Refuse tags Ganeti refuses: empty, too long, or with odd characters."""
+    if not isinstance(tag, str) or not tag:
+        raise TagError(f"Invalid tag {tag!r}: tags are non-empty strings")
+    if len(tag) > constants.MAX_TAG_LEN:
+        raise TagError(f"Tag too long (>{constants.MAX_TAG_LEN} characters): {tag[:40]}...")
+    if not _TAG_RE.match(tag):
+        raise TagError(f"Tag contains invalid characters: {tag!r}")
+    return tag
+
+
+def find_taggable(cfg: ConfigData, kind: str, name: str | None) -> TaggableObject:
+    """The object tags of ``kind``/``name`` belong to."""
+    if kind == constants.TAG_CLUSTER:
+        return cfg.cluster
+    lookup = {constants.TAG_NODE: cfg.node_by_name,
+              constants.TAG_NODEGROUP: cfg.group_by_name,
+              constants.TAG_INSTANCE: cfg.instance_by_name,
+              constants.TAG_NETWORK: cfg.network_by_name}.get(kind)
+    if lookup is None:
+        raise OpPrereqError(f"Invalid tag kind {kind!r}", ECODE_INVAL)
+    obj = lookup(name or "")
+    if obj is None:
+        raise OpPrereqError(f"{_KIND_LABELS[kind]} name {name or ''} not found", ECODE_NOENT)
+    return obj
+
+
+class _TagsLU(LogicalUnit):
+    REQ_BGL = False
+
+    def check_prereq(self) -> None:
+        find_taggable(self.ctx.config.config, self.op["kind"], self.op.get("name"))
+
+
+class LUTagsGet(_TagsLU):
+    """OP_TAGS_GET: the tags of one object, sorted."""
+
+    OP_ID = "OP_TAGS_GET"
+
+    async def exec(self) -> Any:
+        obj = find_taggable(self.ctx.config.config, self.op["kind"], self.op.get("name"))
+        return sorted(obj.tags)
+
+
+class LUTagsSet(_TagsLU):
+    """OP_TAGS_SET: add tags to one object (durably, through the config writer)."""
+
+    OP_ID = "OP_TAGS_SET"
+    REQ_BGL = True
+
+    def check_prereq(self) -> None:
+        super().check_prereq()
+        for tag in self.op["tags"]:
+            check_tag(tag)
+
+    async def exec(self) -> Any:
+        kind, name, new = self.op["kind"], self.op.get("name"), list(self.op["tags"])
+
+        def change(cfg: ConfigData) -> None:
+            obj = find_taggable(cfg, kind, name)
+            tags = set(obj.tags) | set(new)
+            if len(tags) > constants.MAX_TAGS_PER_OBJ:
+                raise TagError(f"Too many tags ({len(tags)} > {constants.MAX_TAGS_PER_OBJ})")
+            obj.tags = sorted(tags)
+            obj.serial_no += 1
+
+        await self.ctx.config.update(change)
+        return None
+
+
+class LUTagsDel(_TagsLU):
+    """OP_TAGS_DEL: remove tags from one object; every tag must be present."""
+
+    OP_ID = "OP_TAGS_DEL"
+    REQ_BGL = True
+
+    async def exec(self) -> Any:
+        kind, name, gone = self.op["kind"], self.op.get("name"), set(self.op["tags"])
+
+        def change(cfg: ConfigData) -> None:
+            obj = find_taggable(cfg, kind, name)
+            missing = sorted(gone - set(obj.tags))
+            if missing:
+                raise OpPrereqError(f"Tag(s) {', '.join(repr(t) for t in missing)} not found",
+                                    ECODE_NOENT)
+            obj.tags = sorted(set(obj.tags) - gone)
+            obj.serial_no += 1
+
+        await self.ctx.config.update(change)
+        return None
+
+
+class LUTagsSearch(LogicalUnit):
+    """OP_TAGS_SEARCH: ``[path, tag]`` for every tag matching a regular expression."""
+
+    OP_ID = "OP_TAGS_SEARCH"
+    REQ_BGL = False
+
+    async def exec(self) -> Any:
+        try:
+            pattern = re.compile(self.op["pattern"])
+        except re.error as err:
+            raise OpPrereqError(f"Invalid search pattern {self.op['pattern']!r}: {err}",
+                                ECODE_INVAL) from None
+        cfg = self.ctx.config.config
+        objects: list[tuple[str, TaggableObject]] = [("/cluster", cfg.cluster)]
+        objects += [(f"/instances/{o.name}", o) for o in cfg.instances.values()]
+        objects += [(f"/nodes/{o.name}", o) for o in cfg.nodes.values()]
+        objects += [(f"/nodegroup/{o.name}", o) for o in cfg.nodegroups.values()]
+        objects += [(f"/networks/{o.name}", o) for o in cfg.networks.values()]
+        return [[path, tag] for path, obj in objects for tag in sorted(obj.tags)
+                if pattern.search(tag)]

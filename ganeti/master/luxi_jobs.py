@@ -1,0 +1,119 @@
+"""LUXI methods of the job queue (reference section 2 and 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.interfaces import IReactorTime
+
+from ganeti.core import constants, errors, query
+from ganeti.core.errors import ECODE_INVAL, OpPrereqError
+from ganeti.core.jobs import QueuedJob
+from ganeti.master.events import EventBus
+from ganeti.master.jobqueue import JobQueue
+from ganeti.master.locking.manager import LOCK_FIELDS, LockManager
+
+WFJC_MAX_TIMEOUT = 89  # luxid caps WaitForJobChange at (180 - 1) // 2 seconds
+
+LockInfo = tuple[str, Any, list[str], list[Any]]
+_LOCK_GETTERS: dict[str, Callable[[LockInfo], Any]] = {
+    "name": lambda info: info[0],
+    "mode": lambda info: info[1],
+    "owner": lambda info: list(info[2]),
+    "pending": lambda info: [[mode, list(names)] for mode, names in info[3]],
+}
+LOCK_TABLE = query.field_table(
+    query.Field(f.name, f.title, f.kind, f.doc, _LOCK_GETTERS[f.name])
+    for f in LOCK_FIELDS.values())
+
+
+def job_id_arg(value: Any) -> int:
+    """A job id from the wire (integer or digit string)."""
+    return int(value)
+
+
+class JobMethods:
+    """Implements the job LUXI methods over a :class:`JobQueue`."""
+
+    def __init__(self, queue: JobQueue, locks: LockManager, bus: EventBus,
+                 clock: IReactorTime) -> None:
+        self.queue = queue
+        self.locks = locks
+        self.bus = bus
+        self.clock = clock
+
+    def implementations(self) -> dict[str, Callable[..., Any]]:
+        """LUXI method name -> implementation."""
+        return {
+            "SubmitJob": self.queue.submit,
+            "SubmitJobToDrainedQueue": lambda ops: self.queue.submit(ops, ignore_drain=True),
+            "SubmitManyJobs": self.queue.submit_many,
+            "WaitForJobChange": self.wait_for_job_change,
+            "QueryJobs": self.query_jobs,
+            "Query": self.query,
+            "QueryFields": self.query_fields,
+            "CancelJob": lambda job_id, kill: self.queue.cancel(job_id_arg(job_id), kill),
+            "ArchiveJob": lambda job_id: self.queue.archive(job_id_arg(job_id)),
+            "AutoArchiveJobs": self.queue.auto_archive,
+            "ChangeJobPriority": lambda job_id, prio: self.queue.change_priority(
+                job_id_arg(job_id), prio),
+            "SetDrainFlag": self.set_drain_flag,
+        }
+
+    def _items(self, ids: Any) -> list[query.JobItem]:
+        if ids is None:
+            return sorted(self.queue.visible.items())
+        if not isinstance(ids, list) or not all(
+                isinstance(i, int) or (isinstance(i, str) and i.isdigit()) for i in ids):
+            raise OpPrereqError("Job ids must be a list of job ids or null", ECODE_INVAL)
+        return [(int(i), self.queue.visible.get(int(i))) for i in ids]
+
+    def query_jobs(self, ids: Any, fields: list[str]) -> list[Any]:
+        """QueryJobs: old-style rows, null for a job that does not exist."""
+        return query.old_style_rows(self._items(ids), fields)
+
+    def query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+        """Query("job" | "lock", fields, filter)."""
+        if what == constants.QR_JOB:
+            return query.query_jobs(self._items(None), fields, qfilter)
+        if what == "lock":
+            return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.lock_info())
+        raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: job, lock)",
+                            ECODE_INVAL)
+
+    def query_fields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
+        """QueryFields("job" | "lock", fields)."""
+        table = LOCK_TABLE if what == "lock" else query.resource_fields(what)
+        return query.query_fields(table, fields)
+
+    def _job_info(self, job: QueuedJob, fields: list[str]) -> list[Any]:
+        (row,) = query.old_style_rows([(job.id, job)], fields)
+        assert row is not None
+        return row
+
+    async def wait_for_job_change(self, job_id: Any, fields: list[str], prev_info: Any,
+                                  prev_log_serial: Any, timeout: float) -> Any:
+        """WaitForJobChange as luxid: answer at once if anything differs, else wait."""
+        jid = job_id_arg(job_id)
+        deadline = self.clock.seconds() + max(0.0, min(float(timeout), WFJC_MAX_TIMEOUT))
+        if prev_log_serial is not None and not isinstance(prev_log_serial, int):
+            raise OpPrereqError("prev_log_serial must be an integer or null", ECODE_INVAL)
+        while True:
+            job = self.queue.visible.get(jid)
+            if job is None:
+                raise errors.JobLost(f"Job {jid} not found")
+            info = self._job_info(job, fields)
+            logs = job.log_entries_since(prev_log_serial)
+            if job.finalized or info != prev_info or logs:
+                return [info, logs]
+            remaining = deadline - self.clock.seconds()
+            if remaining <= 0:
+                return [info, []]  # unchanged, as luxid answers on a timeout
+            await self.bus.wait_for(
+                lambda e: e.kind in ("job", "archive") and e.data.get("id") == jid, remaining)
+
+    async def set_drain_flag(self, drain: bool) -> bool:
+        """SetDrainFlag: create or remove queue/drain."""
+        await self.queue.store.set_drain(drain)
+        return True
