@@ -28,7 +28,7 @@ from ganeti.core.jobs import QueuedJob
 from ganeti.core.objects import ConfigData
 from ganeti.core.paths import Paths
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
-from ganeti.master.configwriter import ConfigWriter
+from ganeti.master.configwriter import BlockingRunner, ConfigWriter
 from ganeti.master.events import EventBus, subscribe_events_method
 from ganeti.master.jobqueue import JobQueue
 from ganeti.master.jobstore import JobStore
@@ -154,19 +154,23 @@ class MasterDaemon(service.MultiService):
     """ganeti-masterd: thread pool -> config -> LUXI."""
 
     def __init__(self, reactor: Any, paths: Paths, cfg: ConfigData,
-                 max_frame: int = constants.LUXI_MAX_FRAME, io_threads: int = 4) -> None:
+                 max_frame: int = constants.LUXI_MAX_FRAME, io_threads: int = 4,
+                 run_blocking: BlockingRunner | None = None, durable: bool = True) -> None:
+        """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one)."""
         super().__init__()
         self.paths = paths
-        pool = ThreadPool(minthreads=1, maxthreads=io_threads, name="masterd-io")
-        ThreadPoolService(pool).setServiceParent(self)
-        run_blocking = functools.partial(threads.deferToThreadPool, reactor, pool)
-        self.config_writer = ConfigWriter(paths.config_file, cfg, run_blocking, reactor)
+        if run_blocking is None:
+            pool = ThreadPool(minthreads=1, maxthreads=io_threads, name="masterd-io")
+            ThreadPoolService(pool).setServiceParent(self)
+            run_blocking = functools.partial(threads.deferToThreadPool, reactor, pool)
+        self.config_writer = ConfigWriter(paths.config_file, cfg, run_blocking, reactor,
+                                          durable=durable)
         self.events = EventBus(reactor)
         self.locks = LockManager(reactor, nodes=[n.name for n in cfg.nodes.values()],
                                  nodegroups=[g.name for g in cfg.nodegroups.values()],
                                  instances=[i.name for i in cfg.instances.values()],
                                  networks=[n.name for n in cfg.networks.values()])
-        self.store = JobStore(paths, run_blocking)
+        self.store = JobStore(paths, run_blocking, durable=durable)
 
         def limits() -> tuple[int, int]:
             cl = self.config_writer.config.cluster
