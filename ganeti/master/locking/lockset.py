@@ -103,6 +103,8 @@ class _Acquisition(defer.Deferred[set[str] | None]):
         index = self.index
         count = len(names)
         opportunistic = self.opportunistic
+        deadline = self.deadline
+        timeout: float | None = 0.0 if opportunistic else None
         while index < count:
             name = names[index]
             lock = locks.get(name)
@@ -112,8 +114,10 @@ class _Acquisition(defer.Deferred[set[str] | None]):
                     continue
                 self._fail(LockError(f"Lock {ls.name}/{name} has been removed"))
                 return
+            if deadline is not None and not opportunistic:
+                timeout = max(0.0, deadline - ls._clock.seconds())
             try:
-                result = lock._submit(self, 0.0 if opportunistic else self._timeout())
+                result = lock._submit(self, timeout)
             except LockError as err:
                 if self.want_all and lock.deleted:
                     index += 1
@@ -130,8 +134,11 @@ class _Acquisition(defer.Deferred[set[str] | None]):
                 self._give_up()
                 return
             index += 1
-        self.index = index
-        self._finish()
+        # Everything is held.
+        del ls._acquiring[self.owner]
+        if taken or self.want_all:
+            ls._owned[self.owner] = taken
+        self.callback(set(taken))
 
     def lock_granted(self, ok: bool) -> None:
         """The lock waited for was granted (True) or the wait timed out (False)."""
@@ -174,13 +181,6 @@ class _Acquisition(defer.Deferred[set[str] | None]):
         self._release_taken()
         self.errback(err)
 
-    def _finish(self) -> None:
-        ls = self.lockset
-        del ls._acquiring[self.owner]
-        if self.taken or self.want_all:
-            ls._owned[self.owner] = set(self.taken)
-        self.callback(set(self.taken))
-
     def _cancel(self) -> None:
         lock = self.waiting_on
         if lock is not None:
@@ -204,7 +204,8 @@ class LockSet:
         self._handoff = handoff if handoff is not None else HandoffQueue()
         self._set_lock = SharedLock(f"{name}/{SET_LOCK_SUFFIX}", clock, self._handoff)
         self._locks: dict[str, SharedLock] = {}
-        self._owned: dict[Owner, set[str]] = {}  # members held, per owner
+        # Members held, per owner, in sorted order (a list: cheap, deterministic).
+        self._owned: dict[Owner, list[str]] = {}
         self._acquiring: dict[Owner, _Acquisition] = {}
         self._canceller: Callable[[Any], None] = self._cancel_acquisition
         for member in names:
@@ -262,7 +263,7 @@ class LockSet:
                 return self._acquire_slowly(owner, wanted, count, shared, priority, timeout,
                                             opportunistic, took_set_lock)
             count += 1
-        self._owned[owner] = set(wanted)
+        self._owned[owner] = wanted
         return defer.succeed(set(wanted))
 
     def _acquire_slowly(self, owner: Owner, wanted: list[str] | None, count: int,
@@ -293,15 +294,18 @@ class LockSet:
                 locks[member].release(owner)
         else:
             chosen = set(_as_list(names))
-            missing = chosen - held
+            missing = chosen.difference(held)
             if missing:
                 raise LockError(f"{owner} does not hold {self.name} lock(s) "
                                 f"{', '.join(sorted(missing))}")
-            held -= chosen
-            if not held:
+            remaining = [n for n in held if n not in chosen]
+            if remaining:
+                self._owned[owner] = remaining
+            else:
                 del self._owned[owner]
-            for member in chosen:
-                locks[member].release(owner)
+            for member in held:
+                if member in chosen:
+                    locks[member].release(owner)
         set_lock = self._set_lock
         if (set_lock._exclusive is not None or set_lock._shared) and set_lock.is_owned(owner):
             set_lock.release(owner)
@@ -371,7 +375,9 @@ class LockSet:
             if owner is not None:
                 lock._adopt(owner, shared)
         if owner is not None and names:
-            self._owned.setdefault(owner, set()).update(names)
+            held = self._owned.setdefault(owner, [])
+            held.extend(names)
+            held.sort()
 
     def remove(self, owner: Owner, names: Names) -> list[str]:
         """Delete members ``owner`` holds exclusively; their waiters fail with LockError.
@@ -388,11 +394,12 @@ class LockSet:
                 raise LockError(f"Unknown {self.name} lock {member}")
             if not lock.is_owned(owner, shared=False):
                 raise LockError(f"{owner} must hold {lock.name} exclusively to remove it")
-        held = self._owned[owner]
         for member in chosen:
             self._locks.pop(member)._delete_now()
-            held.discard(member)
-        if not held and not self._set_lock.is_owned(owner):
+        held = [n for n in self._owned[owner] if n not in chosen]
+        if held or self._set_lock.is_owned(owner):
+            self._owned[owner] = held
+        else:
             del self._owned[owner]
         return chosen
 

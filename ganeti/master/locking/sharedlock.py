@@ -293,7 +293,11 @@ class SharedLock:
                 if waiter.timer is not None:
                     waiter.timer.cancel()
                     waiter.timer = None
-                self._notify(waiter)
+                waiter.waiting = False
+                try:
+                    waiter.lock_granted(True)
+                except Exception:
+                    _log.failure("Lock grant callback for {lock} failed", lock=self.name)
             # Callbacks may have released, acquired or deleted: the loop
             # re-reads the state before the next grant.
 
