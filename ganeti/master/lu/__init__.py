@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from ganeti.master.lu.base import LogicalUnit, LUContext
-from ganeti.master.lu.cluster import LUClusterQuery
+from ganeti.master.lu.cluster import LUClusterQuery, LUClusterSetParams
 from ganeti.master.lu.query import LUQuery, LUQueryFields
 from ganeti.master.lu.tags import LUTagsDel, LUTagsGet, LUTagsSearch, LUTagsSet
 from ganeti.master.lu.test import LUTestDelay
 
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in (
-    LUTestDelay, LUClusterQuery, LUTagsGet, LUTagsSet, LUTagsDel, LUTagsSearch, LUQuery,
-    LUQueryFields,
+    LUTestDelay, LUClusterQuery, LUClusterSetParams, LUTagsGet, LUTagsSet, LUTagsDel,
+    LUTagsSearch, LUQuery, LUQueryFields,
 )}
 
 __all__ = ["REGISTRY", "LUContext", "LogicalUnit"]
