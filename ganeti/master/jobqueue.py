@@ -63,9 +63,9 @@ class JobQueue:
         for job_id in sorted(recovered.jobs):
             try:
                 job = QueuedJob.from_dict(recovered.jobs[job_id], f"job-{job_id}")
-            except jobs.CorruptJobError as err:
-                self.log.error("Job queue recovery: {error}; the job file is left in place "
-                               "and the job is not loaded", error=str(err))
+            except jobs.CorruptJobError as err:  # only from journal records
+                self.log.error("Job queue recovery: {error}; the job is not loaded",
+                               error=str(err))
                 continue
             changed = False
             if any(op.status in (jobs.RUNNING, jobs.CANCELING) for op in job.ops):

@@ -130,8 +130,14 @@ class JobStore:
 
     # Startup (blocking, before the reactor runs)
 
-    def recover(self) -> Recovered:
-        """Lock the queue, replay journals, repair and consolidate; return the jobs."""
+    def recover(self, validate: Callable[[int, dict[str, Any]], object] | None = None
+                ) -> Recovered:
+        """Lock the queue, replay journals, repair and consolidate; return the jobs.
+
+        ``validate(job_id, data)`` may apply a stricter check than the store's
+        own; a job file it raises for is moved aside and reported like any
+        other corrupt file.
+        """
         fileutil.ensure_dirs([(self.queue_dir, 0o700), (self.paths.queue_archive_dir, 0o700)])
         self._lock_queue()
         problems: list[str] = []
@@ -146,8 +152,11 @@ class JobStore:
                 continue
             path = os.path.join(self.queue_dir, name)
             try:
-                jobs[job_id] = _parse_job(fileutil.read_file(path), job_id)
-            except (OSError, ValueError, UnicodeDecodeError) as err:
+                data = _parse_job(fileutil.read_file(path), job_id)
+                if validate is not None:
+                    validate(job_id, data)
+                jobs[job_id] = data
+            except Exception as err:  # anything unreadable is moved aside, never dropped
                 problems.append(self._move_aside(path, name, f"job file {name}: {err}"))
         archived_max = self._archived_max()
         generations = sorted(int(n[len(JOURNAL_PREFIX):]) for n in os.listdir(self.queue_dir)

@@ -102,7 +102,8 @@ class JobQueueService(service.Service):
 
     def startService(self) -> None:
         super().startService()
-        recovered = self.store.recover()  # blocking, before anything is served
+        recovered = self.store.recover(  # blocking, before anything is served
+            lambda job_id, data: QueuedJob.from_dict(data, f"job-{job_id}"))
         d = defer.Deferred.fromCoroutine(self.queue.restore(recovered))
         d.chainDeferred(self._ready)
 

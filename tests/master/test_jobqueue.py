@@ -357,3 +357,22 @@ class RestartTest(QueueTestCase):
     def test_store_is_recovered_before_luxi_listens(self):
         self.assertEqual(len(self.reactor.unixServers), 1)
         self.assertIsInstance(self.daemon.store, JobStore)
+
+
+class CorruptJobTest(QueueTestCase):
+    def test_job_file_failing_the_model_check_is_moved_aside(self):
+        jid = self.submit(delay(0))
+        self.daemon.stopService()
+        path = os.path.join(self.paths.queue_dir, f"job-{jid}")
+        with open(path) as f:
+            data = f.read()
+        with open(path, "w") as f:  # an opcode status no Ganeti knows
+            f.write(data.replace('"status": "success"', '"status": "sleeping"'))
+        for name in os.listdir(self.paths.queue_dir):  # as after a checkpoint
+            if name.startswith("journal."):
+                os.unlink(os.path.join(self.paths.queue_dir, name))
+        self.start()
+        self.assertNotIn(jid, self.queue.visible)
+        moved = os.path.join(self.paths.queue_dir, "corrupt", f"job-{jid}")
+        self.assertTrue(os.path.exists(moved))
+        self.assertEqual(self.submit(delay(0)), jid + 1)  # the id is not reused
