@@ -158,7 +158,7 @@ class JobStore:
                 jobs[job_id] = data
             except Exception as err:  # anything unreadable is moved aside, never dropped
                 problems.append(self._move_aside(path, name, f"job file {name}: {err}"))
-        archived_max = self._archived_max()
+        archived_max = max(self._archived_max(), self._corrupt_max())
         generations = sorted(int(n[len(JOURNAL_PREFIX):]) for n in os.listdir(self.queue_dir)
                              if n.startswith(JOURNAL_PREFIX)
                              and n[len(JOURNAL_PREFIX):].isdigit())
@@ -211,6 +211,15 @@ class JobStore:
                 if name.startswith("job-") and name[4:].isdigit():
                     best = max(best, int(name[4:]))
         return best
+
+    def _corrupt_max(self) -> int:
+        """The highest job id among files moved aside (their ids stay used)."""
+        corrupt = os.path.join(self.queue_dir, CORRUPT_DIR)
+        if not os.path.isdir(corrupt):
+            return 0
+        ids = [int(n[4:].split(".")[0]) for n in os.listdir(corrupt)
+               if n.startswith("job-") and n[4:].split(".")[0].isdigit()]
+        return max(ids, default=0)
 
     def _move_aside(self, path: str, name: str, problem: str) -> str:
         corrupt = os.path.join(self.queue_dir, CORRUPT_DIR)

@@ -168,7 +168,7 @@ class RecoveryTest(JobStoreTestCase):
         corrupt = sorted(os.listdir(os.path.join(self.paths.queue_dir, "corrupt")))
         self.assertEqual(corrupt, ["job-10", "job-7", "job-8"])
         self.assertIn("differs from the file name", " ".join(rec.problems))
-        self.assertEqual(rec.serial, 0)
+        self.assertEqual(rec.serial, 10)  # ids of files moved aside are never reused
 
     def test_queue_is_locked(self):
         other = JobStore(self.paths, self.runner, durable=False)
