@@ -15,6 +15,8 @@ def _version() -> str:
 
 BIN_SCRIPTS = [
     "bin/gnt-cluster",
+    "bin/gnt-job",
+    "bin/gnt-debug",
     "bin/ganeti-vcluster",
 ]
 
@@ -44,7 +46,8 @@ setup(
     },
     data_files=[
         ("share/man/man8", ["docs/man/ganeti-masterd.8", "docs/man/ganeti-vcluster.8",
-                            "docs/man/gnt-cluster.8"]),
+                            "docs/man/gnt-cluster.8", "docs/man/gnt-job.8",
+                            "docs/man/gnt-debug.8"]),
     ],
     zip_safe=False,
 )

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ganeti.cli import daemons
+from ganeti.cli import daemons, jobs
 from ganeti.cli.framework import (
     Command,
     Context,
@@ -22,21 +22,27 @@ from ganeti.cli.framework import (
 from ganeti.core import bootstrap, constants, errors, params, ssconf, uidpool
 from ganeti.core import config as configmod
 
-DESCRIPTION = "Ganeti cluster administration: init, info, getmaster, version, tags, destroy."
+DESCRIPTION = ("Ganeti cluster administration: init, info, modify, getmaster, version, tags, "
+               "queue, destroy.")
 
 
 def _split_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
-def _hv_params(values: list[str]) -> dict[str, dict[str, str]]:
+def _ident_params(values: list[str], flag: str = "-H",
+                  ident: str = "HYPERVISOR") -> dict[str, dict[str, str]]:
     result: dict[str, dict[str, str]] = {}
     for value in values:
-        hv, sep, rest = value.partition(":")
-        if not sep or not hv:
-            raise UsageError(f"-H expects HYPERVISOR:key=value,..., not {value!r}")
-        result.setdefault(hv, {}).update(params.parse_keyval(rest, f"-H {hv}"))
+        name, sep, rest = value.partition(":")
+        if not sep or not name:
+            raise UsageError(f"{flag} expects {ident}:key=value,..., not {value!r}")
+        result.setdefault(name, {}).update(params.parse_keyval(rest, f"{flag} {name}"))
     return result
+
+
+def _hv_params(values: list[str]) -> dict[str, dict[str, str]]:
+    return _ident_params(values)
 
 
 def _yes_no(value: str) -> bool:
@@ -264,12 +270,176 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     return constants.EXIT_SUCCESS
 
 
+# --- modify --------------------------------------------------------------------
+
+def _setup_modify(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-C", "--candidate-pool-size", type=int, metavar="N",
+                   help="number of master candidates to keep")
+    p.add_argument("--max-running-jobs", type=int, metavar="N",
+                   help="maximal number of jobs to run simultaneously")
+    p.add_argument("--max-tracked-jobs", type=int, metavar="N",
+                   help="maximal number of jobs the scheduler tracks simultaneously")
+    p.add_argument("-H", "--hypervisor-parameters", action="append", default=[],
+                   metavar="HV:KEY=VAL,...", help="hypervisor defaults (repeatable)")
+    p.add_argument("-B", "--backend-parameters", metavar="KEY=VAL,...",
+                   help="backend defaults (maxmem, minmem, vcpus, auto_balance, ...)")
+    p.add_argument("-N", "--nic-parameters", metavar="KEY=VAL,...",
+                   help="NIC defaults (mode, link, vlan)")
+    p.add_argument("-D", "--disk-parameters", action="append", default=[],
+                   metavar="TEMPLATE:KEY=VAL,...",
+                   help="disk parameter defaults of a disk template (repeatable)")
+    p.add_argument("--uid-pool", metavar="UIDS",
+                   help="set the user-id pool, e.g. 1000-1009,2000 (empty: no uids)")
+    p.add_argument("--add-uids", metavar="UIDS", help="add these uids to the user-id pool")
+    p.add_argument("--remove-uids", metavar="UIDS",
+                   help="remove these uids from the user-id pool")
+    p.add_argument("-I", "--default-iallocator", metavar="NAME",
+                   help="default instance allocator (empty: none)")
+    p.add_argument("--ipolicy-vcpu-ratio", type=float, metavar="RATIO",
+                   help="instance policy: maximal vcpu-to-cpu ratio")
+    p.add_argument("--ipolicy-spindle-ratio", type=float, metavar="RATIO",
+                   help="instance policy: maximal instances-to-spindle ratio")
+    p.add_argument("--ipolicy-disk-templates", metavar="TEMPLATES",
+                   help="instance policy: comma-separated allowed disk templates")
+    jobs.add_job_options(p, dry_run=True)
+
+
+def _uid_ranges(value: str | None) -> list[list[int]] | None:
+    if value is None:
+        return None
+    ranges = uidpool.parse(value)
+    uidpool.check(ranges)
+    return [[lo, hi] for lo, hi in ranges]
+
+
+def modify_opcode(opts: argparse.Namespace) -> dict[str, Any]:
+    """The OP_CLUSTER_SET_PARAMS of ``gnt-cluster modify`` (only what was given)."""
+    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_SET_PARAMS"}
+    for name in ("candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
+                 "default_iallocator"):
+        if getattr(opts, name) is not None:
+            op[name] = getattr(opts, name)
+    if opts.hypervisor_parameters:
+        op["hvparams"] = _ident_params(opts.hypervisor_parameters)
+    if opts.backend_parameters is not None:
+        op["beparams"] = params.parse_keyval(opts.backend_parameters, "-B")
+    if opts.nic_parameters is not None:
+        op["nicparams"] = params.parse_keyval(opts.nic_parameters, "-N")
+    if opts.disk_parameters:
+        op["diskparams"] = _ident_params(opts.disk_parameters, "-D", "TEMPLATE")
+    for name in ("uid_pool", "add_uids", "remove_uids"):
+        ranges = _uid_ranges(getattr(opts, name))
+        if ranges is not None:
+            op[name] = ranges
+    ipolicy: dict[str, Any] = {}
+    if opts.ipolicy_vcpu_ratio is not None:
+        ipolicy[constants.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
+    if opts.ipolicy_spindle_ratio is not None:
+        ipolicy[constants.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
+    if opts.ipolicy_disk_templates is not None:
+        ipolicy[constants.IPOLICY_DTS] = _split_list(opts.ipolicy_disk_templates)
+    if ipolicy:
+        op["ipolicy"] = ipolicy
+    return op
+
+
+def cmd_modify(ctx: Context, opts: argparse.Namespace) -> int:
+    """Change cluster parameters: submit OP_CLUSTER_SET_PARAMS and wait."""
+    op = modify_opcode(opts)
+    if len(op) == 1:
+        raise UsageError("Please give at least one of the parameters.")
+    jobs.submit_or_send(ctx, opts, op)
+    return constants.EXIT_SUCCESS
+
+
+# --- queue ---------------------------------------------------------------------
+
+def _setup_queue(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["drain", "undrain", "info"],
+                   help="drain: refuse new jobs; undrain: accept them again; info: show "
+                        "the drain flag")
+
+
+def cmd_queue(ctx: Context, opts: argparse.Namespace) -> int:
+    """Set, clear or show the job queue's drain flag."""
+    if opts.action in ("drain", "undrain"):
+        ctx.luxi().call("SetDrainFlag", opts.action == "drain")
+    else:
+        (drained,) = ctx.luxi().query_config_values(["drain_flag"])
+        ctx.out(f"The drain flag is {'set' if drained else 'unset'}")
+    return constants.EXIT_SUCCESS
+
+
+# --- tags ----------------------------------------------------------------------
+
+def _setup_tags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--from", dest="tags_source", metavar="FILE",
+                   help="also read tags from FILE, one per line ('-': standard input)")
+    jobs.add_job_options(p)
+    p.add_argument("tags", nargs="*", metavar="TAG", help="tags")
+
+
+def _tags(opts: argparse.Namespace) -> list[str]:
+    tags = list(opts.tags)
+    if opts.tags_source is not None:
+        if opts.tags_source == "-":
+            lines = sys.stdin.read().splitlines()
+        else:
+            with open(opts.tags_source, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        tags.extend(line.strip() for line in lines)
+    return tags
+
+
+def _tags_opcode(ctx: Context, opts: argparse.Namespace, op_id: str, verb: str) -> int:
+    tags = _tags(opts)
+    if not tags:
+        raise errors.OpPrereqError(f"No tags to be {verb}", errors.ECODE_INVAL)
+    jobs.submit_or_send(ctx, opts, {"OP_ID": op_id, "kind": constants.TAG_CLUSTER,
+                                    "name": "", "tags": tags})
+    return constants.EXIT_SUCCESS
+
+
+def cmd_add_tags(ctx: Context, opts: argparse.Namespace) -> int:
+    """Add tags to the cluster (OP_TAGS_SET)."""
+    return _tags_opcode(ctx, opts, "OP_TAGS_SET", "added")
+
+
+def cmd_remove_tags(ctx: Context, opts: argparse.Namespace) -> int:
+    """Remove tags from the cluster (OP_TAGS_DEL)."""
+    return _tags_opcode(ctx, opts, "OP_TAGS_DEL", "removed")
+
+
+def _setup_search_tags(p: argparse.ArgumentParser) -> None:
+    jobs.add_job_options(p, submit=False)
+    p.add_argument("pattern", metavar="PATTERN", help="regular expression")
+
+
+def cmd_search_tags(ctx: Context, opts: argparse.Namespace) -> int:
+    """Print "path tag" for every tag of any object matching PATTERN (OP_TAGS_SEARCH)."""
+    result = jobs.submit_opcode(ctx, opts, {"OP_ID": "OP_TAGS_SEARCH",
+                                            "pattern": opts.pattern})
+    if not result:
+        return constants.EXIT_FAILURE
+    for path, tag in sorted(result):
+        ctx.out(f"{path} {tag}")
+    return constants.EXIT_SUCCESS
+
+
 COMMANDS = [
     Command("init", cmd_init, "Initialise a new cluster on this node", _setup_init),
     Command("info", cmd_info, "Show the cluster's parameters"),
     Command("getmaster", cmd_getmaster, "Print the master node's name"),
     Command("version", cmd_version, "Print software and interface versions"),
+    Command("modify", cmd_modify, "Change the cluster's parameters", _setup_modify,
+            "Change cluster parameters: submits OP_CLUSTER_SET_PARAMS with the "
+            "parameters given and waits for the job (unless --submit)."),
     Command("list-tags", cmd_list_tags, "List the cluster's tags"),
+    Command("add-tags", cmd_add_tags, "Add tags to the cluster", _setup_tags),
+    Command("remove-tags", cmd_remove_tags, "Remove tags from the cluster", _setup_tags),
+    Command("search-tags", cmd_search_tags,
+            "Search the tags of every object for a pattern (regex)", _setup_search_tags),
+    Command("queue", cmd_queue, "Drain, undrain or show the job queue", _setup_queue),
     Command("destroy", cmd_destroy, "Destroy the cluster (needs --yes-do-it)", _setup_destroy),
 ]
 

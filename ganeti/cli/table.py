@@ -1,0 +1,276 @@
+"""Tables and YAML-like info output, as Ganeti's command-line tools print them.
+
+``format_table`` lays out rows in columns: left-aligned text, right-aligned
+numbers, one space between columns and no trailing spaces, or the columns
+joined by ``--separator`` without padding.  ``generic_list`` runs a LUXI
+``Query`` and prints its answer the way Ganeti's ``GenericList`` does
+(headers from the field titles, ``-o``/``--output`` with ``+field`` to add to
+the defaults, markers for values that are missing, a warning and exit code
+14 for unknown fields); ``generic_list_fields`` answers ``list-fields``.
+``format_generic_info`` renders nested data as Ganeti's ``PrintGenericInfo``
+(``gnt-job info``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti.cli.framework import Context
+from ganeti.core import constants as c
+
+#: Ganeti's exit code for a query that asked for unknown fields.
+EXIT_UNKNOWN_FIELD = 14
+
+#: How values whose status is not "normal" are shown: (verbose, short).
+RESULT_STATUS_TEXT: dict[int, tuple[str, str]] = {
+    c.RS_UNKNOWN: ("(unknown)", "??"),
+    c.RS_NODATA: ("(nodata)", "?"),
+    c.RS_UNAVAIL: ("(unavail)", "-"),
+    c.RS_OFFLINE: ("(offline)", "*"),
+}
+
+#: Names of the field kinds in ``list-fields`` output.
+KIND_NAMES: dict[str, str] = {
+    c.QFT_UNKNOWN: "Unknown",
+    c.QFT_TEXT: "Text",
+    c.QFT_BOOL: "Boolean",
+    c.QFT_NUMBER: "Number",
+    c.QFT_NUMBER_FLOAT: "Floating-point number",
+    c.QFT_UNIT: "Storage size",
+    c.QFT_TIMESTAMP: "Timestamp",
+    c.QFT_OTHER: "Custom",
+}
+
+Formatter = Callable[[Any], str]
+#: field name -> (formatter, align right), overriding the default for its kind.
+FormatOverride = Mapping[str, tuple[Formatter, bool]]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One table column: title, how a value becomes text, alignment."""
+
+    title: str
+    format: Formatter
+    align_right: bool = False
+
+
+def parse_fields(selected: str | None, default: Sequence[str]) -> list[str]:
+    """The fields of ``-o``: the defaults, ``+a,b`` added to them, or ``a,b`` alone."""
+    if selected is None:
+        return list(default)
+    if selected.startswith("+"):
+        return list(default) + selected[1:].split(",")
+    return selected.split(",")
+
+
+def format_table(rows: Sequence[Sequence[Any]], columns: Sequence[Column], header: bool,
+                 separator: str | None) -> list[str]:
+    """Lines of a table (Ganeti's ``FormatTable``)."""
+    data: list[list[str]] = [[col.title for col in columns]] if header else []
+    widths = [len(col.title) if header else 0 for col in columns]
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"row has {len(row)} values for {len(columns)} columns")
+        cells = [col.format(value) for value, col in zip(row, columns, strict=True)]
+        widths = [max(w, len(cell)) for w, cell in zip(widths, cells, strict=True)]
+        data.append(cells)
+    if separator is not None:
+        return [separator.join(cells) for cells in data]
+    if columns and not columns[-1].align_right:
+        widths[-1] = 0  # no padding at the end of the line
+    lines = []
+    for cells in data:
+        parts = [cell.rjust(w) if col.align_right else cell.ljust(w)
+                 for cell, col, w in zip(cells, columns, widths, strict=True)]
+        lines.append(" ".join(parts))
+    return lines
+
+
+def format_time(seconds: Any, usecs: Any = None) -> str:
+    """Local time as ``2024-01-31 12:00:00`` (``.123456`` with microseconds), or N/A."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return "N/A"
+    text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+    if usecs is not None:
+        text += f".{int(usecs):06d}"
+    return text
+
+
+def format_timestamp(ts: Any) -> str:
+    """A ``[seconds, microseconds]`` timestamp, or ``?`` (Ganeti's FormatTimestamp)."""
+    if not isinstance(ts, (list, tuple)) or len(ts) != 2:
+        return "?"
+    return format_time(ts[0], ts[1])
+
+
+def _format_bool(value: Any) -> str:
+    return "Y" if value else "N"
+
+
+_DEFAULT_FORMATS: dict[str, tuple[Formatter, bool]] = {
+    c.QFT_TEXT: (str, False),
+    c.QFT_BOOL: (_format_bool, False),
+    c.QFT_NUMBER: (str, True),
+    c.QFT_NUMBER_FLOAT: (str, True),
+    c.QFT_UNIT: (str, True),  # sizes are shown in MiB as they come
+    c.QFT_TIMESTAMP: (format_time, False),
+    c.QFT_OTHER: (str, False),
+    c.QFT_UNKNOWN: (str, False),
+}
+
+
+def _cell_formatter(fn: Formatter, verbose: bool, seen: set[int]) -> Formatter:
+    def fmt(cell: Any) -> str:
+        status, value = cell
+        seen.add(status)
+        if status == c.RS_NORMAL:
+            return fn(value)
+        verbose_text, short = RESULT_STATUS_TEXT.get(status, ("(invalid)", "!"))
+        return verbose_text if verbose else short
+    return fmt
+
+
+def format_query_result(response: Mapping[str, Any], header: bool, separator: str | None,
+                        format_override: FormatOverride | None = None,
+                        verbose: bool = False) -> tuple[bool, list[str]]:
+    """Lines of a LUXI ``Query`` answer, and whether any field was unknown."""
+    override = format_override or {}
+    seen: set[int] = set()
+    columns = []
+    for fdef in response["fields"]:
+        fn, right = override.get(fdef["name"]) or _DEFAULT_FORMATS.get(fdef["kind"],
+                                                                      (str, False))
+        columns.append(Column(fdef["title"], _cell_formatter(fn, verbose, seen), right))
+    lines = format_table(response["data"], columns, header, separator)
+    unknown = c.RS_UNKNOWN in seen or any(f["kind"] == c.QFT_UNKNOWN
+                                          for f in response["fields"])
+    return unknown, lines
+
+
+def warn_unknown_fields(ctx: Context, fielddefs: Sequence[Mapping[str, Any]]) -> bool:
+    """Print Ganeti's warning for unknown fields; whether there were any."""
+    unknown = [f["name"] for f in fielddefs if f["kind"] == c.QFT_UNKNOWN]
+    if unknown:
+        ctx.err("Warning: Queried for unknown fields " + ", ".join(unknown))
+    return bool(unknown)
+
+
+def generic_list(ctx: Context, resource: str, fields: list[str], qfilter: Any,
+                 separator: str | None, header: bool,
+                 format_override: FormatOverride | None = None,
+                 verbose: bool = False) -> int:
+    """``Query(resource, fields, qfilter)`` printed as a table; the exit code."""
+    response = ctx.luxi().call("Query", resource, fields, qfilter)
+    found_unknown = warn_unknown_fields(ctx, response["fields"])
+    _, lines = format_query_result(response, header, separator, format_override, verbose)
+    for line in lines:
+        ctx.out(line)
+    return EXIT_UNKNOWN_FIELD if found_unknown else c.EXIT_SUCCESS
+
+
+def generic_list_fields(ctx: Context, resource: str, fields: list[str],
+                        separator: str | None, header: bool) -> int:
+    """``QueryFields(resource, fields)`` as a Name/Type/Title/Description table."""
+    response = ctx.luxi().call("QueryFields", resource, fields or None)
+    found_unknown = warn_unknown_fields(ctx, response["fields"])
+    columns = [Column(title, str) for title in ("Name", "Type", "Title", "Description")]
+    rows = [[f["name"], KIND_NAMES.get(f["kind"], f["kind"]), f["title"], f["doc"]]
+            for f in response["fields"]]
+    for line in format_table(rows, columns, header, separator):
+        ctx.out(line)
+    return EXIT_UNKNOWN_FIELD if found_unknown else c.EXIT_SUCCESS
+
+
+def add_output_options(p: argparse.ArgumentParser, default_fields: Sequence[str] | None,
+                       verbose: bool = True) -> None:
+    """``--no-headers``, ``--separator`` and (with default fields) ``-o``, ``-v``."""
+    p.add_argument("--no-headers", action="store_true", help="don't display column headers")
+    p.add_argument("--separator", metavar="SEP",
+                   help="separator between output fields (default: columns padded with "
+                        "spaces)")
+    if default_fields is not None:
+        p.add_argument("-o", "--output", metavar="FIELDS",
+                       help="comma-separated list of output fields; '+a,b' adds to the "
+                            f"defaults ({','.join(default_fields)})")
+    if verbose:
+        p.add_argument("-v", "--verbose", action="store_true",
+                       help="show missing values as words, e.g. (unavail), not marks")
+
+
+# --- PrintGenericInfo ------------------------------------------------------------
+
+#: An ordered mapping for :func:`format_generic_info`: (key, value) or
+#: (key, value, alignment group) tuples; keys of a group are padded alike.
+Entry = tuple[Any, ...]
+
+_INDENT = "  "
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, (list, dict, tuple))
+
+
+def _serialize(out: list[str], data: Any, level: int, afterkey: bool = False) -> None:
+    def start_block() -> bool:
+        if afterkey:
+            out.append("\n")
+        return afterkey
+
+    if isinstance(data, dict):
+        if not data:
+            out.append("\n")
+            return
+        indent = start_block()
+        for key in sorted(data):
+            if indent:
+                out.append(_INDENT * level)
+            indent = True
+            out.append(f"{key}: ")
+            _serialize(out, data[key], level + 1, afterkey=True)
+    elif isinstance(data, list) and data and isinstance(data[0], tuple):
+        indent = start_block()
+        widths: dict[Any, int] = {}
+        for entry in data:
+            if len(entry) > 2:
+                widths[entry[2]] = max(widths.get(entry[2], 0), len(entry[0]))
+        for entry in data:
+            key, value = entry[0], entry[1]
+            if indent:
+                out.append(_INDENT * level)
+            indent = True
+            out.append(f"{key}: ")
+            if len(entry) > 2:
+                out.append(" " * (widths[entry[2]] - len(key)))
+            _serialize(out, value, level + 1, afterkey=True)
+    elif isinstance(data, tuple) and all(_is_scalar(v) for v in data):
+        out.append("[" + ", ".join(str(v) for v in data) + "]\n")
+    elif isinstance(data, (list, tuple)):
+        if not data:
+            out.append("\n")
+            return
+        indent = start_block()
+        for item in data:
+            if indent:
+                out.append(_INDENT * level)
+            indent = True
+            out.append("- ")
+            _serialize(out, item, level + 1)
+    else:
+        out.append(f"{data}\n")
+
+
+def format_generic_info(data: Any) -> str:
+    """Nested data as Ganeti's ``PrintGenericInfo`` prints it (valid YAML).
+
+    Dicts are printed with sorted keys; lists of tuples are ordered
+    mappings (see :data:`Entry`); tuples of scalars are inline lists
+    ``[a, b]``; other lists are ``- item`` blocks.
+    """
+    out: list[str] = []
+    _serialize(out, data, 0)
+    return "".join(out).rstrip("\n")

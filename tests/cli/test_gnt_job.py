@@ -1,0 +1,354 @@
+"""gnt-job in process against a whole master daemon on a fake clock (no sockets)."""
+
+import inspect
+import time
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from ganeti.cli import gnt_job, jobs, table
+from ganeti.core import constants
+from ganeti.luxi.client import LuxiClient
+from tests.fakes.clirun import MasterCliTestCase, delay_op
+from tests.fakes.masterd import START_TIME, DaemonLuxiClient
+
+
+def ctime(seconds):
+    return time.ctime(seconds)
+
+
+def stamp(seconds, usecs=0):
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds)) + f".{usecs:06d}"
+
+
+class FakeSignatureTest(SynchronousTestCase):
+    def test_daemon_client_matches_the_real_client(self):
+        real = {n: m for n, m in inspect.getmembers(LuxiClient, inspect.isfunction)
+                if not n.startswith("_")}
+        for name, method in real.items():
+            fake = getattr(DaemonLuxiClient, name, None)
+            self.assertIsNotNone(fake, f"DaemonLuxiClient lacks {name}")
+            self.assertEqual(list(inspect.signature(fake).parameters),
+                             list(inspect.signature(method).parameters), name)
+
+
+class JobTestCase(MasterCliTestCase):
+    def job(self, *argv):
+        return self.run_tool(gnt_job, *argv)
+
+
+class ListTest(JobTestCase):
+    def setUp(self):
+        super().setUp()
+        self.submit(delay_op(0))                      # 1: success
+        self.submit({"OP_ID": "OP_TAGS_SET", "kind": "cluster", "tags": ["bad tag"]})  # 2
+        self.submit(delay_op(100))                    # 3: running
+
+    def test_default_fields(self):
+        r = self.job("list")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.out, "ID Status  Summary\n"
+                                " 1 success TEST_DELAY(0.0)\n"
+                                " 2 error   TAGS_SET\n"
+                                " 3 running TEST_DELAY(100.0)\n")
+        self.assertEqual(self.master.calls[-1],
+                         ("Query", ("job", ["id", "status", "summary"], None)))
+
+    def test_no_headers_and_separator(self):
+        r = self.job("list", "--no-headers", "--separator=:")
+        self.assertEqual(r.out, "1:success:TEST_DELAY(0.0)\n2:error:TAGS_SET\n"
+                                "3:running:TEST_DELAY(100.0)\n")
+
+    def test_output_fields_and_plus(self):
+        r = self.job("list", "-o", "id,priority")
+        self.assertEqual(r.out, "ID Priority\n 1        0\n 2        0\n 3        0\n")
+        r = self.job("list", "-o", "+opstart", "3")
+        self.assertEqual(r.out, "ID Status  Summary           OpCode_start\n"
+                                f" 3 running TEST_DELAY(100.0) ['{stamp(START_TIME)}']\n")
+
+    def test_status_filters(self):
+        self.assertEqual(self.job("list", "--no-headers", "-o", "id", "--running").out, "3\n")
+        self.assertEqual(self.job("list", "--no-headers", "-o", "id", "--error").out, "2\n")
+        self.assertEqual(self.job("list", "--no-headers", "-o", "id", "--finished").out,
+                         "1\n2\n")
+        self.assertEqual(self.job("list", "--no-headers", "-o", "id", "--pending").out, "")
+        r = self.job("list", "--no-headers", "-o", "id", "--finished", "2", "3")
+        self.assertEqual(r.out, "2\n")
+        self.assertEqual(self.master.calls[-1][1][2],
+                         ["&", ["|", ["=", "id", 2], ["=", "id", 3]],
+                          ["|", ["=", "status", "canceled"], ["=", "status", "success"],
+                           ["=", "status", "error"]]])
+
+    def test_unknown_field(self):
+        r = self.job("list", "-o", "id,bogus")
+        self.assertEqual(r.code, table.EXIT_UNKNOWN_FIELD)
+        self.assertEqual(r.err, "Warning: Queried for unknown fields bogus\n")
+        self.assertEqual(r.out.splitlines()[:2], ["ID bogus", " 1 ??"])
+
+    def test_bad_job_id(self):
+        r = self.job("list", "x1")
+        self.assertEqual(r.code, 1)
+        self.assertIn("Invalid job ID passed: 'x1'", r.err)
+
+
+class ListFieldsTest(JobTestCase):
+    def test_all_fields(self):
+        r = self.job("list-fields")
+        self.assertEqual(r.code, 0)
+        lines = r.out.splitlines()
+        self.assertEqual(lines[0].split(), ["Name", "Type", "Title", "Description"])
+        self.assertIn("id          Number ID            Job ID", lines)
+        self.assertEqual(len(lines), 16)
+
+    def test_selected_and_unknown(self):
+        r = self.job("list-fields", "--no-headers", "--separator=|", "status", "nope")
+        self.assertEqual(r.code, table.EXIT_UNKNOWN_FIELD)
+        self.assertEqual(r.out, "status|Text|Status|Job status\n"
+                                "nope|Unknown|nope|Unknown field 'nope'\n")
+        self.assertIn("unknown fields nope", r.err)
+
+
+class InfoTest(JobTestCase):
+    def test_info(self):
+        jid = self.submit(delay_op(5, repeat=1))
+        self.advance(10)
+        r = self.job("info", str(jid), "99")
+        self.assertEqual(r.code, 0, r.err)
+        lines = r.out.splitlines()
+        self.assertEqual(lines[:6], [
+            "- Job ID: 1",
+            "  Status: success",
+            f"  Received:         {stamp(START_TIME)}",
+            f"  Processing start: {stamp(START_TIME)} (delta 0.000000s)",
+            f"  Processing end:   {stamp(START_TIME + 10)} (delta 10.000000s)",
+            "  Total processing time: 10.000000 seconds",
+        ])
+        for line in ("    - Opcode: OP_TEST_DELAY", "      Status: success",
+                     f"      Execution start:  {stamp(START_TIME)}",
+                     "      Input fields: ", "        duration: 5", "        repeat: 1",
+                     "      Result: None", "      Execution log: ",
+                     f"        - Time: {stamp(START_TIME + 5)}",
+                     "          Content: [2, message, Test delay iteration 2/2]"):
+            self.assertIn(line, lines)
+        self.assertEqual(lines[-1], "- Job ID 99 not found")
+
+    def test_unfinished_job(self):
+        jid = self.submit(delay_op(5))
+        r = self.job("info", str(jid))
+        self.assertIn("  Processing end:   unknown (None)\n", r.out)
+        self.assertIn("  Total processing time: N/A\n", r.out)
+        self.assertIn("      Processing end:   N/A\n", r.out)
+
+    def test_failed_opcode_result(self):
+        jid = self.submit({"OP_ID": "OP_TAGS_DEL", "kind": "cluster", "tags": ["nope"]})
+        r = self.job("info", str(jid))
+        self.assertIn("      Result: \n        - OpPrereqError\n"
+                      "        - - Tag(s) 'nope' not found\n          - unknown_entity\n", r.out)
+
+    def test_needs_an_id(self):
+        r = self.job("info")
+        self.assertEqual(r.code, 1)
+        self.assertIn("Usage error", r.err)
+
+
+class WatchWaitTest(JobTestCase):
+    def test_watch_prints_the_log_as_it_arrives(self):
+        jid = self.submit(delay_op(5, repeat=2))
+        r = self.job("watch", str(jid))
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.out, "Output from job 1 follows\n"
+                                "-------------------------\n"
+                                f"{ctime(START_TIME)} Test delay iteration 1/3\n"
+                                f"{ctime(START_TIME + 5)} Test delay iteration 2/3\n"
+                                f"{ctime(START_TIME + 10)} Test delay iteration 3/3\n")
+        self.assertEqual(self.job_field(jid, "status"), "success")
+        self.assertEqual(self.master.reactor.seconds(), START_TIME + 15)
+        waits = [args for method, args in self.master.calls if method == "WaitForJobChange"]
+        self.assertEqual(waits[0], (1, ["status"], None, None, jobs.WFJC_TIMEOUT))
+        self.assertEqual(waits[-1][3], 3)  # the last log serial seen
+
+    def test_watch_failed_job(self):
+        jid = self.submit({"OP_ID": "OP_TAGS_DEL", "kind": "cluster", "tags": ["nope"]})
+        r = self.job("watch", str(jid))
+        self.assertEqual(r.code, 1)
+        self.assertEqual(r.err, "Job 1 failed: Failure: prerequisites not met for this "
+                                "operation: Tag(s) 'nope' not found (error type: "
+                                "unknown_entity)\n")
+
+    def test_watch_missing_job(self):
+        r = self.job("watch", "42")
+        self.assertEqual(r.code, 1)
+        self.assertIn("Job 42 failed: JobLost", r.err)
+
+    def test_wait_is_silent(self):
+        jid = self.submit(delay_op(5, repeat=2))
+        r = self.job("wait", str(jid))
+        self.assertEqual((r.code, r.out, r.err), (0, "", ""))
+
+    def test_wait_for_a_canceled_job(self):
+        jid = self.submit(delay_op(50))
+        self.master.hooks.append(
+            lambda method, args: method == "WaitForJobChange" and args[2] is not None
+            and self.master.client().call("CancelJob", jid, True))
+        r = self.job("wait", str(jid))
+        self.assertEqual(r.code, 1)
+        self.assertEqual(r.err, "Job 1 failed: JobCanceled: Job was canceled\n")
+
+    def test_queue_notice(self):
+        self.master.config.cluster.max_running_jobs = 1
+        self.submit(delay_op(100))
+        second = self.submit(delay_op(1))
+        r = self.job("watch", str(second))
+        self.assertEqual(r.code, 0)
+        self.assertEqual(r.err, "Job 2 is waiting in queue\n")
+
+
+class CancelTest(JobTestCase):
+    def setUp(self):
+        super().setUp()
+        self.master.config.cluster.max_running_jobs = 1
+        self.running = self.submit(delay_op(100))
+        self.queued = self.submit(delay_op(1))
+
+    def test_cancel_queued(self):
+        r = self.job("cancel", str(self.queued))
+        self.assertEqual((r.code, r.out), (0, "Job 2 canceled\n"))
+        self.assertEqual(self.job_field(self.queued, "status"), "canceled")
+
+    def test_cancel_finished_fails(self):
+        self.job("cancel", str(self.queued))
+        r = self.job("cancel", str(self.queued), str(self.running))
+        self.assertEqual(r.code, 1)
+        self.assertEqual(r.out, "Job 2 is finished\nJob 1 will be canceled\n")
+
+    def test_kill_needs_confirmation(self):
+        r = self.job("cancel", "--kill", str(self.running))
+        self.assertEqual(r.code, 1)
+        self.assertIn("The --kill option must be confirmed with --yes-do-it", r.err)
+        r = self.job("cancel", "--kill", "--yes-do-it", str(self.running))
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(self.job_field(self.running, "status"), "canceled")
+
+    def test_status_filter_with_force(self):
+        r = self.job("cancel", "--queued", "--force")
+        self.assertEqual((r.code, r.out), (0, "Job 2 canceled\n"))
+
+    def test_status_filter_asks(self):
+        answers = []
+        self.patch(jobs, "ask_user", lambda q: answers.append(q) or False)
+        r = self.job("cancel", "--pending")
+        self.assertEqual(r.code, constants.EXIT_CONFIRMATION)
+        self.assertEqual(r.out, "ID Status Summary\n 2 queued TEST_DELAY(1.0)\n")
+        self.assertEqual(answers, ["Cancel job(s) listed above?"])
+        self.assertEqual(self.job_field(self.queued, "status"), "queued")
+        self.patch(jobs, "ask_user", lambda q: True)
+        self.assertEqual(self.job("cancel", "--pending").code, 0)
+        self.assertEqual(self.job_field(self.queued, "status"), "canceled")
+
+    def test_ids_or_filter(self):
+        for argv in (["cancel"], ["cancel", "--queued", "2"]):
+            r = self.job(*argv)
+            self.assertEqual(r.code, 1, argv)
+            self.assertIn("Either a status filter or job ID(s)", r.err)
+        r = self.job("cancel", "--waiting", "-f")
+        self.assertIn("No jobs with the requested status have been found", r.err)
+
+
+class ChangePriorityTest(JobTestCase):
+    def test_change(self):
+        self.master.config.cluster.max_running_jobs = 1
+        self.submit(delay_op(100))
+        queued = self.submit(delay_op(1))
+        r = self.job("change-priority", "--priority", "high", str(queued))
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.out, "Priorities of pending opcodes for job 2 have been changed "
+                                "to -10\n")
+        self.assertEqual(self.job_field(queued, "priority"), -10)
+        r = self.job("change-priority", "--priority=low", "--queued", "--force")
+        self.assertEqual(r.code, 0)
+        self.assertEqual(self.job_field(queued, "priority"), 10)
+
+    def test_priority_required(self):
+        r = self.job("change-priority", "1")
+        self.assertEqual((r.code, r.err), (1, "--priority option must be given.\n"))
+
+    def test_finished_job(self):
+        jid = self.submit(delay_op(0))
+        r = self.job("change-priority", "--priority", "low", str(jid))
+        self.assertEqual((r.code, r.out), (1, "Job 1 is finished\n"))
+
+
+class ArchiveTest(JobTestCase):
+    def test_archive(self):
+        done = self.submit(delay_op(0))
+        running = self.submit(delay_op(10))
+        r = self.job("archive", str(done), str(running))
+        self.assertEqual(r.code, 1)
+        self.assertEqual(r.err, "Failed to archive job with ID '2'\n")
+        self.assertEqual(self.job("list", "--no-headers", "-o", "id").out, "2\n")
+
+    def test_autoarchive(self):
+        self.submit(delay_op(0))
+        self.advance(7200)
+        self.submit(delay_op(0))
+        self.submit(delay_op(100))
+        r = self.job("autoarchive", "1h")
+        self.assertEqual((r.code, r.out), (0, "Archived 1 jobs, 0 unchecked left\n"))
+        self.assertEqual(self.master.calls[-1], ("AutoArchiveJobs", (3600, 89)))
+        r = self.job("autoarchive", "all")
+        self.assertEqual(r.out, "Archived 1 jobs, 0 unchecked left\n")
+        self.assertEqual(self.master.calls[-1], ("AutoArchiveJobs", (-1, 89)))
+        self.assertEqual(self.job("list", "--no-headers", "-o", "id").out, "3\n")
+
+    def test_bad_age(self):
+        for age in ("x", "h", "1y", ""):
+            r = self.job("autoarchive", age)
+            self.assertEqual(r.code, 1, age)
+            self.assertIn("time specification", r.err)
+
+
+class HelpTest(JobTestCase):
+    def test_help_everywhere(self):
+        r = self.job("--help")
+        self.assertEqual(r.code, 0)
+        for cmd in gnt_job.COMMANDS:
+            self.assertIn(cmd.name, r.out)
+            sub = self.job(cmd.name, "--help")
+            self.assertEqual(sub.code, 0, cmd.name)
+            self.assertIn("usage: gnt-job " + cmd.name, sub.out)
+        self.assertEqual(self.master.calls, [])
+
+    def test_unknown_command(self):
+        r = self.job("frobnicate")
+        self.assertEqual(r.code, 1)
+        self.assertTrue(r.err.startswith("Usage error: "))
+
+
+class HelpersTest(SynchronousTestCase):
+    def test_parse_timespec(self):
+        self.assertEqual([jobs.parse_timespec(v) for v in ("30", "30s", "5m", "1h", "2d",
+                                                           "1w")],
+                         [30, 30, 300, 3600, 172800, 604800])
+
+    def test_parse_fields(self):
+        self.assertEqual(table.parse_fields(None, ["a"]), ["a"])
+        self.assertEqual(table.parse_fields("+b,c", ["a"]), ["a", "b", "c"])
+        self.assertEqual(table.parse_fields("b", ["a"]), ["b"])
+
+    def test_format_table(self):
+        cols = [table.Column("A", str, True), table.Column("Bee", str)]
+        self.assertEqual(table.format_table([[1, "x"], [100, "long"]], cols, True, None),
+                         ["  A Bee", "  1 x", "100 long"])
+        self.assertEqual(table.format_table([[1, "x"]], cols, False, "|"), ["1|x"])
+
+    def test_generic_info(self):
+        data = [[("a", 1, "g"), ("bbb", {"y": [], "x": (1, "z")}, "g"), ("c", ["p", "q"])],
+                "plain"]
+        self.assertEqual(table.format_generic_info(data),
+                         "- a:   1\n"
+                         "  bbb: \n"
+                         "    x: [1, z]\n"
+                         "    y: \n"
+                         "  c: \n"
+                         "    - p\n"
+                         "    - q\n"
+                         "- plain")
