@@ -23,7 +23,7 @@ from ganeti.cli.framework import Context
 from ganeti.core import constants as c
 
 #: Ganeti's exit code for a query that asked for unknown fields.
-EXIT_UNKNOWN_FIELD = 14
+EXIT_UNKNOWN_FIELD = c.EXIT_UNKNOWN_FIELD
 
 #: How values whose status is not "normal" are shown: (verbose, short).
 RESULT_STATUS_TEXT: dict[int, tuple[str, str]] = {

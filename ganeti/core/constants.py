@@ -144,7 +144,7 @@ EXIT_NOTCLUSTER = 5
 EXIT_NOTMASTER = 11
 EXIT_NODESETUP_ERROR = 12
 EXIT_CONFIRMATION = 13
-EXIT_NOTCANDIDATE = 14
+EXIT_UNKNOWN_FIELD = 14  # a list command was asked for fields that do not exist
 
 # Node parameters
 ND_OOB_PROGRAM = "oob_program"

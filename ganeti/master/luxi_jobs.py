@@ -76,7 +76,9 @@ class JobMethods:
     def query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
         """Query("job" | "lock", fields, filter)."""
         if what == constants.QR_JOB:
-            return query.query_jobs(self._items(None), fields, qfilter)
+            # Jobs asked for by id are listed even if missing (their fields unavailable).
+            wanted = query.requested_job_ids(qfilter) if qfilter is not None else None
+            return query.query_jobs(self._items(wanted), fields, qfilter)
         if what == "lock":
             return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.lock_info())
         raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: job, lock)",

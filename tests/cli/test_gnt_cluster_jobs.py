@@ -122,7 +122,7 @@ class QueueTest(ClusterJobsTestCase):
         r = self.cluster("queue", "drain")
         self.assertEqual((r.code, r.out), (0, ""))
         self.assertEqual(self.cluster("queue", "info").out, "The drain flag is set\n")
-        self.assertIn("JobQueueDrainError", self.cluster("add-tags", "a").err)
+        self.assertIn("job queue is marked for drain", self.cluster("add-tags", "a").err)
         self.assertEqual(self.cluster("queue", "undrain").code, 0)
         self.assertEqual(self.cluster("queue", "info").out, "The drain flag is unset\n")
         self.assertEqual([m for m in self.methods() if m != "QueryConfigValues"],
@@ -165,7 +165,7 @@ class TagsTest(ClusterJobsTestCase):
     def test_errors(self):
         r = self.cluster("add-tags", "bad tag")
         self.assertEqual(r.code, 1)
-        self.assertIn("TagError", r.err)
+        self.assertIn("invalid tag(s) given", r.err)
         r = self.cluster("remove-tags", "absent")
         self.assertIn("Tag(s) 'absent' not found", r.err)
         r = self.cluster("search-tags", "nothing")

@@ -93,7 +93,7 @@ class DelayTest(DebugTestCase):
         self.master.client().call("SetDrainFlag", True)
         r = self.debug("delay", "1")
         self.assertEqual(r.code, 1)
-        self.assertIn("JobQueueDrainError", r.err)
+        self.assertIn("job queue is marked for drain", r.err)
 
 
 class LocksTest(DebugTestCase):

@@ -177,7 +177,7 @@ class WatchWaitTest(JobTestCase):
     def test_watch_missing_job(self):
         r = self.job("watch", "42")
         self.assertEqual(r.code, 1)
-        self.assertIn("Job 42 failed: JobLost", r.err)
+        self.assertIn("Job 42 failed: Error checking job status: Job 42 not found", r.err)
 
     def test_wait_is_silent(self):
         jid = self.submit(delay_op(5, repeat=2))

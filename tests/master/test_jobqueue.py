@@ -376,3 +376,13 @@ class CorruptJobTest(QueueTestCase):
         moved = os.path.join(self.paths.queue_dir, "corrupt", f"job-{jid}")
         self.assertTrue(os.path.exists(moved))
         self.assertEqual(self.submit(delay(0)), jid + 1)  # the id is not reused
+
+
+class QueryTest(QueueTestCase):
+    def test_requested_missing_job_is_listed_unavailable(self):
+        jid = self.submit(delay(0))
+        result = self.methods.query("job", ["id", "status"],
+                                    ["|", ["=", "id", jid], ["=", "id", 99]])
+        self.assertEqual(result["data"], [[[0, jid], [0, "success"]], [[0, 99], [3, None]]])
+        everything = self.methods.query("job", ["id"], None)
+        self.assertEqual(everything["data"], [[[0, jid]]])
