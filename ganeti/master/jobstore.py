@@ -447,6 +447,23 @@ class JobStore:
         self._files_done.addBoth(lambda _: d.callback(None))
         return d
 
+    # Archived jobs (read on demand, never kept in memory)
+
+    def read_archived(self, job_ids: list[int]) -> defer.Deferred[dict[int, dict[str, Any]]]:
+        """The stored JSON of archived jobs that exist (unreadable ones are skipped)."""
+        return self._run_blocking(self._read_archived_files, list(job_ids))
+
+    def _read_archived_files(self, job_ids: list[int]) -> dict[int, dict[str, Any]]:
+        found = {}
+        for job_id in job_ids:
+            path = os.path.join(self.paths.queue_archive_dir, archive_subdir(job_id),
+                                job_file_name(job_id))
+            try:
+                found[job_id] = _parse_job(fileutil.read_file(path), job_id)
+            except (OSError, ValueError, UnicodeDecodeError):
+                continue
+        return found
+
     # The drain flag
 
     def set_drain(self, drained: bool) -> defer.Deferred[None]:

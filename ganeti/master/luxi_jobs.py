@@ -61,24 +61,35 @@ class JobMethods:
             "SetDrainFlag": self.set_drain_flag,
         }
 
-    def _items(self, ids: Any) -> list[query.JobItem]:
-        if ids is None:
+    async def _items(self, ids: Any) -> list[query.JobItem]:
+        """The live jobs (ids None or empty, as luxid), or the given ids, archived too."""
+        if not ids:
             return sorted(self.queue.visible.items())
         if not isinstance(ids, list) or not all(
                 isinstance(i, int) or (isinstance(i, str) and i.isdigit()) for i in ids):
             raise OpPrereqError("Job ids must be a list of job ids or null", ECODE_INVAL)
-        return [(int(i), self.queue.visible.get(int(i))) for i in ids]
+        wanted = [int(i) for i in ids]
+        missing = [i for i in wanted if i not in self.queue.visible]
+        archived: dict[int, QueuedJob] = {}
+        if missing:
+            for job_id, data in (await self.queue.store.read_archived(missing)).items():
+                try:
+                    archived[job_id] = QueuedJob.from_dict(data, f"archived job-{job_id}")
+                except errors.JobQueueError:
+                    continue
+        return [(i, self.queue.visible.get(i) or archived.get(i)) for i in wanted]
 
-    def query_jobs(self, ids: Any, fields: list[str]) -> list[Any]:
+    async def query_jobs(self, ids: Any, fields: list[str]) -> list[Any]:
         """QueryJobs: old-style rows, null for a job that does not exist."""
-        return query.old_style_rows(self._items(ids), fields)
+        return query.old_style_rows(await self._items(ids), fields)
 
-    def query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
+    async def query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
         """Query("job" | "lock", fields, filter)."""
         if what == constants.QR_JOB:
-            # Jobs asked for by id are listed even if missing (their fields unavailable).
+            # Jobs asked for by id are listed even if missing (their fields unavailable),
+            # and archived ones are read from the archive.
             wanted = query.requested_job_ids(qfilter) if qfilter is not None else None
-            return query.query_jobs(self._items(wanted), fields, qfilter)
+            return query.query_jobs(await self._items(wanted), fields, qfilter)
         if what == "lock":
             return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.lock_info())
         raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: job, lock)",

@@ -77,7 +77,11 @@ class LuxiService(service.Service):
         if not self.running:
             return
         fileutil.ensure_dirs([(os.path.dirname(self.path), 0o750)])
-        self.port = self.reactor.listenUNIX(self.path, self.factory, mode=0o660, wantPID=True)
+        # The job queue's flock (taken at recovery) already guarantees a single
+        # daemon; Twisted's PID lock would count a killed predecessor that is
+        # still a zombie as alive, so a stale socket is simply replaced.
+        fileutil.remove_file(self.path)
+        self.port = self.reactor.listenUNIX(self.path, self.factory, mode=0o660)
         self.log.info("LUXI listening on {path}", path=self.path)
 
     def _failed(self, failure: Any) -> None:
@@ -191,6 +195,22 @@ class MasterDaemon(service.MultiService):
                                 LuxiServerFactory(dispatcher, max_frame), queue_service.ready)
         self.luxi.setServiceParent(self)
         self.reactor = reactor
+
+    def stopService(self) -> defer.Deferred[None]:
+        """Stop the children one at a time, last first, each after the previous is done.
+
+        MultiService stops them all at once; the queue's last file writes need
+        the thread pool, so the pool must outlive them.
+        """
+        service.Service.stopService(self)
+        return defer.Deferred.fromCoroutine(self._stop_in_order())
+
+    async def _stop_in_order(self) -> None:
+        for child in reversed(list(self)):
+            try:
+                await defer.maybeDeferred(child.stopService)
+            except Exception:
+                Logger().failure("Stopping {service} failed", service=child)
 
     def _lu_context(self, handle: JobHandle, job: QueuedJob) -> LUContext:
         return LUContext(config=self.config_writer, clock=self.reactor, locks=self.locks,

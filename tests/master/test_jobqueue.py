@@ -64,8 +64,16 @@ class QueueTestCase(SynchronousTestCase):
     def status(self, job_id):
         return self.queue.visible[job_id].status
 
+    def query_jobs(self, ids, fields):
+        return self.successResultOf(defer.Deferred.fromCoroutine(
+            self.methods.query_jobs(ids, fields)))
+
+    def query(self, what, fields, qfilter):
+        return self.successResultOf(defer.Deferred.fromCoroutine(
+            self.methods.query(what, fields, qfilter)))
+
     def field(self, job_id, name):
-        (row,) = self.methods.query_jobs([job_id], [name])
+        (row,) = self.query_jobs([job_id], [name])
         return row[0]
 
 
@@ -244,7 +252,7 @@ class LocksAndUnitsTest(QueueTestCase):
         tag = self.submit({"OP_ID": "OP_TAGS_SET", "kind": "cluster", "tags": ["x"]})
         self.assertEqual([self.status(j) for j in (a, b, tag)],
                          ["running", "running", "waiting"])
-        rows = self.methods.query("lock", ["name", "mode", "owner", "pending"], None)["data"]
+        rows = self.query("lock", ["name", "mode", "owner", "pending"], None)["data"]
         bgl = next(r for r in rows if r[0][1] == "cluster/BGL")
         self.assertEqual(bgl[1][1], "shared")
         self.assertEqual(sorted(bgl[2][1]), ["job/1", "job/2"])
@@ -322,7 +330,9 @@ class ArchiveTest(QueueTestCase):
         self.assertNotIn(done, self.queue.visible)
         self.assertTrue(os.path.exists(os.path.join(self.paths.queue_archive_dir, "0",
                                                     f"job-{done}")))
-        self.assertEqual(self.methods.query_jobs([done], ["id"]), [None])
+        # still queryable by id, from the archive (as luxid)
+        self.assertEqual(self.query_jobs([done], ["id", "status"]), [[done, "success"]])
+        self.assertEqual(self.query_jobs([999], ["id"]), [None])
 
     def test_auto_archive(self):
         old = self.submit(delay(0))
@@ -381,8 +391,8 @@ class CorruptJobTest(QueueTestCase):
 class QueryTest(QueueTestCase):
     def test_requested_missing_job_is_listed_unavailable(self):
         jid = self.submit(delay(0))
-        result = self.methods.query("job", ["id", "status"],
+        result = self.query("job", ["id", "status"],
                                     ["|", ["=", "id", jid], ["=", "id", 99]])
         self.assertEqual(result["data"], [[[0, jid], [0, "success"]], [[0, 99], [3, None]]])
-        everything = self.methods.query("job", ["id"], None)
+        everything = self.query("job", ["id"], None)
         self.assertEqual(everything["data"], [[[0, jid]]])

@@ -28,7 +28,7 @@ class MasterDaemonTest(SynchronousTestCase):
         self.assertTrue(pool.started)
         (port,) = self.reactor.unixServers
         path, factory, backlog, mode, want_pid = port
-        self.assertEqual((path, mode, want_pid), (self.paths.luxi_socket, 0o660, True))
+        self.assertEqual((path, mode, want_pid), (self.paths.luxi_socket, 0o660, False))
         self.assertTrue(os.path.isdir(self.paths.socket_dir))
         self.daemon.stopService()
         self.assertFalse(pool.started)

@@ -9,7 +9,7 @@ released afterwards whatever happened.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -29,7 +29,7 @@ class LUContext:
     clock: IReactorTime
     locks: LockManager
     feedback: Feedback
-    query: Callable[[str, Any, Any], dict[str, Any]]  # (what, fields, filter)
+    query: Callable[[str, Any, Any], Awaitable[dict[str, Any]]]  # (what, fields, filter)
     query_fields: Callable[[str, Any], dict[str, Any]]  # (what, fields)
 
 

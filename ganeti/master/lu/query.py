@@ -28,7 +28,7 @@ class LUQuery(LogicalUnit):
 
     async def exec(self) -> Any:
         what = _check_what(self.op["what"])
-        return self.ctx.query(what, self.op.get("fields"), self.op.get("qfilter"))
+        return await self.ctx.query(what, self.op.get("fields"), self.op.get("qfilter"))
 
 
 class LUQueryFields(LogicalUnit):
