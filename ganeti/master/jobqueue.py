@@ -30,6 +30,23 @@ Limits = Callable[[], tuple[int, int]]  # (max_running_jobs, max_tracked_jobs)
 ContextFactory = Callable[[JobHandle, QueuedJob], LUContext]
 
 
+def _snapshot(data: dict[str, Any]) -> QueuedJob:
+    """A read-only job object over ``data`` (fresh from ``to_dict``), without copying.
+
+    The store serialises the same dict in its thread; both only read it.
+    """
+    return QueuedJob(
+        id=data["id"],
+        ops=[QueuedOpCode(input=op["input"], status=op["status"], result=op["result"],
+                          log=op["log"], priority=op["priority"],
+                          start_timestamp=op["start_timestamp"],
+                          exec_timestamp=op["exec_timestamp"],
+                          end_timestamp=op["end_timestamp"]) for op in data["ops"]],
+        received_timestamp=data["received_timestamp"],
+        start_timestamp=data["start_timestamp"], end_timestamp=data["end_timestamp"],
+        livelock=data.get("livelock"), process_id=data.get("process_id"))
+
+
 class JobQueue:
     """All live (unarchived) jobs of the cluster and the machinery that runs them."""
 
@@ -82,7 +99,7 @@ class JobQueue:
                         op.status = jobs.QUEUED
                 changed = True
             self.jobs[job_id] = job
-            self.visible[job_id] = job if not changed else QueuedJob.from_dict(job.to_dict())
+            self.visible[job_id] = _snapshot(job.to_dict())
             self._published_log[job_id] = job.log_serial
             if changed:
                 saves.append(defer.Deferred.fromCoroutine(self._persist(job)))
@@ -170,7 +187,7 @@ class JobQueue:
             self._published_log.pop(job.id, None)
             self.bus.publish("archive", {"id": job.id})
             return
-        snapshot = QueuedJob.from_dict(data)
+        snapshot = _snapshot(data)
         self.visible[job.id] = snapshot
         since = self._published_log.get(job.id, 0)
         self._published_log[job.id] = snapshot.log_serial

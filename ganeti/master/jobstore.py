@@ -117,7 +117,7 @@ class JobStore:
         self._pending: list[tuple[dict[str, Any], defer.Deferred[None] | None]] = []
         self._committing = False
         # file loop: handed over by the commit loop, consumed by the file thread
-        self._unwritten: dict[int, dict[str, Any]] = {}
+        self._unwritten: dict[int, str] = {}  # job id -> its latest JSON text
         self._archives: list[int] = []
         self._checkpoints: list[tuple[int, Any]] = []
         self._writing_files = False
@@ -344,7 +344,7 @@ class JobStore:
                 batch, self._pending = self._pending, []
                 records = [r for r, _ in batch]
                 try:
-                    rotated = await self._run_blocking(self._journal_batch, records)
+                    rotated, texts = await self._run_blocking(self._journal_batch, records)
                 except Exception as err:
                     self.log.failure("Writing the job queue journal failed")
                     for _, d in batch:
@@ -354,7 +354,7 @@ class JobStore:
                 self.commits += 1
                 for rec in records:  # hand the files over to the file loop
                     if rec["t"] == "job":
-                        self._unwritten[rec["id"]] = rec["data"]
+                        self._unwritten[rec["id"]] = texts[rec["id"]]
                     elif rec["t"] == "archive":
                         self._archives.append(rec["id"])
                 if rotated is not None:
@@ -366,23 +366,34 @@ class JobStore:
         finally:
             self._committing = False
 
-    def _journal_batch(self, records: list[dict[str, Any]]) -> tuple[int, Any] | None:
+    def _journal_batch(self, records: list[dict[str, Any]]
+                       ) -> tuple[tuple[int, Any] | None, dict[int, str]]:
         """Append a batch to the journal with one fdatasync (thread).
 
-        When the journal has grown past the checkpoint size, start a new
-        generation and return the old one (number, file) for checkpointing.
+        Returns the old generation (number, file) for checkpointing when the
+        journal has grown past the checkpoint size (a new one is started), and
+        each job's latest JSON text, serialised once for journal and file.
         """
-        data = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records)
+        lines = []
+        texts: dict[int, str] = {}
+        for rec in records:
+            if rec["t"] == "job":
+                text = json.dumps(rec["data"])
+                texts[rec["id"]] = text
+                lines.append(f'{{"t":"job","id":{int(rec["id"])},"data":{text}}}\n')
+            else:
+                lines.append(json.dumps(rec, separators=(",", ":")) + "\n")
+        data = "".join(lines).encode()
         self._journal.write(data)
         if self._durable:
             os.fdatasync(self._journal.fileno())
         self._journal_size += len(data)
         if self._journal_size < self._checkpoint_bytes:
-            return None
+            return None, texts
         old = (self._generation, self._journal)
         self._generation += 1
         self._open_journal()
-        return old
+        return old, texts
 
     # The file loop: job files, archive renames and checkpoints, off the commit path
 
@@ -406,7 +417,7 @@ class JobStore:
         finally:
             self._writing_files = False
 
-    def _write_files(self, unwritten: dict[int, dict[str, Any]], archives: list[int],
+    def _write_files(self, unwritten: dict[int, str], archives: list[int],
                      checkpoints: list[tuple[int, Any]], serial: int) -> None:
         """Write the latest state of each job, archive, and checkpoint (thread).
 
@@ -414,9 +425,9 @@ class JobStore:
         it was handed over before the generation closed, so it is either in
         ``unwritten`` now or was written by an earlier pass (and is dirty).
         """
-        for job_id, data in unwritten.items():
+        for job_id, text in unwritten.items():
             path = os.path.join(self.queue_dir, job_file_name(job_id))
-            fileutil.atomic_write(path, json.dumps(data), 0o640, durable=False)
+            fileutil.atomic_write(path, text, 0o640, durable=False)
             self._dirty.add(path)
         for job_id in archives:
             target = self._archive_file(job_id)

@@ -236,7 +236,7 @@ class CheckpointTest(JobStoreTestCase):
         real = self.store._write_files
         self.store._write_files = lambda u, *a: (writes.append(dict(u)), real(u, *a))[1]
         for status in ("waiting", "running", "success"):
-            self.store._unwritten[jid] = job(jid, status)  # three states, one pass
+            self.store._unwritten[jid] = json.dumps(job(jid, status))  # three states, one pass
         self.store._kick_files()
         self.runner.run_all()
         self.assertEqual(len(writes), 1)
