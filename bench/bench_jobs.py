@@ -170,8 +170,8 @@ def main(n, batch, connections):
         subprocess.run([VCLUSTER, "destroy", vc], check=False, capture_output=True)
         took = time.monotonic() - start
         if took > 5:
-            print(f"note: destroying the virtual cluster took {took:.0f} s (masterd did not "
-                  "exit on SIGTERM and was killed)")
+            print(f"note: stopping and removing the virtual cluster took {took:.0f} s "
+                  "(masterd writes pending job files before it exits; after 30 s it is killed)")
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -196,8 +196,20 @@ class QueuedOpCode:
         """The opcode's summary text (``TEST_DELAY(1.0)``)."""
         return opcodes.summary(self.input)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The job-file JSON object of this opcode (fresh copies)."""
+    def to_dict(self, deep: bool = True) -> dict[str, Any]:
+        """The job-file JSON object of this opcode (fresh copies).
+
+        ``deep=False`` shares the input, the result and the log entries
+        (the log list itself is copied): the queue never changes them in
+        place once set, so its snapshots need no deep copies.
+        """
+        if not deep:
+            return {
+                "input": self.input, "status": self.status, "result": self.result,
+                "log": list(self.log), "priority": self.priority,
+                "start_timestamp": self.start_timestamp,
+                "exec_timestamp": self.exec_timestamp, "end_timestamp": self.end_timestamp,
+            }
         return {
             "input": copy.deepcopy(self.input),
             "status": self.status,
@@ -296,11 +308,11 @@ class QueuedJob:
         return [copy.deepcopy(entry) for op in self.ops for entry in op.log
                 if serial is None or entry[0] > serial]
 
-    def to_dict(self) -> dict[str, Any]:
-        """The job-file JSON object (Ganeti's shape, fresh copies)."""
+    def to_dict(self, deep: bool = True) -> dict[str, Any]:
+        """The job-file JSON object (Ganeti's shape, fresh copies; see QueuedOpCode)."""
         data: dict[str, Any] = {
             "id": self.id,
-            "ops": [op.to_dict() for op in self.ops],
+            "ops": [op.to_dict(deep) for op in self.ops],
             "received_timestamp": copy.copy(self.received_timestamp),
             "start_timestamp": copy.copy(self.start_timestamp),
             "end_timestamp": copy.copy(self.end_timestamp),

@@ -179,7 +179,9 @@ class JobQueue:
     # Persistence and visibility
 
     async def _persist(self, job: QueuedJob, archive: bool = False) -> None:
-        data = job.to_dict()
+        # Timestamps are replaced, never changed in place, and inputs, results and
+        # log entries are never changed once set: a shallow snapshot is enough.
+        data = job.to_dict(deep=False)
         await self.store.save(job.id, data)
         if archive:
             await self.store.archive(job.id)
