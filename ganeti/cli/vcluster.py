@@ -282,7 +282,8 @@ def usage_lines(vc: VCluster) -> list[str]:
         "or with these export lines:",
         *(f"  {line}" for line in env_lines(vc, vc.node(None))),
         "then try:",
-        "  gnt-cluster info; gnt-cluster getmaster; gnt-cluster version",
+        "  gnt-cluster info; gnt-debug delay 1; gnt-job list; gnt-job info 1; "
+        "gnt-debug locks",
         f"Status:  {tool} status {d}",
         f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",
         f"Remove:  {tool} destroy {d}",
@@ -304,12 +305,17 @@ def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
         started = start_all(vc, ctx)
         ctx.out(f"Started {', '.join(started)}.")
         ctx.out("")
-        ctx.out("Demonstration (each command talks LUXI to the master daemon):")
+        ctx.out("Demonstration (each command talks LUXI to the master daemon; the tags, the "
+                "delay and the listing are jobs):")
         failures = 0
         for argv, max_lines in ((["gnt-cluster", "getmaster"], 0),
                                 (["gnt-cluster", "version"], 0),
+                                (["gnt-cluster", "info"], 12),
+                                (["gnt-cluster", "add-tags", "demo:yes"], 0),
                                 (["gnt-cluster", "list-tags"], 0),
-                                (["gnt-cluster", "info"], 12)):
+                                (["gnt-debug", "delay", "--repeat", "2", "0.2"], 0),
+                                (["gnt-job", "list"], 0),
+                                (["gnt-debug", "locks"], 0)):
             failures += _run_shown(ctx, vc, argv, max_lines) != 0
         if failures:
             ctx.err(f"{failures} demonstration command(s) failed")
