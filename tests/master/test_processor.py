@@ -1,0 +1,89 @@
+"""The processor's lock phase: Ganeti's retry strategy and seed 001's operation C."""
+
+import random
+
+from twisted.internet import defer
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from ganeti.master.locking.manager import LEVEL_INSTANCE, LockManager
+from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.processor import JobHandle, Processor
+
+
+class InstanceLocksLU(LogicalUnit):
+    """Takes some instance locks (no BGL) and records when it ran."""
+
+    OP_ID = "OP_TEST_INSTANCE_LOCKS"
+
+    def __init__(self, names, ran):
+        super().__init__(None, {})
+        self.names = names
+        self.ran = ran
+
+    def expand_names(self):
+        self.needed_locks[LEVEL_INSTANCE] = self.names
+
+    async def exec(self):
+        self.ran.append(tuple(self.names))
+        return "done"
+
+
+class OperationCTest(SynchronousTestCase):
+    def holders(self):
+        """Lock name -> owners, from the lock monitor (partial acquisitions included)."""
+        return {name: owners for name, _, owners, _ in self.locks.lock_info() if owners}
+
+    def setUp(self):
+        self.clock = Clock()
+        self.locks = LockManager(self.clock, instances=["inst1", "inst2", "inst3", "inst4"])
+        self.processor = Processor(self.locks, self.clock, random.Random(3))
+        self.ran = []
+
+    def run_lu(self, job_id, names):
+        running = []
+
+        async def on_running():
+            running.append(job_id)
+
+        d = defer.Deferred.fromCoroutine(self.processor.execute(
+            InstanceLocksLU(names, self.ran), JobHandle(job_id), 0, on_running))
+        return d
+
+    def test_operation_c_is_not_stuck_behind_b(self):
+        # A holds inst4 for a long time.
+        self.successResultOf(self.locks.acquire("A", "instance", ["inst4"]))
+        # B wants all four: it takes inst1..3 and waits for inst4.
+        b = self.run_lu(2, ["inst1", "inst2", "inst3", "inst4"])
+        self.assertEqual(self.holders(), {"instance/inst1": ["job/2"], "instance/inst2":
+                                          ["job/2"], "instance/inst3": ["job/2"],
+                                          "instance/inst4": ["A"]})
+        # C wants only inst1, held by B for now.
+        c = self.run_lu(3, ["inst1"])
+        self.assertNoResult(c)
+        # B's first attempt times out (about 5 s): it releases everything and C runs.
+        self.clock.advance(5.5)
+        self.assertEqual(self.successResultOf(c), "done")
+        self.assertEqual(self.ran, [("inst1",)])
+        self.assertNoResult(b)
+        # When A is done, B gets all its locks on a later attempt and runs.
+        self.locks.release("A", "instance")
+        for _ in range(20):
+            self.clock.advance(10)
+        self.assertEqual(self.successResultOf(b), "done")
+        self.assertEqual(self.holders(), {})  # nothing held afterwards
+
+    def test_cancel_while_waiting_releases_everything(self):
+        self.successResultOf(self.locks.acquire("A", "instance", ["inst4"]))
+        handle = JobHandle(2)
+
+        async def on_running():
+            pass
+
+        d = defer.Deferred.fromCoroutine(self.processor.execute(
+            InstanceLocksLU(["inst1", "inst4"], self.ran), handle, 0, on_running))
+        self.assertEqual(self.holders()["instance/inst1"], ["job/2"])
+        handle.request_cancel(kill=False)
+        self.failureResultOf(d, defer.CancelledError)
+        self.assertEqual(self.holders(), {"instance/inst4": ["A"]})
+        self.assertEqual(self.ran, [])
