@@ -52,3 +52,32 @@ class LayeringTest(SynchronousTestCase):
     def test_no_init_in_twisted_plugins(self):
         self.assertFalse(os.path.exists(os.path.join(ROOT, "twisted", "__init__.py")))
         self.assertFalse(os.path.exists(os.path.join(ROOT, "twisted", "plugins", "__init__.py")))
+
+
+IMPORT_EACH_FIRST = """
+import importlib, pkgutil, sys
+import ganeti
+names = sorted(m.name for m in pkgutil.walk_packages(ganeti.__path__, "ganeti."))
+failures = []
+for name in names:
+    for loaded in [m for m in sys.modules if m == "ganeti" or m.startswith("ganeti.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except Exception as err:
+        failures.append(f"{name}: {type(err).__name__}: {err}")
+print(len(names))
+print("\\n".join(failures))
+"""
+
+
+class ImportCycleTest(SynchronousTestCase):
+    def test_every_module_imports_first(self):
+        """An import cycle only shows when a particular module is imported first."""
+        import subprocess
+        import sys
+        proc = subprocess.run([sys.executable, "-c", IMPORT_EACH_FIRST], cwd=ROOT,
+                              capture_output=True, text=True, check=True)
+        count, *failures = proc.stdout.strip().split("\n")
+        self.assertGreater(int(count), 40)
+        self.assertEqual([f for f in failures if f], [])

@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from ganeti.core import constants
-from ganeti.core.errors import ConfigurationError
+from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, ConfigurationError, OpPrereqError
 
 T = TypeVar("T", bound="ConfigObject")
 
@@ -398,6 +399,28 @@ class ConfigData(ConfigObject):
     def network_by_name(self, name: str) -> Network | None:
         """The network called ``name``, or None."""
         return next((n for n in self.networks.values() if n.name == name), None)
+
+    def tagged_object(self, kind: str, name: str | None) -> TaggableObject:
+        """The object tags of ``kind``/``name`` belong to (OpPrereqError if none).
+
+        The error wording is luxid's, so scripts matching on it keep working.
+        """
+        if kind == constants.TAG_CLUSTER:
+            return self.cluster
+        lookups: dict[str, tuple[Callable[[str], TaggableObject | None], str]] = {
+            constants.TAG_NODE: (self.node_by_name, "Node"),
+            constants.TAG_NODEGROUP: (self.group_by_name, "NodeGroup"),
+            constants.TAG_INSTANCE: (self.instance_by_name, "Instance"),
+            constants.TAG_NETWORK: (self.network_by_name, "Network"),
+        }
+        if kind not in lookups:
+            valid = ", ".join(sorted(constants.VALID_TAG_TYPES))
+            raise OpPrereqError(f"Invalid tag kind {kind!r} (valid: {valid})", ECODE_INVAL)
+        lookup, label = lookups[kind]
+        obj = lookup(name or "")
+        if obj is None:
+            raise OpPrereqError(f"{label} name {name or ''} not found", ECODE_NOENT)
+        return obj
 
     @property
     def master(self) -> Node:

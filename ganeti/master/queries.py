@@ -12,8 +12,7 @@ from twisted.internet.interfaces import IReactorTime
 
 from ganeti import version
 from ganeti.core import constants
-from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, OpPrereqError
-from ganeti.core.objects import ConfigData, TaggableObject
+from ganeti.core.objects import ConfigData
 from ganeti.core.paths import Paths
 
 ConfigSource = Callable[[], ConfigData]
@@ -145,21 +144,4 @@ class ClusterQueries:
 
     def query_tags(self, kind: str, name: str | None) -> list[str]:
         """Tags of one object."""
-        cfg = self._config()
-        obj: TaggableObject | None
-        if kind == constants.TAG_CLUSTER:
-            obj = cfg.cluster
-        elif kind not in constants.VALID_TAG_TYPES:
-            valid = ", ".join(sorted(constants.VALID_TAG_TYPES))
-            raise OpPrereqError(f"Invalid tag kind {kind!r} (valid: {valid})", ECODE_INVAL)
-        else:
-            lookup, label = {
-                constants.TAG_NODE: (cfg.node_by_name, "Node"),
-                constants.TAG_NODEGROUP: (cfg.group_by_name, "NodeGroup"),
-                constants.TAG_INSTANCE: (cfg.instance_by_name, "Instance"),
-                constants.TAG_NETWORK: (cfg.network_by_name, "Network"),
-            }[kind]
-            obj = lookup(name or "")
-            if obj is None:  # luxid's wording, so scripts matching on it keep working
-                raise OpPrereqError(f"{label} name {name or ''} not found", ECODE_NOENT)
-        return sorted(obj.tags)
+        return sorted(self._config().tagged_object(kind, name).tags)

@@ -11,8 +11,6 @@ from ganeti.core.objects import ConfigData, TaggableObject
 from ganeti.master.lu.base import LogicalUnit
 
 _TAG_RE = re.compile(r"^[\w.+*/:@-]+$")
-_KIND_LABELS = {constants.TAG_NODE: "Node", constants.TAG_NODEGROUP: "NodeGroup",
-                constants.TAG_INSTANCE: "Instance", constants.TAG_NETWORK: "Network"}
 
 
 def check_tag(tag: Any) -> str:
@@ -26,27 +24,11 @@ def check_tag(tag: Any) -> str:
     return tag
 
 
-def find_taggable(cfg: ConfigData, kind: str, name: str | None) -> TaggableObject:
-    """The object tags of ``kind``/``name`` belong to."""
-    if kind == constants.TAG_CLUSTER:
-        return cfg.cluster
-    lookup = {constants.TAG_NODE: cfg.node_by_name,
-              constants.TAG_NODEGROUP: cfg.group_by_name,
-              constants.TAG_INSTANCE: cfg.instance_by_name,
-              constants.TAG_NETWORK: cfg.network_by_name}.get(kind)
-    if lookup is None:
-        raise OpPrereqError(f"Invalid tag kind {kind!r}", ECODE_INVAL)
-    obj = lookup(name or "")
-    if obj is None:
-        raise OpPrereqError(f"{_KIND_LABELS[kind]} name {name or ''} not found", ECODE_NOENT)
-    return obj
-
-
 class _TagsLU(LogicalUnit):
     REQ_BGL = False
 
     def check_prereq(self) -> None:
-        find_taggable(self.ctx.config.config, self.op["kind"], self.op.get("name"))
+        self.ctx.config.config.tagged_object(self.op["kind"], self.op.get("name"))
 
 
 class LUTagsGet(_TagsLU):
@@ -55,7 +37,7 @@ class LUTagsGet(_TagsLU):
     OP_ID = "OP_TAGS_GET"
 
     async def exec(self) -> Any:
-        obj = find_taggable(self.ctx.config.config, self.op["kind"], self.op.get("name"))
+        obj = self.ctx.config.config.tagged_object(self.op["kind"], self.op.get("name"))
         return sorted(obj.tags)
 
 
@@ -74,7 +56,7 @@ class LUTagsSet(_TagsLU):
         kind, name, new = self.op["kind"], self.op.get("name"), list(self.op["tags"])
 
         def change(cfg: ConfigData) -> None:
-            obj = find_taggable(cfg, kind, name)
+            obj = cfg.tagged_object(kind, name)
             tags = set(obj.tags) | set(new)
             if len(tags) > constants.MAX_TAGS_PER_OBJ:
                 raise TagError(f"Too many tags ({len(tags)} > {constants.MAX_TAGS_PER_OBJ})")
@@ -95,7 +77,7 @@ class LUTagsDel(_TagsLU):
         kind, name, gone = self.op["kind"], self.op.get("name"), set(self.op["tags"])
 
         def change(cfg: ConfigData) -> None:
-            obj = find_taggable(cfg, kind, name)
+            obj = cfg.tagged_object(kind, name)
             missing = sorted(gone - set(obj.tags))
             if missing:
                 raise OpPrereqError(f"Tag(s) {', '.join(repr(t) for t in missing)} not found",
