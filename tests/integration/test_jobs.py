@@ -610,3 +610,22 @@ class DebianToolsTest(SynchronousTestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         r = self.tool(GNT_CLUSTER, "queue", "info")
         self.assertEqual((r.returncode, r.stdout), (0, "The drain flag is unset\n"), r.stderr)
+
+    def test_modify_and_tags(self):
+        """gnt-cluster modify sends every OP_CLUSTER_SET_PARAMS parameter, most empty."""
+        r = self.tool(GNT_CLUSTER, "modify", "--max-tracked-jobs", "30", "-C", "7")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("Changed candidate_pool_size to 7", r.stdout + r.stderr)
+        r = self.tool(GNT_CLUSTER, "info")
+        self.assertIn("candidate pool size: 7", r.stdout)
+        self.assertIn("maximal number of jobs simultaneously tracked by the scheduler: 30",
+                      r.stdout)
+        r = self.tool(GNT_CLUSTER, "add-tags", "compat:tag")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = self.tool(GNT_CLUSTER, "search-tags", "^compat")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("/cluster compat:tag", r.stdout)
+        r = self.tool(GNT_CLUSTER, "remove-tags", "compat:tag")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = self.tool(GNT_CLUSTER, "list-tags")
+        self.assertNotIn("compat:tag", r.stdout)

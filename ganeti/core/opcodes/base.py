@@ -35,8 +35,8 @@ class Param:
     mutable values.  A ``required`` parameter has no default: leaving it out
     is an error.  A ``reserved`` parameter is one of Ganeti's that this
     implementation does not support yet: real Ganeti clients send every
-    parameter, mostly as null, so it is accepted while it is absent, null or
-    equal to Ganeti's default, refused otherwise, and never stored.
+    parameter, mostly as null, so it is accepted while it is absent, null,
+    empty or equal to Ganeti's default, refused otherwise, and never stored.
     """
 
     name: str
@@ -144,10 +144,13 @@ class OpCode:
         for param in self.all_params:
             value = data.get(param.name)
             if param.reserved:
-                if value is not None and not (type(value) is type(param.default)
-                                              and value == param.default):
+                # Real clients send empty values (hv_state={}) to mean "no change".
+                empty = isinstance(value, (dict, list, str)) and not value
+                if value is not None and not empty and not (
+                        type(value) is type(param.default) and value == param.default):
                     raise OpPrereqError(f"Parameter '{self.op_id}.{param.name}' is not "
-                                        "supported yet (only null is accepted)", ECODE_INVAL)
+                                        "supported yet (only null or an empty value is "
+                                        "accepted)", ECODE_INVAL)
                 continue
             if param.required and value is None:
                 state = "missing" if param.name not in data else "null"
