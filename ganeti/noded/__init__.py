@@ -1,0 +1,1 @@
+"""ganeti-noded: the node daemon, serving the calls of ganeti.core.rpcdefs over mutual TLS."""

@@ -1,0 +1,21 @@
+"""write_ssconf_files: replace ssconf_<key> files with the master's values."""
+
+from __future__ import annotations
+
+from twisted.internet import defer
+
+from ganeti.core import fileutil
+from ganeti.core import ssconf as ssconfmod
+from ganeti.core.paths import Paths
+from ganeti.noded.backend import NodeContext
+
+
+def _write_all(paths: Paths, values: dict[str, str]) -> None:
+    for key, value in sorted(values.items()):
+        fileutil.atomic_write(paths.ssconf_file(key), ssconfmod.file_content(value),
+                              mode=ssconfmod.FILE_MODE)
+
+
+def write_ssconf_files(ctx: NodeContext, values: dict[str, str]) -> defer.Deferred[None]:
+    """Write every file given (keys were checked by the call table: ``[a-z0-9_]+``)."""
+    return ctx.run(_write_all, ctx.paths, values)

@@ -1,0 +1,111 @@
+"""The service tree of ganeti-noded: log file, memory lock, I/O threads, HTTPS listener."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from collections.abc import Callable
+from typing import Any
+
+from twisted.application import service
+from twisted.internet import defer
+from twisted.internet.endpoints import SSL4ServerEndpoint
+from twisted.internet.interfaces import IListeningPort
+from twisted.logger import FileLogObserver, Logger, formatEventAsClassicLogText, globalLogPublisher
+from twisted.python.logfile import LogFile
+from twisted.python.threadpool import ThreadPool
+from twisted.web import server
+
+from ganeti.noded.tls import ClusterServerContextFactory
+
+MCL_CURRENT = 1
+MCL_FUTURE = 2
+
+log = Logger()
+
+
+def lock_memory(libc: Any = None) -> bool:
+    """``mlockall(MCL_CURRENT|MCL_FUTURE)``; logs and returns False if it fails."""
+    try:
+        if libc is None:
+            libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        if libc.mlockall(MCL_CURRENT | MCL_FUTURE) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+    except (OSError, AttributeError) as err:
+        log.warn("Cannot lock the node daemon into memory: {error}", error=err)
+        return False
+    log.info("Node daemon locked into memory (mlockall)")
+    return True
+
+
+def open_log_file(path: str) -> FileLogObserver | None:
+    """A text observer on ``path`` added to the global publisher, or None (logged)."""
+    try:
+        logfile = LogFile.fromFullPath(path)
+    except OSError as err:
+        log.error("Cannot open log file {path} ({error}); logging to the console only",
+                  path=path, error=err)
+        return None
+    observer = FileLogObserver(logfile, lambda e: formatEventAsClassicLogText(e))
+    globalLogPublisher.addObserver(observer)
+    return observer
+
+
+class NodeDaemon(service.MultiService):
+    """Starts log file, mlock and thread pool, then listens; stops in reverse."""
+
+    def __init__(self, reactor: Any, site: server.Site, pool: ThreadPool,
+                 tls: ClusterServerContextFactory, port: int, bind: str,
+                 log_file: str | None, mlock: bool,
+                 lock: Callable[[], bool] = lock_memory) -> None:
+        super().__init__()
+        self.reactor = reactor
+        self.site = site
+        self.pool = pool
+        self.tls = tls
+        self.port = port
+        self.bind = bind
+        self.log_file = log_file
+        self.mlock = mlock
+        self._lock = lock
+        self._observer: FileLogObserver | None = None
+        self.listening: IListeningPort | None = None
+
+    def startService(self) -> None:
+        if self.log_file:
+            self._observer = open_log_file(self.log_file)
+        if self.mlock:
+            self._lock()
+        super().startService()
+        self.pool.start()
+        endpoint = SSL4ServerEndpoint(self.reactor, self.port, self.tls, interface=self.bind)
+        d = endpoint.listen(self.site)
+        d.addCallback(self._listening)
+        d.addErrback(self._listen_failed)
+
+    def _listening(self, port: IListeningPort) -> None:
+        self.listening = port
+        log.info("ganeti-noded listening on {bind}:{port} (cluster certificate {fp})",
+                 bind=self.bind, port=getattr(port.getHost(), "port", self.port),
+                 fp=self.tls.cluster.fingerprint)
+
+    def _listen_failed(self, failure: Any) -> None:
+        log.failure("ganeti-noded cannot listen on {bind}:{port}", failure,
+                    bind=self.bind, port=self.port)
+        self.reactor.stop()
+
+    def stopService(self) -> defer.Deferred[None]:
+        return defer.Deferred.fromCoroutine(self._stop())
+
+    async def _stop(self) -> None:
+        if self.listening is not None:
+            await defer.maybeDeferred(self.listening.stopListening)
+            self.listening = None
+        if self.pool.started:
+            self.pool.stop()
+        await defer.maybeDeferred(super().stopService)
+        if self._observer is not None:
+            globalLogPublisher.removeObserver(self._observer)
+            self._observer = None

@@ -1,0 +1,82 @@
+"""twistd/twist entry point of ganeti-noded: options and the service tree."""
+
+from __future__ import annotations
+
+import os
+
+from twisted.application import service
+from twisted.python import usage
+
+from ganeti.core import constants
+from ganeti.core.errors import GenericError
+from ganeti.core.paths import Paths
+
+ANY_ADDRESS = "0.0.0.0"
+
+
+def primary_ip(paths: Paths) -> str | None:
+    """This node's primary IP from ``ssconf_node_primary_ips``, if the file names it."""
+    try:
+        with open(paths.ssconf_file("node_primary_ips"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == paths.hostname:
+            return fields[1]
+    return None
+
+
+class Options(usage.Options):
+    """Command-line options of ganeti-noded."""
+
+    synopsis = "[options]"
+    longdesc = ("The Ganeti node daemon: serves node RPC over HTTPS with mutual TLS on the "
+                "cluster certificate (DATA_DIR/server.pem). GANETI_ROOTDIR and "
+                "GANETI_HOSTNAME select a virtual-cluster node.")
+    optFlags = [
+        ["no-mlock", None, "Do not lock the daemon into memory when running as root"],
+    ]
+    optParameters = [
+        ["bind", "b", None,
+         "Address to listen on (default: this node's primary IP from ssconf, else 0.0.0.0)"],
+        ["port", "p", constants.DEFAULT_NODED_PORT, "TCP port to listen on", int],
+        ["log-file", None, None,
+         "Also log to this file; if it cannot be opened, keep logging to the console"],
+        ["max-body", None, 64 * 1024 * 1024, "Largest request body accepted, in bytes", int],
+        ["io-threads", None, 4, "Threads for blocking disk work", int],
+    ]
+
+    def postOptions(self) -> None:
+        if not 0 <= self["port"] <= 65535:
+            raise usage.UsageError("--port must be between 0 and 65535")
+        if self["max-body"] < 1024:
+            raise usage.UsageError("--max-body must be at least 1024 bytes")
+        if not 1 <= self["io-threads"] <= 64:
+            raise usage.UsageError("--io-threads must be between 1 and 64")
+
+
+def makeService(options: Options) -> service.IService:
+    """Build the node daemon; exits with a message if server.pem cannot be loaded."""
+    from twisted.internet import reactor
+    from twisted.python.threadpool import ThreadPool
+
+    from ganeti.noded.backend import NodeContext, handlers, thread_runner
+    from ganeti.noded.server import make_site
+    from ganeti.noded.service import NodeDaemon
+    from ganeti.noded.tls import ClusterServerContextFactory
+    from ganeti.rpc.tls import ClusterCertificate
+
+    try:
+        paths = Paths.from_env()
+        cluster = ClusterCertificate.from_file(paths.server_pem)
+    except (GenericError, OSError, ValueError) as err:
+        raise SystemExit(f"ganeti-noded: cannot start: {err}") from None
+    bind = options["bind"] or primary_ip(paths) or ANY_ADDRESS
+    pool = ThreadPool(minthreads=1, maxthreads=options["io-threads"], name="noded-io")
+    ctx = NodeContext(paths=paths, clock=reactor, run=thread_runner(reactor, pool))
+    site = make_site(ctx, handlers(), max_body=options["max-body"])
+    return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
+                      port=options["port"], bind=bind, log_file=options["log-file"],
+                      mlock=os.geteuid() == 0 and not options["no-mlock"])

@@ -1,0 +1,1 @@
+"""The master's side of node RPC: a concurrent HTTPS client built from ganeti.core.rpcdefs."""
