@@ -122,6 +122,7 @@ class JobStore:
         self._checkpoints: list[tuple[int, Any]] = []
         self._writing_files = False
         self._files_done: defer.Deferred[None] = defer.succeed(None)
+        self._archive_waiters: dict[int, list[defer.Deferred[None]]] = {}
         self._dirty: set[str] = set()  # written since the last checkpoint (file thread)
         self._lock_fd: int | None = None
         self.serial = 0
@@ -326,7 +327,7 @@ class JobStore:
         return self._submit({"t": "job", "id": job_id, "data": data})
 
     def archive(self, job_id: int) -> defer.Deferred[None]:
-        """Move a finished job into the archive; fires once that is durable."""
+        """Move a finished job into the archive; fires once it is durable and moved."""
         return self._submit({"t": "archive", "id": job_id})
 
     def _submit(self, record: dict[str, Any]) -> defer.Deferred[None]:
@@ -359,8 +360,12 @@ class JobStore:
                         self._archives.append(rec["id"])
                 if rotated is not None:
                     self._checkpoints.append(rotated)
-                for _, d in batch:
-                    if d is not None:
+                for rec, d in batch:
+                    if d is None:
+                        continue
+                    if rec["t"] == "archive":  # answered once the file has moved
+                        self._archive_waiters.setdefault(rec["id"], []).append(d)
+                    else:
                         d.callback(None)
                 self._kick_files()
         finally:
@@ -414,6 +419,9 @@ class JobStore:
                 except Exception:
                     # The journal still holds every state: recovery rewrites the files.
                     self.log.failure("Writing job files failed")
+                for job_id in archives:
+                    for d in self._archive_waiters.pop(job_id, []):
+                        d.callback(None)
         finally:
             self._writing_files = False
 

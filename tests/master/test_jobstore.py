@@ -192,6 +192,19 @@ class ArchiveTest(JobStoreTestCase):
         self.assertEqual(rec.jobs, {})
         self.assertEqual(rec.archived_max, jid)
 
+    def test_archive_is_answered_after_the_file_moved(self):
+        (jid,) = self.store.allocate_ids(1)
+        self.store.save(jid, job(jid, "success"))
+        self.runner.run_all()
+        d = self.store.archive(jid)
+        fn, args, commit = self.runner.calls.pop(0)  # the journal commit only
+        commit.callback(fn(*args))
+        self.assertNoResult(d)  # durable, but the file has not moved yet
+        self.runner.run_all()  # the file loop
+        self.successResultOf(d)
+        self.assertTrue(os.path.exists(os.path.join(self.paths.queue_archive_dir, "0",
+                                                    f"job-{jid}")))
+
     def test_archive_replayed_after_crash(self):
         (jid,) = self.store.allocate_ids(1)
         self.store.save(jid, job(jid, "success"))
