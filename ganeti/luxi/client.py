@@ -15,7 +15,30 @@ from ganeti.luxi import wire
 from ganeti.luxi.methods import METHODS
 
 
-class LuxiClient:
+class LuxiMethods:
+    """Typed wrappers over ``call`` for the methods tools use; shared with test fakes."""
+
+    def call(self, method: str, *args: Any) -> Any:
+        """Call ``method`` with positional ``args``."""
+        raise NotImplementedError
+
+    def query_cluster_info(self) -> dict[str, Any]:
+        """``QueryClusterInfo``."""
+        result: dict[str, Any] = self.call("QueryClusterInfo")
+        return result
+
+    def query_config_values(self, fields: list[str]) -> list[Any]:
+        """``QueryConfigValues``."""
+        result: list[Any] = self.call("QueryConfigValues", list(fields))
+        return result
+
+    def query_tags(self, kind: str, name: str | None) -> list[str]:
+        """``QueryTags``."""
+        result: list[str] = self.call("QueryTags", kind, name)
+        return result
+
+
+class LuxiClient(LuxiMethods):
     """Calls methods on the master daemon over its UNIX socket."""
 
     def __init__(self, address: str, timeout: float = constants.LUXI_DEF_RWTO,
@@ -83,19 +106,3 @@ class LuxiClient:
             self.close()
             raise errors.ConnectionClosedError(f"LUXI connection failed: {err}") from None
         return wire.parse_response(self._frames.pop(0))
-
-    # Convenience wrappers for the methods of the table.
-    def query_cluster_info(self) -> dict[str, Any]:
-        """``QueryClusterInfo``."""
-        result: dict[str, Any] = self.call("QueryClusterInfo")
-        return result
-
-    def query_config_values(self, fields: list[str]) -> list[Any]:
-        """``QueryConfigValues``."""
-        result: list[Any] = self.call("QueryConfigValues", list(fields))
-        return result
-
-    def query_tags(self, kind: str, name: str | None) -> list[str]:
-        """``QueryTags``."""
-        result: list[str] = self.call("QueryTags", kind, name)
-        return result

@@ -6,10 +6,11 @@ from typing import Any
 
 from ganeti.core import errors
 from ganeti.core.objects import ConfigData
+from ganeti.luxi.client import LuxiMethods
 from ganeti.master.queries import ClusterQueries
 
 
-class FakeLuxiClient:
+class FakeLuxiClient(LuxiMethods):
     """Answers from an in-memory config through the real query code."""
 
     def __init__(self, cfg: ConfigData, paths, clock) -> None:
@@ -27,11 +28,3 @@ class FakeLuxiClient:
     def close(self) -> None:
         self.closed = True
 
-    def query_cluster_info(self) -> dict[str, Any]:
-        return self.call("QueryClusterInfo")
-
-    def query_config_values(self, fields: list[str]) -> list[Any]:
-        return self.call("QueryConfigValues", list(fields))
-
-    def query_tags(self, kind: str, name: str | None) -> list[str]:
-        return self.call("QueryTags", kind, name)

@@ -23,6 +23,7 @@ from twisted.python.failure import Failure
 from ganeti.core import config as configmod
 from ganeti.core.objects import ConfigData
 from ganeti.luxi import wire
+from ganeti.luxi.client import LuxiMethods
 from ganeti.luxi.methods import METHODS
 from ganeti.luxi.server import UnknownMethod
 from ganeti.master.service import MasterDaemon
@@ -106,7 +107,7 @@ class InProcessMaster:
         return int(self.client().call("SubmitJob", list(ops)))
 
 
-class DaemonLuxiClient:
+class DaemonLuxiClient(LuxiMethods):
     """The real LuxiClient's public interface, answered by an :class:`InProcessMaster`."""
 
     max_calls = 10000  # a tool that loops forever fails the test instead of hanging it
@@ -142,11 +143,3 @@ class DaemonLuxiClient:
     def close(self) -> None:
         self.closed = True
 
-    def query_cluster_info(self) -> dict[str, Any]:
-        return self.call("QueryClusterInfo")
-
-    def query_config_values(self, fields: list[str]) -> list[Any]:
-        return self.call("QueryConfigValues", list(fields))
-
-    def query_tags(self, kind: str, name: str | None) -> list[str]:
-        return self.call("QueryTags", kind, name)
