@@ -4,11 +4,12 @@ import os
 
 from setuptools import find_packages, setup
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 
 def _version() -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
     scope: dict = {}
-    with open(os.path.join(here, "ganeti", "version.py"), encoding="utf-8") as f:
+    with open(os.path.join(HERE, "ganeti", "version.py"), encoding="utf-8") as f:
         exec(f.read(), scope)
     return scope["PACKAGE_VERSION"]
 
@@ -17,6 +18,8 @@ BIN_SCRIPTS = [
     "bin/gnt-cluster",
     "bin/gnt-job",
     "bin/gnt-debug",
+    "bin/gnt-node",
+    "bin/gnt-group",
     "bin/ganeti-vcluster",
 ]
 
@@ -45,9 +48,9 @@ setup(
         "test": ["pytest>=7", "hypothesis>=6", "ruff>=0.4", "mypy>=1.8", "mypy-zope>=1.0"],
     },
     data_files=[
-        ("share/man/man8", ["docs/man/ganeti-masterd.8", "docs/man/ganeti-vcluster.8",
-                            "docs/man/gnt-cluster.8", "docs/man/gnt-job.8",
-                            "docs/man/gnt-debug.8"]),
+        # every man page in docs/man (section 8)
+        ("share/man/man8", sorted(f"docs/man/{name}" for name in os.listdir(
+            os.path.join(HERE, "docs", "man")) if name.endswith(".8"))),
     ],
     zip_safe=False,
 )

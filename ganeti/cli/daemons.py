@@ -1,20 +1,60 @@
-"""Start, stop and inspect daemons of a node through their pid files."""
+"""Start, stop and inspect daemons of a node through their pid files.
+
+:data:`NODE_DAEMONS` run on every node, :data:`MASTER_DAEMONS` only on the
+master.  Start the node daemons of every node first and the master daemons
+last, and stop in the reverse order (:func:`start_order`, :func:`stop_order`):
+the master talks to the node daemons, never the other way round.
+
+:func:`start_on_node` starts a daemon with the arguments it needs on a node
+with a given primary IP.  ``ganeti-noded`` binds ``<ip>:1811``; because
+twistd returns before the reactor listens, a node daemon that cannot bind
+would die silently after a "successful" start.  So the address is tried
+before starting (:class:`AddressInUse` with the address if it is taken),
+and after starting :func:`wait_listening` waits until the daemon's own
+process holds a listening socket on it (another process's listener does not
+count).  If the daemon exits, logs that it cannot listen, or does not listen
+in time, the error gives the reason from its log, and a daemon still running
+without its port is stopped.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ganeti.core import constants, errors
 from ganeti.core.paths import Paths
 
 STOPPED, RUNNING, STALE = "stopped", "running", "stale pid file"
+
+#: Daemons every node runs (started first, stopped last).
+NODE_DAEMONS: tuple[str, ...] = (constants.NODED,)
+#: Daemons only the master runs (started last, stopped first).
+MASTER_DAEMONS: tuple[str, ...] = (constants.MASTERD,)
+
+#: Seconds a started node daemon may take to listen on its port.
+LISTEN_TIMEOUT = 30.0
+#: The state column of a listening socket in /proc/net/tcp.
+TCP_LISTEN = "0A"
+
+
+class AddressInUse(errors.CommandError):
+    """A daemon's address and port are taken by another process."""
+
+    def __init__(self, message: str, address: str, port: int) -> None:
+        super().__init__(message)
+        self.address = address
+        self.port = port
 
 
 @dataclass
@@ -82,8 +122,11 @@ def start(paths: Paths, daemon: str, args: list[str] | None = None) -> int:
     env.update(paths.env())
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        detail = lines[-1] if lines else f"exit code {proc.returncode}"
+        lines = [line.strip() for line in (proc.stderr or proc.stdout).strip().splitlines()]
+        # the last line of a traceback or usage error; twistd's own pid-file complaint
+        # is a paragraph whose first line matters
+        detail = next((line for line in lines if line.startswith("Another twistd server")),
+                      lines[-1] if lines else f"exit code {proc.returncode}")
         raise errors.CommandError(f"{daemon} on {paths.hostname} failed to start: {detail}")
     pid = read_pid(pidfile)
     return pid or 0
@@ -117,4 +160,195 @@ def stop(paths: Paths, daemon: str, timeout: float = 30.0) -> bool:
     return True
 
 
-MASTER_DAEMONS = (constants.MASTERD,)
+def daemons_of(is_master: bool) -> list[str]:
+    """The daemons a node runs, in start order."""
+    return list(NODE_DAEMONS) + (list(MASTER_DAEMONS) if is_master else [])
+
+
+def start_order(nodes: Sequence[tuple[Any, bool]]) -> list[tuple[Any, str]]:
+    """``(node, daemon)`` in start order for ``(node, is_master)`` pairs.
+
+    Every node's node daemons first (in the order given), then the master
+    daemons of the master(s).
+    """
+    first = [(node, d) for node, _ in nodes for d in NODE_DAEMONS]
+    last = [(node, d) for node, is_master in nodes if is_master for d in MASTER_DAEMONS]
+    return first + last
+
+
+def stop_order(nodes: Sequence[tuple[Any, bool]]) -> list[tuple[Any, str]]:
+    """The reverse of :func:`start_order`."""
+    return list(reversed(start_order(nodes)))
+
+
+def twistd_args(daemon: str, ip: str, port: int = constants.DEFAULT_NODED_PORT) -> list[str]:
+    """Arguments after the plugin name for ``daemon`` on a node with primary IP ``ip``.
+
+    ``ganeti-noded`` binds the node's own address (so that many virtual nodes
+    share one machine) and does not lock itself into memory: it is a test
+    node, and mlockall in every one of them would pin their whole memory.  Its
+    log goes to ``LOG_DIR/node-daemon.log`` through twistd's ``--logfile`` (see
+    :func:`start`); noded's own ``--log-file`` would write every line twice.
+    ``ganeti-masterd`` takes no arguments.
+    """
+    if daemon == constants.NODED:
+        return ["--bind", ip, "--port", str(port), "--no-mlock"]
+    return []
+
+
+def check_address_free(ip: str, port: int) -> None:
+    """Raise :class:`AddressInUse` if nothing could listen on ``ip:port`` now.
+
+    Binds with ``SO_REUSEADDR`` as Twisted does, so connections lingering in
+    TIME_WAIT do not count; a listener on the address (or on 0.0.0.0) does.
+    An address this machine does not have is a :class:`errors.CommandError`.
+    """
+    sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((ip, port))
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            raise AddressInUse(f"{ip}:{port} is already in use by another process", ip,
+                               port) from None
+        if err.errno == errno.EADDRNOTAVAIL:
+            raise errors.CommandError(f"{ip} is not an address of this machine, so nothing "
+                                      f"can listen on {ip}:{port}") from None
+        raise errors.CommandError(f"Cannot listen on {ip}:{port}: {err.strerror}") from None
+    finally:
+        sock.close()
+
+
+def accepts_connections(ip: str, port: int, timeout: float = 1.0) -> bool:
+    """Whether a TCP connection to ``ip:port`` succeeds (closed again at once)."""
+    try:
+        with socket.create_connection((ip, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def pid_listens_on(pid: int, ip: str, port: int) -> bool | None:
+    """Whether process ``pid`` holds a socket listening on ``ip:port`` (IPv4, Linux /proc).
+
+    None if that cannot be told (no /proc, or the process's descriptors are not
+    readable); a mere connection test could be answered by another process.
+    """
+    try:
+        (value,) = struct.unpack("=I", socket.inet_aton(ip))
+        with open("/proc/net/tcp", encoding="ascii") as f:
+            rows = [line.split() for line in f.readlines()[1:]]
+    except (OSError, ValueError):
+        return None
+    local = f"{value:08X}:{port:04X}"
+    wanted = {f"socket:[{row[9]}]" for row in rows
+              if len(row) > 9 and row[1] == local and row[3] == TCP_LISTEN}
+    if not wanted:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _log_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def log_since(path: str, offset: int) -> str:
+    """What was appended to a log file after ``offset`` (all of it if it shrank)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if _log_size(path) >= offset:
+                f.seek(offset)
+            return f.read()
+    except OSError:
+        return ""
+
+
+def listen_failure(daemon: str, paths: Paths, ip: str, port: int, log: str) -> errors.CommandError:
+    """The error for a daemon that does not listen, from its new log lines."""
+    lines = [line.strip() for line in log.splitlines()]
+    reason = next((line for line in reversed(lines)
+                   if "Couldn't listen" in line or "CannotListenError" in line), "")
+    reason = reason.split("CannotListenError: ", 1)[-1]
+    where = f"see {paths.log_file(daemon)}"
+    if "Address already in use" in log:
+        return AddressInUse(f"{daemon} on {paths.hostname} cannot listen on {ip}:{port}: the "
+                            f"address is already in use by another process ({where})", ip, port)
+    if not reason:
+        tail = [line for line in lines if line][-3:]
+        reason = " | ".join(tail) if tail else "it exited without a message"
+    return errors.CommandError(f"{daemon} on {paths.hostname} did not start listening on "
+                               f"{ip}:{port}: {reason} ({where})")
+
+
+def _cannot_listen(log: str) -> bool:
+    return "CannotListenError" in log or "Couldn't listen" in log
+
+
+def wait_listening(paths: Paths, daemon: str, ip: str, port: int, log_offset: int = 0,
+                   timeout: float = LISTEN_TIMEOUT) -> None:
+    """Wait until ``daemon`` listens on ``ip:port``; raise a clear error if it cannot.
+
+    It cannot when it exits, when its log (after ``log_offset``) says it
+    could not listen, or after ``timeout`` seconds; a daemon still running
+    without its port is stopped.
+    """
+    pid = read_pid(paths.pid_file(daemon))
+    log_file = paths.log_file(daemon)
+    outcome: list[str] = []
+
+    def check() -> bool:
+        if pid is None or not pid_alive(pid):
+            outcome.append("died")
+            return True
+        listens = pid_listens_on(pid, ip, port)
+        if listens is None:  # cannot look at the process: any listener will do
+            listens = accepts_connections(ip, port, timeout=1.0)
+        if listens:
+            outcome.append("listening")
+            return True
+        if _cannot_listen(log_since(log_file, log_offset)):
+            outcome.append("cannot listen")
+            return True
+        return False
+
+    if not wait_for(check, timeout):
+        stop(paths, daemon)
+        raise errors.CommandError(f"{daemon} on {paths.hostname} did not listen on {ip}:{port} "
+                                  f"within {timeout:g}s (stopped it again); see {log_file}")
+    if outcome[-1] == "listening":
+        return
+    if outcome[-1] == "cannot listen":
+        stop(paths, daemon)
+    raise listen_failure(daemon, paths, ip, port, log_since(log_file, log_offset))
+
+
+def start_on_node(paths: Paths, daemon: str, ip: str,
+                  port: int = constants.DEFAULT_NODED_PORT,
+                  timeout: float = LISTEN_TIMEOUT) -> int:
+    """Start ``daemon`` on the node of ``paths`` whose primary IP is ``ip``; its pid.
+
+    For a node daemon the address is checked first and the call returns once
+    the daemon listens; :class:`AddressInUse` or :class:`errors.CommandError`
+    say clearly why it cannot.  The master daemon is started as :func:`start`
+    does (waiting for it to answer LUXI is the caller's business).
+    """
+    if daemon not in NODE_DAEMONS:
+        return start(paths, daemon, twistd_args(daemon, ip, port))
+    check_address_free(ip, port)
+    offset = _log_size(paths.log_file(daemon))
+    pid = start(paths, daemon, twistd_args(daemon, ip, port))
+    wait_listening(paths, daemon, ip, port, offset, timeout)
+    return pid

@@ -22,8 +22,8 @@ from ganeti.cli.framework import (
 from ganeti.core import bootstrap, constants, errors, params, ssconf, uidpool
 from ganeti.core import config as configmod
 
-DESCRIPTION = ("Ganeti cluster administration: init, info, modify, getmaster, version, tags, "
-               "queue, destroy.")
+DESCRIPTION = ("Ganeti cluster administration: init, info, modify, verify, redist-conf, "
+               "getmaster, version, tags, queue, destroy.")
 
 
 def _split_list(text: str) -> list[str]:
@@ -32,25 +32,11 @@ def _split_list(text: str) -> list[str]:
 
 def _ident_params(values: list[str], flag: str = "-H",
                   ident: str = "HYPERVISOR") -> dict[str, dict[str, str]]:
-    result: dict[str, dict[str, str]] = {}
-    for value in values:
-        name, sep, rest = value.partition(":")
-        if not sep or not name:
-            raise UsageError(f"{flag} expects {ident}:key=value,..., not {value!r}")
-        result.setdefault(name, {}).update(params.parse_keyval(rest, f"{flag} {name}"))
-    return result
+    return jobs.ident_keyval(values, flag, ident)
 
 
 def _hv_params(values: list[str]) -> dict[str, dict[str, str]]:
     return _ident_params(values)
-
-
-def _yes_no(value: str) -> bool:
-    if value.lower() in ("yes", "true", "1"):
-        return True
-    if value.lower() in ("no", "false", "0"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected yes or no, not {value!r}")
 
 
 def _setup_init(p: argparse.ArgumentParser) -> None:
@@ -92,7 +78,7 @@ def _setup_init(p: argparse.ArgumentParser) -> None:
                    help="prefix of generated MAC addresses (default: %(default)s)")
     p.add_argument("-g", "--vg-name", help="LVM volume group for plain and drbd disks")
     p.add_argument("--drbd-usermode-helper", help="DRBD user-mode helper")
-    p.add_argument("--maintain-node-health", type=_yes_no, default=False, metavar="yes|no",
+    p.add_argument("--maintain-node-health", type=jobs.yes_no, default=False, metavar="yes|no",
                    help="let the watcher shut down stray instances (default: no)")
     p.add_argument("--rapi-user", default=bootstrap.DEFAULT_RAPI_USER,
                    help="name of the RAPI user created with write access "
@@ -230,9 +216,7 @@ def cmd_version(ctx: Context, opts: argparse.Namespace) -> int:
 
 def cmd_list_tags(ctx: Context, opts: argparse.Namespace) -> int:
     """Print the cluster's tags, one per line."""
-    for tag in sorted(ctx.luxi().query_tags(constants.TAG_CLUSTER, "")):
-        ctx.out(tag)
-    return constants.EXIT_SUCCESS
+    return jobs.list_tags(ctx, constants.TAG_CLUSTER, "")
 
 
 def _setup_destroy(p: argparse.ArgumentParser) -> None:
@@ -372,42 +356,14 @@ def cmd_queue(ctx: Context, opts: argparse.Namespace) -> int:
 
 # --- tags ----------------------------------------------------------------------
 
-def _setup_tags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--from", dest="tags_source", metavar="FILE",
-                   help="also read tags from FILE, one per line ('-': standard input)")
-    jobs.add_job_options(p)
-    p.add_argument("tags", nargs="*", metavar="TAG", help="tags")
-
-
-def _tags(opts: argparse.Namespace) -> list[str]:
-    tags = list(opts.tags)
-    if opts.tags_source is not None:
-        if opts.tags_source == "-":
-            lines = sys.stdin.read().splitlines()
-        else:
-            with open(opts.tags_source, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        tags.extend(line.strip() for line in lines)
-    return tags
-
-
-def _tags_opcode(ctx: Context, opts: argparse.Namespace, op_id: str, verb: str) -> int:
-    tags = _tags(opts)
-    if not tags:
-        raise errors.OpPrereqError(f"No tags to be {verb}", errors.ECODE_INVAL)
-    jobs.submit_or_send(ctx, opts, {"OP_ID": op_id, "kind": constants.TAG_CLUSTER,
-                                    "name": "", "tags": tags})
-    return constants.EXIT_SUCCESS
-
-
 def cmd_add_tags(ctx: Context, opts: argparse.Namespace) -> int:
     """Add tags to the cluster (OP_TAGS_SET)."""
-    return _tags_opcode(ctx, opts, "OP_TAGS_SET", "added")
+    return jobs.tags_command(ctx, opts, "OP_TAGS_SET", constants.TAG_CLUSTER)
 
 
 def cmd_remove_tags(ctx: Context, opts: argparse.Namespace) -> int:
     """Remove tags from the cluster (OP_TAGS_DEL)."""
-    return _tags_opcode(ctx, opts, "OP_TAGS_DEL", "removed")
+    return jobs.tags_command(ctx, opts, "OP_TAGS_DEL", constants.TAG_CLUSTER)
 
 
 def _setup_search_tags(p: argparse.ArgumentParser) -> None:
@@ -426,6 +382,74 @@ def cmd_search_tags(ctx: Context, opts: argparse.Namespace) -> int:
     return constants.EXIT_SUCCESS
 
 
+# --- redist-conf, verify --------------------------------------------------------
+
+def _setup_redist_conf(p: argparse.ArgumentParser) -> None:
+    jobs.add_job_options(p, dry_run=True)
+    p.add_argument("--yes-do-it", action="store_true",
+                   help="distribute even if the job queue is drained (the job is put into "
+                        "the drained queue; waits for it)")
+
+
+def cmd_redist_conf(ctx: Context, opts: argparse.Namespace) -> int:
+    """Push the configuration and ssconf files to the nodes (OP_CLUSTER_REDIST_CONF)."""
+    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_REDIST_CONF"}
+    if opts.yes_do_it:
+        jobs.set_generic_options(ctx, opts, [op])
+        job_id = int(ctx.luxi().call("SubmitJobToDrainedQueue", [op]))
+        if opts.print_jobid:
+            ctx.out(str(job_id))
+        jobs.poll_job(ctx, job_id)
+    else:
+        jobs.submit_or_send(ctx, opts, op)
+    return constants.EXIT_SUCCESS
+
+
+def _setup_verify(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="store_true", help="verbose output")
+    p.add_argument("--error-codes", action="store_true",
+                   help="report errors in parseable form (ETYPE:ECODE:...)")
+    p.add_argument("--debug-simulate-errors", action="store_true",
+                   help="debugging: treat most checks as failed")
+    p.add_argument("--no-nplus1-mem", dest="skip_nplusone_mem", action="store_true",
+                   help="skip the N+1 memory redundancy checks")
+    p.add_argument("-I", "--ignore-errors", action="append", default=[], metavar="ECODE",
+                   help="report this error code as a warning (repeatable)")
+    p.add_argument("-g", "--node-group", dest="nodegroup", metavar="GROUP",
+                   help="verify only this node group (name or UUID)")
+    p.add_argument("--verify-ssh-clutter", dest="verify_clutter", action="store_true",
+                   help="also check the authorized_keys files for clutter")
+    jobs.add_job_options(p, submit=False, dry_run=True)
+
+
+def verify_opcode(opts: argparse.Namespace) -> dict[str, Any]:
+    """The OP_CLUSTER_VERIFY of ``gnt-cluster verify``."""
+    skip = [constants.VERIFY_NPLUSONE_MEM] if opts.skip_nplusone_mem else []
+    return {"OP_ID": "OP_CLUSTER_VERIFY", "verbose": opts.verbose,
+            "error_codes": opts.error_codes,
+            "debug_simulate_errors": opts.debug_simulate_errors,
+            "skip_checks": skip, "ignore_errors": list(opts.ignore_errors),
+            "group_name": opts.nodegroup, "verify_clutter": opts.verify_clutter}
+
+
+def cmd_verify(ctx: Context, opts: argparse.Namespace) -> int:
+    """Verify the cluster: OP_CLUSTER_VERIFY submits the verify jobs, follow each.
+
+    Exit code 1 if a job failed or found errors (its result is false).
+    """
+    result = jobs.submit_opcode(ctx, opts, verify_opcode(opts))
+    submitted = result.get("jobs", []) if isinstance(result, dict) else []
+    results = jobs.wait_for_jobs(ctx, submitted)
+    bad_jobs = sum(1 for success, _ in results if not success)
+    bad_results = sum(1 for success, value in results
+                      if success and not (value and value[0]))
+    if bad_jobs:
+        ctx.out(f"{bad_jobs} job(s) failed while verifying the cluster.")
+    if bad_jobs or bad_results:
+        return constants.EXIT_FAILURE
+    return constants.EXIT_SUCCESS
+
+
 COMMANDS = [
     Command("init", cmd_init, "Initialise a new cluster on this node", _setup_init),
     Command("info", cmd_info, "Show the cluster's parameters"),
@@ -434,9 +458,17 @@ COMMANDS = [
     Command("modify", cmd_modify, "Change the cluster's parameters", _setup_modify,
             "Change cluster parameters: submits OP_CLUSTER_SET_PARAMS with the "
             "parameters given and waits for the job (unless --submit)."),
+    Command("verify", cmd_verify, "Verify the cluster's configuration and nodes",
+            _setup_verify,
+            "Submit OP_CLUSTER_VERIFY, which submits one job to verify the configuration "
+            "and one per node group; wait for each and show its messages. The exit code "
+            "is 1 if any of them found an error or failed."),
+    Command("redist-conf", cmd_redist_conf,
+            "Push the configuration and ssconf files to all nodes", _setup_redist_conf),
     Command("list-tags", cmd_list_tags, "List the cluster's tags"),
-    Command("add-tags", cmd_add_tags, "Add tags to the cluster", _setup_tags),
-    Command("remove-tags", cmd_remove_tags, "Remove tags from the cluster", _setup_tags),
+    Command("add-tags", cmd_add_tags, "Add tags to the cluster", jobs.add_tag_options),
+    Command("remove-tags", cmd_remove_tags, "Remove tags from the cluster",
+            jobs.add_tag_options),
     Command("search-tags", cmd_search_tags,
             "Search the tags of every object for a pattern (regex)", _setup_search_tags),
     Command("queue", cmd_queue, "Drain, undrain or show the job queue", _setup_queue),

@@ -11,18 +11,25 @@ command returns at once.  Otherwise :func:`poll_job` follows the job with
 ``WaitForJobChange``, printing each log message as
 ``<ctime> <message>`` when it arrives, and returns the opcode results or
 raises the job's error, decoded, for the framework to report (exit code 1).
+:func:`wait_for_jobs` follows jobs that a job submitted (``gnt-cluster
+verify``) one after another, as Ganeti's ``JobExecutor`` does.
+
+The option types and tag commands that several tools share are here too:
+:func:`yes_no`, :func:`ident_keyval`, :func:`add_tag_options`,
+:func:`tags_command`.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ganeti.cli.framework import Context
+from ganeti.cli.framework import Context, UsageError, format_error
 from ganeti.core import constants as c
-from ganeti.core import errors, jobs
+from ganeti.core import errors, jobs, params
 
 #: ``--priority`` names and the opcode priorities they stand for.
 PRIORITY_NAMES: dict[str, int] = {
@@ -247,6 +254,114 @@ def submit_or_send(ctx: Context, opts: argparse.Namespace, op: dict[str, Any],
         ctx.out(str(job_id))
     ctx.err(f"JobID: {job_id}")
     return SUBMITTED
+
+
+def wait_for_jobs(ctx: Context, submitted: Sequence[Sequence[Any]],
+                  reporter: Reporter | None = None) -> list[tuple[bool, Any]]:
+    """Follow jobs one after another; ``(success, opcode results or message)`` each.
+
+    ``submitted`` holds ``[success, job id or error message]`` pairs, as a job
+    that submits jobs returns them (``{"jobs": [...]}``).  As Ganeti's
+    ``JobExecutor``, it prints "Submitted jobs 2, 3", then "Waiting for job
+    N ..." before following each job with its log; a job that was not
+    submitted or failed is reported on stderr and counts as unsuccessful.
+    """
+    ok_ids = [int(value) for success, value in submitted if success]
+    if ok_ids:
+        ctx.out("Submitted jobs " + ", ".join(str(job_id) for job_id in ok_ids))
+    results: list[tuple[bool, Any]] = []
+    for success, value in submitted:
+        if not success:
+            ctx.err(f"Failed to submit job: {value}")
+            results.append((False, value))
+            continue
+        job_id = int(value)
+        ctx.out(f"Waiting for job {job_id} ...")
+        try:
+            results.append((True, poll_job(ctx, job_id, reporter or Reporter(ctx))))
+        except errors.JobLost as err:
+            ctx.err(f"Job {job_id} has been archived, cannot check its result")
+            results.append((False, format_error(err)[1]))
+        except errors.NoMasterError:
+            raise
+        except errors.GenericError as err:
+            message = format_error(err)[1]
+            ctx.err(f"Job {job_id} has failed: {message}")
+            results.append((False, message))
+    return results
+
+
+def print_modified(ctx: Context, what: str, result: Any) -> None:
+    """Ganeti's report of a ``modify`` job: the changed ``[param, value]`` pairs."""
+    if result and result is not SUBMITTED:
+        ctx.out(f"Modified {what}")
+        for param, value in result:
+            ctx.out(f" - {param:<5} -> {value}")
+
+
+# --- option types and tag commands shared by the tools ----------------------------
+
+def yes_no(value: str) -> bool:
+    """An argparse type for ``yes``/``no`` flags (``true``/``false`` too)."""
+    if value.lower() in ("yes", "true", "1"):
+        return True
+    if value.lower() in ("no", "false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected yes or no, not {value!r}")
+
+
+def ident_keyval(values: Sequence[str], flag: str,
+                 ident: str) -> dict[str, dict[str, str]]:
+    """``IDENT:key=val,...`` options (``-H``, ``-D``) as ``{ident: {key: val}}``."""
+    result: dict[str, dict[str, str]] = {}
+    for value in values:
+        name, sep, rest = value.partition(":")
+        if not sep or not name:
+            raise UsageError(f"{flag} expects {ident}:key=value,..., not {value!r}")
+        result.setdefault(name, {}).update(params.parse_keyval(rest, f"{flag} {name}"))
+    return result
+
+
+def add_tag_options(p: argparse.ArgumentParser, owner: str | None = None) -> None:
+    """Options and arguments of ``add-tags``/``remove-tags`` (``owner``: the
+    metavar of the tagged object's name, None for the cluster)."""
+    p.add_argument("--from", dest="tags_source", metavar="FILE",
+                   help="also read tags from FILE, one per line ('-': standard input)")
+    add_job_options(p)
+    if owner is not None:
+        p.add_argument("tag_owner", metavar=owner, help=f"the {owner.lower()} to tag")
+    p.add_argument("tags", nargs="*", metavar="TAG", help="tags")
+
+
+def read_tags(opts: argparse.Namespace) -> list[str]:
+    """The tags given as arguments and in the ``--from`` file."""
+    tags = list(opts.tags)
+    if opts.tags_source is not None:
+        if opts.tags_source == "-":
+            lines = sys.stdin.read().splitlines()
+        else:
+            with open(opts.tags_source, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        tags.extend(line.strip() for line in lines)
+    return tags
+
+
+def tags_command(ctx: Context, opts: argparse.Namespace, op_id: str, kind: str) -> int:
+    """``add-tags``/``remove-tags``: OP_TAGS_SET or OP_TAGS_DEL on one object."""
+    tags = read_tags(opts)
+    if not tags:
+        verb = "added" if op_id == "OP_TAGS_SET" else "removed"
+        raise errors.OpPrereqError(f"No tags to be {verb}", errors.ECODE_INVAL)
+    name = getattr(opts, "tag_owner", None) or ""
+    submit_or_send(ctx, opts, {"OP_ID": op_id, "kind": kind, "name": name, "tags": tags})
+    return c.EXIT_SUCCESS
+
+
+def list_tags(ctx: Context, kind: str, name: str) -> int:
+    """``list-tags``: the object's tags, sorted, one per line."""
+    for tag in sorted(ctx.luxi().query_tags(kind, name)):
+        ctx.out(tag)
+    return c.EXIT_SUCCESS
 
 
 # --- small helpers shared by the job tools ----------------------------------------

@@ -5,15 +5,19 @@ numbers, one space between columns and no trailing spaces, or the columns
 joined by ``--separator`` without padding.  ``generic_list`` runs a LUXI
 ``Query`` and prints its answer the way Ganeti's ``GenericList`` does
 (headers from the field titles, ``-o``/``--output`` with ``+field`` to add to
-the defaults, markers for values that are missing, a warning and exit code
-14 for unknown fields); ``generic_list_fields`` answers ``list-fields``.
-``format_generic_info`` renders nested data as Ganeti's ``PrintGenericInfo``
-(``gnt-job info``).
+the defaults, sizes in ``--units``, markers for values that are missing, a
+warning and exit code 14 for unknown fields); ``generic_list_fields``
+answers ``list-fields``; ``name_filter`` turns names and glob patterns given
+on the command line into a query filter.  ``format_generic_info`` renders
+nested data as Ganeti's ``PrintGenericInfo`` (``gnt-job info``,
+``gnt-node info``), ``format_params_info`` shows parameters with their
+defaults for it.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +25,7 @@ from typing import Any
 
 from ganeti.cli.framework import Context
 from ganeti.core import constants as c
+from ganeti.core import errors, qfilter
 
 #: Ganeti's exit code for a query that asked for unknown fields.
 EXIT_UNKNOWN_FIELD = c.EXIT_UNKNOWN_FIELD
@@ -57,6 +62,17 @@ class Column:
     title: str
     format: Formatter
     align_right: bool = False
+
+
+#: ``--units`` choices: human-readable (M/G/T suffix), MiB, GiB, TiB.
+UNITS = ("h", "m", "g", "t")
+
+#: Characters that make a command-line argument a filter expression, not a name
+#: (Ganeti's QLANG_FILTER_DETECTION_CHARS).
+FILTER_DETECTION_CHARS = frozenset("\t\n\v\f\r !\"'()/<=>\\~")
+
+#: Characters that make a name a glob pattern.
+GLOB_DETECTION_CHARS = frozenset("*?")
 
 
 def parse_fields(selected: str | None, default: Sequence[str]) -> list[str]:
@@ -108,6 +124,61 @@ def format_timestamp(ts: Any) -> str:
     return format_time(ts[0], ts[1])
 
 
+def format_unit(value: Any, unit: str) -> str:
+    """A size in MiB in ``unit`` (Ganeti's ``FormatUnit``): ``h`` picks M, G or T."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if unit == "m" or (unit == "h" and value < 1024):
+        return f"{value:.0f}" + ("M" if unit == "h" else "")
+    if unit == "g" or (unit == "h" and value < 1024 * 1024):
+        return f"{value / 1024:.1f}" + ("G" if unit == "h" else "")
+    return f"{value / 1024 / 1024:.1f}" + ("T" if unit == "h" else "")
+
+
+def glob_pattern(pattern: str) -> str:
+    """The regular expression of a host-name glob: ``*`` and ``?`` as in the shell,
+    anchored, and matching the name alone or followed by domain parts."""
+    body = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch)
+                   for ch in pattern)
+    return rf"^{body}(\..*)?$"
+
+
+def name_filter(names: Sequence[str], field: str = "name") -> list[Any] | None:
+    """The query filter for names from the command line (Ganeti's ``MakeFilter``).
+
+    Each name becomes ``["==", field, name]``, or ``["=~", field, regexp]``
+    if it holds ``*`` or ``?``; several are or-ed; none gives None (all).
+    Filter expressions (Ganeti's query language) are not supported yet.
+    """
+    if not names:
+        return None
+    if len(names) == 1 and FILTER_DETECTION_CHARS & set(names[0]):
+        raise errors.OpPrereqError(f"Query filter expressions are not supported yet: "
+                                   f"{names[0]!r}; give names or glob patterns",
+                                   errors.ECODE_INVAL)
+    parts: list[Any] = ["|"]
+    for name in names:
+        if GLOB_DETECTION_CHARS & set(name):
+            parts.append([c.QLANG_OP_REGEXP, field, glob_pattern(name)])
+        else:
+            parts.append([c.QLANG_OP_EQUAL, field, name])
+    return parts
+
+
+def check_names_found(kind: str, wanted: Sequence[str], found: Sequence[str]) -> None:
+    """Refuse names from the command line that matched nothing (``OpPrereqError``).
+
+    A name matches as in filters (``node1`` finds ``node1.example.com``);
+    glob patterns may match nothing.
+    """
+    missing = [name for name in wanted
+               if not GLOB_DETECTION_CHARS & set(name)
+               and not any(qfilter.hostname_matches(item, name) for item in found)]
+    if missing:
+        raise errors.OpPrereqError(f"{kind}(s) not known: {', '.join(missing)}",
+                                   errors.ECODE_NOENT)
+
+
 def _format_bool(value: Any) -> str:
     return "Y" if value else "N"
 
@@ -117,7 +188,7 @@ _DEFAULT_FORMATS: dict[str, tuple[Formatter, bool]] = {
     c.QFT_BOOL: (_format_bool, False),
     c.QFT_NUMBER: (str, True),
     c.QFT_NUMBER_FLOAT: (str, True),
-    c.QFT_UNIT: (str, True),  # sizes are shown in MiB as they come
+    c.QFT_UNIT: (str, True),  # replaced by format_unit in the chosen unit
     c.QFT_TIMESTAMP: (format_time, False),
     c.QFT_OTHER: (str, False),
     c.QFT_UNKNOWN: (str, False),
@@ -135,16 +206,31 @@ def _cell_formatter(fn: Formatter, verbose: bool, seen: set[int]) -> Formatter:
     return fmt
 
 
+def _unit_formatter(unit: str) -> Formatter:
+    return lambda value: format_unit(value, unit)
+
+
 def format_query_result(response: Mapping[str, Any], header: bool, separator: str | None,
                         format_override: FormatOverride | None = None,
-                        verbose: bool = False) -> tuple[bool, list[str]]:
-    """Lines of a LUXI ``Query`` answer, and whether any field was unknown."""
+                        verbose: bool = False,
+                        unit: str | None = None) -> tuple[bool, list[str]]:
+    """Lines of a LUXI ``Query`` answer, and whether any field was unknown.
+
+    Sizes (kind ``unit``) are shown in ``unit``; without one, human-readable
+    in a table and in MiB with a separator (Ganeti's choice).
+    """
     override = format_override or {}
+    if unit is None:
+        unit = "m" if separator else "h"
     seen: set[int] = set()
     columns = []
     for fdef in response["fields"]:
-        fn, right = override.get(fdef["name"]) or _DEFAULT_FORMATS.get(fdef["kind"],
-                                                                      (str, False))
+        if fdef["name"] in override:
+            fn, right = override[fdef["name"]]
+        elif fdef["kind"] == c.QFT_UNIT:
+            fn, right = _unit_formatter(unit), True
+        else:
+            fn, right = _DEFAULT_FORMATS.get(fdef["kind"], (str, False))
         columns.append(Column(fdef["title"], _cell_formatter(fn, verbose, seen), right))
     lines = format_table(response["data"], columns, header, separator)
     unknown = c.RS_UNKNOWN in seen or any(f["kind"] == c.QFT_UNKNOWN
@@ -163,14 +249,24 @@ def warn_unknown_fields(ctx: Context, fielddefs: Sequence[Mapping[str, Any]]) ->
 def generic_list(ctx: Context, resource: str, fields: list[str], qfilter: Any,
                  separator: str | None, header: bool,
                  format_override: FormatOverride | None = None,
-                 verbose: bool = False) -> int:
+                 verbose: bool = False, unit: str | None = None) -> int:
     """``Query(resource, fields, qfilter)`` printed as a table; the exit code."""
     response = ctx.luxi().call("Query", resource, fields, qfilter)
     found_unknown = warn_unknown_fields(ctx, response["fields"])
-    _, lines = format_query_result(response, header, separator, format_override, verbose)
+    _, lines = format_query_result(response, header, separator, format_override, verbose,
+                                   unit)
     for line in lines:
         ctx.out(line)
     return EXIT_UNKNOWN_FIELD if found_unknown else c.EXIT_SUCCESS
+
+
+def query_rows(ctx: Context, resource: str, fields: list[str],
+               names: Sequence[str]) -> list[list[Any]]:
+    """``Query`` of the named items (all without names): rows of plain values,
+    None where a value is missing."""
+    response = ctx.luxi().call("Query", resource, fields, name_filter(names))
+    return [[value if status == c.RS_NORMAL else None for status, value in row]
+            for row in response["data"]]
 
 
 def generic_list_fields(ctx: Context, resource: str, fields: list[str],
@@ -187,8 +283,9 @@ def generic_list_fields(ctx: Context, resource: str, fields: list[str],
 
 
 def add_output_options(p: argparse.ArgumentParser, default_fields: Sequence[str] | None,
-                       verbose: bool = True) -> None:
-    """``--no-headers``, ``--separator`` and (with default fields) ``-o``, ``-v``."""
+                       verbose: bool = True, units: bool = False) -> None:
+    """``--no-headers``, ``--separator``, (with default fields) ``-o``, ``-v``, and
+    ``--units`` if asked for."""
     p.add_argument("--no-headers", action="store_true", help="don't display column headers")
     p.add_argument("--separator", metavar="SEP",
                    help="separator between output fields (default: columns padded with "
@@ -200,6 +297,10 @@ def add_output_options(p: argparse.ArgumentParser, default_fields: Sequence[str]
     if verbose:
         p.add_argument("-v", "--verbose", action="store_true",
                        help="show missing values as words, e.g. (unavail), not marks")
+    if units:
+        p.add_argument("--units", choices=UNITS, default=None,
+                       help="unit of sizes: h (human-readable, the default without "
+                            "--separator), m (MiB, the default with --separator), g, t")
 
 
 # --- PrintGenericInfo ------------------------------------------------------------
@@ -262,6 +363,27 @@ def _serialize(out: list[str], data: Any, level: int, afterkey: bool = False) ->
             _serialize(out, item, level + 1)
     else:
         out.append(f"{data}\n")
+
+
+def format_params_info(own: Mapping[str, Any] | None,
+                       actual: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters for info output (Ganeti's ``FormatParamsDictInfo``).
+
+    A value set on the object itself is shown as it is; an inherited one as
+    ``default (value)``.  Non-empty dicts (per hypervisor, per template) are
+    shown nested, the same way.
+    """
+    own = own or {}
+    result: dict[str, Any] = {}
+    for key, value in actual.items():
+        if isinstance(value, dict) and value:
+            sub = own.get(key)
+            result[key] = format_params_info(sub if isinstance(sub, dict) else {}, value)
+        elif key in own:
+            result[key] = str(own[key])
+        else:
+            result[key] = f"default ({value})"
+    return result
 
 
 def format_generic_info(data: Any) -> str:

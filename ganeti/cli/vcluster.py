@@ -5,6 +5,14 @@ Node k of a virtual cluster is ``node<k>.<domain>`` with root directory
 address reaches the loopback device).  Each node's daemons run with
 ``GANETI_ROOTDIR``/``GANETI_HOSTNAME`` set to that node, so every path is
 private to the node, exactly as on separate machines.
+
+Every node runs ``ganeti-noded`` on ``<its ip>:1811``; node 1, the master,
+also runs ``ganeti-masterd``.  ``create`` initialises node 1 and adds the
+other nodes as an administrator would: it prepares each node (directories
+and the cluster certificate, which stands in for the SSH step of Ganeti's
+``gnt-node add``), starts the daemons, submits one ``OP_NODE_ADD`` job per
+node and stops the daemons again, so that ``create`` leaves a stopped
+cluster and ``start`` starts it.
 """
 
 from __future__ import annotations
@@ -18,12 +26,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ganeti.cli import daemons
-from ganeti.cli.framework import Command, Context, UsageError, run_tool
+from ganeti.cli import daemons, jobs
+from ganeti.cli.framework import Command, Context, UsageError, format_error, run_tool
 from ganeti.core import bootstrap, constants, errors, fileutil
 from ganeti.core.paths import Paths
 from ganeti.luxi.client import LuxiClient
@@ -32,6 +41,12 @@ DESCRIPTION = __doc__.split("\n\n")[0]
 STATE_FILE = "vcluster.json"
 CREDENTIALS_FILE = "rapi-credentials"
 START_TIMEOUT = 30.0
+#: Seconds one OP_NODE_ADD job may take during ``create``.
+JOIN_TIMEOUT = 120.0
+DEFAULT_DOMAIN = "vcluster.test"
+DEFAULT_IP_BASE = "127.0.1."
+#: Number of nodes ``demo`` creates.
+DEMO_NODES = 3
 
 
 @dataclass
@@ -95,9 +110,22 @@ class VCluster:
                                    f"(nodes: {', '.join(n.name for n in self.nodes)})",
                                    errors.ECODE_NOENT)
 
+    def is_master(self, node: VNode) -> bool:
+        """Whether ``node`` is the master."""
+        return node.name == self.master
+
     def daemons_of(self, node: VNode) -> list[str]:
-        """The daemons a node runs (the node daemon arrives with its issue)."""
-        return list(daemons.MASTER_DAEMONS) if node.name == self.master else []
+        """The daemons a node runs, in start order: ganeti-noded, plus ganeti-masterd
+        on the master."""
+        return daemons.daemons_of(self.is_master(node))
+
+    def start_order(self) -> list[tuple[VNode, str]]:
+        """``(node, daemon)``: every node's node daemon, then the master daemon."""
+        return daemons.start_order([(n, self.is_master(n)) for n in self.nodes])
+
+    def stop_order(self) -> list[tuple[VNode, str]]:
+        """The reverse of :meth:`start_order`."""
+        return daemons.stop_order([(n, self.is_master(n)) for n in self.nodes])
 
 
 def _setup_dir(p: argparse.ArgumentParser) -> None:
@@ -106,16 +134,178 @@ def _setup_dir(p: argparse.ArgumentParser) -> None:
 
 def _setup_create(p: argparse.ArgumentParser) -> None:
     _setup_dir(p)
-    p.add_argument("--nodes", type=int, default=1, help="number of nodes (default: 1)")
-    p.add_argument("--domain", default="vcluster.test",
+    _setup_nodes(p, 1)
+    p.add_argument("--domain", default=DEFAULT_DOMAIN,
                    help="DNS domain of the node names (default: %(default)s)")
-    p.add_argument("--ip-base", default="127.0.1.",
-                   help="node k gets IP <ip-base><k> (default: %(default)s)")
     p.add_argument("--name", help="cluster name (default: cluster.<domain>)")
 
 
+def _setup_nodes(p: argparse.ArgumentParser, default_nodes: int) -> None:
+    p.add_argument("--nodes", type=int, default=default_nodes,
+                   help="number of nodes; node 1 is the master, the others are added "
+                        "with OP_NODE_ADD (default: %(default)s)")
+    p.add_argument("--ip-base", default=DEFAULT_IP_BASE,
+                   help="node k gets IP <ip-base><k>; its ganeti-noded listens on port "
+                        f"{constants.DEFAULT_NODED_PORT} there, so two running virtual "
+                        "clusters need different bases (default: %(default)s)")
+
+
+def _setup_demo(p: argparse.ArgumentParser) -> None:
+    _setup_dir(p)
+    _setup_nodes(p, DEMO_NODES)
+
+
+def node_dirs(paths: Paths) -> list[tuple[str, int]]:
+    """The directories a node needs before it is added (what Ganeti's node setup
+    leaves behind), with their modes; the master fills them through the node daemon."""
+    return [(paths.data_dir, 0o755), (paths.queue_dir, 0o700),
+            (paths.queue_archive_dir, 0o700), (paths.run_dir, 0o775),
+            (paths.socket_dir, 0o750), (paths.log_dir, 0o750)]
+
+
+def prepare_node(master: VNode, node: VNode) -> None:
+    """Make ``node`` ready to be added: its directories and the cluster certificate.
+
+    On a real cluster ``gnt-node add`` copies ``server.pem`` over SSH; here it
+    is copied from the master's DATA_DIR (mode 0600) so that the node daemon
+    can start and accept the master's calls.
+    """
+    fileutil.ensure_dirs(node_dirs(node.paths))
+    fileutil.atomic_write(node.paths.server_pem, fileutil.read_file(master.paths.server_pem),
+                          mode=0o600)
+
+
+def ip_base_of(node: VNode) -> str:
+    """The ``--ip-base`` a node's address was made from (``127.0.1.`` for 127.0.1.3)."""
+    return node.ip.rsplit(".", 1)[0] + "."
+
+
+def suggest_ip_base(count: int, avoid: str) -> str | None:
+    """A ``127.0.<n>.`` base whose first ``count`` addresses are free on the noded port."""
+    for third in range(2, 251):
+        base = f"127.0.{third}."
+        if base == avoid:
+            continue
+        try:
+            for k in range(1, count + 1):
+                daemons.check_address_free(f"{base}{k}", constants.DEFAULT_NODED_PORT)
+        except errors.CommandError:
+            continue
+        return base
+    return None
+
+
+def address_in_use_error(err: daemons.AddressInUse, node: VNode, count: int,
+                         directory: str, creating: bool) -> errors.CommandError:
+    """The error for a taken node address, with what to do about it."""
+    base = ip_base_of(node)
+    other = suggest_ip_base(count, base)
+    example = f" (for example --ip-base {other})" if other else ""
+    if creating:
+        advice = f"create the cluster with another --ip-base{example}"
+    else:
+        advice = (f"or remove this one ('ganeti-vcluster destroy {directory}') and create it "
+                  f"again with another --ip-base{example}")
+        advice = f"stop the other cluster ('ganeti-vcluster stop <its DIR>'), {advice}"
+    return errors.CommandError(
+        f"{err.args[0]}. Probably another virtual cluster with --ip-base {base} is running "
+        f"(its ganeti-noded listens on {err.address}:{err.port}); {advice}")
+
+
+class JoinError(errors.GenericError):
+    """Adding a node failed: ``args`` are the node name, the job id and the error."""
+
+
+def wait_for_job(client: Any, job_id: int, on_log: Any, timeout: float) -> None:
+    """Follow a job with WaitForJobChange until it ends; ``on_log(message)`` per log entry."""
+    deadline = time.monotonic() + timeout
+    prev_info: Any = None
+    prev_serial: int | None = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise errors.OpExecError(f"job {job_id} did not finish within {timeout:g}s")
+        answer = client.call("WaitForJobChange", job_id, ["status"], prev_info, prev_serial,
+                             max(1.0, min(remaining, 10.0)))
+        if not answer:
+            raise errors.JobLost(f"Job with id {job_id} lost")
+        if answer == jobs.JOB_NOTCHANGED:
+            continue
+        info, entries = answer
+        for serial, _timestamp, log_type, message in entries or []:
+            on_log(jobs.format_log_message(log_type, message))
+            prev_serial = serial if prev_serial is None else max(prev_serial, serial)
+        if not entries and info[0] in (constants.JOB_STATUS_SUCCESS, constants.JOB_STATUS_ERROR,
+                                       constants.JOB_STATUS_CANCELING,
+                                       constants.JOB_STATUS_CANCELED):
+            return
+        prev_info = info
+
+
+def add_node(ctx: Context, vc: VCluster, node: VNode, opts: argparse.Namespace) -> None:
+    """Submit OP_NODE_ADD for ``node`` to the master and wait for it; JoinError if it fails."""
+    client = ctx.luxi_factory(vc.node(None).paths)
+    # job_results and the reason trail want a Context: one bound to the master's client
+    mctx = Context(tool=ctx.tool, stdout=ctx.stdout, stderr=ctx.stderr,
+                   environ=vc.node(None).paths.env(), luxi_factory=lambda _paths: client)
+    op: dict[str, Any] = {"OP_ID": "OP_NODE_ADD", "node_name": node.name,
+                          "primary_ip": node.ip, "readd": False}
+    jobs.set_generic_options(mctx, opts, [op])
+    job_id: int | None = None
+    try:
+        job_id = int(client.call("SubmitJob", [op]))
+        ctx.out(f"Adding {node.name} ({node.ip}): job {job_id}")
+        wait_for_job(client, job_id, lambda msg: ctx.out(f"    {msg}"), JOIN_TIMEOUT)
+        jobs.job_results(mctx, job_id)
+    except errors.GenericError as err:
+        raise JoinError(node.name, job_id, err) from None
+    finally:
+        close = getattr(client, "close", None)
+        if close is not None:
+            close()
+    ctx.out(f"  {node.name} joined the cluster")
+
+
+def join_nodes(ctx: Context, vc: VCluster, opts: argparse.Namespace,
+               keep_running: bool) -> int:
+    """Start every daemon and add nodes 2..N; stop the daemons again unless ``keep_running``."""
+    ok = False
+    try:
+        start_all(vc, ctx)
+        for node in vc.nodes:
+            if not vc.is_master(node):
+                add_node(ctx, vc, node, opts)
+        ok = True
+    except JoinError as err:
+        name, job_id, cause = err.args
+        job = f" (job {job_id})" if job_id is not None else ""
+        ctx.err(f"Adding {name} failed{job}: {format_error(cause)[1]}")
+        ctx.err(f"  master daemon log: {vc.node(None).paths.log_file(constants.MASTERD)}")
+        ctx.err(f"  node daemon log:   {vc.node(name).paths.log_file(constants.NODED)}")
+    except errors.GenericError as err:
+        ctx.err(format_error(err)[1])
+    finally:
+        if not ok or not keep_running:
+            stop_all(vc, ctx)
+    if not ok:
+        ctx.err(f"The virtual cluster stays in {vc.directory} with its daemons stopped; "
+                f"remove it with 'ganeti-vcluster destroy {vc.directory}'.")
+        return constants.EXIT_FAILURE
+    if len(vc.nodes) > 1:
+        ctx.out(f"All {len(vc.nodes)} nodes are in the cluster.")
+    if not keep_running:
+        ctx.out(f"The daemons are stopped again; start them with 'ganeti-vcluster start "
+                f"{vc.directory}'.")
+    return constants.EXIT_SUCCESS
+
+
 def cmd_create(ctx: Context, opts: argparse.Namespace) -> int:
-    """Create the node directories and initialise node 1 as master."""
+    """Initialise node 1 as master and add the other nodes; leaves the daemons stopped."""
+    return create(ctx, opts, keep_running=False)
+
+
+def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
+    """``create``; with ``keep_running`` the daemons stay up after the nodes joined."""
     directory = os.path.abspath(opts.directory)
     if os.path.exists(os.path.join(directory, STATE_FILE)):
         raise errors.OpPrereqError(f"{directory} already holds a virtual cluster; use "
@@ -143,11 +333,20 @@ def cmd_create(ctx: Context, opts: argparse.Namespace) -> int:
         shared_file_storage_dir=os.path.join(storage, "shared-file-storage"),
         gluster_storage_dir=os.path.join(master.paths.run_dir, "gluster"))
     bootstrap.build_config(init, master.paths)  # validate before creating anything
+    if len(nodes) > 1 or keep_running:  # daemons will run: are the addresses free?
+        for node in nodes:
+            try:
+                daemons.check_address_free(node.ip, constants.DEFAULT_NODED_PORT)
+            except daemons.AddressInUse as err:
+                raise address_in_use_error(err, node, len(nodes), directory,
+                                           creating=True) from None
     os.makedirs(directory, exist_ok=True)
     for node in nodes:
         os.makedirs(node.root, exist_ok=True)
     try:
         result = bootstrap.initialise(master.paths, init)
+        for node in nodes[1:]:
+            prepare_node(master, node)
     except BaseException:
         for node in nodes:
             shutil.rmtree(node.root, ignore_errors=True)
@@ -157,11 +356,14 @@ def cmd_create(ctx: Context, opts: argparse.Namespace) -> int:
     vc.save()
     ctx.out(f"Created virtual cluster {vc.cluster_name} in {directory}")
     for node in nodes:
-        role = "master" if node.name == vc.master else "not yet joined (needs ganeti-noded)"
+        role = ("master, initialised" if vc.is_master(node)
+                else "prepared: directories and cluster certificate")
         ctx.out(f"  {node.name:<28} {node.ip:<15} {role}")
     ctx.out(f"RAPI user {result.rapi_user!r}: password saved in "
             f"{os.path.join(directory, CREDENTIALS_FILE)} (mode 0600)")
-    return constants.EXIT_SUCCESS
+    if len(nodes) == 1 and not keep_running:
+        return constants.EXIT_SUCCESS
+    return join_nodes(ctx, vc, opts, keep_running)
 
 
 def _answers(paths: Paths) -> bool:
@@ -174,42 +376,61 @@ def _answers(paths: Paths) -> bool:
 
 
 def start_all(vc: VCluster, ctx: Context) -> list[str]:
-    """Start every daemon that is not running; returns those started."""
-    started = []
-    for node in vc.nodes:
-        for daemon in vc.daemons_of(node):
+    """Start every daemon that is not running, in start order; returns those started.
+
+    Each started daemon is reported as it comes up.  If one fails, the daemons
+    this call started are stopped again and the error is raised.
+    """
+    started: list[tuple[VNode, str]] = []
+    try:
+        for node, daemon in vc.start_order():
             paths = node.paths
             if daemons.state(paths, daemon).state == daemons.RUNNING:
                 continue
-            daemons.start(paths, daemon)
-            started.append(f"{daemon}@{node.name}")
+            try:
+                daemons.start_on_node(paths, daemon, node.ip)
+            except daemons.AddressInUse as err:
+                raise address_in_use_error(err, node, len(vc.nodes), vc.directory,
+                                           creating=False) from None
+            started.append((node, daemon))
             if daemon == constants.MASTERD and not daemons.wait_for(
                     functools.partial(_answers, paths), START_TIMEOUT):
                 raise errors.CommandError(
                     f"{daemon} on {node.name} did not answer on {paths.luxi_socket} within "
                     f"{START_TIMEOUT:g}s; see {paths.log_file(daemon)}")
-    return started
+            ctx.out(f"Started {daemon}@{node.name}")
+    except BaseException:
+        undone = [f"{d}@{n.name}" for n, d in reversed(started) if daemons.stop(n.paths, d)]
+        if undone:
+            ctx.err(f"Stopped again: {', '.join(undone)}")
+        raise
+    return [f"{d}@{n.name}" for n, d in started]
+
+
+def stop_all(vc: VCluster, ctx: Context) -> list[str]:
+    """Stop every daemon in stop order (master daemon first); returns those that ran."""
+    return [f"{d}@{node.name}" for node, d in vc.stop_order() if daemons.stop(node.paths, d)]
 
 
 def cmd_start(ctx: Context, opts: argparse.Namespace) -> int:
-    """Start the daemons that are not running and wait until they answer."""
+    """Start the daemons that are not running (every node daemon, then the master daemon)
+    and wait until they answer."""
     vc = VCluster.load(opts.directory)
-    started = start_all(vc, ctx)
-    ctx.out(f"Started {', '.join(started)}." if started else "All daemons already running.")
+    if not start_all(vc, ctx):
+        ctx.out("All daemons already running.")
     return constants.EXIT_SUCCESS
 
 
 def cmd_stop(ctx: Context, opts: argparse.Namespace) -> int:
-    """Stop every daemon of every node and wait for them to exit."""
+    """Stop every daemon of every node (the master daemon first) and wait for them to exit."""
     vc = VCluster.load(opts.directory)
-    stopped = [f"{d}@{node.name}" for node in vc.nodes for d in vc.daemons_of(node)
-               if daemons.stop(node.paths, d)]
+    stopped = stop_all(vc, ctx)
     ctx.out(f"Stopped {', '.join(stopped)}." if stopped else "No daemon was running.")
     return constants.EXIT_SUCCESS
 
 
 def states(vc: VCluster) -> list[tuple[VNode, daemons.DaemonState]]:
-    """State of every daemon of every node."""
+    """State of every daemon of every node, node by node."""
     return [(node, daemons.state(node.paths, d)) for node in vc.nodes
             for d in vc.daemons_of(node)]
 
@@ -217,10 +438,11 @@ def states(vc: VCluster) -> list[tuple[VNode, daemons.DaemonState]]:
 def cmd_status(ctx: Context, opts: argparse.Namespace) -> int:
     """List the daemons with pid and state; exit 1 if any is not running."""
     vc = VCluster.load(opts.directory)
-    ctx.out(f"{'Node':<28} {'Daemon':<16} {'PID':>7}  State")
+    ctx.out(f"{'Node':<28} {'IP':<15} {'Daemon':<16} {'PID':>7}  State")
     rows = states(vc)
     for node, st in rows:
-        ctx.out(f"{node.name:<28} {st.daemon:<16} {st.pid or '-':>7}  {st.state}")
+        ctx.out(f"{node.name:<28} {node.ip:<15} {st.daemon:<16} {st.pid or '-':>7}  "
+                f"{st.state}")
     return (constants.EXIT_SUCCESS if all(st.state == daemons.RUNNING for _, st in rows)
             else constants.EXIT_FAILURE)
 
@@ -249,9 +471,7 @@ def cmd_env(ctx: Context, opts: argparse.Namespace) -> int:
 def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     """Stop every daemon and remove the virtual cluster's directory."""
     vc = VCluster.load(opts.directory)
-    for node in vc.nodes:
-        for d in vc.daemons_of(node):
-            daemons.stop(node.paths, d)
+    stop_all(vc, ctx)
     shutil.rmtree(vc.directory)
     ctx.out(f"Destroyed the virtual cluster in {vc.directory}.")
     return constants.EXIT_SUCCESS
@@ -262,7 +482,11 @@ def _run_shown(ctx: Context, vc: VCluster, argv: list[str], max_lines: int = 0) 
     env.update(vc.node(None).paths.env())
     env["PATH"] = os.path.dirname(os.path.abspath(sys.executable)) + ":" + env.get("PATH", "")
     ctx.out(f"$ {' '.join(argv)}")
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        ctx.out(f"  {argv[0]}: command not found")
+        return 127
     lines = (proc.stdout + proc.stderr).rstrip("\n").splitlines()
     shown = lines[:max_lines] if max_lines else lines
     for line in shown:
@@ -276,50 +500,77 @@ def usage_lines(vc: VCluster) -> list[str]:
     """How to use, stop and remove the cluster."""
     tool = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "ganeti-vcluster")
     d = shlex.quote(vc.directory)
-    return [
+    others = [n for n in vc.nodes if not vc.is_master(n)]
+    lines = [
         "Use the cluster from your shell, either with",
         f"  eval \"$({tool} env {d})\"",
         "or with these export lines:",
         *(f"  {line}" for line in env_lines(vc, vc.node(None))),
         "then try:",
-        "  gnt-cluster info; gnt-debug delay 1; gnt-job list; gnt-job info 1; "
-        "gnt-debug locks",
+        "  gnt-cluster info; gnt-node list; gnt-group list; gnt-debug delay 1; gnt-job list; "
+        "gnt-job info 1; gnt-debug locks",
+    ]
+    if others:
+        lines.append(f"Nodes:   {vc.master} (master), {', '.join(n.name for n in others)}; "
+                     f"each under {os.path.join(vc.directory, '<node>')}")
+    return lines + [
         f"Status:  {tool} status {d}",
         f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",
         f"Remove:  {tool} destroy {d}",
-        f"Logs:    {vc.node(None).paths.log_dir}",
+        f"Logs:    {vc.node(None).paths.log_dir} (each node has its own, under "
+        f"{os.path.join(vc.directory, '<node>', 'var/log/ganeti')})",
     ]
 
 
+#: What ``demo`` shows: (argv, at most this many output lines, 0 for all).
+DEMO_COMMANDS: list[tuple[list[str], int]] = [
+    (["gnt-cluster", "getmaster"], 0),
+    (["gnt-cluster", "version"], 0),
+    (["gnt-cluster", "info"], 12),
+    (["gnt-node", "list"], 0),
+    (["gnt-node", "list", "-o", "name,role,pip,master_candidate"], 0),
+    (["gnt-group", "list"], 0),
+    (["gnt-cluster", "add-tags", "demo:yes"], 0),
+    (["gnt-cluster", "list-tags"], 0),
+    (["gnt-debug", "delay", "--repeat", "2", "0.2"], 0),
+    (["gnt-job", "list"], 0),
+    (["gnt-debug", "locks"], 0),
+]
+
+
+def demonstrate(ctx: Context, vc: VCluster) -> int:
+    """Run :data:`DEMO_COMMANDS` against the master; the number that failed."""
+    ctx.out("")
+    ctx.out("Demonstration (each command talks LUXI to the master daemon; the tags, the "
+            "delay and the listing are jobs):")
+    return sum(_run_shown(ctx, vc, argv, max_lines) != 0 for argv, max_lines in DEMO_COMMANDS)
+
+
 def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
-    """Create and start the cluster if needed, show what works, print how to use it."""
+    """Create (with 3 nodes) and start the cluster if needed, show what works, print how
+    to use it."""
     directory = os.path.abspath(opts.directory)
     if not os.path.exists(os.path.join(directory, STATE_FILE)):
-        cmd_create(ctx, argparse.Namespace(directory=directory, nodes=1,
-                                           domain="vcluster.test", ip_base="127.0.1.",
-                                           name=None))
-    vc = VCluster.load(directory)
-    if all(st.state == daemons.RUNNING for _, st in states(vc)):
-        ctx.out(f"The virtual cluster in {directory} is already running; leaving it as it is.")
+        code = create(ctx, argparse.Namespace(directory=directory, nodes=opts.nodes,
+                                              domain=DEFAULT_DOMAIN, ip_base=opts.ip_base,
+                                              name=None, command=opts.command),
+                      keep_running=True)
+        if code != constants.EXIT_SUCCESS:
+            return code
+        vc = VCluster.load(directory)
+        failures = demonstrate(ctx, vc)
     else:
-        started = start_all(vc, ctx)
-        ctx.out(f"Started {', '.join(started)}.")
-        ctx.out("")
-        ctx.out("Demonstration (each command talks LUXI to the master daemon; the tags, the "
-                "delay and the listing are jobs):")
-        failures = 0
-        for argv, max_lines in ((["gnt-cluster", "getmaster"], 0),
-                                (["gnt-cluster", "version"], 0),
-                                (["gnt-cluster", "info"], 12),
-                                (["gnt-cluster", "add-tags", "demo:yes"], 0),
-                                (["gnt-cluster", "list-tags"], 0),
-                                (["gnt-debug", "delay", "--repeat", "2", "0.2"], 0),
-                                (["gnt-job", "list"], 0),
-                                (["gnt-debug", "locks"], 0)):
-            failures += _run_shown(ctx, vc, argv, max_lines) != 0
-        if failures:
-            ctx.err(f"{failures} demonstration command(s) failed")
-            return constants.EXIT_FAILURE
+        vc = VCluster.load(directory)
+        if all(st.state == daemons.RUNNING for _, st in states(vc)):
+            ctx.out(f"The virtual cluster in {directory} is already running; leaving it as "
+                    "it is.")
+            failures = 0
+        else:
+            start_all(vc, ctx)
+            failures = demonstrate(ctx, vc)
+    if failures:
+        ctx.err(f"{failures} demonstration command(s) failed")
+        return constants.EXIT_FAILURE
     ctx.out("")
     for line in usage_lines(vc):
         ctx.out(line)
@@ -327,15 +578,17 @@ def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
 
 
 COMMANDS = [
-    Command("create", cmd_create, "Create a virtual cluster in DIR", _setup_create),
-    Command("start", cmd_start, "Start the daemons that are not running", _setup_dir),
+    Command("create", cmd_create, "Create a virtual cluster in DIR (daemons left stopped)",
+            _setup_create),
+    Command("start", cmd_start, "Start the daemons that are not running (noded on every "
+            "node, then masterd)", _setup_dir),
     Command("stop", cmd_stop, "Stop all daemons and wait for them", _setup_dir),
     Command("status", cmd_status, "List daemons with pid and state", _setup_dir),
     Command("env", cmd_env, "Print export lines for a node (default: the master)",
             _setup_env),
     Command("destroy", cmd_destroy, "Stop everything and remove DIR", _setup_dir),
-    Command("demo", cmd_demo, "Create/start if needed, demonstrate, print how to use",
-            _setup_dir),
+    Command("demo", cmd_demo, "Create (3 nodes)/start if needed, demonstrate, print how "
+            "to use", _setup_demo),
 ]
 
 

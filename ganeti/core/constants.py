@@ -327,7 +327,12 @@ QR_JOB = "job"
 QR_LOCK = "lock"
 QR_FILTER = "filter"
 # Resources OP_QUERY / OP_QUERY_FIELDS accept today; grows as resources arrive.
-QR_VIA_OPCODE = frozenset({QR_JOB, QR_LOCK})
+QR_VIA_OPCODE = frozenset({QR_JOB, QR_LOCK, QR_NODE, QR_GROUP})
+
+# Checks cluster verify may be told to skip (Ganeti's VERIFY_OPTIONAL_CHECKS).
+VERIFY_NPLUSONE_MEM = "nplusone_mem"
+VERIFY_HVPARAM_ASSESSMENT = "hvparam_assessment"
+VERIFY_OPTIONAL_CHECKS = frozenset({VERIFY_NPLUSONE_MEM, VERIFY_HVPARAM_ASSESSMENT})
 
 # Query field kinds.
 QFT_UNKNOWN = "unknown"

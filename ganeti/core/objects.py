@@ -418,6 +418,13 @@ class ConfigData(ConfigObject):
             raise OpPrereqError(f"Invalid tag kind {kind!r} (valid: {valid})", ECODE_INVAL)
         lookup, label = lookups[kind]
         obj = lookup(name or "")
+        if obj is None and name:
+            # nodes and groups are also addressed by UUID, nodes by a unique short name
+            if kind == constants.TAG_NODE:
+                short = [n for n in self.nodes.values() if n.name.split(".")[0] == name]
+                obj = self.nodes.get(name) or (short[0] if len(short) == 1 else None)
+            elif kind == constants.TAG_NODEGROUP:
+                obj = self.nodegroups.get(name)
         if obj is None:
             raise OpPrereqError(f"{label} name {name or ''} not found", ECODE_NOENT)
         return obj

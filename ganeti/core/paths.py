@@ -124,6 +124,16 @@ class Paths:
         return os.path.join(self.data_dir, "cluster-domain-secret")
 
     @property
+    def known_hosts(self) -> str:
+        """The cluster's SSH known_hosts file."""
+        return os.path.join(self.data_dir, "known_hosts")
+
+    @property
+    def ssh_pub_keys(self) -> str:
+        """The nodes' public SSH keys (``ganeti_pub_keys``)."""
+        return os.path.join(self.data_dir, "ganeti_pub_keys")
+
+    @property
     def rapi_users_dir(self) -> str:
         """Directory of the RAPI users file."""
         return os.path.join(self.data_dir, "rapi")

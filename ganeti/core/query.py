@@ -118,7 +118,8 @@ def _check_names(names: Any, what: str) -> list[str]:
     return list(names)
 
 
-def _nice_key(name: str) -> list[Any]:
+def nice_sort_key(name: str) -> list[Any]:
+    """Sort key putting ``node2`` before ``node10`` (Ganeti's nice sort)."""
     return [(0, int(part), "") if part.isdigit() else (1, 0, part)
             for part in re.split(r"(\d+)", name) if part]
 
@@ -126,7 +127,7 @@ def _nice_key(name: str) -> list[Any]:
 def query_fields(table: Mapping[str, Field[Any]], names: Any) -> dict[str, Any]:
     """The answer to QueryFields: the named fields in order, or all sorted by name."""
     if names is None:
-        return {"fields": [table[n].fielddef() for n in sorted(table, key=_nice_key)]}
+        return {"fields": [table[n].fielddef() for n in sorted(table, key=nice_sort_key)]}
     return {"fields": [table[n].fielddef() if n in table else unknown_fielddef(n)
                        for n in _check_names(names, "Fields")]}
 
@@ -302,6 +303,6 @@ def old_style_rows(items: Iterable[JobItem], fields: Any) -> list[list[Any] | No
 
 __all__ = [
     "JOB_FIELDS", "NODATA", "OFFLINE", "RESOURCES", "UNAVAIL", "Field", "JobItem", "Query",
-    "Special", "field_table", "old_style_rows", "query_fields", "query_jobs",
+    "Special", "field_table", "nice_sort_key", "old_style_rows", "query_fields", "query_jobs",
     "requested_job_ids", "resource_fields", "unknown_fielddef",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import posixpath
 import re
 import zlib
 from collections.abc import Callable
@@ -29,7 +30,7 @@ ENCODING_NONE = 0
 ENCODING_ZLIB_BASE64 = 1
 
 # Paths travel as they are on a node without GANETI_ROOTDIR; see to_wire_path.
-_SSCONF_KEY_RE = re.compile(r"^[a-z0-9_]+$")
+_SSCONF_KEY_RE = re.compile(r"^[a-z0-9_-]+$")
 
 
 class RpcArgumentError(ValueError):
@@ -83,6 +84,31 @@ def _is_mode(v: Any) -> bool:
 
 def _is_duration(v: Any) -> bool:
     return _is_number(v) and 0 <= v <= TMO_SLOW
+
+
+def _is_nonempty_str(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def is_wire_path(v: Any) -> bool:
+    """An absolute, normalised path (no ``..``, no ``//``, no trailing ``/``)."""
+    return (isinstance(v, str) and v.startswith("/") and not v.startswith("//")
+            and posixpath.normpath(v) == v and "\0" not in v)
+
+
+# node_verify: the checks a master may ask for, each with the shape of its value.
+VERIFY_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "version": lambda v: isinstance(v, bool),
+    "filelist": lambda v: isinstance(v, list) and all(is_wire_path(p) for p in v),
+    "hostname": lambda v: isinstance(v, bool),
+    "time": lambda v: isinstance(v, bool),
+    "ssconf": lambda v: isinstance(v, bool),
+}
+
+
+def _is_verify_checks(v: Any) -> bool:
+    return isinstance(v, dict) and all(
+        isinstance(k, str) and k in VERIFY_CHECKS and VERIFY_CHECKS[k](x) for k, x in v.items())
 
 
 @dataclass(frozen=True)
@@ -146,6 +172,14 @@ _CALL_LIST = [
     _call("jobqueue_rename", TMO_FAST, "Rename job-queue files, e.g. into the archive.",
           RpcArg("renames", _is_rename_list, "a list of [old, new] name pairs")),
     _call("jobqueue_purge", TMO_NORMAL, "Remove every job-queue file except the lock."),
+    _call("node_verify", TMO_NORMAL,
+          "Answer the checks asked for (version, filelist hashes, hostname, time, ssconf).",
+          RpcArg("checks", _is_verify_checks,
+                 "an object with the optional keys version, hostname, time, ssconf "
+                 "(true/false) and filelist (a list of absolute normalised paths)"),
+          RpcArg("cluster_name", _is_nonempty_str, "the cluster's name (non-empty string)")),
+    _call("node_leave_cluster", TMO_NORMAL,
+          "Remove the cluster's files from this node (server.pem last), then stop noded."),
     _call("test_delay", TMO_NORMAL, "Wait the given number of seconds, then succeed.",
           RpcArg("duration", _is_duration, f"a number of seconds (0..{TMO_SLOW})")),
 ]

@@ -13,7 +13,7 @@ nothing.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from twisted.internet import defer
@@ -22,12 +22,25 @@ from twisted.logger import Logger
 
 from ganeti.core import config as configmod
 from ganeti.core import fileutil
-from ganeti.core.errors import ConfigurationError
+from ganeti.core.errors import ConfigurationError, OpExecError
 from ganeti.core.objects import ConfigData
 
 R = TypeVar("R")
 BlockingRunner = Callable[..., "defer.Deferred[Any]"]
 Listener = Callable[[ConfigData], None]
+#: Called after each commit with the new config and its text; returns None or an error
+#: message that fails the changes of the batch (they stay committed).
+Distributor = Callable[[ConfigData, str, bool], Awaitable["str | None"]]  # (cfg, text, force)
+
+
+class _Exclusive:
+    """Queued work that runs alone between commits (see update_serialised)."""
+
+    def __init__(self, work: Callable[[], Awaitable[Any]]) -> None:
+        self.work = work
+
+    def __call__(self, cfg: ConfigData) -> Any:  # never applied as a change
+        raise AssertionError("exclusive work is not a config change")
 
 
 class ConfigWriter:
@@ -45,6 +58,8 @@ class ConfigWriter:
         self._queue: list[tuple[Callable[[ConfigData], Any], defer.Deferred[Any]]] = []
         self._flushing = False
         self._listeners: list[Listener] = []
+        self._distributor: Distributor | None = None
+        self.text: str | None = None  # the text of the last committed config, once known
         self.writes = 0  # number of files written, for tests and statistics
 
     @property
@@ -55,6 +70,14 @@ class ConfigWriter:
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener(config)`` after every commit (e.g. to refresh ssconf)."""
         self._listeners.append(listener)
+
+    def set_distributor(self, distributor: Distributor) -> None:
+        """Run ``distributor(config, text, False)`` after every commit, before acknowledging.
+
+        Commits stay serialised: the next batch is written only after the
+        previous one was distributed, so nodes never get configs out of order.
+        """
+        self._distributor = distributor
 
     def update(self, change: Callable[[ConfigData], R]) -> defer.Deferred[R]:
         """Apply ``change`` to a copy of the config and commit it durably.
@@ -74,7 +97,17 @@ class ConfigWriter:
     async def _flush_all(self) -> None:
         try:
             while self._queue:
-                batch, self._queue = self._queue, []
+                first = self._queue[0][0]
+                if isinstance(first, _Exclusive):
+                    d, self._queue = self._queue[0][1], self._queue[1:]
+                    try:
+                        d.callback(await first.work())
+                    except Exception as err:
+                        d.errback(err)
+                    continue
+                n = next((i for i, (c, _) in enumerate(self._queue)
+                          if isinstance(c, _Exclusive)), len(self._queue))
+                batch, self._queue = self._queue[:n], self._queue[n:]
                 await self._commit(batch)
         finally:
             self._flushing = False
@@ -112,10 +145,45 @@ class ConfigWriter:
             return
         self.writes += 1
         self._config = candidate
+        self.text = text
         for listener in self._listeners:
             try:
                 listener(candidate)
             except Exception:
                 self.log.failure("Config listener failed")
+        problem = await self.distribute(candidate, text)
         for d, result in accepted:
-            d.callback(result)
+            if problem is None:
+                d.callback(result)
+            else:
+                d.errback(OpExecError(problem))
+
+    async def distribute(self, cfg: ConfigData, text: str, force: bool = False) -> str | None:
+        """Run the distributor (if any) on a committed config; never raises.
+
+        ``force`` sends everything to every node, not only what changed.
+        """
+        if self._distributor is None:
+            return None
+        try:
+            return await self._distributor(cfg, text, force)
+        except Exception as err:
+            self.log.failure("Distributing the configuration failed")
+            return f"distributing the configuration failed: {err}"
+
+    async def redistribute(self) -> str | None:
+        """Distribute the current config again (redist-conf); serialised with commits."""
+        async def run() -> str | None:
+            text = self.text if self.text is not None else configmod.dump(self._config)
+            return await self.distribute(self._config, text, True)
+        return await self.update_serialised(run)
+
+    async def update_serialised(self, work: Callable[[], Awaitable[R]]) -> R:
+        """Run ``work`` between two commits (no commit runs meanwhile)."""
+        d: defer.Deferred[Any] = defer.Deferred()
+        self._queue.append((_Exclusive(work), d))
+        if not self._flushing:
+            self._flushing = True
+            defer.Deferred.fromCoroutine(self._flush_all())
+        result: R = await d
+        return result

@@ -128,6 +128,8 @@ class JobStore:
         self.serial = 0
         self.commits = 0  # journal fdatasyncs, for tests and statistics
         self.checkpoints = 0
+        # called (reactor thread) after job files were written and jobs archived
+        self.on_written: Callable[[dict[int, str], list[int]], None] | None = None
 
     # Startup (blocking, before the reactor runs)
 
@@ -419,6 +421,9 @@ class JobStore:
                 except Exception:
                     # The journal still holds every state: recovery rewrites the files.
                     self.log.failure("Writing job files failed")
+                else:
+                    if self.on_written is not None and (unwritten or archives):
+                        self.on_written(unwritten, archives)
                 for job_id in archives:
                     for d in self._archive_waiters.pop(job_id, []):
                         d.callback(None)

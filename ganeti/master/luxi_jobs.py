@@ -13,6 +13,7 @@ from ganeti.core.jobs import QueuedJob
 from ganeti.master.events import EventBus
 from ganeti.master.jobqueue import JobQueue
 from ganeti.master.locking.manager import LOCK_FIELDS, LockManager
+from ganeti.master.nodequeries import NodeQueries
 
 WFJC_MAX_TIMEOUT = 89  # luxid caps WaitForJobChange at (180 - 1) // 2 seconds
 
@@ -37,7 +38,8 @@ class JobMethods:
     """Implements the job LUXI methods over a :class:`JobQueue`."""
 
     def __init__(self, queue: JobQueue, locks: LockManager, bus: EventBus,
-                 clock: IReactorTime) -> None:
+                 clock: IReactorTime, nodes: NodeQueries | None = None) -> None:
+        self.nodes = nodes
         self.queue = queue
         self.locks = locks
         self.bus = bus
@@ -92,13 +94,26 @@ class JobMethods:
             return query.query_jobs(await self._items(wanted), fields, qfilter)
         if what == "lock":
             return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.lock_info())
-        raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: job, lock)",
-                            ECODE_INVAL)
+        if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:
+            return await self.nodes.query(what, fields, qfilter)
+        raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: "
+                            f"{', '.join(self.resources())})", ECODE_INVAL)
+
+    def resources(self) -> list[str]:
+        """The resources Query and QueryFields answer."""
+        extra = [constants.QR_GROUP, constants.QR_NODE] if self.nodes is not None else []
+        return sorted([constants.QR_JOB, "lock", *extra])
 
     def query_fields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
-        """QueryFields("job" | "lock", fields)."""
-        table = LOCK_TABLE if what == "lock" else query.resource_fields(what)
-        return query.query_fields(table, fields)
+        """QueryFields("job" | "lock" | "node" | "group", fields)."""
+        if what == "lock":
+            return query.query_fields(LOCK_TABLE, fields)
+        if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:
+            return query.query_fields(self.nodes.fields_table(what), fields)
+        if what != constants.QR_JOB:
+            raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: "
+                                f"{', '.join(self.resources())})", ECODE_INVAL)
+        return query.query_fields(query.resource_fields(what), fields)
 
     def _job_info(self, job: QueuedJob, fields: list[str]) -> list[Any]:
         (row,) = query.old_style_rows([(job.id, job)], fields)

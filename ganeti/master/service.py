@@ -10,6 +10,7 @@ the state goes away.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -23,9 +24,9 @@ from twisted.python.threadpool import ThreadPool
 
 from ganeti.core import config as configmod
 from ganeti.core import constants, fileutil
-from ganeti.core.errors import ConfigurationError
+from ganeti.core.errors import ECODE_ENVIRON, ConfigurationError, GenericError, OpExecError
 from ganeti.core.jobs import QueuedJob
-from ganeti.core.objects import ConfigData
+from ganeti.core.objects import ConfigData, Node
 from ganeti.core.paths import Paths
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.master.configwriter import BlockingRunner, ConfigWriter
@@ -35,8 +36,13 @@ from ganeti.master.jobstore import JobStore
 from ganeti.master.locking.manager import LockManager
 from ganeti.master.lu import LUContext
 from ganeti.master.luxi_jobs import JobMethods
+from ganeti.master.nodequeries import NodeQueries
+from ganeti.master.nodes import target
 from ganeti.master.processor import JobHandle, Processor
 from ganeti.master.queries import ClusterQueries
+from ganeti.master.replication import NodeRpc, Replicator
+from ganeti.rpc.client import RpcClient
+from ganeti.rpc.tls import ClusterCertificate
 
 
 class ThreadPoolService(service.Service):
@@ -160,22 +166,33 @@ class MasterDaemon(service.MultiService):
 
     def __init__(self, reactor: Any, paths: Paths, cfg: ConfigData,
                  max_frame: int = constants.LUXI_MAX_FRAME, io_threads: int = 4,
-                 run_blocking: BlockingRunner | None = None, durable: bool = True) -> None:
-        """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one)."""
+                 run_blocking: BlockingRunner | None = None, durable: bool = True,
+                 rpc: NodeRpc | None = None,
+                 noded_port: int = constants.DEFAULT_NODED_PORT) -> None:
+        """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one);
+        ``rpc`` replaces the node RPC client (made from server.pem when first needed)."""
         super().__init__()
         self.paths = paths
+        self.reactor = reactor
+        self.noded_port = noded_port
+        self._rpc = rpc
         if run_blocking is None:
             pool = ThreadPool(minthreads=1, maxthreads=io_threads, name="masterd-io")
             ThreadPoolService(pool).setServiceParent(self)
             run_blocking = functools.partial(threads.deferToThreadPool, reactor, pool)
+        self.run_blocking = run_blocking
         self.config_writer = ConfigWriter(paths.config_file, cfg, run_blocking, reactor,
                                           durable=durable)
+        self.replicator = Replicator(self.rpc, paths, reactor, run_blocking)
+        self.replicator.watch_config(lambda: self.config_writer.config)
+        self.config_writer.set_distributor(self.replicator.distribute_config)
         self.events = EventBus(reactor)
         self.locks = LockManager(reactor, nodes=[n.name for n in cfg.nodes.values()],
                                  nodegroups=[g.name for g in cfg.nodegroups.values()],
                                  instances=[i.name for i in cfg.instances.values()],
                                  networks=[n.name for n in cfg.networks.values()])
         self.store = JobStore(paths, run_blocking, durable=durable)
+        self.store.on_written = self.replicator.jobs_written
 
         def limits() -> tuple[int, int]:
             cl = self.config_writer.config.cluster
@@ -183,18 +200,48 @@ class MasterDaemon(service.MultiService):
 
         self.queue = JobQueue(self.store, self.events, reactor, Processor(self.locks, reactor),
                               self._lu_context, limits)
-        self.job_methods = JobMethods(self.queue, self.locks, self.events, reactor)
+        self.node_queries = NodeQueries(lambda: self.config_writer.config, self._live_node_info)
+        self.job_methods = JobMethods(self.queue, self.locks, self.events, reactor,
+                                      self.node_queries)
         queue_service = JobQueueService(self.store, self.queue)
         queue_service.setServiceParent(self)
         queries = ClusterQueries(lambda: self.config_writer.config, paths, reactor)
         implementations = queries.implementations()
         implementations.update(self.job_methods.implementations())
+        implementations.update(self.node_queries.implementations())
         implementations["SubscribeEvents"] = subscribe_events_method(self.events)
         dispatcher = LuxiDispatcher(implementations)
         self.luxi = LuxiService(reactor, paths.luxi_socket,
                                 LuxiServerFactory(dispatcher, max_frame), queue_service.ready)
         self.luxi.setServiceParent(self)
-        self.reactor = reactor
+
+    def rpc(self) -> NodeRpc:
+        """The node RPC client, made on first use from DATA_DIR/server.pem."""
+        if self._rpc is None:
+            try:
+                cluster = ClusterCertificate.from_file(self.paths.server_pem)
+            except (OSError, ValueError, GenericError) as err:
+                raise OpExecError(f"Cannot load the cluster certificate "
+                                  f"{self.paths.server_pem}: {err}", ECODE_ENVIRON) from None
+            self._rpc = RpcClient(self.reactor, cluster, self.noded_port)
+        return self._rpc
+
+    async def _live_node_info(self, nodes: list[Node]) -> dict[str, Any]:
+        """node_info payloads by node UUID (None where a node did not answer)."""
+        if not nodes:
+            return {}
+        try:
+            rpc = self.rpc()
+        except OpExecError as err:
+            Logger().warn("No live node data: {error}", error=err)
+            return {}
+        results = await rpc.call([target(n) for n in nodes], "node_info", [])
+        return {n.uuid: results[n.name].payload if results[n.name].success
+                and isinstance(results[n.name].payload, dict) else None for n in nodes}
+
+    def _job_texts(self) -> dict[int, str]:
+        return {job_id: json.dumps(job.to_dict())
+                for job_id, job in self.queue.visible.items()}
 
     def stopService(self) -> defer.Deferred[None]:
         """Stop the children one at a time, last first, each after the previous is done.
@@ -216,4 +263,7 @@ class MasterDaemon(service.MultiService):
         return LUContext(config=self.config_writer, clock=self.reactor, locks=self.locks,
                          feedback=lambda kind, msg: self.queue.feedback(job, kind, msg),
                          query=self.job_methods.query,
-                         query_fields=self.job_methods.query_fields)
+                         query_fields=self.job_methods.query_fields,
+                         owner=handle.owner, rpc=self.rpc, replicator=self.replicator,
+                         run_blocking=self.run_blocking, job_texts=self._job_texts,
+                         submit_jobs=self.queue.submit_many)

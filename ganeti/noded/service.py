@@ -11,6 +11,7 @@ from typing import Any
 from twisted.application import service
 from twisted.internet import defer
 from twisted.internet.endpoints import SSL4ServerEndpoint
+from twisted.internet.error import ReactorNotRunning
 from twisted.internet.interfaces import IListeningPort
 from twisted.logger import FileLogObserver, Logger, formatEventAsClassicLogText, globalLogPublisher
 from twisted.python.logfile import LogFile
@@ -94,7 +95,15 @@ class NodeDaemon(service.MultiService):
     def _listen_failed(self, failure: Any) -> None:
         log.failure("ganeti-noded cannot listen on {bind}:{port}", failure,
                     bind=self.bind, port=self.port)
-        self.reactor.stop()
+        # twistd starts the services before the reactor runs, and stopping a
+        # reactor that does not run yet raises: stop it once it runs.
+        self.reactor.callWhenRunning(self._stop_reactor)
+
+    def _stop_reactor(self) -> None:
+        try:
+            self.reactor.stop()
+        except ReactorNotRunning:
+            pass
 
     def stopService(self) -> defer.Deferred[None]:
         return defer.Deferred.fromCoroutine(self._stop())

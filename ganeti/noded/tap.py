@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from twisted.application import service
+from twisted.internet.error import ReactorNotRunning
 from twisted.python import usage
 
 from ganeti.core import constants
@@ -26,6 +29,16 @@ def primary_ip(paths: Paths) -> str | None:
         if len(fields) == 2 and fields[0] == paths.hostname:
             return fields[1]
     return None
+
+
+def reactor_stopper(reactor: Any) -> Callable[[], None]:
+    """Stop ``reactor`` (twistd then stops the services); a no-op once it is stopping."""
+    def stop() -> None:
+        try:
+            reactor.stop()
+        except ReactorNotRunning:
+            pass
+    return stop
 
 
 class Options(usage.Options):
@@ -75,7 +88,8 @@ def makeService(options: Options) -> service.IService:
         raise SystemExit(f"ganeti-noded: cannot start: {err}") from None
     bind = options["bind"] or primary_ip(paths) or ANY_ADDRESS
     pool = ThreadPool(minthreads=1, maxthreads=options["io-threads"], name="noded-io")
-    ctx = NodeContext(paths=paths, clock=reactor, run=thread_runner(reactor, pool))
+    ctx = NodeContext(paths=paths, clock=reactor, run=thread_runner(reactor, pool),
+                      shutdown=reactor_stopper(reactor))
     site = make_site(ctx, handlers(), max_body=options["max-body"])
     return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
                       port=options["port"], bind=bind, log_file=options["log-file"],

@@ -69,10 +69,10 @@ class DelayTest(DebugTestCase):
         self.assertEqual((r.code, r.out), (0, "1\n"))
 
     def test_failing_job(self):
-        r = self.debug("delay", "-n", "node1.test", "1")
+        r = self.debug("delay", "-n", "nosuch.test", "1")
         self.assertEqual(r.code, 1)
-        self.assertIn("Failure: prerequisites not met for this operation: OP_TEST_DELAY on "
-                      "nodes needs the node daemon", r.err)
+        self.assertIn("Failure: prerequisites not met for this operation: Node 'nosuch.test' "
+                      "not known", r.err)
         self.assertEqual(self.job_field(1, "status"), "error")
 
     def test_refused_at_submission(self):

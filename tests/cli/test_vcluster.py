@@ -1,28 +1,143 @@
-"""ganeti-vcluster create/env/status/destroy (starting daemons is an integration test)."""
+"""ganeti-vcluster: arguments, node preparation, daemon order and node joining against a fake
+daemons module and a scripted master; the pure helpers of ganeti.cli.daemons.
+
+Starting real daemons is the integration tests' business (tests/integration).
+"""
 
 import io
 import json
 import os
+import socket
+import subprocess
+import sys
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.cli import vcluster
+from ganeti.cli import daemons, vcluster
+from ganeti.cli.framework import build_parser
 from ganeti.core import config as configmod
-from ganeti.core import constants
+from ganeti.core import constants, errors
+from ganeti.core.paths import Paths
+from ganeti.luxi.methods import METHODS
+
+NODED, MASTERD = constants.NODED, constants.MASTERD
+
+
+class FakeDaemons:
+    """Stands in for ganeti.cli.daemons: records starts and stops, runs nothing.
+
+    The pure parts (the daemon lists and the start/stop order) are the real ones.
+    """
+
+    RUNNING, STOPPED = daemons.RUNNING, daemons.STOPPED
+    NODE_DAEMONS, MASTER_DAEMONS = daemons.NODE_DAEMONS, daemons.MASTER_DAEMONS
+    AddressInUse = daemons.AddressInUse
+    DaemonState = daemons.DaemonState
+    daemons_of = staticmethod(daemons.daemons_of)
+    start_order = staticmethod(daemons.start_order)
+    stop_order = staticmethod(daemons.stop_order)
+
+    def __init__(self):
+        self.running = {}  # (host, daemon) -> pid
+        self.events = []  # ("start"|"stop", host, daemon)
+        self.checked = []  # addresses given to check_address_free
+        self.taken = set()  # addresses check_address_free refuses
+        self.fail_start = {}  # (host, daemon) -> exception start_on_node raises
+        self.next_pid = 100
+
+    def state(self, paths, daemon):
+        pid = self.running.get((paths.hostname, daemon))
+        return daemons.DaemonState(daemon, pid, daemons.RUNNING if pid else daemons.STOPPED)
+
+    def start_on_node(self, paths, daemon, ip, port=constants.DEFAULT_NODED_PORT, timeout=0):
+        key = (paths.hostname, daemon)
+        if key in self.fail_start:
+            raise self.fail_start[key]
+        self.events.append(("start", paths.hostname, daemon))
+        self.next_pid += 1
+        self.running[key] = self.next_pid
+        return self.next_pid
+
+    def stop(self, paths, daemon, timeout=30.0):
+        if self.running.pop((paths.hostname, daemon), None) is None:
+            return False
+        self.events.append(("stop", paths.hostname, daemon))
+        return True
+
+    def check_address_free(self, ip, port):
+        self.checked.append((ip, port))
+        if ip in self.taken:
+            raise daemons.AddressInUse(f"{ip}:{port} is already in use by another process",
+                                       ip, port)
+
+    def wait_for(self, check, timeout, interval=0.05):
+        return check()
+
+
+class JobMaster:
+    """A master that runs every submitted job at once: success, or the error the test sets
+    for a node name.  Arguments are checked against the LUXI method table."""
+
+    def __init__(self):
+        self.ops = []
+        self.fail = {}  # node name -> encoded error
+        self.jobs = {}  # id -> (status, opstatus, opresult, log)
+        self.closed = 0
+
+    def call(self, method, *args):
+        METHODS[method].check_args(list(args))
+        if method == "SubmitJob":
+            (op,) = args[0]
+            self.ops.append(op)
+            jid = len(self.jobs) + 1
+            log = [[1, [0, 0], "message", f"adding {op['node_name']}"]]
+            error = self.fail.get(op["node_name"])
+            if error is None:
+                self.jobs[jid] = ("success", ["success"], [None], log)
+            else:
+                self.jobs[jid] = ("error", ["error"], [error], log)
+            return jid
+        if method == "WaitForJobChange":
+            jid, _fields, prev_info, prev_serial, _timeout = args
+            status, _, _, log = self.jobs[jid]
+            new = [e for e in log if prev_serial is None or e[0] > prev_serial]
+            return [[status], new]
+        if method == "QueryJobs":
+            (jid,) = args[0]
+            status, opstatus, opresult, _ = self.jobs[jid]
+            return [[status, opstatus, opresult]]
+        raise AssertionError(f"unexpected call {method}")
+
+    def close(self):
+        self.closed += 1
 
 
 class VClusterTest(SynchronousTestCase):
     def setUp(self):
         self.dir = os.path.abspath(self.mktemp())
+        self.fake = FakeDaemons()
+        self.patch(vcluster, "daemons", self.fake)
+        self.patch(vcluster, "_answers", lambda paths: True)
+        self.master = JobMaster()
+        self.luxi_paths = []
 
     def run_cli(self, *argv):
         out, err = io.StringIO(), io.StringIO()
-        code = vcluster.main(list(argv), stdout=out, stderr=err, environ={})
+
+        def factory(paths):
+            self.luxi_paths.append(paths)
+            return self.master
+
+        code = vcluster.main(list(argv), stdout=out, stderr=err, environ={},
+                             luxi_factory=factory)
         return code, out.getvalue(), err.getvalue()
 
+    def create3(self, *extra):
+        return self.run_cli("create", self.dir, "--nodes", "3", "--domain", "x.test",
+                            "--ip-base", "127.0.9.", "--name", "vc.x.test", *extra)
+
     def test_create_three_nodes(self):
-        code, out, err = self.run_cli("create", self.dir, "--nodes", "3", "--domain", "x.test",
-                                      "--ip-base", "127.0.9.", "--name", "vc.x.test")
+        code, out, err = self.create3()
         self.assertEqual(code, 0, err)
         with open(os.path.join(self.dir, "vcluster.json")) as f:
             state = json.load(f)
@@ -36,9 +151,182 @@ class VClusterTest(SynchronousTestCase):
         self.assertEqual(cfg.master.name, "node1.x.test")
         self.assertEqual(cfg.master.primary_ip, "127.0.9.1")
         self.assertEqual(cfg.cluster.enabled_hypervisors, [constants.HT_FAKE])
-        self.assertTrue(os.path.isdir(os.path.join(self.dir, "node3.x.test")))
         self.assertEqual(os.stat(os.path.join(self.dir, "rapi-credentials")).st_mode & 0o777,
                          0o600)
+
+    def test_create_prepares_the_other_nodes(self):
+        self.assertEqual(self.create3()[0], 0)
+        with open(os.path.join(self.dir, "node1.x.test/var/lib/ganeti/server.pem"), "rb") as f:
+            pem = f.read()
+        for name in ("node2.x.test", "node3.x.test"):
+            paths = Paths.for_node(os.path.join(self.dir, name), name)
+            with open(paths.server_pem, "rb") as f:
+                self.assertEqual(f.read(), pem, name)
+            self.assertEqual(os.stat(paths.server_pem).st_mode & 0o777, 0o600)
+            for d in (paths.data_dir, paths.run_dir, paths.log_dir, paths.queue_dir):
+                self.assertTrue(os.path.isdir(d), d)
+            # the node is not initialised by us: the master pushes config and ssconf
+            self.assertFalse(os.path.exists(paths.config_file))
+
+    def test_create_adds_nodes_through_the_master_and_stops_again(self):
+        code, out, err = self.create3()
+        self.assertEqual(code, 0, err)
+        starts = [(h, d) for ev, h, d in self.fake.events if ev == "start"]
+        stops = [(h, d) for ev, h, d in self.fake.events if ev == "stop"]
+        self.assertEqual(starts, [("node1.x.test", NODED), ("node2.x.test", NODED),
+                                  ("node3.x.test", NODED), ("node1.x.test", MASTERD)])
+        self.assertEqual(stops, list(reversed(starts)))
+        self.assertEqual(self.fake.running, {})
+        # all addresses were checked before anything was created
+        self.assertEqual(self.fake.checked, [(f"127.0.9.{k}", 1811) for k in (1, 2, 3)])
+        self.assertEqual([(op["OP_ID"], op["node_name"], op["primary_ip"], op["readd"])
+                          for op in self.master.ops],
+                         [("OP_NODE_ADD", "node2.x.test", "127.0.9.2", False),
+                          ("OP_NODE_ADD", "node3.x.test", "127.0.9.3", False)])
+        self.assertEqual(self.master.ops[0]["reason"][-1][:2],
+                         ["gnt:client:ganeti-vcluster", "create"])
+        self.assertEqual({p.hostname for p in self.luxi_paths}, {"node1.x.test"})
+        self.assertEqual(self.master.closed, 2)
+        self.assertIn("Started ganeti-noded@node2.x.test\n", out)
+        self.assertIn("Adding node2.x.test (127.0.9.2): job 1\n    adding node2.x.test\n"
+                      "  node2.x.test joined the cluster\n", out)
+        self.assertIn("Adding node3.x.test (127.0.9.3): job 2\n", out)
+        self.assertIn("All 3 nodes are in the cluster.", out)
+        self.assertIn("daemons are stopped again", out)
+
+    def test_create_one_node_starts_nothing(self):
+        code, out, err = self.run_cli("create", self.dir)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.fake.events, [])
+        self.assertEqual(self.fake.checked, [])
+        self.assertEqual(self.master.ops, [])
+
+    def test_failed_node_add_is_reported_and_stops_everything(self):
+        self.master.fail["node3.x.test"] = ["OpPrereqError",
+                                            ["node3 does not answer", "environment_error"]]
+        code, out, err = self.create3()
+        self.assertEqual(code, constants.EXIT_FAILURE)
+        self.assertIn("node2.x.test joined the cluster", out)
+        self.assertIn("Adding node3.x.test failed (job 2): Failure: prerequisites not met for "
+                      "this operation: node3 does not answer (error type: environment_error)",
+                      err)
+        self.assertIn("node3.x.test/var/log/ganeti/node-daemon.log", err)
+        self.assertIn("daemons stopped", err)
+        self.assertIn(f"ganeti-vcluster destroy {self.dir}", err)
+        self.assertEqual(self.fake.running, {})
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "vcluster.json")))
+
+    def test_create_refuses_addresses_in_use_before_creating_anything(self):
+        self.fake.taken.add("127.0.9.2")
+        code, _, err = self.create3()
+        self.assertEqual(code, constants.EXIT_FAILURE)
+        self.assertIn("127.0.9.2:1811 is already in use", err)
+        self.assertIn("another virtual cluster with --ip-base 127.0.9. is running", err)
+        self.assertIn("create the cluster with another --ip-base (for example --ip-base 127.0.",
+                      err)
+        self.assertFalse(os.path.exists(self.dir))
+        self.assertEqual(self.fake.events, [])
+
+    def test_daemons_of(self):
+        self.assertEqual(self.create3()[0], 0)
+        vc = vcluster.VCluster.load(self.dir)
+        self.assertEqual(vc.daemons_of(vc.node("node1")), [NODED, MASTERD])
+        self.assertEqual(vc.daemons_of(vc.node("node2")), [NODED])
+        self.assertEqual([(n.name, d) for n, d in vc.start_order()],
+                         [("node1.x.test", NODED), ("node2.x.test", NODED),
+                          ("node3.x.test", NODED), ("node1.x.test", MASTERD)])
+        self.assertEqual(vc.stop_order(), list(reversed(vc.start_order())))
+
+    def test_start_stop_status_cover_every_daemon_in_order(self):
+        self.assertEqual(self.create3()[0], 0)
+        self.fake.events.clear()
+        code, out, _ = self.run_cli("status", self.dir)
+        self.assertEqual(code, constants.EXIT_FAILURE)
+        rows = [line.split() for line in out.splitlines()[1:]]
+        self.assertEqual([(r[0], r[1], r[2], r[-1]) for r in rows],
+                         [("node1.x.test", "127.0.9.1", NODED, "stopped"),
+                          ("node1.x.test", "127.0.9.1", MASTERD, "stopped"),
+                          ("node2.x.test", "127.0.9.2", NODED, "stopped"),
+                          ("node3.x.test", "127.0.9.3", NODED, "stopped")])
+        # a daemon already running is left alone
+        self.fake.running[("node2.x.test", NODED)] = 7
+        code, out, err = self.run_cli("start", self.dir)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.fake.events, [("start", "node1.x.test", NODED),
+                                            ("start", "node3.x.test", NODED),
+                                            ("start", "node1.x.test", MASTERD)])
+        self.assertEqual(out, "Started ganeti-noded@node1.x.test\n"
+                              "Started ganeti-noded@node3.x.test\n"
+                              "Started ganeti-masterd@node1.x.test\n")
+        code, out, _ = self.run_cli("status", self.dir)
+        self.assertEqual(code, 0)
+        self.assertEqual(out.count(" running"), 4)
+        self.assertEqual(self.run_cli("start", self.dir)[1], "All daemons already running.\n")
+        self.fake.events.clear()
+        code, out, _ = self.run_cli("stop", self.dir)
+        self.assertEqual(code, 0)
+        self.assertEqual(self.fake.events, [("stop", "node1.x.test", MASTERD),
+                                            ("stop", "node3.x.test", NODED),
+                                            ("stop", "node2.x.test", NODED),
+                                            ("stop", "node1.x.test", NODED)])
+        self.assertEqual(self.run_cli("stop", self.dir)[1], "No daemon was running.\n")
+
+    def test_start_failure_names_the_address_and_rolls_back(self):
+        self.assertEqual(self.create3()[0], 0)
+        self.fake.events.clear()
+        self.fake.fail_start[("node2.x.test", NODED)] = daemons.AddressInUse(
+            "ganeti-noded on node2.x.test cannot listen on 127.0.9.2:1811: the address is "
+            "already in use by another process", "127.0.9.2", 1811)
+        code, out, err = self.run_cli("start", self.dir)
+        self.assertEqual(code, constants.EXIT_FAILURE)
+        self.assertIn("cannot listen on 127.0.9.2:1811", err)
+        self.assertIn("another virtual cluster with --ip-base 127.0.9. is running", err)
+        self.assertIn(f"ganeti-vcluster destroy {self.dir}') and create it again with another "
+                      "--ip-base", err)
+        self.assertIn("Stopped again: ganeti-noded@node1.x.test", err)
+        self.assertEqual(self.fake.running, {})
+        self.assertNotIn(("start", "node1.x.test", MASTERD), self.fake.events)
+
+    def test_destroy_stops_in_reverse_order(self):
+        self.assertEqual(self.create3()[0], 0)
+        self.assertEqual(self.run_cli("start", self.dir)[0], 0)
+        self.fake.events.clear()
+        code, _, _ = self.run_cli("destroy", self.dir)
+        self.assertEqual(code, 0)
+        self.assertEqual([e[1:] for e in self.fake.events],
+                         [("node1.x.test", MASTERD), ("node3.x.test", NODED),
+                          ("node2.x.test", NODED), ("node1.x.test", NODED)])
+        self.assertFalse(os.path.exists(self.dir))
+
+    def test_demo_creates_three_nodes_keeps_them_running_and_lists_nodes(self):
+        shown = []
+        self.patch(vcluster, "_run_shown",
+                   lambda ctx, vc, argv, max_lines=0: shown.append(argv) or 0)
+        code, out, err = self.run_cli("demo", self.dir, "--ip-base", "127.0.9.")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(self.master.ops), 2)
+        self.assertEqual(len(self.fake.running), 4)  # left running
+        self.assertNotIn("stop", [e[0] for e in self.fake.events])
+        self.assertIn(["gnt-node", "list"], shown)
+        self.assertIn(["gnt-group", "list"], shown)
+        self.assertIn(["gnt-node", "list", "-o", "name,role,pip,master_candidate"], shown)
+        self.assertIn(["gnt-cluster", "getmaster"], shown)
+        self.assertIn("Nodes:   node1.vcluster.test (master), node2.vcluster.test, "
+                      "node3.vcluster.test;", out)
+        # the second run finds it running and changes nothing
+        shown.clear()
+        self.fake.events.clear()
+        code, out, _ = self.run_cli("demo", self.dir)
+        self.assertEqual(code, 0)
+        self.assertIn("already running; leaving it as it is", out)
+        self.assertEqual((shown, self.fake.events), ([], []))
+
+    def test_demo_reports_failed_commands(self):
+        self.patch(vcluster, "_run_shown",
+                   lambda ctx, vc, argv, max_lines=0: int(argv[0] == "gnt-group"))
+        code, _, err = self.run_cli("demo", self.dir, "--nodes", "1", "--ip-base", "127.0.9.")
+        self.assertEqual(code, constants.EXIT_FAILURE)
+        self.assertIn("1 demonstration command(s) failed", err)
 
     def test_env_lines(self):
         self.run_cli("create", self.dir)
@@ -56,6 +344,7 @@ class VClusterTest(SynchronousTestCase):
         code, out, _ = self.run_cli("status", self.dir)
         self.assertEqual(code, constants.EXIT_FAILURE)
         self.assertIn("ganeti-masterd", out)
+        self.assertIn("ganeti-noded", out)
         self.assertIn("stopped", out)
 
     def test_create_twice_refused(self):
@@ -66,11 +355,23 @@ class VClusterTest(SynchronousTestCase):
 
     def test_bad_arguments(self):
         for argv, needle in ((["create", self.dir, "--nodes", "0"], "--nodes"),
-                             (["create", self.dir, "--ip-base", "300.0.0."], "--ip-base")):
+                             (["create", self.dir, "--nodes", "251"], "--nodes"),
+                             (["create", self.dir, "--nodes", "two"], "--nodes"),
+                             (["create", self.dir, "--ip-base", "300.0.0."], "--ip-base"),
+                             (["demo", self.dir, "--nodes", "0"], "--nodes"),
+                             (["create"], "DIR")):
             code, _, err = self.run_cli(*argv)
-            self.assertEqual(code, constants.EXIT_FAILURE)
-            self.assertIn(needle, err)
+            self.assertEqual(code, constants.EXIT_FAILURE, argv)
+            self.assertIn(needle, err, argv)
             self.assertFalse(os.path.exists(self.dir))
+
+    def test_defaults(self):
+        parser = build_parser("ganeti-vcluster", "", vcluster.COMMANDS, io.StringIO())
+        create = parser.parse_args(["create", "d"])
+        self.assertEqual((create.nodes, create.ip_base, create.domain), (1, "127.0.1.",
+                                                                         "vcluster.test"))
+        demo = parser.parse_args(["demo", "d"])
+        self.assertEqual((demo.nodes, demo.ip_base), (3, "127.0.1."))
 
     def test_not_a_vcluster(self):
         os.makedirs(self.dir)
@@ -85,3 +386,107 @@ class VClusterTest(SynchronousTestCase):
         code, _, _ = self.run_cli("destroy", self.dir)
         self.assertEqual(code, 0)
         self.assertFalse(os.path.exists(self.dir))
+
+
+class DaemonsTest(SynchronousTestCase):
+    """The parts of ganeti.cli.daemons that need no twistd."""
+
+    def setUp(self):
+        root = os.path.abspath(os.path.join(self.mktemp(), "n1.test"))
+        self.paths = Paths.for_node(root, "n1.test")
+        os.makedirs(self.paths.run_dir)
+        os.makedirs(self.paths.log_dir)
+
+    def listener(self):
+        s = socket.socket()
+        self.addCleanup(s.close)
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        return s.getsockname()[1]
+
+    def write_pid(self, pid):
+        with open(self.paths.pid_file(NODED), "w") as f:
+            f.write(f"{pid}\n")
+
+    def write_log(self, text):
+        with open(self.paths.log_file(NODED), "a") as f:
+            f.write(text)
+
+    def dead_pid(self):
+        proc = subprocess.Popen([sys.executable, "-c", ""])
+        proc.wait()
+        return proc.pid
+
+    def test_twistd_args(self):
+        self.assertEqual(daemons.twistd_args(NODED, "127.0.3.2"),
+                         ["--bind", "127.0.3.2", "--port", "1811", "--no-mlock"])
+        self.assertEqual(daemons.twistd_args(MASTERD, "127.0.3.1"), [])
+
+    def test_daemon_lists_and_order(self):
+        self.assertEqual(daemons.daemons_of(True), [NODED, MASTERD])
+        self.assertEqual(daemons.daemons_of(False), [NODED])
+        nodes = [("a", True), ("b", False)]
+        self.assertEqual(daemons.start_order(nodes), [("a", NODED), ("b", NODED),
+                                                      ("a", MASTERD)])
+        self.assertEqual(daemons.stop_order(nodes), [("a", MASTERD), ("b", NODED),
+                                                     ("a", NODED)])
+
+    def test_check_address_free(self):
+        port = self.listener()
+        with self.assertRaises(daemons.AddressInUse) as cm:
+            daemons.check_address_free("127.0.0.1", port)
+        self.assertEqual((cm.exception.address, cm.exception.port), ("127.0.0.1", port))
+        self.assertEqual(str(cm.exception), f"127.0.0.1:{port} is already in use by another "
+                                            "process")
+        daemons.check_address_free("127.0.0.2", port)  # another loopback address is free
+        with self.assertRaises(errors.CommandError) as cm2:
+            daemons.check_address_free("192.0.2.254", port)
+        self.assertIn("not an address of this machine", str(cm2.exception))
+
+    def test_pid_listens_on(self):
+        port = self.listener()
+        self.assertTrue(daemons.pid_listens_on(os.getpid(), "127.0.0.1", port))
+        self.assertFalse(daemons.pid_listens_on(os.getpid(), "127.0.0.2", port))
+        # someone else's listener is not ours
+        self.assertFalse(daemons.pid_listens_on(self.dead_pid(), "127.0.0.1", port))
+
+    def test_wait_listening_returns_once_the_daemon_listens(self):
+        port = self.listener()
+        self.write_pid(os.getpid())
+        daemons.wait_listening(self.paths, NODED, "127.0.0.1", port, timeout=5)
+
+    def test_daemon_that_died_on_a_taken_address(self):
+        self.write_log("old line: Couldn't listen on 127.0.0.1:1: [Errno 13] denied\n")
+        offset = os.path.getsize(self.paths.log_file(NODED))
+        self.write_log(
+            "2026 [ganeti.noded.service#critical] ganeti-noded cannot listen on "
+            "127.0.0.1:1811\n\tTraceback (most recent call last):\n"
+            "\ttwisted.internet.error.CannotListenError: Couldn't listen on 127.0.0.1:1811: "
+            "[Errno 98] Address already in use.\n")
+        self.write_pid(self.dead_pid())
+        with self.assertRaises(daemons.AddressInUse) as cm:
+            daemons.wait_listening(self.paths, NODED, "127.0.0.1", 1811, offset, timeout=5)
+        self.assertIn("ganeti-noded on n1.test cannot listen on 127.0.0.1:1811: the address "
+                      "is already in use by another process", str(cm.exception))
+        self.assertIn(self.paths.log_file(NODED), str(cm.exception))
+
+    def test_daemon_alive_without_its_port_is_stopped(self):
+        # noded logs the failure but its process keeps running: stop it, report why
+        stopped = []
+        self.patch(daemons, "stop", lambda paths, daemon: stopped.append(daemon))
+        self.write_pid(os.getpid())
+        self.write_log("\ttwisted.internet.error.CannotListenError: Couldn't listen on "
+                       "127.0.0.9:1811: [Errno 99] Cannot assign requested address.\n")
+        with self.assertRaises(errors.CommandError) as cm:
+            daemons.wait_listening(self.paths, NODED, "127.0.0.9", 1811, timeout=5)
+        self.assertNotIsInstance(cm.exception, daemons.AddressInUse)
+        self.assertIn("did not start listening on 127.0.0.9:1811: Couldn't listen on "
+                      "127.0.0.9:1811: [Errno 99] Cannot assign requested address.",
+                      str(cm.exception))
+        self.assertEqual(stopped, [NODED])
+
+    def test_daemon_that_died_without_a_word(self):
+        self.write_pid(self.dead_pid())
+        with self.assertRaises(errors.CommandError) as cm:
+            daemons.wait_listening(self.paths, NODED, "127.0.0.1", 1811, timeout=5)
+        self.assertIn("exited without a message", str(cm.exception))

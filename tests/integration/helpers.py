@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
+
+from ganeti.cli import daemons
+from ganeti.core import constants
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(os.path.abspath(sys.executable))
@@ -28,6 +32,23 @@ def node_env(directory, node="node1.vcluster.test"):
     """GANETI_ROOTDIR/GANETI_HOSTNAME of a virtual node, plus our tools on PATH."""
     return {"GANETI_ROOTDIR": os.path.join(directory, node), "GANETI_HOSTNAME": node,
             "PATH": BIN + ":" + os.environ.get("PATH", "")}
+
+
+def free_ip_base(nodes=1, rng=random):
+    """A random ``127.0.<2..250>.`` --ip-base whose first ``nodes`` addresses have port 1811
+    free, so that test clusters do not clash with each other or with a running demo
+    (which uses 127.0.1.)."""
+    thirds = list(range(2, 251))
+    rng.shuffle(thirds)
+    for third in thirds:
+        base = f"127.0.{third}."
+        try:
+            for k in range(1, nodes + 1):
+                daemons.check_address_free(f"{base}{k}", constants.DEFAULT_NODED_PORT)
+        except daemons.AddressInUse:
+            continue
+        return base
+    raise AssertionError("no free 127.0.x. address range for a virtual cluster")
 
 
 def raw_luxi(path, payload, timeout=10.0, until_eof=False):

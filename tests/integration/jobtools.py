@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from ganeti.luxi.client import LuxiClient
-from tests.integration.helpers import VCLUSTER, node_env, run
+from tests.integration.helpers import VCLUSTER, free_ip_base, node_env, run
 
 FINAL = frozenset({"success", "error", "canceled"})
 NODE = "node1.vcluster.test"
@@ -97,20 +97,33 @@ def poll_until(client, check, timeout=10.0):
 
 
 class VirtualCluster:
-    """A one-node virtual cluster in a temporary directory, running masterd."""
+    """A virtual cluster in a temporary directory: ``nodes`` nodes (node 1 the master,
+    the others added by ``ganeti-vcluster create``) on a random free ``--ip-base``
+    unless one is given.  ``start`` runs every node's ganeti-noded and the master's
+    ganeti-masterd."""
 
-    def __init__(self, prefix="ganeti-jobs-"):
+    def __init__(self, prefix="ganeti-jobs-", nodes=1, ip_base=None, domain="vcluster.test"):
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         self.dir = os.path.join(self.tmp, "vc")
-        self.env = node_env(self.dir)
+        self.nodes = [f"node{k}.{domain}" for k in range(1, nodes + 1)]
+        self.domain = domain
+        self.ip_base = ip_base or free_ip_base(nodes)
+        self.ips = [f"{self.ip_base}{k}" for k in range(1, nodes + 1)]
+        self.master = self.nodes[0]
+        self.env = node_env(self.dir, self.master)
         self.root = self.env["GANETI_ROOTDIR"]
         self.socket = os.path.join(self.root, "var/run/ganeti/socket/ganeti-query")
         self.queue_dir = os.path.join(self.root, "var/lib/ganeti/queue")
         self.pid_file = os.path.join(self.root, "var/run/ganeti/ganeti-masterd.pid")
         self.log_file = os.path.join(self.root, "var/log/ganeti/master-daemon.log")
 
+    def node_root(self, node):
+        """The root directory of a node (full name)."""
+        return os.path.join(self.dir, node)
+
     def create(self, start=True):
-        run([VCLUSTER, "create", self.dir])
+        run([VCLUSTER, "create", self.dir, "--nodes", str(len(self.nodes)), "--ip-base",
+             self.ip_base, "--domain", self.domain], timeout=300)
         if start:
             self.start()
         return self

@@ -14,6 +14,7 @@ from tests.integration.helpers import (
     BIN,
     DEBIAN_GNT_CLUSTER,
     VCLUSTER,
+    free_ip_base,
     node_env,
     raw_luxi,
     run,
@@ -28,7 +29,7 @@ class MasterdTest(SynchronousTestCase):
         import tempfile
         cls.tmp = tempfile.mkdtemp(prefix="ganeti-it-")
         cls.dir = os.path.join(cls.tmp, "vc")
-        run([VCLUSTER, "create", cls.dir])
+        run([VCLUSTER, "create", cls.dir, "--ip-base", free_ip_base()])
         run([VCLUSTER, "start", cls.dir])
         cls.env = node_env(cls.dir)
         cls.socket = os.path.join(cls.env["GANETI_ROOTDIR"], "var/run/ganeti/socket/ganeti-query")
@@ -145,7 +146,7 @@ class DebianClientTest(SynchronousTestCase):
         cls.tmp = tempfile.mkdtemp(prefix="ganeti-compat-")
         cls.dir = os.path.join(cls.tmp, "vc")
         if os.path.exists(DEBIAN_GNT_CLUSTER):
-            run([VCLUSTER, "create", cls.dir])
+            run([VCLUSTER, "create", cls.dir, "--ip-base", free_ip_base()])
             run([VCLUSTER, "start", cls.dir])
 
     @classmethod
@@ -201,13 +202,14 @@ class DemoTest(SynchronousTestCase):
         import tempfile
         self.tmp = tempfile.mkdtemp(prefix="ganeti-demo-")
         self.dir = os.path.join(self.tmp, "demo")
+        self.ip_base = free_ip_base(3)
 
     def tearDown(self):
         run([VCLUSTER, "destroy", self.dir], check=False)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def test_demo_twice(self):
-        first = run([VCLUSTER, "demo", self.dir]).stdout
+        first = run([VCLUSTER, "demo", self.dir, "--ip-base", self.ip_base]).stdout
         self.assertIn("Started ganeti-masterd@node1.vcluster.test", first)
         self.assertIn("$ gnt-cluster getmaster\n  node1.vcluster.test\n", first)
         self.assertIn("Cluster name: cluster.vcluster.test", first)
@@ -216,7 +218,7 @@ class DemoTest(SynchronousTestCase):
         pid_file = os.path.join(self.dir, "node1.vcluster.test/var/run/ganeti/ganeti-masterd.pid")
         with open(pid_file) as f:
             pid = f.read()
-        second = run([VCLUSTER, "demo", self.dir]).stdout
+        second = run([VCLUSTER, "demo", self.dir, "--ip-base", self.ip_base]).stdout
         self.assertIn("already running; leaving it as it is", second)
         self.assertNotIn("Started", second)
         self.assertIn("export GANETI_ROOTDIR=", second)
@@ -224,7 +226,7 @@ class DemoTest(SynchronousTestCase):
             self.assertEqual(f.read(), pid)  # the same daemon still runs
         # stopped clusters are started again by the demo
         run([VCLUSTER, "stop", self.dir])
-        third = run([VCLUSTER, "demo", self.dir]).stdout
+        third = run([VCLUSTER, "demo", self.dir, "--ip-base", self.ip_base]).stdout
         self.assertIn("Started ganeti-masterd", third)
 
 
@@ -236,7 +238,7 @@ class EventStreamTest(SynchronousTestCase):
         import tempfile
         cls.tmp = tempfile.mkdtemp(prefix="ganeti-ev-")
         cls.dir = os.path.join(cls.tmp, "vc")
-        run([VCLUSTER, "create", cls.dir])
+        run([VCLUSTER, "create", cls.dir, "--ip-base", free_ip_base()])
         run([VCLUSTER, "start", cls.dir])
         cls.socket = os.path.join(node_env(cls.dir)["GANETI_ROOTDIR"],
                                   "var/run/ganeti/socket/ganeti-query")

@@ -17,7 +17,9 @@ EXPECTED = [
     "ganeti/master/tap.py", "ganeti/cli/gnt_cluster.py", "docs/man/gnt-cluster.8",
     "docs/man/ganeti-masterd.8", "docs/man/ganeti-vcluster.8", "docs/design/architecture.md",
     "etc/ganeti-masterd.service", "tests/data/config-3.1-shape.json",
-    "tests/integration/test_masterd.py",
+    "tests/integration/test_masterd.py", "bin/gnt-node", "bin/gnt-group",
+    "docs/man/gnt-node.8", "docs/man/gnt-group.8", "docs/man/ganeti-noded.8",
+    "twisted/plugins/ganeti_noded.py", "docs/design/nodes-and-replication.md",
 ]
 
 

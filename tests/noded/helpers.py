@@ -24,9 +24,9 @@ def node_paths(testcase, hostname="node1.example.com"):
 class MemoryNode:
     """A noded site fed raw HTTP over a StringTransport, with a Clock."""
 
-    def __init__(self, paths, max_body=1024 * 1024):
+    def __init__(self, paths, max_body=1024 * 1024, run=inline_runner, shutdown=None):
         self.clock = Clock()
-        self.ctx = NodeContext(paths=paths, clock=self.clock, run=inline_runner)
+        self.ctx = NodeContext(paths=paths, clock=self.clock, run=run, shutdown=shutdown)
         self.site = make_site(self.ctx, handlers(), max_body=max_body)
 
     def exchange(self, method, path, body=b"", advance=None):

@@ -2,11 +2,18 @@
 
 import os
 
+from twisted.internet.error import CannotListenError, ReactorNotRunning
+from twisted.internet.testing import MemoryReactor
 from twisted.python import usage
+from twisted.python.threadpool import ThreadPool
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.noded import service, tap
+from ganeti.noded.backend import NodeContext, handlers, inline_runner
+from ganeti.noded.server import make_site
+from ganeti.noded.tls import ClusterServerContextFactory
 from tests.noded.helpers import node_paths
+from tests.noded.tlshelpers import cert
 
 
 class OptionsTest(SynchronousTestCase):
@@ -57,3 +64,41 @@ class LogFileTest(SynchronousTestCase):
         observer = service.open_log_file(os.path.join(path, "node-daemon.log"))
         self.addCleanup(globalLogPublisher.removeObserver, observer)
         self.assertIsNotNone(observer)
+
+
+class StrictMemoryReactor(MemoryReactor):
+    """listenSSL fails; like the real reactor, stop() refuses unless the reactor runs."""
+
+    def __init__(self, listen_error):
+        super().__init__()
+        self.listen_error = listen_error
+        self.stops = 0
+
+    def listenSSL(self, *args, **kwargs):
+        raise self.listen_error
+
+    def stop(self):
+        if not self.running:
+            raise ReactorNotRunning("Can't stop reactor that isn't running.")
+        self.stops += 1
+        super().stop()
+
+
+class ListenFailureTest(SynchronousTestCase):
+    def test_stops_once_the_reactor_runs(self):
+        reactor = StrictMemoryReactor(CannotListenError("127.0.0.1", 1811, "in use"))
+        paths = node_paths(self)
+        ctx = NodeContext(paths=paths, clock=reactor, run=inline_runner)
+        daemon = service.NodeDaemon(
+            reactor, make_site(ctx, handlers()), ThreadPool(minthreads=0, maxthreads=1),
+            ClusterServerContextFactory(cert("cluster.example.com")), port=1811,
+            bind="127.0.0.1", log_file=None, mlock=False)
+        daemon.startService()  # as twistd does: before the reactor runs
+        self.addCleanup(daemon.stopService)
+        self.assertEqual(len(self.flushLoggedErrors(CannotListenError)), 1)
+        self.assertIsNone(daemon.listening)
+        self.assertEqual(reactor.stops, 0)
+        reactor.running = True  # what reactor.run() does first: run the when-running hooks
+        for f, args, kwargs in reactor.whenRunningHooks:
+            f(*args, **kwargs)
+        self.assertEqual(reactor.stops, 1)

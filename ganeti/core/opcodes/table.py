@@ -11,6 +11,7 @@ do not work here yet they are declared ``reserved``.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from ganeti.core import constants as c
@@ -162,8 +163,166 @@ OP_TEST_DELAY = OpCode(
     ),
     summary_param="duration")
 
+
+# --- nodes, groups, cluster-wide node operations -----------------------------
+
+def _check_ip(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise KindMismatch("an IP address", value)
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        raise KindMismatch("an IP address", value, f"{value!r:.40} is not an IP address") \
+            from None
+    return value
+
+
+IP_ADDRESS = Kind("an IP address", _check_ip)
+ALLOC_POLICY = kinds.one_of(c.VALID_ALLOC_POLICIES, "an allocation policy:")
+ND_PARAMS = kinds.dict_of(kinds.one_of(c.NDC_DEFAULTS, "a node parameter:"), kinds.ANY,
+                          name="an object of node parameters")
+NODE_NAME = kinds.NON_EMPTY_STRING
+VERIFY_CHECKS = kinds.list_of(kinds.one_of(c.VERIFY_OPTIONAL_CHECKS, "a skippable check:"),
+                              name="a list of skippable checks")
+
+
+def _node_name(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+OP_NODE_ADD = OpCode(
+    "OP_NODE_ADD", "Add a node to the cluster",
+    (
+        req("node_name", NODE_NAME, "Name of the node to add"),
+        opt("primary_ip", kinds.maybe(IP_ADDRESS),
+            "Primary IP address (default: the address the name resolves to)"),
+        opt("secondary_ip", kinds.maybe(IP_ADDRESS),
+            "Secondary IP address (default: the primary IP)"),
+        opt("readd", kinds.BOOL, "Whether the node is re-added after being offline", False),
+        opt("group", kinds.maybe(kinds.NON_EMPTY_STRING),
+            "Node group (name or UUID; default: the cluster's first group)"),
+        opt("master_capable", kinds.maybe(kinds.BOOL),
+            "Whether the node can become master or master candidate"),
+        opt("vm_capable", kinds.maybe(kinds.BOOL), "Whether the node can host instances"),
+        opt("ndparams", kinds.maybe(ND_PARAMS), "Node parameters"),
+        reserved("hv_state", "Ganeti parameter, not supported yet"),
+        reserved("disk_state", "Ganeti parameter, not supported yet"),
+        reserved("node_setup", "Set up the node over SSH (not supported: nodes are prepared "
+                 "beforehand)", False),
+    ),
+    summary_param="node_name", summary_format=_node_name)
+
+OP_NODE_REMOVE = OpCode(
+    "OP_NODE_REMOVE", "Remove a node from the cluster",
+    (
+        opt("node_name", kinds.maybe(NODE_NAME), "Name of the node to remove"),
+        opt("node_uuid", kinds.maybe(NODE_NAME), "UUID of the node to remove"),
+    ),
+    summary_param="node_name", summary_format=_node_name)
+
+OP_NODE_SET_PARAMS = OpCode(
+    "OP_NODE_SET_PARAMS", "Change the parameters or role of a node",
+    (
+        opt("node_name", kinds.maybe(NODE_NAME), "Name of the node"),
+        opt("node_uuid", kinds.maybe(NODE_NAME), "UUID of the node"),
+        opt("force", kinds.BOOL, "Force the operation", False),
+        opt("master_candidate", kinds.maybe(kinds.BOOL), "Master candidate flag"),
+        opt("offline", kinds.maybe(kinds.BOOL), "Offline flag"),
+        opt("drained", kinds.maybe(kinds.BOOL), "Drained flag"),
+        opt("auto_promote", kinds.BOOL,
+            "Promote other nodes to candidates if this change shrinks the pool", False),
+        opt("master_capable", kinds.maybe(kinds.BOOL), "Master capable flag"),
+        opt("vm_capable", kinds.maybe(kinds.BOOL), "VM capable flag"),
+        opt("secondary_ip", kinds.maybe(IP_ADDRESS), "New secondary IP address"),
+        opt("ndparams", kinds.maybe(ND_PARAMS), "Node parameters to change"),
+        reserved("hv_state", "Ganeti parameter, not supported yet"),
+        reserved("disk_state", "Ganeti parameter, not supported yet"),
+        reserved("powered", "Ganeti parameter, not supported yet"),
+    ),
+    summary_param="node_name", summary_format=_node_name)
+
+_GROUP_PARAMS = (
+    opt("alloc_policy", kinds.maybe(ALLOC_POLICY), "Instance allocation policy"),
+    opt("ndparams", kinds.maybe(ND_PARAMS), "Default node parameters for the group"),
+    opt("diskparams", kinds.maybe(DISK_PARAMS), "Disk parameters, per disk template"),
+    opt("ipolicy", kinds.maybe(kinds.OBJECT), "Group-specific instance policy"),
+    reserved("hv_state", "Ganeti parameter, not supported yet"),
+    reserved("disk_state", "Ganeti parameter, not supported yet"),
+)
+
+OP_GROUP_ADD = OpCode(
+    "OP_GROUP_ADD", "Add a node group to the cluster",
+    (req("group_name", kinds.NON_EMPTY_STRING, "Name of the group"), *_GROUP_PARAMS),
+    summary_param="group_name")
+
+OP_GROUP_REMOVE = OpCode(
+    "OP_GROUP_REMOVE", "Remove an empty node group",
+    (req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the group"),),
+    summary_param="group_name")
+
+OP_GROUP_RENAME = OpCode(
+    "OP_GROUP_RENAME", "Rename a node group",
+    (
+        req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the group"),
+        req("new_name", kinds.NON_EMPTY_STRING, "New name of the group"),
+    ),
+    summary_param="group_name")
+
+OP_GROUP_SET_PARAMS = OpCode(
+    "OP_GROUP_SET_PARAMS", "Change the parameters of a node group",
+    (req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the group"), *_GROUP_PARAMS),
+    summary_param="group_name")
+
+OP_GROUP_ASSIGN_NODES = OpCode(
+    "OP_GROUP_ASSIGN_NODES", "Move nodes into a node group",
+    (
+        req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the target group"),
+        opt("force", kinds.BOOL, "Move nodes even if that splits instances", False),
+        req("nodes", NAME_LIST, "Names or UUIDs of the nodes to move"),
+        opt("node_uuids", kinds.maybe(NAME_LIST), "UUIDs of the nodes to move"),
+    ),
+    summary_param="group_name")
+
+OP_CLUSTER_REDIST_CONF = OpCode(
+    "OP_CLUSTER_REDIST_CONF", "Push the configuration and ancillary files to the nodes")
+
+_VERIFY_COMMON = (
+    opt("debug_simulate_errors", kinds.BOOL, "Report every check as failed (for testing)",
+        False),
+    opt("error_codes", kinds.BOOL, "Report errors in parseable form", False),
+    opt("skip_checks", VERIFY_CHECKS, "Checks to skip", []),
+    opt("ignore_errors", kinds.list_of(kinds.STRING, name="a list of error codes"),
+        "Error codes to report as warnings", []),
+    opt("verbose", kinds.BOOL, "Verbose output", False),
+)
+
+OP_CLUSTER_VERIFY = OpCode(
+    "OP_CLUSTER_VERIFY", "Verify the cluster: submits one verify job per part",
+    (
+        *_VERIFY_COMMON,
+        opt("group_name", kinds.maybe(kinds.NON_EMPTY_STRING),
+            "Verify only this node group"),
+        opt("verify_clutter", kinds.BOOL, "Look for unknown files (not supported yet)", False),
+    ))
+
+OP_CLUSTER_VERIFY_CONFIG = OpCode(
+    "OP_CLUSTER_VERIFY_CONFIG", "Verify the consistency of the cluster configuration",
+    _VERIFY_COMMON)
+
+OP_CLUSTER_VERIFY_GROUP = OpCode(
+    "OP_CLUSTER_VERIFY_GROUP", "Verify the nodes of one node group",
+    (
+        req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the group"),
+        *_VERIFY_COMMON,
+        opt("verify_clutter", kinds.BOOL, "Look for unknown files (not supported yet)", False),
+    ),
+    summary_param="group_name")
+
 #: Every declared opcode, in the order of the reference.
 ALL: tuple[OpCode, ...] = (
     OP_CLUSTER_QUERY, OP_CLUSTER_SET_PARAMS, OP_QUERY, OP_QUERY_FIELDS, OP_TAGS_GET,
     OP_TAGS_SEARCH, OP_TAGS_SET, OP_TAGS_DEL, OP_TEST_DELAY,
+    OP_CLUSTER_REDIST_CONF, OP_CLUSTER_VERIFY, OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_GROUP,
+    OP_NODE_ADD, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_GROUP_ADD, OP_GROUP_REMOVE,
+    OP_GROUP_RENAME, OP_GROUP_SET_PARAMS, OP_GROUP_ASSIGN_NODES,
 )

@@ -4,13 +4,29 @@ from __future__ import annotations
 
 from ganeti.master.lu.base import LogicalUnit, LUContext
 from ganeti.master.lu.cluster import LUClusterQuery, LUClusterSetParams
+from ganeti.master.lu.group import (
+    LUGroupAdd,
+    LUGroupAssignNodes,
+    LUGroupRemove,
+    LUGroupRename,
+    LUGroupSetParams,
+)
+from ganeti.master.lu.node import LUNodeAdd, LUNodeRemove, LUNodeSetParams
 from ganeti.master.lu.query import LUQuery, LUQueryFields
 from ganeti.master.lu.tags import LUTagsDel, LUTagsGet, LUTagsSearch, LUTagsSet
 from ganeti.master.lu.test import LUTestDelay
+from ganeti.master.lu.verify import (
+    LUClusterRedistConf,
+    LUClusterVerify,
+    LUClusterVerifyConfig,
+    LUClusterVerifyGroup,
+)
 
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in (
     LUTestDelay, LUClusterQuery, LUClusterSetParams, LUTagsGet, LUTagsSet, LUTagsDel,
-    LUTagsSearch, LUQuery, LUQueryFields,
+    LUTagsSearch, LUQuery, LUQueryFields, LUNodeAdd, LUNodeRemove, LUNodeSetParams,
+    LUGroupAdd, LUGroupRemove, LUGroupRename, LUGroupSetParams, LUGroupAssignNodes,
+    LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
 )}
 
 __all__ = ["REGISTRY", "LUContext", "LogicalUnit"]

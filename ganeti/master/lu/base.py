@@ -10,15 +10,22 @@ released afterwards whatever happened.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 
+from ganeti.core.errors import OpExecError
 from ganeti.master.configwriter import ConfigWriter
 from ganeti.master.locking.manager import LEVEL_CLUSTER, LEVELS, LockManager
+from ganeti.master.replication import NodeRpc, Replicator
 
 Feedback = Callable[[str, Any], None]
+
+
+def _no_rpc() -> NodeRpc:
+    raise OpExecError("this master has no node RPC client")
 
 
 @dataclass
@@ -31,6 +38,12 @@ class LUContext:
     feedback: Feedback
     query: Callable[[str, Any, Any], Awaitable[dict[str, Any]]]  # (what, fields, filter)
     query_fields: Callable[[str, Any], dict[str, Any]]  # (what, fields)
+    owner: str = ""  # the lock owner of the job
+    rpc: Callable[[], NodeRpc] = field(default=_no_rpc)
+    replicator: Replicator | None = None
+    run_blocking: Callable[..., defer.Deferred[Any]] = field(default=defer.maybeDeferred)
+    job_texts: Callable[[], dict[int, str]] = field(default=dict)
+    submit_jobs: Callable[[list[list[dict[str, Any]]]], Awaitable[list[Any]]] | None = None
 
 
 class LogicalUnit:

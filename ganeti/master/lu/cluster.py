@@ -10,6 +10,8 @@ from ganeti.core.bootstrap import BE_SIZES
 from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, OpPrereqError
 from ganeti.core.objects import Cluster, ConfigData
 from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.node import welcome_candidates
+from ganeti.master.nodes import fill_candidate_pool
 from ganeti.master.queries import cluster_info
 
 _IPOLICY_KEYS = frozenset({constants.IPOLICY_MINMAX, constants.IPOLICY_STD,
@@ -177,12 +179,14 @@ class LUClusterSetParams(LogicalUnit):
             return None
         new = self.new_cluster
 
-        def change(cfg: ConfigData) -> None:
+        def change(cfg: ConfigData) -> list[str]:
             new.serial_no = cfg.cluster.serial_no + 1
             new.mtime = self.ctx.clock.seconds()
             cfg.cluster = copy.deepcopy(new)
+            return fill_candidate_pool(cfg, new.mtime)
 
-        await self.ctx.config.update(change)
+        promoted = await self.ctx.config.update(change)
         for name, value in self.changes:
             self.ctx.feedback("message", f"Changed {name} to {value}")
+        await welcome_candidates(self.ctx, promoted)
         return None

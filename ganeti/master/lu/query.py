@@ -7,7 +7,7 @@ from typing import Any
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.master.lu.base import LogicalUnit
 
-RESOURCES = ("job", "lock")
+RESOURCES = ("group", "job", "lock", "node")
 
 
 def _check_what(what: Any) -> str:
@@ -18,7 +18,7 @@ def _check_what(what: Any) -> str:
 
 
 class LUQuery(LogicalUnit):
-    """OP_QUERY: a QueryResponse for jobs or locks."""
+    """OP_QUERY: a QueryResponse for jobs, locks, nodes or groups."""
 
     OP_ID = "OP_QUERY"
 
@@ -32,7 +32,7 @@ class LUQuery(LogicalUnit):
 
 
 class LUQueryFields(LogicalUnit):
-    """OP_QUERY_FIELDS: field definitions of jobs or locks."""
+    """OP_QUERY_FIELDS: field definitions of jobs, locks, nodes or groups."""
 
     OP_ID = "OP_QUERY_FIELDS"
 

@@ -40,11 +40,16 @@ def inline_runner(f: Callable[..., Any], *args: Any) -> defer.Deferred[Any]:
 
 @dataclass(frozen=True)
 class NodeContext:
-    """What handlers may use: the node's paths, a clock and the blocking-work runner."""
+    """What handlers may use: the node's paths, a clock and the blocking-work runner.
+
+    ``shutdown`` stops the daemon (``node_leave_cluster`` schedules it on
+    ``clock``); None where there is no daemon to stop.
+    """
 
     paths: Paths
     clock: IReactorTime
     run: Runner
+    shutdown: Callable[[], object] | None = None
 
 
 Handler = Callable[..., Any]
@@ -52,10 +57,12 @@ Handler = Callable[..., Any]
 
 def handlers() -> dict[str, Handler]:
     """Every implemented call, by name."""
-    from ganeti.noded.backend import delay, files, info, jobqueue, ssconf
+    from ganeti.noded.backend import cluster, delay, files, info, jobqueue, ssconf, verify
     return {
         "version": info.version,
         "node_info": info.node_info,
+        "node_verify": verify.node_verify,
+        "node_leave_cluster": cluster.node_leave_cluster,
         "upload_file": files.upload_file,
         "write_ssconf_files": ssconf.write_ssconf_files,
         "jobqueue_update": jobqueue.update,

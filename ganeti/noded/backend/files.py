@@ -21,7 +21,7 @@ from ganeti.core.paths import Paths
 from ganeti.noded.backend import NodeContext, RPCFail
 
 EXTRA_ALLOWED_FILE = "upload-allowed-files"
-_SSCONF_RE = re.compile(r"^ssconf_[a-z0-9_]+$")
+_SSCONF_RE = re.compile(r"^ssconf_[a-z0-9_-]+$")
 
 
 def extra_allowed_path(paths: Paths) -> str:

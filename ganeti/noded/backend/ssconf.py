@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 from twisted.internet import defer
 
 from ganeti.core import fileutil
 from ganeti.core import ssconf as ssconfmod
 from ganeti.core.paths import Paths
 from ganeti.noded.backend import NodeContext
+
+SSCONF_PREFIX = "ssconf_"
+SSCONF_NAME_RE = re.compile(r"^ssconf_[a-z0-9_-]+$")
+
+
+def ssconf_files(paths: Paths) -> list[tuple[str, str]]:
+    """``(key, path)`` of every regular ssconf file in DATA_DIR, by key (blocking)."""
+    try:
+        entries = list(os.scandir(paths.data_dir))
+    except FileNotFoundError:
+        return []
+    return sorted((e.name[len(SSCONF_PREFIX):], e.path) for e in entries
+                  if SSCONF_NAME_RE.match(e.name) and e.is_file(follow_symlinks=False))
 
 
 def _write_all(paths: Paths, values: dict[str, str]) -> None:
@@ -17,5 +33,5 @@ def _write_all(paths: Paths, values: dict[str, str]) -> None:
 
 
 def write_ssconf_files(ctx: NodeContext, values: dict[str, str]) -> defer.Deferred[None]:
-    """Write every file given (keys were checked by the call table: ``[a-z0-9_]+``)."""
+    """Write every file given (keys were checked by the call table: ``[a-z0-9_-]+``)."""
     return ctx.run(_write_all, ctx.paths, values)

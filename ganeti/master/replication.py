@@ -1,0 +1,278 @@
+"""Replication from the master to the nodes: config, ssconf, ancillary files and job files.
+
+What goes where (seed 001 "Redistribute Config", seed 003 job queue):
+
+- ``config.data`` to every master candidate, after every config change;
+- the ssconf files to every node, whenever their values change (and the
+  master's own ssconf files are rewritten locally);
+- ``rapi.pem``, the RAPI users file, ``cluster-domain-secret``, ``hmac.key``
+  and the files named in ``CONF_DIR/redistribute-files`` to the candidates,
+  by ``gnt-cluster redist-conf`` and when a node joins;
+- every job file write and every archive rename to the candidates.
+
+Offline nodes are never contacted.  Each failure is logged and remembered
+per node until that node next succeeds; cluster verify reports what is
+remembered.  A config change fails (after being committed on the master)
+only when more than half of the candidates did not get it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
+
+from ganeti.core import fileutil, rpcdefs, ssconf
+from ganeti.core.objects import ConfigData, Node
+from ganeti.core.paths import Paths
+from ganeti.master import nodes as nodesmod
+from ganeti.rpc.client import NodeTarget, RpcResult
+
+#: Administrator-maintained list (one absolute path per line) of extra files for redist-conf.
+EXTRA_FILES_NAME = "redistribute-files"
+CONFIG_TIMEOUT = rpcdefs.TMO_FAST
+JOB_TIMEOUT = rpcdefs.TMO_FAST
+
+
+class NodeRpc(Protocol):
+    """What replication and the logical units need of the RPC client."""
+
+    def call(self, nodes: Iterable[NodeTarget], call_name: str, args: Any = (),
+             timeout: float | None = None) -> defer.Deferred[dict[str, RpcResult]]:
+        """Run a call on nodes concurrently; one result per node name."""
+        ...  # pragma: no cover
+
+
+BlockingRunner = Callable[..., "defer.Deferred[Any]"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A replication failure remembered for cluster verify."""
+
+    what: str
+    message: str
+    when: float
+
+
+def majority_failed(results: dict[str, RpcResult]) -> bool:
+    """Whether more than half of the (contacted) nodes failed."""
+    contacted = [r for r in results.values() if not r.offline]
+    failed = [r for r in contacted if not r.success]
+    return len(failed) * 2 > len(contacted)
+
+
+class Replicator:
+    """Pushes config, ssconf, ancillary and job files to the nodes that must have them."""
+
+    log = Logger()
+
+    def __init__(self, rpc: Callable[[], NodeRpc], paths: Paths, clock: IReactorTime,
+                 run_blocking: BlockingRunner) -> None:
+        self._rpc = rpc
+        self.paths = paths
+        self.clock = clock
+        self._run_blocking = run_blocking
+        self._local_ssconf: dict[str, str] | None = None
+        self._pushed_ssconf: dict[str, str] | None = None
+        self.failures: dict[str, dict[str, Failure]] = {}  # node name -> what -> failure
+        self._jobs_busy = False
+        self._jobs_pending: list[tuple[dict[int, str], list[int]]] = []
+        self._jobs_idle: list[defer.Deferred[None]] = []
+        self._config: Callable[[], ConfigData] | None = None
+
+    # --- bookkeeping ---------------------------------------------------------------
+
+    def _record(self, results: dict[str, RpcResult], what: str) -> list[RpcResult]:
+        failed = []
+        for name, result in results.items():
+            per_node = self.failures.setdefault(name, {})
+            if result.success:
+                per_node.pop(what, None)
+            elif not result.offline:
+                per_node[what] = Failure(what, result.fail_msg or "failed", self.clock.seconds())
+                failed.append(result)
+                self.log.warn("Replication of {what} to {node} failed: {msg}", what=what,
+                              node=name, msg=result.fail_msg)
+            if not per_node:
+                self.failures.pop(name, None)
+        return failed
+
+    def forget(self, node_name: str) -> None:
+        """Drop what is remembered about a node (it left the cluster)."""
+        self.failures.pop(node_name, None)
+
+    def wire(self, path: str) -> str:
+        """A local path as the nodes know it."""
+        return rpcdefs.to_wire_path(self.paths.root, path)
+
+    # --- config and ssconf -----------------------------------------------------------
+
+    def _write_local_ssconf(self, values: dict[str, str]) -> None:
+        old = self._local_ssconf or {}
+        for key, value in sorted(values.items()):
+            if old.get(key) != value:
+                fileutil.atomic_write(self.paths.ssconf_file(key), ssconf.file_content(value),
+                                      mode=ssconf.FILE_MODE, durable=False)
+
+    def upload_args(self, path: str, content: bytes | str, mode: int,
+                    mtime: float | None = None) -> list[Any]:
+        """Arguments of upload_file for a local file's content."""
+        return [self.wire(path), rpcdefs.encode_content(content, compress=True), mode,
+                None, None, None, mtime]
+
+    async def distribute_config(self, cfg: ConfigData, text: str,
+                                force_ssconf: bool = False) -> str | None:
+        """After a commit: local ssconf, config to candidates, ssconf to all nodes.
+
+        Returns None, or a message when more than half of the candidates failed.
+        """
+        values = ssconf.compute(cfg)
+        if values != self._local_ssconf:
+            await self._run_blocking(self._write_local_ssconf, values)
+            self._local_ssconf = values
+        others = nodesmod.others(cfg)
+        if not others:
+            self._pushed_ssconf = values
+            return None
+        rpc = self._rpc()
+        cands = [nodesmod.target(n) for n in nodesmod.candidates(cfg)]
+        config_d = rpc.call(cands, "upload_file",
+                            self.upload_args(self.paths.config_file, text, 0o640, cfg.mtime),
+                            timeout=CONFIG_TIMEOUT)
+        behind = [n for n in others if "ssconf" in self.failures.get(n.name, {})]
+        ss_targets = others if (force_ssconf or values != self._pushed_ssconf) else behind
+        ss_d = rpc.call([nodesmod.target(n) for n in ss_targets], "write_ssconf_files",
+                        [values], timeout=CONFIG_TIMEOUT)
+        config_results = await config_d
+        ss_results = await ss_d
+        self._pushed_ssconf = values
+        self._record(ss_results, "ssconf")
+        failed = self._record(config_results, "config")
+        if failed and majority_failed(config_results):
+            names = ", ".join(sorted(r.node for r in failed))
+            return (f"the configuration was saved on the master but only "
+                    f"{len(config_results) - len(failed)} of {len(config_results)} other master "
+                    f"candidates received it (failed: {names}); run 'gnt-cluster redist-conf' "
+                    "once they are reachable")
+        return None
+
+    def ancillary_files(self) -> list[tuple[str, int]]:
+        """The files redist-conf pushes to candidates besides config.data, that exist."""
+        paths = self.paths
+        files = [(paths.rapi_pem, 0o440), (paths.rapi_users, 0o640),
+                 (paths.cluster_domain_secret, 0o400), (paths.hmac_key, 0o440)]
+        files += [(path, 0o644) for path in self.extra_files()]
+        return [(path, mode) for path, mode in files if os.path.exists(path)]
+
+    def extra_files(self) -> list[str]:
+        """Absolute paths listed in CONF_DIR/redistribute-files (as on a node)."""
+        try:
+            with open(os.path.join(self.paths.conf_dir, EXTRA_FILES_NAME),
+                      encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return []
+        return [rpcdefs.from_wire_path(self.paths.root, os.path.normpath(line.strip()))
+                for line in lines if line.strip().startswith("/")]
+
+    def _read_files(self, files: list[tuple[str, int]]) -> list[tuple[str, int, bytes]]:
+        out = []
+        for path, mode in files:
+            with open(path, "rb") as f:
+                out.append((path, mode, f.read()))
+        return out
+
+    async def push_ancillary(self, targets: list[Node]) -> dict[str, list[RpcResult]]:
+        """Upload the ancillary files to ``targets``; failed results per file name."""
+        if not targets:
+            return {}
+        contents = await self._run_blocking(self._read_files, self.ancillary_files())
+        rpc = self._rpc()
+        out: dict[str, list[RpcResult]] = {}
+        for path, mode, data in contents:
+            results = await rpc.call([nodesmod.target(n) for n in targets], "upload_file",
+                                     self.upload_args(path, data, mode))
+            out[self.wire(path)] = self._record(results, f"file {self.wire(path)}")
+        return out
+
+    # --- job files -------------------------------------------------------------------
+
+    def watch_config(self, config: Callable[[], ConfigData]) -> None:
+        """Where the candidates for job replication come from."""
+        self._config = config
+
+    def jobs_written(self, texts: dict[int, str], archives: list[int]) -> None:
+        """The job store wrote these job files and archived these jobs (reactor thread)."""
+        if self._config is None or not nodesmod.candidates(self._config()):
+            return
+        self._jobs_pending.append((dict(texts), list(archives)))
+        if not self._jobs_busy:
+            self._jobs_busy = True
+            defer.Deferred.fromCoroutine(self._job_loop())
+
+    async def _job_loop(self) -> None:
+        try:
+            while self._jobs_pending:
+                batches, self._jobs_pending = self._jobs_pending, []
+                texts: dict[int, str] = {}
+                archives: list[int] = []
+                for batch_texts, batch_archives in batches:
+                    texts.update(batch_texts)
+                    archives.extend(batch_archives)
+                try:
+                    await self._replicate_jobs(texts, archives)
+                except Exception:
+                    self.log.failure("Job file replication failed")
+        finally:
+            self._jobs_busy = False
+            waiters, self._jobs_idle = self._jobs_idle, []
+            for d in waiters:
+                d.callback(None)
+
+    async def _replicate_jobs(self, texts: dict[int, str], archives: list[int]) -> None:
+        from ganeti.master.jobstore import archive_subdir, job_file_name
+        assert self._config is not None
+        targets = [nodesmod.target(n) for n in nodesmod.candidates(self._config())]
+        if not targets:
+            return
+        rpc = self._rpc()
+        calls = [rpc.call(targets, "jobqueue_update",
+                          [job_file_name(job_id), rpcdefs.encode_content(text, compress=True)],
+                          timeout=JOB_TIMEOUT)
+                 for job_id, text in sorted(texts.items())]
+        for results in await defer.gatherResults(calls):
+            self._record(results, "job queue")
+        if archives:
+            renames = [[job_file_name(j), f"archive/{archive_subdir(j)}/{job_file_name(j)}"]
+                       for j in archives]
+            self._record(await rpc.call(targets, "jobqueue_rename", [renames],
+                                        timeout=JOB_TIMEOUT), "job queue")
+
+    def jobs_idle(self) -> defer.Deferred[None]:
+        """Fires when every job file handed over has been replicated (tests, shutdown)."""
+        if not self._jobs_busy:
+            return defer.succeed(None)
+        d: defer.Deferred[None] = defer.Deferred()
+        self._jobs_idle.append(d)
+        return d
+
+    async def copy_queue(self, targets: list[Node], texts: dict[int, str]) -> list[RpcResult]:
+        """Give new candidates the live job files: purge their queue, then upload each."""
+        from ganeti.master.jobstore import job_file_name
+        if not targets:
+            return []
+        rpc = self._rpc()
+        node_targets = [nodesmod.target(n) for n in targets]
+        failed = self._record(await rpc.call(node_targets, "jobqueue_purge", []), "job queue")
+        for job_id, text in sorted(texts.items()):
+            failed += self._record(await rpc.call(
+                node_targets, "jobqueue_update",
+                [job_file_name(job_id), rpcdefs.encode_content(text, compress=True)]),
+                "job queue")
+        return failed

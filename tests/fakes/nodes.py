@@ -1,0 +1,106 @@
+"""Node daemons in process: the real noded call handlers, one root directory per node.
+
+:class:`FakeNodeNet` implements the master's node RPC interface
+(``call(nodes, call_name, args, timeout)``) without TLS or sockets: each
+call is checked against the call table and run by the real noded handler
+against the target node's own root, so files the master distributes really
+appear under that node's directories.  Nodes can be "down" (the call fails
+as a refused connection would); every contacted node is recorded, so tests
+can check that offline nodes are never contacted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from typing import Any
+
+from twisted.internet import defer
+
+from ganeti.core import rpcdefs
+from ganeti.core.paths import Paths
+from ganeti.noded.backend import NodeContext, RPCFail, handlers, inline_runner
+from ganeti.rpc.client import OFFLINE_MSG, NodeTarget, RpcResult
+
+
+class FakeNodeNet:
+    """Nodes by IP address, each with its own root, answering with noded's handlers."""
+
+    def __init__(self, tmpdir: str, clock: Any) -> None:
+        self.tmpdir = os.path.abspath(tmpdir)
+        self.clock = clock
+        self.nodes: dict[str, Paths] = {}  # ip -> paths
+        self.down: set[str] = set()  # names of nodes whose daemon does not answer
+        self.contacted: list[tuple[str, str]] = []  # (node name, call)
+        self.handlers = handlers()
+        self.stopped: list[str] = []
+
+    def add(self, name: str, ip: str, paths: Paths | None = None) -> Paths:
+        """A node answering at ``ip`` (its root under tmpdir unless ``paths`` is given)."""
+        if paths is None:
+            root = os.path.join(self.tmpdir, name)
+            os.makedirs(root, exist_ok=True)
+            paths = Paths.for_node(root, name)
+        for d in (paths.data_dir, paths.queue_dir, paths.conf_dir):
+            os.makedirs(d, exist_ok=True)
+        self.nodes[ip] = paths
+        return paths
+
+    def paths(self, name: str) -> Paths:
+        """The paths of the node called ``name``."""
+        return next(p for p in self.nodes.values() if p.hostname == name)
+
+    def _context(self, paths: Paths) -> NodeContext:
+        return NodeContext(paths=paths, clock=self.clock, run=inline_runner,
+                           shutdown=lambda: self.stopped.append(paths.hostname))
+
+    async def _one(self, target: NodeTarget, call: rpcdefs.RpcCall, args: list[Any]
+                   ) -> RpcResult:
+        if target.offline:
+            return RpcResult(target.name, False, fail_msg=OFFLINE_MSG, offline=True)
+        self.contacted.append((target.name, call.name))
+        paths = self.nodes.get(target.ip)
+        if paths is None or target.name in self.down or paths.hostname in self.down:
+            return RpcResult(target.name, False,
+                             fail_msg=f"{call.name} on {target.name}: connection refused")
+        try:
+            value = await defer.maybeDeferred(self.handlers[call.name], self._context(paths),
+                                              *call.check_args(list(args)))
+        except RPCFail as err:
+            return RpcResult(target.name, False, fail_msg=str(err))
+        if call.name == "node_leave_cluster":
+            self.down.add(paths.hostname)
+        return RpcResult(target.name, True, payload=value)
+
+    def call(self, nodes: Any, call_name: str, args: Any = (),
+             timeout: float | None = None) -> defer.Deferred[dict[str, RpcResult]]:
+        """The RpcClient interface."""
+        call = rpcdefs.get_call(call_name)
+        call.check_args(list(args))
+        targets = [n if isinstance(n, NodeTarget) else NodeTarget(*n) for n in nodes]
+        ds = [defer.Deferred.fromCoroutine(self._one(t, call, list(args))) for t in targets]
+        return defer.gatherResults(ds).addCallback(lambda rs: {r.node: r for r in rs})
+
+    def wipe(self, name: str) -> None:
+        """Remove a node's files (a fresh machine)."""
+        shutil.rmtree(self.paths(name).root, ignore_errors=True)
+
+
+def sha1_of(path: str) -> str | None:
+    """SHA-1 of a file's content, None if it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha1(f.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def ssconf_of(paths: Paths) -> dict[str, bytes]:
+    """Every ssconf file of a node, by file name."""
+    out = {}
+    for name in sorted(os.listdir(paths.data_dir)):
+        if name.startswith("ssconf_"):
+            with open(os.path.join(paths.data_dir, name), "rb") as f:
+                out[name] = f.read()
+    return out
