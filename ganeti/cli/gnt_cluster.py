@@ -225,7 +225,7 @@ def _setup_destroy(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
-    """Stop the master daemon and remove the cluster's state from this node."""
+    """Stop the master's daemons and remove the cluster's state from this node."""
     confirm_flag(opts, "--yes-do-it", "Destroying the cluster")
     paths = ctx.paths
     if not ssconf.is_initialised(paths):
@@ -245,7 +245,7 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     if master != paths.hostname:
         ctx.err(f"Run this on the master node ({master}), not on {paths.hostname}.")
         return constants.EXIT_NOTMASTER
-    for daemon in daemons.MASTER_DAEMONS:
+    for daemon in (*daemons.MASTER_DAEMONS, *daemons.NODE_DAEMONS):
         if daemons.stop(paths, daemon):
             ctx.out(f"Stopped {daemon}.")
     removed = bootstrap.destroy(paths)

@@ -211,7 +211,8 @@ class QueryTest(NodesTestCase):
         self.ok({"OP_ID": "OP_NODE_SET_PARAMS", "node_name": "node3.test", "offline": True})
         self.net.down.add("node2.test")
         fields = ["name", "role", "pip", "mtotal", "mfree", "dtotal", "dfree", "ctotal",
-                  "cnos", "spfree", "group", "master_candidate", "nosuchfield"]
+                  "cnos", "spfree", "group", "master_candidate", "nosuchfield", "bootid",
+                  "mnode"]
         answer = self.client.call("Query", "node", fields, None)
         rows = {row[0][1]: row for row in answer["data"]}
         self.assertEqual(list(rows), [MASTER, "node2.test", "node3.test"])
@@ -226,6 +227,9 @@ class QueryTest(NodesTestCase):
         self.assertEqual(rows["node3.test"][1], [c.RS_NORMAL, "O"])
         self.assertEqual(master[10], [c.RS_NORMAL, "default"])
         self.assertEqual(master[12], [c.RS_UNKNOWN, None])
+        self.assertEqual(master[13][0], c.RS_NORMAL)  # /proc's boot id
+        self.assertRegex(master[13][1], r"^[0-9a-f-]{36}$")
+        self.assertLessEqual(master[14][1], master[3][1])  # mnode <= mtotal
         self.assertEqual(answer["fields"][3]["kind"], c.QFT_UNIT)
         # old style, by name and by short name, and a filter
         self.assertEqual(self.client.call("QueryNodes", ["node2"], ["name", "pip"], False),

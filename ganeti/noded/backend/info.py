@@ -64,8 +64,13 @@ def collect_node_info(paths: Paths, proc: str = "/proc", sys_dir: str = "/sys") 
         numa = 0
     sdir = storage_dir(paths)
     st = os.statvfs(sdir)
+    total_mib = mem.get("MemTotal", 0) // 1024
     return {
-        "memory_total": mem.get("MemTotal", 0) // 1024,
+        "bootid": _read(os.path.join(proc, "sys/kernel/random/boot_id")).strip() or None,
+        "memory_total": total_mib,
+        # what the node OS itself uses (no hypervisor reports a dom0 figure here)
+        "memory_dom0": max(0, total_mib - free_kib // 1024),
+        "cpu_dom0": os.cpu_count() or 1,
         "memory_free": free_kib // 1024,
         "cpu_total": os.cpu_count() or 1,
         "cpu_sockets": _cpu_sockets(_read(os.path.join(proc, "cpuinfo"))) or 1,
