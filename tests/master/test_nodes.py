@@ -330,3 +330,41 @@ class ReplicationTest(NodesTestCase):
                                            "on_nodes": ["node2.test"]})
         self.assertEqual(status, "error")
         self.assertIn("node2.test", results[-1][1][0])
+
+
+class RedistFilesTest(NodesTestCase):
+    def test_redist_pushes_ancillary_and_listed_files_to_candidates(self):
+        from ganeti.noded.backend.files import extra_allowed_path
+        self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "candidate_pool_size": 2})
+        self.add(2)
+        self.add(3)  # regular: gets no ancillary files
+        mpaths = self.master.paths
+        with open(mpaths.rapi_pem, "w") as f:
+            f.write("rapi certificate\n")
+        extra = os.path.join(mpaths.root, "etc", "site-file")
+        os.makedirs(os.path.dirname(extra), exist_ok=True)
+        with open(extra, "w") as f:
+            f.write("site data\n")
+        os.makedirs(mpaths.conf_dir, exist_ok=True)
+        with open(os.path.join(mpaths.conf_dir, "redistribute-files"), "w") as f:
+            f.write("/etc/site-file\n")
+        n2, n3 = self.net.paths("node2.test"), self.net.paths("node3.test")
+        for paths in (n2, n3):  # each node's administrator allows the file
+            with open(extra_allowed_path(paths), "w") as f:
+                f.write("/etc/site-file\n")
+        self.ok({"OP_ID": "OP_CLUSTER_REDIST_CONF"})
+        self.assertEqual(sha1_of(n2.rapi_pem), sha1_of(mpaths.rapi_pem))
+        self.assertEqual(sha1_of(os.path.join(n2.root, "etc", "site-file")), sha1_of(extra))
+        self.assertIsNone(sha1_of(n3.rapi_pem))
+        # a node that does not allow the file refuses it: redist warns, verify reports it
+        os.unlink(extra_allowed_path(n2))
+        with open(extra, "w") as f:
+            f.write("changed\n")
+        status, _, log = self.run_job({"OP_ID": "OP_CLUSTER_REDIST_CONF"})
+        self.assertEqual(status, "success")
+        self.assertTrue(any("site-file" in m and "node2.test" in m for m in log), log)
+        _, results, _ = self.run_job({"OP_ID": "OP_CLUSTER_VERIFY"})
+        group_job = results[0]["jobs"][1][1]
+        opresult, oplog = self.client.call("QueryJobs", [group_job], ["opresult", "oplog"])[0]
+        self.assertEqual(opresult, [False])
+        self.assertTrue(any("site-file" in e[3] and "differs" in e[3] for e in oplog[0]))
