@@ -9,10 +9,14 @@ job's end_ts), and p50/p99 of queued->running (start_ts - received_ts) and
 received->end (end_ts - received_ts), from the jobs' own timestamps.  Each
 mode runs with max_running_jobs raised to N (nothing waits for a slot) and at
 its default of 20.
-Run: .venv/bin/python bench/bench_jobs.py [N [B [K]]]
+With NODES > 1 the cluster has that many nodes (all master candidates), so
+every job file is also replicated to NODES - 1 node daemons; the number of job
+files that reached node 2 is reported after each run.
+Run: .venv/bin/python bench/bench_jobs.py [N [B [K [NODES]]]]
 """
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -152,19 +156,33 @@ def run_once(socket_path, n, batch, connections, max_running):
             f"{percentile(to_end, 0.99):7.1f} ms" + (f"; {failed} FAILED" if failed else ""))
 
 
-def main(n, batch, connections):
+def replicated(vc, nodes):
+    """Job files (live and archived) on node 2, or '' for a one-node cluster."""
+    if nodes < 2:
+        return ""
+    queue = os.path.join(vc, NODE.replace("node1", "node2"), "var/lib/ganeti/queue")
+    count = sum(1 for _, _, names in os.walk(queue) for name in names
+                if name.startswith("job-"))
+    return f"; job files on node2 (live and archived): {count}"
+
+
+def main(n, batch, connections, nodes=1):
     tmp = tempfile.mkdtemp(prefix="bench-jobs-")
     vc = os.path.join(tmp, "vc")
     socket_path = os.path.join(vc, NODE, "var/run/ganeti/socket/ganeti-query")
+    ip_base = f"127.0.{random.randint(200, 250)}."
     try:
-        subprocess.run([VCLUSTER, "create", vc], check=True, capture_output=True)
+        subprocess.run([VCLUSTER, "create", vc, "--nodes", str(nodes), "--ip-base", ip_base],
+                       check=True, capture_output=True)
         subprocess.run([VCLUSTER, "start", vc], check=True, capture_output=True)
+        print(f"{nodes} node(s)", flush=True)
         for max_running in (max(n, DEFAULT_MAX_RUNNING), DEFAULT_MAX_RUNNING):
             with LuxiClient(socket_path) as client:
                 set_max_running(client, max_running)
             for mode_batch in (batch, 0):
-                print(run_once(socket_path, n, mode_batch, connections, max_running),
-                      flush=True)
+                line = run_once(socket_path, n, mode_batch, connections, max_running)
+                time.sleep(1)  # let replication catch up before counting (benchmark only)
+                print(line + replicated(vc, nodes), flush=True)
     finally:
         start = time.monotonic()
         subprocess.run([VCLUSTER, "destroy", vc], check=False, capture_output=True)
@@ -176,5 +194,5 @@ def main(n, batch, connections):
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:4]]
-    main(*(args + [2000, 100, 4][len(args):]))
+    args = [int(a) for a in sys.argv[1:5]]
+    main(*(args + [2000, 100, 4, 1][len(args):]))

@@ -78,6 +78,12 @@ def _is_rename_list(v: Any) -> bool:
         isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in v)
 
 
+def _is_update_list(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and _is_content(p[1])
+        for p in v)
+
+
 def _is_mode(v: Any) -> bool:
     return _is_int(v) and 0 <= v <= 0o7777
 
@@ -170,6 +176,10 @@ _CALL_LIST = [
           RpcArg("file_name", _is_str, "a queue file name (string)"),
           RpcArg("content", _is_content, "a string or [encoding, string]")),
     _call("jobqueue_rename", TMO_FAST, "Rename job-queue files, e.g. into the archive.",
+          RpcArg("renames", _is_rename_list, "a list of [old, new] name pairs")),
+    _call("jobqueue_update_many", TMO_FAST,
+          "Write several job-queue files, then apply renames (one replication pass).",
+          RpcArg("updates", _is_update_list, "a list of [file name, content] pairs"),
           RpcArg("renames", _is_rename_list, "a list of [old, new] name pairs")),
     _call("jobqueue_purge", TMO_NORMAL, "Remove every job-queue file except the lock."),
     _call("node_verify", TMO_NORMAL,

@@ -241,18 +241,14 @@ class Replicator:
         targets = [nodesmod.target(n) for n in nodesmod.candidates(self._config())]
         if not targets:
             return
-        rpc = self._rpc()
-        calls = [rpc.call(targets, "jobqueue_update",
-                          [job_file_name(job_id), rpcdefs.encode_content(text, compress=True)],
-                          timeout=JOB_TIMEOUT)
-                 for job_id, text in sorted(texts.items())]
-        for results in await defer.gatherResults(calls):
-            self._record(results, "job queue")
-        if archives:
-            renames = [[job_file_name(j), f"archive/{archive_subdir(j)}/{job_file_name(j)}"]
-                       for j in archives]
-            self._record(await rpc.call(targets, "jobqueue_rename", [renames],
-                                        timeout=JOB_TIMEOUT), "job queue")
+        updates = [[job_file_name(job_id), rpcdefs.encode_content(text)]
+                   for job_id, text in sorted(texts.items())]
+        renames = [[job_file_name(j), f"archive/{archive_subdir(j)}/{job_file_name(j)}"]
+                   for j in archives]
+        # one call per candidate and pass: under load passes grow instead of calls multiplying
+        self._record(await self._rpc().call(targets, "jobqueue_update_many",
+                                            [updates, renames], timeout=JOB_TIMEOUT),
+                     "job queue")
 
     def jobs_idle(self) -> defer.Deferred[None]:
         """Fires when every job file handed over has been replicated (tests, shutdown)."""
@@ -270,9 +266,8 @@ class Replicator:
         rpc = self._rpc()
         node_targets = [nodesmod.target(n) for n in targets]
         failed = self._record(await rpc.call(node_targets, "jobqueue_purge", []), "job queue")
-        for job_id, text in sorted(texts.items()):
-            failed += self._record(await rpc.call(
-                node_targets, "jobqueue_update",
-                [job_file_name(job_id), rpcdefs.encode_content(text, compress=True)]),
-                "job queue")
+        updates = [[job_file_name(job_id), rpcdefs.encode_content(text)]
+                   for job_id, text in sorted(texts.items())]
+        failed += self._record(await rpc.call(node_targets, "jobqueue_update_many",
+                                              [updates, []]), "job queue")
         return failed

@@ -9,7 +9,8 @@ class TableTest(SynchronousTestCase):
     def test_declared_calls(self):
         self.assertEqual(set(rpcdefs.CALLS), {
             "version", "node_info", "upload_file", "write_ssconf_files", "jobqueue_update",
-            "jobqueue_rename", "jobqueue_purge", "test_delay", "node_verify", "node_leave_cluster"})
+            "jobqueue_rename", "jobqueue_purge", "test_delay", "node_verify", "node_leave_cluster",
+            "jobqueue_update_many"})
         for name, call in rpcdefs.CALLS.items():
             self.assertEqual(call.name, name)
             self.assertIn(call.timeout, (rpcdefs.TMO_FAST, rpcdefs.TMO_NORMAL, rpcdefs.TMO_SLOW))

@@ -67,6 +67,7 @@ def handlers() -> dict[str, Handler]:
         "write_ssconf_files": ssconf.write_ssconf_files,
         "jobqueue_update": jobqueue.update,
         "jobqueue_rename": jobqueue.rename,
+        "jobqueue_update_many": jobqueue.update_many,
         "jobqueue_purge": jobqueue.purge,
         "test_delay": delay.test_delay,
     }

@@ -90,3 +90,33 @@ def _purge(paths: Paths) -> None:
 def purge(ctx: NodeContext) -> defer.Deferred[None]:
     """Remove every queue file and the archive's contents; the lock file stays."""
     return ctx.run(_purge, ctx.paths)
+
+
+def _update_many(paths: Paths, updates: list[tuple[str, bytes]],
+                 renames: list[tuple[str, str]]) -> None:
+    dirs = set()
+    for path, data in updates:
+        _ensure_parent(path)
+        fileutil.atomic_write(path, data, mode=FILE_MODE, durable=False)
+        dirs.add(os.path.dirname(path))
+    for old, new in renames:
+        _ensure_parent(new)
+        try:
+            os.rename(old, new)
+        except FileNotFoundError:
+            continue  # never received (the node joined later): nothing to move
+        dirs.update({os.path.dirname(old), os.path.dirname(new)})
+    for d in sorted(dirs):
+        fileutil.fsync_dir(d)
+
+
+def update_many(ctx: NodeContext, updates: list[list[Any]],
+                renames: list[list[str]]) -> defer.Deferred[None]:
+    """One replication pass: write the files, then rename (all names checked first)."""
+    try:
+        files = [(queue_path(ctx.paths, name), rpcdefs.decode_content(content))
+                 for name, content in updates]
+    except rpcdefs.RpcArgumentError as err:
+        raise RPCFail(f"jobqueue_update_many: {err}") from None
+    pairs = [(queue_path(ctx.paths, old), queue_path(ctx.paths, new)) for old, new in renames]
+    return ctx.run(_update_many, ctx.paths, files, pairs)
