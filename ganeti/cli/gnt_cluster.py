@@ -279,12 +279,7 @@ def _setup_modify(p: argparse.ArgumentParser) -> None:
                    help="remove these uids from the user-id pool")
     p.add_argument("-I", "--default-iallocator", metavar="NAME",
                    help="default instance allocator (empty: none)")
-    p.add_argument("--ipolicy-vcpu-ratio", type=float, metavar="RATIO",
-                   help="instance policy: maximal vcpu-to-cpu ratio")
-    p.add_argument("--ipolicy-spindle-ratio", type=float, metavar="RATIO",
-                   help="instance policy: maximal instances-to-spindle ratio")
-    p.add_argument("--ipolicy-disk-templates", metavar="TEMPLATES",
-                   help="instance policy: comma-separated allowed disk templates")
+    jobs.add_ipolicy_options(p)
     jobs.add_job_options(p, dry_run=True)
 
 
@@ -315,13 +310,7 @@ def modify_opcode(opts: argparse.Namespace) -> dict[str, Any]:
         ranges = _uid_ranges(getattr(opts, name))
         if ranges is not None:
             op[name] = ranges
-    ipolicy: dict[str, Any] = {}
-    if opts.ipolicy_vcpu_ratio is not None:
-        ipolicy[constants.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
-    if opts.ipolicy_spindle_ratio is not None:
-        ipolicy[constants.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
-    if opts.ipolicy_disk_templates is not None:
-        ipolicy[constants.IPOLICY_DTS] = _split_list(opts.ipolicy_disk_templates)
+    ipolicy = jobs.ipolicy_value(opts)
     if ipolicy:
         op["ipolicy"] = ipolicy
     return op

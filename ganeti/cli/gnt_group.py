@@ -58,12 +58,7 @@ def _add_param_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-D", "--disk-parameters", dest="diskparams", action="append",
                    default=[], metavar="TEMPLATE:KEY=VAL,...",
                    help="disk parameters of a disk template (repeatable)")
-    p.add_argument("--ipolicy-vcpu-ratio", type=float, metavar="RATIO",
-                   help="instance policy: maximal vcpu-to-cpu ratio")
-    p.add_argument("--ipolicy-spindle-ratio", type=float, metavar="RATIO",
-                   help="instance policy: maximal instances-to-spindle ratio")
-    p.add_argument("--ipolicy-disk-templates", metavar="TEMPLATES",
-                   help="instance policy: comma-separated allowed disk templates")
+    jobs.add_ipolicy_options(p)
     jobs.add_job_options(p, dry_run=True)
 
 
@@ -75,14 +70,7 @@ def _param_values(opts: argparse.Namespace) -> dict[str, Any]:
         values["ndparams"] = params.parse_keyval(opts.ndparams, "--node-parameters")
     if opts.diskparams:
         values["diskparams"] = jobs.ident_keyval(opts.diskparams, "-D", "TEMPLATE")
-    ipolicy: dict[str, Any] = {}
-    if opts.ipolicy_vcpu_ratio is not None:
-        ipolicy[c.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
-    if opts.ipolicy_spindle_ratio is not None:
-        ipolicy[c.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
-    if opts.ipolicy_disk_templates is not None:
-        ipolicy[c.IPOLICY_DTS] = [t.strip() for t in opts.ipolicy_disk_templates.split(",")
-                                  if t.strip()]
+    ipolicy = jobs.ipolicy_value(opts)
     if ipolicy:
         values["ipolicy"] = ipolicy
     return values

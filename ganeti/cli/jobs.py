@@ -322,6 +322,29 @@ def ident_keyval(values: Sequence[str], flag: str,
     return result
 
 
+def add_ipolicy_options(p: argparse.ArgumentParser) -> None:
+    """The instance-policy options gnt-cluster and gnt-group share."""
+    p.add_argument("--ipolicy-vcpu-ratio", type=float, metavar="RATIO",
+                   help="instance policy: maximal vcpu-to-cpu ratio")
+    p.add_argument("--ipolicy-spindle-ratio", type=float, metavar="RATIO",
+                   help="instance policy: maximal instances-to-spindle ratio")
+    p.add_argument("--ipolicy-disk-templates", metavar="TEMPLATES",
+                   help="instance policy: comma-separated allowed disk templates")
+
+
+def ipolicy_value(opts: argparse.Namespace) -> dict[str, Any]:
+    """The ``ipolicy`` change the options of :func:`add_ipolicy_options` ask for."""
+    ipolicy: dict[str, Any] = {}
+    if opts.ipolicy_vcpu_ratio is not None:
+        ipolicy[c.IPOLICY_VCPU_RATIO] = opts.ipolicy_vcpu_ratio
+    if opts.ipolicy_spindle_ratio is not None:
+        ipolicy[c.IPOLICY_SPINDLE_RATIO] = opts.ipolicy_spindle_ratio
+    if opts.ipolicy_disk_templates is not None:
+        ipolicy[c.IPOLICY_DTS] = [t.strip() for t in
+                                          opts.ipolicy_disk_templates.split(",") if t.strip()]
+    return ipolicy
+
+
 def add_tag_options(p: argparse.ArgumentParser, owner: str | None = None) -> None:
     """Options and arguments of ``add-tags``/``remove-tags`` (``owner``: the
     metavar of the tagged object's name, None for the cluster)."""

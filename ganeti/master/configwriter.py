@@ -88,11 +88,14 @@ class ConfigWriter:
         error; in every failure case the config is unchanged.
         """
         d: defer.Deferred[R] = defer.Deferred()
-        self._queue.append((change, d))
+        self._enqueue(change, d)
+        return d
+
+    def _enqueue(self, item: Callable[[ConfigData], Any], d: defer.Deferred[Any]) -> None:
+        self._queue.append((item, d))
         if not self._flushing:
             self._flushing = True
             defer.Deferred.fromCoroutine(self._flush_all())
-        return d
 
     async def _flush_all(self) -> None:
         try:
@@ -181,9 +184,6 @@ class ConfigWriter:
     async def update_serialised(self, work: Callable[[], Awaitable[R]]) -> R:
         """Run ``work`` between two commits (no commit runs meanwhile)."""
         d: defer.Deferred[Any] = defer.Deferred()
-        self._queue.append((_Exclusive(work), d))
-        if not self._flushing:
-            self._flushing = True
-            defer.Deferred.fromCoroutine(self._flush_all())
+        self._enqueue(_Exclusive(work), d)
         result: R = await d
         return result

@@ -18,6 +18,7 @@ from ganeti.core import query
 from ganeti.core.errors import ECODE_NOENT, OpPrereqError
 from ganeti.core.objects import ConfigData, Node, NodeGroup
 from ganeti.core.query import NODATA, OFFLINE, UNAVAIL, Field
+from ganeti.master.nodes import find_group, find_node, instance_nodes
 
 # --- nodes ---------------------------------------------------------------------------
 
@@ -40,9 +41,7 @@ def _instances(item: NodeItem, secondary: bool) -> list[str]:
     names = []
     for inst in item.cfg.instances.values():
         if secondary:
-            nodes = {n for d in inst.disks if d in item.cfg.disks
-                     for n in item.cfg.disks[d].nodes} - {inst.primary_node}
-            if uuid in nodes:
+            if uuid in instance_nodes(item.cfg, inst) - {inst.primary_node}:
                 names.append(inst.name)
         elif inst.primary_node == uuid:
             names.append(inst.name)
@@ -299,7 +298,6 @@ def needs_live(q: query.Query[Any]) -> bool:
 
 def select_nodes(cfg: ConfigData, names: Iterable[str] | None) -> list[Node]:
     """Nodes by name or UUID in the order given (all nodes if ``names`` is empty)."""
-    from ganeti.master.nodes import find_node
     if not names:
         return sorted_nodes(cfg)
     return [find_node(cfg, name) for name in names]
@@ -307,7 +305,6 @@ def select_nodes(cfg: ConfigData, names: Iterable[str] | None) -> list[Node]:
 
 def select_groups(cfg: ConfigData, names: Iterable[str] | None) -> list[NodeGroup]:
     """Groups by name or UUID in the order given (all groups if ``names`` is empty)."""
-    from ganeti.master.nodes import find_group
     if not names:
         return sorted_groups(cfg)
     return [find_group(cfg, name) for name in names]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ganeti.core import constants
 from ganeti.core.errors import ECODE_NOENT, OpPrereqError
-from ganeti.core.objects import ConfigData, Node, NodeGroup
+from ganeti.core.objects import ConfigData, Instance, Node, NodeGroup
 from ganeti.rpc.client import NodeTarget
 
 
@@ -51,6 +51,12 @@ def default_group(cfg: ConfigData) -> NodeGroup:
                             f"{constants.DEFAULT_NODEGROUP_NAME!r}; name the group of "
                             "the new node", ECODE_NOENT)
     return group
+
+
+def instance_nodes(cfg: ConfigData, inst: Instance) -> set[str]:
+    """UUIDs of the nodes an instance uses: its primary and every node of its disks."""
+    return {inst.primary_node} | {n for d in inst.disks if d in cfg.disks
+                                  for n in cfg.disks[d].nodes}
 
 
 def may_be_candidate(node: Node) -> bool:

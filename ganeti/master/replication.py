@@ -72,9 +72,11 @@ class Replicator:
 
     log = Logger()
 
-    def __init__(self, rpc: Callable[[], NodeRpc], paths: Paths, clock: IReactorTime,
-                 run_blocking: BlockingRunner) -> None:
+    def __init__(self, rpc: Callable[[], NodeRpc], config: Callable[[], ConfigData],
+                 paths: Paths, clock: IReactorTime, run_blocking: BlockingRunner) -> None:
+        """``config`` gives the committed config (who the candidates are for job files)."""
         self._rpc = rpc
+        self._config = config
         self.paths = paths
         self.clock = clock
         self._run_blocking = run_blocking
@@ -84,7 +86,6 @@ class Replicator:
         self._jobs_busy = False
         self._jobs_pending: list[tuple[dict[int, str], list[int]]] = []
         self._jobs_idle: list[defer.Deferred[None]] = []
-        self._config: Callable[[], ConfigData] | None = None
 
     # --- bookkeeping ---------------------------------------------------------------
 
@@ -163,7 +164,10 @@ class Replicator:
         return None
 
     def ancillary_files(self) -> list[tuple[str, int]]:
-        """The files redist-conf pushes to candidates besides config.data, that exist."""
+        """The files redist-conf pushes to candidates besides config.data, that exist.
+
+        Blocking (it looks at the disk): call it through the I/O thread pool.
+        """
         paths = self.paths
         files = [(paths.rapi_pem, 0o440), (paths.rapi_users, 0o640),
                  (paths.cluster_domain_secret, 0o400), (paths.hmac_key, 0o440)]
@@ -181,9 +185,9 @@ class Replicator:
         return [rpcdefs.from_wire_path(self.paths.root, os.path.normpath(line.strip()))
                 for line in lines if line.strip().startswith("/")]
 
-    def _read_files(self, files: list[tuple[str, int]]) -> list[tuple[str, int, bytes]]:
+    def _read_ancillary(self) -> list[tuple[str, int, bytes]]:
         out = []
-        for path, mode in files:
+        for path, mode in self.ancillary_files():
             with open(path, "rb") as f:
                 out.append((path, mode, f.read()))
         return out
@@ -192,7 +196,7 @@ class Replicator:
         """Upload the ancillary files to ``targets``; failed results per file name."""
         if not targets:
             return {}
-        contents = await self._run_blocking(self._read_files, self.ancillary_files())
+        contents = await self._run_blocking(self._read_ancillary)
         rpc = self._rpc()
         out: dict[str, list[RpcResult]] = {}
         for path, mode, data in contents:
@@ -203,13 +207,9 @@ class Replicator:
 
     # --- job files -------------------------------------------------------------------
 
-    def watch_config(self, config: Callable[[], ConfigData]) -> None:
-        """Where the candidates for job replication come from."""
-        self._config = config
-
     def jobs_written(self, texts: dict[int, str], archives: list[int]) -> None:
         """The job store wrote these job files and archived these jobs (reactor thread)."""
-        if self._config is None or not nodesmod.candidates(self._config()):
+        if not nodesmod.candidates(self._config()):
             return
         self._jobs_pending.append((dict(texts), list(archives)))
         if not self._jobs_busy:
@@ -237,7 +237,6 @@ class Replicator:
 
     async def _replicate_jobs(self, texts: dict[int, str], archives: list[int]) -> None:
         from ganeti.master.jobstore import archive_subdir, job_file_name
-        assert self._config is not None
         targets = [nodesmod.target(n) for n in nodesmod.candidates(self._config())]
         if not targets:
             return

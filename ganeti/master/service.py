@@ -183,8 +183,8 @@ class MasterDaemon(service.MultiService):
         self.run_blocking = run_blocking
         self.config_writer = ConfigWriter(paths.config_file, cfg, run_blocking, reactor,
                                           durable=durable)
-        self.replicator = Replicator(self.rpc, paths, reactor, run_blocking)
-        self.replicator.watch_config(lambda: self.config_writer.config)
+        self.replicator = Replicator(self.rpc, lambda: self.config_writer.config, paths,
+                                     reactor, run_blocking)
         self.config_writer.set_distributor(self.replicator.distribute_config)
         self.events = EventBus(reactor)
         self.locks = LockManager(reactor, nodes=[n.name for n in cfg.nodes.values()],

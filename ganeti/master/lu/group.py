@@ -197,8 +197,7 @@ class LUGroupAssignNodes(LogicalUnit):
             raise OpPrereqError("No node to assign was given", ECODE_INVAL)
         self.node_uuids = sorted({nodesmod.find_node(cfg, n).uuid for n in names})
         for inst in cfg.instances.values():
-            nodes = {inst.primary_node} | {n for d in inst.disks if d in cfg.disks
-                                           for n in cfg.disks[d].nodes}
+            nodes = nodesmod.instance_nodes(cfg, inst)
             moving = nodes & set(self.node_uuids)
             if moving and moving != nodes and not self.op.get("force"):
                 raise OpPrereqError(f"Moving the nodes would split instance {inst.name} "

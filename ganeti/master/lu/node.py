@@ -26,7 +26,7 @@ from ganeti.core.errors import (
 )
 from ganeti.core.objects import ConfigData, Node
 from ganeti.master import nodes as nodesmod
-from ganeti.master.locking.manager import LEVEL_CLUSTER, LEVEL_NODE
+from ganeti.master.locking.manager import LEVEL_NODE
 from ganeti.master.lu.base import LogicalUnit, LUContext
 from ganeti.rpc.client import NodeTarget
 
@@ -41,15 +41,16 @@ def check_ndparams(values: dict[str, Any] | None) -> dict[str, Any]:
     return checked
 
 
-def _ips_in_use(cfg: ConfigData, skip: str | None = None) -> dict[str, str]:
+def check_ips_free(cfg: ConfigData, ips: list[str | None], skip: str | None = None) -> None:
+    """OpPrereqError(resource_not_unique) if another node (not ``skip``) uses one of ``ips``."""
     used: dict[str, str] = {}
     for node in cfg.nodes.values():
-        if node.uuid == skip:
-            continue
-        used[node.primary_ip] = node.name
-        if node.secondary_ip:
-            used[node.secondary_ip] = node.name
-    return used
+        if node.uuid != skip:
+            used.update({ip: node.name for ip in (node.primary_ip, node.secondary_ip) if ip})
+    for ip in ips:
+        if ip and ip in used:
+            raise OpPrereqError(f"The IP address {ip} is already used by node {used[ip]}",
+                                ECODE_NOTUNIQUE)
 
 
 async def welcome_candidates(ctx: LUContext, names: list[str]) -> None:
@@ -93,11 +94,8 @@ class LUNodeAdd(LogicalUnit):
                       else (cfg.nodegroups[self.existing.group] if self.existing
                             else nodesmod.default_group(cfg)))
         self.ndparams = check_ndparams(op.get("ndparams"))
-        self.used = _ips_in_use(cfg, self.existing.uuid if self.existing else None)
-        for ip in (op.get("primary_ip"), op.get("secondary_ip")):
-            if ip and ip in self.used:
-                raise OpPrereqError(f"The IP address {ip} is already used by node "
-                                    f"{self.used[ip]}", ECODE_NOTUNIQUE)
+        self.skip = self.existing.uuid if self.existing else None
+        check_ips_free(cfg, [op.get("primary_ip"), op.get("secondary_ip")], self.skip)
 
     async def _primary_ip(self) -> str:
         ip = self.op.get("primary_ip")
@@ -113,9 +111,7 @@ class LUNodeAdd(LogicalUnit):
             raise OpPrereqError(f"Cannot resolve node name {name}: {err}; give its "
                                 "address with --primary-ip", ECODE_RESOLVER) from None
         ip = str(infos[0][4][0])
-        if ip in self.used:
-            raise OpPrereqError(f"The IP address {ip} of {name} is already used by node "
-                                f"{self.used[ip]}", ECODE_NOTUNIQUE)
+        check_ips_free(self.ctx.config.config, [ip], self.skip)
         return ip
 
     async def _check_daemon(self, ip: str) -> None:
@@ -147,11 +143,7 @@ class LUNodeAdd(LogicalUnit):
         now = ctx.clock.seconds()
 
         def change(cfg: ConfigData) -> bool:
-            used = _ips_in_use(cfg, new_uuid if readd else None)
-            for ip in {primary_ip, secondary_ip}:
-                if ip in used:
-                    raise OpPrereqError(f"The IP address {ip} is already used by node "
-                                        f"{used[ip]}", ECODE_NOTUNIQUE)
+            check_ips_free(cfg, [primary_ip, secondary_ip], new_uuid if readd else None)
             if readd:
                 node = cfg.nodes[new_uuid]
                 cfg.nodegroups[node.group].members.remove(node.uuid)
@@ -210,8 +202,7 @@ class LUNodeRemove(LogicalUnit):
             raise OpPrereqError("Node is the master node, failover to another node is "
                                 "required", ECODE_INVAL)
         for inst in cfg.instances.values():
-            disk_nodes = {n for d in inst.disks if d in cfg.disks for n in cfg.disks[d].nodes}
-            if inst.primary_node == node.uuid or node.uuid in disk_nodes:
+            if node.uuid in nodesmod.instance_nodes(cfg, inst):
                 raise OpPrereqError(f"Instance {inst.name} is still running on the node, "
                                     "please remove first", ECODE_INVAL)
 
@@ -258,7 +249,6 @@ class LUNodeSetParams(LogicalUnit):
         self.node = copy.deepcopy(
             nodesmod.find_node(cfg, self.op.get("node_uuid") or self.op.get("node_name")))
         self.needed_locks[LEVEL_NODE] = [self.node.name]
-        self.share_locks[LEVEL_CLUSTER] = False
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
@@ -296,12 +286,7 @@ class LUNodeSetParams(LogicalUnit):
                 raise OpPrereqError(
                     "Not enough master candidates, please pass auto promote option to allow "
                     "promotion (--auto-promote or RAPI auto_promote=True)", ECODE_STATE)
-        self.ndparams = check_ndparams(op.get("ndparams"))
-        if op.get("secondary_ip"):
-            used = _ips_in_use(cfg, node.uuid)
-            if op["secondary_ip"] in used:
-                raise OpPrereqError(f"The IP address {op['secondary_ip']} is already used by "
-                                    f"node {used[op['secondary_ip']]}", ECODE_NOTUNIQUE)
+        check_ips_free(cfg, [op.get("secondary_ip")], node.uuid)
 
     def _apply(self, cfg: ConfigData, node: Node) -> list[list[str]]:
         """Apply the change to ``node`` in ``cfg``; the [param, value] pairs to report."""

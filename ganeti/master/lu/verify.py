@@ -133,12 +133,13 @@ class LUClusterVerifyGroup(_Verifier):
         super().check_prereq()
         self.group = nodesmod.find_group(self.ctx.config.config, self.op["group_name"])
 
-    def _candidate_files(self) -> list[str]:
+    def _candidate_files(self) -> list[tuple[str, str | None]]:
+        """``(path, sha1)`` of config.data and the ancillary files (blocking)."""
         rep = self.ctx.replicator
         files = [self.ctx.config.path]
         if rep is not None:
             files += [path for path, _ in rep.ancillary_files()]
-        return files
+        return [(path, sha1_file(path)) for path in files]
 
     async def exec(self) -> Any:
         ctx = self.ctx
@@ -149,12 +150,10 @@ class LUClusterVerifyGroup(_Verifier):
         self._step(f"Verifying node group {self.group.name} ({len(members)} nodes, "
                    f"{len(members) - len(online)} offline)")
         rep = ctx.replicator
-        files = self._candidate_files()
-        wire = [rep.wire(f) if rep else f for f in files]
-        expected = dict(zip(wire, await ctx.run_blocking(
-            lambda: [sha1_file(f) for f in files]), strict=True))
+        expected = {rep.wire(path) if rep else path: digest
+                    for path, digest in await ctx.run_blocking(self._candidate_files)}
         checks = {"version": True, "hostname": True, "time": True, "ssconf": True,
-                  "filelist": wire}
+                  "filelist": list(expected)}
         results = await ctx.rpc().call([nodesmod.target(n) for n in online], "node_verify",
                                        [checks, cfg.cluster.cluster_name])
         want_ssconf = {k: ssconf.file_content(v) for k, v in ssconf.compute(cfg).items()}
