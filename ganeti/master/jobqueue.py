@@ -68,6 +68,8 @@ class JobQueue:
         self._heap: list[tuple[int, int]] = []
         self._dep_waiting: dict[int, set[int]] = {}  # dependency -> jobs waiting for it
         self._published_log: dict[int, int] = {}
+        # A job's opcodes never change: their ids and summaries are computed once.
+        self._published_ops: dict[int, tuple[list[str], list[str]]] = {}
         self._scheduling = False
         self._reschedule = False
 
@@ -187,15 +189,21 @@ class JobQueue:
             await self.store.archive(job.id)
             self.visible.pop(job.id, None)
             self._published_log.pop(job.id, None)
+            self._published_ops.pop(job.id, None)
             self.bus.publish("archive", {"id": job.id})
             return
         snapshot = _snapshot(data)
         self.visible[job.id] = snapshot
         since = self._published_log.get(job.id, 0)
         self._published_log[job.id] = snapshot.log_serial
+        ops = self._published_ops.get(job.id)
+        if ops is None:
+            ops = self._published_ops[job.id] = (
+                [op.op_id for op in snapshot.ops], snapshot.summary())
         self.bus.publish("job", {
             "id": job.id, "status": snapshot.status,
             "opstatus": [op.status for op in snapshot.ops],
+            "ops": ops[0], "summary": ops[1],
             "priority": snapshot.priority,
             "log": snapshot.log_entries_since(since),
             "received_ts": snapshot.received_timestamp,

@@ -86,6 +86,9 @@ class SubmitTest(QueueTestCase):
         self.assertEqual(self.field(jid, "summary"), ["TEST_DELAY(0.0)"])
         kinds = [(e.data["id"], e.data["status"]) for e in self.events if e.kind == "job"]
         self.assertEqual(kinds, [(1, "queued"), (1, "running"), (1, "success")])
+        for event in self.events:
+            self.assertEqual((event.data["ops"], event.data["summary"]),
+                             (["OP_TEST_DELAY"], ["TEST_DELAY(0.0)"]))
         reason = self.queue.visible[jid].ops[0].input["reason"]
         self.assertEqual(reason[-1][:2], ["gnt:opcode:test_delay", "job=1;index=0"])
 

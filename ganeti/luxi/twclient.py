@@ -1,0 +1,364 @@
+"""Asynchronous LUXI clients for daemons (ganeti-rapi): calls, and the event stream.
+
+:class:`AsyncLuxiClient` keeps a small pool of connections to masterd's
+socket.  masterd answers the requests of one connection strictly one after
+another, so a call never queues behind another on the same connection (a
+10-second ``WaitForJobChange`` would block everything after it): each call
+takes an idle connection, opens a new one while the pool is below its size,
+or waits for one to become free.  Connections are opened lazily, so when
+masterd restarts the next call simply connects again; until then calls fail
+with :class:`~ganeti.core.errors.NoMasterError`.
+
+:class:`EventStreamClient` holds one ``SubscribeEvents`` stream and hands the
+events of each read to its consumer as a batch.  When the connection breaks it
+reconnects with growing delays and resubscribes from the last serial it saw,
+so the consumer misses nothing that masterd still keeps (masterd says
+``resync`` otherwise).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer, error
+from twisted.internet.endpoints import UNIXClientEndpoint
+from twisted.internet.interfaces import IDelayedCall
+from twisted.internet.protocol import Factory, Protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from ganeti.core import constants, errors
+from ganeti.luxi import wire
+from ganeti.luxi.methods import METHODS
+
+#: Largest response accepted (a bulk job query can be large).
+MAX_RESPONSE = 64 * 1024 * 1024
+DEFAULT_POOL_SIZE = 16
+DEFAULT_CALL_TIMEOUT = float(constants.LUXI_DEF_RWTO)
+DEFAULT_CONNECT_TIMEOUT = float(constants.LUXI_DEF_CTMO)
+
+
+def _connect_error(address: str, failure: Failure) -> errors.GenericError:
+    err = failure.value
+    os_errno = getattr(getattr(err, "osError", None), "errno", None)
+    if os_errno in (errno.EACCES, errno.EPERM) or "Permission denied" in str(err):
+        return errors.PermissionError(
+            f"Permission denied on the master socket {address}")
+    return errors.NoMasterError(
+        f"Cannot communicate with the master daemon at {address}: "
+        f"{err.__class__.__name__}: {err}; is ganeti-masterd running?")
+
+
+class _CallProtocol(Protocol):
+    """One connection; at most one request in flight (masterd answers in order)."""
+
+    def __init__(self) -> None:
+        self._splitter = wire.FrameSplitter(max_size=MAX_RESPONSE)
+        self.waiting: defer.Deferred[Any] | None = None
+        self.lost = False
+        self.on_lost: Callable[[_CallProtocol], None] | None = None
+
+    def request(self, method: str, args: tuple[Any, ...]) -> defer.Deferred[Any]:
+        assert self.waiting is None and self.transport is not None
+        d: defer.Deferred[Any] = defer.Deferred()
+        self.waiting = d
+        self.transport.write(wire.encode_request(method, args))
+        return d
+
+    def dataReceived(self, data: bytes) -> None:
+        frames = self._splitter.feed(data)
+        for frame in frames:
+            d, self.waiting = self.waiting, None
+            if d is None:
+                self._abort()  # an answer nobody asked for: the stream is out of step
+                return
+            try:
+                result = wire.parse_response(frame)
+            except Exception as err:  # the decoded Ganeti error travels on
+                d.errback(err)
+            else:
+                d.callback(result)
+        if self._splitter.overflow is not None:
+            d, self.waiting = self.waiting, None
+            if d is not None:
+                d.errback(errors.ProtocolError(str(self._splitter.overflow)))
+            self._abort()
+
+    def _abort(self) -> None:
+        self.lost = True  # never handed out again, even before the close completes
+        if self.transport is not None:
+            self.transport.loseConnection()
+
+    def connectionLost(self, reason: Failure = error.ConnectionDone) -> None:  # type: ignore[assignment]
+        self.lost = True
+        d, self.waiting = self.waiting, None
+        if d is not None:
+            d.errback(errors.ConnectionClosedError(
+                "The master daemon closed the connection without answering"))
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+
+class AsyncLuxiClient:
+    """Calls LUXI methods on masterd; ``call`` returns a Deferred of the result."""
+
+    log = Logger()
+
+    def __init__(self, reactor: Any, address: str, pool_size: int = DEFAULT_POOL_SIZE,
+                 timeout: float = DEFAULT_CALL_TIMEOUT,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+        self.reactor = reactor
+        self.address = address
+        self.pool_size = pool_size
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._idle: list[_CallProtocol] = []
+        self._busy: set[_CallProtocol] = set()
+        self._connecting = 0
+        self._waiters: deque[defer.Deferred[_CallProtocol]] = deque()
+        self._closed = False
+
+    @property
+    def connections(self) -> int:
+        """Open connections (idle and busy)."""
+        return len(self._idle) + len(self._busy)
+
+    def call(self, method: str, *args: Any) -> defer.Deferred[Any]:
+        """Call ``method``; fails with the Ganeti error masterd sent, or a transport error."""
+        spec = METHODS.get(method)
+        if spec is not None:
+            try:
+                spec.check_args(list(args))
+            except errors.GenericError as err:
+                return defer.fail(err)
+        return defer.Deferred.fromCoroutine(self._call(method, args))
+
+    async def _call(self, method: str, args: tuple[Any, ...]) -> Any:
+        if self._closed:
+            raise errors.NoMasterError("The LUXI client is closed")
+        proto = await self._acquire()
+        timer: IDelayedCall | None = None
+        d = proto.request(method, args)
+        if self.timeout:
+            def expire() -> None:
+                nonlocal timer
+                timer = None
+                if not d.called:
+                    proto.waiting = None
+                    proto._abort()
+                    d.errback(errors.TimeoutError(
+                        f"The master daemon did not answer {method} within {self.timeout}s"))
+            timer = self.reactor.callLater(self.timeout, expire)
+        try:
+            return await d
+        finally:
+            if timer is not None and timer.active():
+                timer.cancel()
+            self._release(proto)
+
+    async def _acquire(self) -> _CallProtocol:
+        while self._idle:
+            proto = self._idle.pop()
+            if not proto.lost:
+                self._busy.add(proto)
+                return proto
+        if len(self._busy) + self._connecting < self.pool_size:
+            self._connecting += 1
+            try:
+                proto = await self._connect()
+            finally:
+                self._connecting -= 1
+            self._busy.add(proto)
+            return proto
+        waiter: defer.Deferred[_CallProtocol] = defer.Deferred()
+        self._waiters.append(waiter)
+        return await waiter
+
+    async def _connect(self) -> _CallProtocol:
+        endpoint = UNIXClientEndpoint(self.reactor, self.address, timeout=self.connect_timeout)
+        try:
+            proto = await endpoint.connect(Factory.forProtocol(_CallProtocol))
+        except Exception:  # every connect failure means "no master"
+            raise _connect_error(self.address, Failure()) from None
+        assert isinstance(proto, _CallProtocol)
+        proto.on_lost = self._lost
+        return proto
+
+    def _release(self, proto: _CallProtocol) -> None:
+        self._busy.discard(proto)
+        if proto.lost or self._closed:
+            self._wake_for_new_connection()
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.called:
+                self._busy.add(proto)
+                waiter.callback(proto)
+                return
+        self._idle.append(proto)
+
+    def _lost(self, proto: _CallProtocol) -> None:
+        if proto in self._idle:
+            self._idle.remove(proto)
+
+    def _wake_for_new_connection(self) -> None:
+        # A busy connection went away: a waiter may now open a new one.
+        if self._waiters and not self._closed:
+            waiter = self._waiters.popleft()
+            d = defer.Deferred.fromCoroutine(self._acquire())
+            d.chainDeferred(waiter)
+
+    def close(self) -> None:
+        """Close every connection; waiting calls fail with NoMasterError."""
+        self._closed = True
+        for proto in self._idle + list(self._busy):
+            proto._abort()
+        self._idle.clear()
+        while self._waiters:
+            self._waiters.popleft().errback(errors.NoMasterError("The LUXI client is closed"))
+
+
+EventsListener = Callable[[list[dict[str, Any]]], None]
+StateListener = Callable[[bool, "dict[str, Any] | None"], None]
+
+
+class _StreamProtocol(Protocol):
+    """A SubscribeEvents connection: the first frame is the reply, then events."""
+
+    def __init__(self, owner: EventStreamClient) -> None:
+        self.owner = owner
+        self._splitter = wire.FrameSplitter(max_size=MAX_RESPONSE)
+        self.subscribed = False
+
+    def connectionMade(self) -> None:
+        assert self.transport is not None
+        self.transport.write(wire.encode_request("SubscribeEvents", [self.owner.last_serial]))
+
+    def dataReceived(self, data: bytes) -> None:
+        frames = self._splitter.feed(data)
+        events: list[dict[str, Any]] = []
+        for frame in frames:
+            if not self.subscribed:
+                try:
+                    reply = wire.parse_response(frame)
+                except Exception as err:
+                    self.owner.log.error("SubscribeEvents refused by masterd: {err}", err=err)
+                    self._drop()
+                    return
+                self.subscribed = True
+                self.owner._subscribed(reply if isinstance(reply, dict) else {})
+                continue
+            try:
+                event = json.loads(frame)
+            except ValueError:
+                self.owner.log.error("Unreadable event from masterd; reconnecting")
+                self._drop()
+                break
+            if isinstance(event, dict):
+                events.append(event)
+        if events:
+            self.owner._events(events)
+        if self._splitter.overflow is not None:
+            self.owner.log.error("Oversized event from masterd; reconnecting")
+            self._drop()
+
+    def _drop(self) -> None:
+        if self.transport is not None:
+            self.transport.loseConnection()
+
+    def connectionLost(self, reason: Failure = error.ConnectionDone) -> None:  # type: ignore[assignment]
+        self.owner._disconnected(self)
+
+
+class EventStreamClient:
+    """One resuming ``SubscribeEvents`` stream from masterd (see the module doc)."""
+
+    log = Logger()
+
+    def __init__(self, reactor: Any, address: str, since: int | None = None,
+                 retry_initial: float = 0.1, retry_max: float = 5.0,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+        self.reactor = reactor
+        self.address = address
+        self.last_serial = since
+        self.retry_initial = retry_initial
+        self.retry_max = retry_max
+        self.connect_timeout = connect_timeout
+        self.connected = False
+        self._delay = retry_initial
+        self._proto: _StreamProtocol | None = None
+        self._retry: IDelayedCall | None = None
+        self._running = False
+        self._on_events: EventsListener = lambda events: None
+        self._on_state: StateListener = lambda up, reply: None
+
+    def start(self, on_events: EventsListener,
+              on_state: StateListener | None = None) -> None:
+        """Connect and deliver event batches to ``on_events``; state changes to ``on_state``."""
+        self._on_events = on_events
+        if on_state is not None:
+            self._on_state = on_state
+        self._running = True
+        self._connect()
+
+    def stop(self) -> None:
+        """Close the stream and stop reconnecting."""
+        self._running = False
+        if self._retry is not None and self._retry.active():
+            self._retry.cancel()
+        self._retry = None
+        if self._proto is not None and self._proto.transport is not None:
+            self._proto.transport.loseConnection()
+
+    def _connect(self) -> None:
+        self._retry = None
+        if not self._running:
+            return
+        endpoint = UNIXClientEndpoint(self.reactor, self.address, timeout=self.connect_timeout)
+        d = endpoint.connect(Factory.forProtocol(lambda: _StreamProtocol(self)))
+        d.addCallbacks(self._made, self._connect_failed)
+
+    def _made(self, proto: _StreamProtocol) -> None:
+        self._proto = proto
+        if not self._running and proto.transport is not None:
+            proto.transport.loseConnection()
+
+    def _connect_failed(self, failure: Failure) -> None:
+        self.log.debug("Event stream: cannot connect to {address}: {err}",
+                       address=self.address, err=failure.value)
+        self._schedule_retry()
+
+    def _schedule_retry(self) -> None:
+        if self._running and self._retry is None:
+            self._retry = self.reactor.callLater(self._delay, self._connect)
+            self._delay = min(self._delay * 2, self.retry_max)
+
+    def _subscribed(self, reply: dict[str, Any]) -> None:
+        self.connected = True
+        self._delay = self.retry_initial
+        if self.last_serial is None and isinstance(reply.get("last_serial"), int):
+            self.last_serial = reply["last_serial"]
+        self.log.info("Event stream from masterd open (serial {serial})",
+                      serial=self.last_serial)
+        self._on_state(True, reply)
+
+    def _events(self, events: list[dict[str, Any]]) -> None:
+        for event in reversed(events):
+            serial = event.get("serial")
+            if isinstance(serial, int):
+                self.last_serial = serial
+                break
+        self._on_events(events)
+
+    def _disconnected(self, proto: _StreamProtocol) -> None:
+        if self._proto is proto:
+            self._proto = None
+        was_connected, self.connected = self.connected, False
+        if was_connected:
+            self.log.warn("Event stream from masterd lost; reconnecting")
+            self._on_state(False, None)
+        self._schedule_retry()

@@ -1,0 +1,1 @@
+"""ganeti-rapi: Ganeti's remote API v2 over HTTPS, and the web dashboard."""
