@@ -278,6 +278,17 @@ class LocksAndUnitsTest(QueueTestCase):
         self.submit({"OP_ID": "OP_TAGS_DEL", "kind": "cluster", "tags": ["b"]})
         self.assertEqual(self.daemon.config_writer.config.cluster.tags, ["env:prod"])
 
+    def test_tags_dry_run_checks_and_changes_nothing(self):
+        serial = self.daemon.config_writer.config.serial_no
+        ok = self.submit({"OP_ID": "OP_TAGS_SET", "kind": "cluster", "tags": ["a"],
+                          "dry_run": True})
+        self.assertEqual(self.status(ok), "success")
+        missing = self.submit({"OP_ID": "OP_TAGS_DEL", "kind": "cluster", "tags": ["a"],
+                               "dry_run": True})
+        self.assertEqual(self.status(missing), "error")
+        self.assertEqual(self.daemon.config_writer.config.cluster.tags, [])
+        self.assertEqual(self.daemon.config_writer.config.serial_no, serial)
+
     def test_cluster_query_and_query_units(self):
         info = self.submit({"OP_ID": "OP_CLUSTER_QUERY"})
         self.assertEqual(self.field(info, "opresult")[0]["name"], "cluster.test")

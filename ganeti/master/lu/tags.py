@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ganeti.core import constants
@@ -29,6 +31,13 @@ class _TagsLU(LogicalUnit):
 
     def check_prereq(self) -> None:
         self.ctx.config.config.tagged_object(self.op["kind"], self.op.get("name"))
+
+    async def _apply(self, change: Callable[[ConfigData], None]) -> None:
+        """Commit ``change``; with ``dry_run``, only check it on a copy of the config."""
+        if self.op.get("dry_run"):
+            change(copy.deepcopy(self.ctx.config.config))
+            return
+        await self.ctx.config.update(change)
 
 
 class LUTagsGet(_TagsLU):
@@ -63,7 +72,7 @@ class LUTagsSet(_TagsLU):
             obj.tags = sorted(tags)
             obj.serial_no += 1
 
-        await self.ctx.config.update(change)
+        await self._apply(change)
         return None
 
 
@@ -85,7 +94,7 @@ class LUTagsDel(_TagsLU):
             obj.tags = sorted(set(obj.tags) - gone)
             obj.serial_no += 1
 
-        await self.ctx.config.update(change)
+        await self._apply(change)
         return None
 
 
