@@ -6,7 +6,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.install-stamp
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o DPkg::Lock::Timeout=600
 # Real Ganeti 3.0 from Debian: its clients are used by the compatibility tests.
-COMPAT_PACKAGES := ganeti-3.0 python3-ganeti-rapi
+COMPAT_PACKAGES := ganeti-3.0 python3-ganeti-rapi ganeti-htools-3.0
+# Debian's Chromium and its driver: the dashboard test (tests/integration/test_dashboard.py)
+# drives them with selenium; nothing is downloaded by the test tools themselves.
+BROWSER_PACKAGES := chromium chromium-driver
 # Real Ganeti 3.0 daemons from Debian, the oracle of tests/integration/test_real_luxid.py:
 # ganeti-haskell-3.0 is downloaded and unpacked here (never installed, never committed).
 ORACLE_DIR := .cache/ganeti-haskell
@@ -20,7 +23,7 @@ ORACLE_USERS := gnt-masterd gnt-confd gnt-metad gnt-rapi
 ORACLE_GROUPS := gnt-admin gnt-confd gnt-daemons gnt-luxid gnt-masterd gnt-metad gnt-rapi
 APT_DOWNLOAD := apt-get download -q -o APT::Sandbox::User=$$(id -un)
 
-.PHONY: install install-compat install-oracle demo test lint typecheck unit sdist clean
+.PHONY: install install-compat install-oracle install-browser demo test lint typecheck unit sdist clean
 
 install: $(STAMP)
 	@$(PY) -c "from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))"
@@ -35,6 +38,11 @@ install-compat:
 	@if ! dpkg -s $(COMPAT_PACKAGES) >/dev/null 2>&1; then \
 		test -e /usr/sbin/policy-rc.d || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
 		$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(COMPAT_PACKAGES) >/dev/null; \
+	fi
+
+install-browser:
+	@if ! dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1; then \
+		$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(BROWSER_PACKAGES) >/dev/null; \
 	fi
 
 install-oracle: install-compat
@@ -67,7 +75,7 @@ typecheck: install
 unit: install
 	$(PY) -m pytest -q tests
 
-test: install install-compat install-oracle lint typecheck unit
+test: install install-compat install-oracle install-browser lint typecheck unit
 
 sdist: install
 	$(PY) setup.py -q sdist

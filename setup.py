@@ -32,7 +32,8 @@ setup(
     license="BSD-2-Clause",
     python_requires=">=3.11",
     packages=find_packages(include=["ganeti", "ganeti.*"]) + ["twisted.plugins"],
-    package_data={"twisted": ["plugins/ganeti_*.py"]},
+    package_data={"twisted": ["plugins/ganeti_*.py"],
+                  "ganeti.rapi": ["static/*.html", "static/*.js", "static/*.css"]},
     scripts=BIN_SCRIPTS,
     install_requires=[
         "Twisted[tls]>=23.10",
@@ -45,7 +46,8 @@ setup(
         "cryptography>=41",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6", "ruff>=0.4", "mypy>=1.8", "mypy-zope>=1.0"],
+        "test": ["pytest>=7", "hypothesis>=6", "ruff>=0.4", "mypy>=1.8", "mypy-zope>=1.0",
+                 "openapi-spec-validator>=0.7", "selenium>=4.10"],
     },
     data_files=[
         # every man page in docs/man (section 8)

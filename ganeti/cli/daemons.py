@@ -1,20 +1,22 @@
 """Start, stop and inspect daemons of a node through their pid files.
 
 :data:`NODE_DAEMONS` run on every node, :data:`MASTER_DAEMONS` only on the
-master.  Start the node daemons of every node first and the master daemons
-last, and stop in the reverse order (:func:`start_order`, :func:`stop_order`):
-the master talks to the node daemons, never the other way round.
+master (``ganeti-masterd``, then ``ganeti-rapi``, its LUXI client).  Start
+the node daemons of every node first and the master daemons last, and stop
+in the reverse order (:func:`start_order`, :func:`stop_order`): the master
+talks to the node daemons, never the other way round.
 
 :func:`start_on_node` starts a daemon with the arguments it needs on a node
-with a given primary IP.  ``ganeti-noded`` binds ``<ip>:1811``; because
-twistd returns before the reactor listens, a node daemon that cannot bind
-would die silently after a "successful" start.  So the address is tried
-before starting (:class:`AddressInUse` with the address if it is taken),
-and after starting :func:`wait_listening` waits until the daemon's own
-process holds a listening socket on it (another process's listener does not
-count).  If the daemon exits, logs that it cannot listen, or does not listen
-in time, the error gives the reason from its log, and a daemon still running
-without its port is stopped.
+with a given primary IP.  ``ganeti-noded`` binds ``<ip>:1811`` and
+``ganeti-rapi`` ``<ip>:5080`` (:data:`DAEMON_PORTS`); because twistd returns
+before the reactor listens, such a daemon that cannot bind would die
+silently after a "successful" start.  So the address is tried before
+starting (:class:`AddressInUse` with the address if it is taken), and after
+starting :func:`wait_listening` waits until the daemon's own process holds a
+listening socket on it (another process's listener does not count).  If the
+daemon exits, logs that it cannot listen, or does not listen in time, the
+error gives the reason from its log, and a daemon still running without its
+port is stopped.
 """
 
 from __future__ import annotations
@@ -39,10 +41,13 @@ STOPPED, RUNNING, STALE = "stopped", "running", "stale pid file"
 
 #: Daemons every node runs (started first, stopped last).
 NODE_DAEMONS: tuple[str, ...] = (constants.NODED,)
-#: Daemons only the master runs (started last, stopped first).
-MASTER_DAEMONS: tuple[str, ...] = (constants.MASTERD,)
+#: Daemons only the master runs (started last, stopped first), in start order.
+MASTER_DAEMONS: tuple[str, ...] = (constants.MASTERD, constants.RAPI)
+#: The TCP port of each daemon that listens on its node's primary IP.
+DAEMON_PORTS: dict[str, int] = {constants.NODED: constants.DEFAULT_NODED_PORT,
+                                constants.RAPI: constants.DEFAULT_RAPI_PORT}
 
-#: Seconds a started node daemon may take to listen on its port.
+#: Seconds a started daemon may take to listen on its port.
 LISTEN_TIMEOUT = 30.0
 #: The state column of a listening socket in /proc/net/tcp.
 TCP_LISTEN = "0A"
@@ -181,18 +186,26 @@ def stop_order(nodes: Sequence[tuple[Any, bool]]) -> list[tuple[Any, str]]:
     return list(reversed(start_order(nodes)))
 
 
-def twistd_args(daemon: str, ip: str, port: int = constants.DEFAULT_NODED_PORT) -> list[str]:
-    """Arguments after the plugin name for ``daemon`` on a node with primary IP ``ip``.
+def twistd_args(daemon: str, ip: str, port: int | None = None) -> list[str]:
+    """Arguments after the plugin name for ``daemon`` on a node with primary IP ``ip``
+    (``port``: the daemon's own, default from :data:`DAEMON_PORTS`).
 
     ``ganeti-noded`` binds the node's own address (so that many virtual nodes
     share one machine) and does not lock itself into memory: it is a test
     node, and mlockall in every one of them would pin their whole memory.  Its
     log goes to ``LOG_DIR/node-daemon.log`` through twistd's ``--logfile`` (see
     :func:`start`); noded's own ``--log-file`` would write every line twice.
-    ``ganeti-masterd`` takes no arguments.
+    ``ganeti-rapi`` binds the node's address too, so that every virtual
+    cluster's master serves RAPI on its own ``<ip>:5080``; its log goes to
+    ``LOG_DIR/rapi-daemon.log`` the same way.  ``ganeti-masterd`` takes no
+    arguments.
     """
+    if port is None:
+        port = DAEMON_PORTS.get(daemon, 0)
     if daemon == constants.NODED:
         return ["--bind", ip, "--port", str(port), "--no-mlock"]
+    if daemon == constants.RAPI:
+        return ["--bind", ip, "--port", str(port)]
     return []
 
 
@@ -335,18 +348,20 @@ def wait_listening(paths: Paths, daemon: str, ip: str, port: int, log_offset: in
     raise listen_failure(daemon, paths, ip, port, log_since(log_file, log_offset))
 
 
-def start_on_node(paths: Paths, daemon: str, ip: str,
-                  port: int = constants.DEFAULT_NODED_PORT,
+def start_on_node(paths: Paths, daemon: str, ip: str, port: int | None = None,
                   timeout: float = LISTEN_TIMEOUT) -> int:
     """Start ``daemon`` on the node of ``paths`` whose primary IP is ``ip``; its pid.
 
-    For a node daemon the address is checked first and the call returns once
-    the daemon listens; :class:`AddressInUse` or :class:`errors.CommandError`
-    say clearly why it cannot.  The master daemon is started as :func:`start`
+    For a daemon with a port (:data:`DAEMON_PORTS`; ``port`` overrides it)
+    the address is checked first and the call returns once the daemon
+    listens; :class:`AddressInUse` or :class:`errors.CommandError` say
+    clearly why it cannot.  The master daemon is started as :func:`start`
     does (waiting for it to answer LUXI is the caller's business).
     """
-    if daemon not in NODE_DAEMONS:
-        return start(paths, daemon, twistd_args(daemon, ip, port))
+    if port is None:
+        port = DAEMON_PORTS.get(daemon)
+    if port is None:
+        return start(paths, daemon, twistd_args(daemon, ip))
     check_address_free(ip, port)
     offset = _log_size(paths.log_file(daemon))
     pid = start(paths, daemon, twistd_args(daemon, ip, port))

@@ -7,12 +7,12 @@ address reaches the loopback device).  Each node's daemons run with
 private to the node, exactly as on separate machines.
 
 Every node runs ``ganeti-noded`` on ``<its ip>:1811``; node 1, the master,
-also runs ``ganeti-masterd``.  ``create`` initialises node 1 and adds the
-other nodes as an administrator would: it prepares each node (directories
-and the cluster certificate, which stands in for the SSH step of Ganeti's
-``gnt-node add``), starts the daemons, submits one ``OP_NODE_ADD`` job per
-node and stops the daemons again, so that ``create`` leaves a stopped
-cluster and ``start`` starts it.
+also runs ``ganeti-masterd`` and ``ganeti-rapi`` (on ``<its ip>:5080``).
+``create`` initialises node 1 and adds the other nodes as an administrator
+would: it prepares each node (directories and the cluster certificate, which
+stands in for the SSH step of Ganeti's ``gnt-node add``), starts the
+daemons, submits one ``OP_NODE_ADD`` job per node and stops the daemons
+again, so that ``create`` leaves a stopped cluster and ``start`` starts it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ganeti.cli import daemons, jobs
+from ganeti.cli import daemons, jobs, rapicall
 from ganeti.cli.framework import Command, Context, UsageError, format_error, run_tool
 from ganeti.core import bootstrap, constants, errors, fileutil
 from ganeti.core.paths import Paths
@@ -146,8 +146,9 @@ def _setup_nodes(p: argparse.ArgumentParser, default_nodes: int) -> None:
                         "with OP_NODE_ADD (default: %(default)s)")
     p.add_argument("--ip-base", default=DEFAULT_IP_BASE,
                    help="node k gets IP <ip-base><k>; its ganeti-noded listens on port "
-                        f"{constants.DEFAULT_NODED_PORT} there, so two running virtual "
-                        "clusters need different bases (default: %(default)s)")
+                        f"{constants.DEFAULT_NODED_PORT} there (the master's ganeti-rapi on "
+                        f"{constants.DEFAULT_RAPI_PORT}), so two running virtual clusters "
+                        "need different bases (default: %(default)s)")
 
 
 def _setup_demo(p: argparse.ArgumentParser) -> None:
@@ -209,7 +210,7 @@ def address_in_use_error(err: daemons.AddressInUse, node: VNode, count: int,
         advice = f"stop the other cluster ('ganeti-vcluster stop <its DIR>'), {advice}"
     return errors.CommandError(
         f"{err.args[0]}. Probably another virtual cluster with --ip-base {base} is running "
-        f"(its ganeti-noded listens on {err.address}:{err.port}); {advice}")
+        f"(one of its daemons listens on {err.address}:{err.port}); {advice}")
 
 
 class JoinError(errors.GenericError):
@@ -337,6 +338,8 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
         for node in nodes:
             try:
                 daemons.check_address_free(node.ip, constants.DEFAULT_NODED_PORT)
+                if node is master:
+                    daemons.check_address_free(node.ip, constants.DEFAULT_RAPI_PORT)
             except daemons.AddressInUse as err:
                 raise address_in_use_error(err, node, len(nodes), directory,
                                            creating=True) from None
@@ -513,7 +516,13 @@ def usage_lines(vc: VCluster) -> list[str]:
     if others:
         lines.append(f"Nodes:   {vc.master} (master), {', '.join(n.name for n in others)}; "
                      f"each under {os.path.join(vc.directory, '<node>')}")
+    master = vc.node(None)
+    rapi = f"{vc.cluster_name}:{constants.DEFAULT_RAPI_PORT}"
+    credentials = shlex.quote(os.path.join(vc.directory, CREDENTIALS_FILE))
     return lines + [
+        f"RAPI:    curl --cacert {shlex.quote(master.paths.rapi_pem)} --resolve "
+        f"{rapi}:{master.ip} -u \"$(tr ' ' : < {credentials})\" https://{rapi}/2/info",
+        f"         (dashboard: https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/dashboard/)",
         f"Status:  {tool} status {d}",
         f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",
         f"Remove:  {tool} destroy {d}",
@@ -538,12 +547,41 @@ DEMO_COMMANDS: list[tuple[list[str], int]] = [
 ]
 
 
+def _show_rapi(ctx: Context, vc: VCluster) -> int:
+    """One authenticated RAPI request (GET /2/info) over verified HTTPS; 0 if it worked."""
+    master = vc.node(None)
+    url = f"https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/2/info"
+    try:
+        user, password = rapicall.read_credentials(os.path.join(vc.directory,
+                                                                CREDENTIALS_FILE))
+        ctx.out(f"$ GET {url}   (HTTPS checked against rapi.pem, as RAPI user {user!r})")
+        status, info = rapicall.request(
+            master.ip, constants.DEFAULT_RAPI_PORT, "GET", "/2/info",
+            context=rapicall.tls_context(master.paths.rapi_pem),
+            server_hostname=vc.cluster_name, credentials=(user, password))
+    except (OSError, ValueError) as err:
+        ctx.out(f"  failed: {err}")
+        return 1
+    if status != 200 or not isinstance(info, dict):
+        ctx.out(f"  HTTP {status}: {info}")
+        return 1
+    ctx.out(f"  HTTP 200: cluster {info.get('name')}, master {info.get('master')}, "
+            f"software version {info.get('software_version')}")
+    return 0
+
+
 def demonstrate(ctx: Context, vc: VCluster) -> int:
-    """Run :data:`DEMO_COMMANDS` against the master; the number that failed."""
+    """Run :data:`DEMO_COMMANDS` and one RAPI request against the master; the number
+    that failed."""
     ctx.out("")
     ctx.out("Demonstration (each command talks LUXI to the master daemon; the tags, the "
             "delay and the listing are jobs):")
-    return sum(_run_shown(ctx, vc, argv, max_lines) != 0 for argv, max_lines in DEMO_COMMANDS)
+    failed = sum(_run_shown(ctx, vc, argv, max_lines) != 0
+                 for argv, max_lines in DEMO_COMMANDS)
+    ctx.out("")
+    ctx.out("The same cluster through the remote API (ganeti-rapi, a LUXI client of the "
+            "master daemon):")
+    return failed + _show_rapi(ctx, vc)
 
 
 def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:

@@ -44,6 +44,8 @@ DAEMON_LOG_FILES = {
     CONFD: "conf-daemon.log",
     RAPI: "rapi-daemon.log",
 }
+#: ganeti-rapi's access log (Common Log Format), under LOG_DIR.
+RAPI_ACCESS_LOG = "rapi-access.log"
 
 # LUXI
 LUXI_EOM = b"\x03"

@@ -31,7 +31,11 @@ WRITE = "write"
 NAME_PATTERN = r"[\w._-]+"
 JOB_ID_PATTERN = r"\d+"
 INDEX_PATTERN = r"\d+"
-_PLACEHOLDERS = {"job_id": JOB_ID_PATTERN, "disk_index": INDEX_PATTERN}
+#: ``{static_path}``: the rest of a path below a ``"static"`` route's prefix, slashes
+#: included (the file server refuses ``..`` and anything outside its directory).
+STATIC_PATH_PATTERN = r"[\w./-]*"
+_PLACEHOLDERS = {"job_id": JOB_ID_PATTERN, "disk_index": INDEX_PATTERN,
+                 "static_path": STATIC_PATH_PATTERN}
 
 
 class Luxi(Protocol):
@@ -122,7 +126,8 @@ class Route:
 
     ``kind`` is ``"rest"`` for JSON resources, ``"websocket"`` for the feed
     endpoint (rendered by the feed resource once access was checked), and
-    ``"static"`` for the dashboard's files.
+    ``"static"`` for the dashboard's files; a static route's pattern may end in
+    ``{static_path}``, which matches the rest of the path, slashes included.
     """
 
     pattern: str

@@ -4,7 +4,6 @@ master, and the commands end to end against a whole master daemon on a fake cloc
 from __future__ import annotations
 
 import io
-import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -19,8 +18,7 @@ from ganeti.luxi import wire
 from ganeti.luxi.client import LuxiMethods
 from ganeti.luxi.methods import METHODS
 from tests.fakes.clirun import MasterCliTestCase, Run
-from tests.fakes.masterd import InProcessMaster
-from tests.fakes.nodes import FakeNodeNet
+from tests.fakes.nodes import master_with_nodes
 
 
 def fielddef(name: str, title: str, kind: str, doc: str = "") -> dict[str, str]:
@@ -517,15 +515,7 @@ class NodesCliTestCase(MasterCliTestCase):
     node3.test are machines ready to be added at 127.0.1.2 and .3."""
 
     def setUp(self) -> None:
-        tmp = self.mktemp()
-        os.makedirs(tmp)
-        self.net = FakeNodeNet(os.path.join(tmp, "nodes"), None)
-        self.master = InProcessMaster(tmp, rpc=self.net)
-        self.addCleanup(self.master.stop)
-        self.net.clock = self.master.reactor
-        self.net.add("node1.test", "127.0.1.1", paths=self.master.paths)
-        for k in (2, 3):
-            self.net.add(f"node{k}.test", f"127.0.1.{k}")
+        self.master, self.net = master_with_nodes(self, 3)
         self.environ = self.master.paths.env()
         self.clients = []
 

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 
@@ -20,7 +21,7 @@ from ganeti.core import constants, errors
 from ganeti.core.paths import Paths
 from ganeti.luxi.methods import METHODS
 
-NODED, MASTERD = constants.NODED, constants.MASTERD
+NODED, MASTERD, RAPI = constants.NODED, constants.MASTERD, constants.RAPI
 
 
 class FakeDaemons:
@@ -174,11 +175,13 @@ class VClusterTest(SynchronousTestCase):
         starts = [(h, d) for ev, h, d in self.fake.events if ev == "start"]
         stops = [(h, d) for ev, h, d in self.fake.events if ev == "stop"]
         self.assertEqual(starts, [("node1.x.test", NODED), ("node2.x.test", NODED),
-                                  ("node3.x.test", NODED), ("node1.x.test", MASTERD)])
+                                  ("node3.x.test", NODED), ("node1.x.test", MASTERD),
+                                  ("node1.x.test", RAPI)])
         self.assertEqual(stops, list(reversed(starts)))
         self.assertEqual(self.fake.running, {})
-        # all addresses were checked before anything was created
-        self.assertEqual(self.fake.checked, [(f"127.0.9.{k}", 1811) for k in (1, 2, 3)])
+        # all addresses were checked before anything was created (RAPI: the master's)
+        self.assertEqual(self.fake.checked, [("127.0.9.1", 1811), ("127.0.9.1", 5080),
+                                             ("127.0.9.2", 1811), ("127.0.9.3", 1811)])
         self.assertEqual([(op["OP_ID"], op["node_name"], op["primary_ip"], op["readd"])
                           for op in self.master.ops],
                          [("OP_NODE_ADD", "node2.x.test", "127.0.9.2", False),
@@ -230,11 +233,12 @@ class VClusterTest(SynchronousTestCase):
     def test_daemons_of(self):
         self.assertEqual(self.create3()[0], 0)
         vc = vcluster.VCluster.load(self.dir)
-        self.assertEqual(vc.daemons_of(vc.node("node1")), [NODED, MASTERD])
+        self.assertEqual(vc.daemons_of(vc.node("node1")), [NODED, MASTERD, RAPI])
         self.assertEqual(vc.daemons_of(vc.node("node2")), [NODED])
         self.assertEqual([(n.name, d) for n, d in vc.start_order()],
                          [("node1.x.test", NODED), ("node2.x.test", NODED),
-                          ("node3.x.test", NODED), ("node1.x.test", MASTERD)])
+                          ("node3.x.test", NODED), ("node1.x.test", MASTERD),
+                          ("node1.x.test", RAPI)])
         self.assertEqual(vc.stop_order(), list(reversed(vc.start_order())))
 
     def test_start_stop_status_cover_every_daemon_in_order(self):
@@ -246,6 +250,7 @@ class VClusterTest(SynchronousTestCase):
         self.assertEqual([(r[0], r[1], r[2], r[-1]) for r in rows],
                          [("node1.x.test", "127.0.9.1", NODED, "stopped"),
                           ("node1.x.test", "127.0.9.1", MASTERD, "stopped"),
+                          ("node1.x.test", "127.0.9.1", RAPI, "stopped"),
                           ("node2.x.test", "127.0.9.2", NODED, "stopped"),
                           ("node3.x.test", "127.0.9.3", NODED, "stopped")])
         # a daemon already running is left alone
@@ -254,18 +259,21 @@ class VClusterTest(SynchronousTestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(self.fake.events, [("start", "node1.x.test", NODED),
                                             ("start", "node3.x.test", NODED),
-                                            ("start", "node1.x.test", MASTERD)])
+                                            ("start", "node1.x.test", MASTERD),
+                                            ("start", "node1.x.test", RAPI)])
         self.assertEqual(out, "Started ganeti-noded@node1.x.test\n"
                               "Started ganeti-noded@node3.x.test\n"
-                              "Started ganeti-masterd@node1.x.test\n")
+                              "Started ganeti-masterd@node1.x.test\n"
+                              "Started ganeti-rapi@node1.x.test\n")
         code, out, _ = self.run_cli("status", self.dir)
         self.assertEqual(code, 0)
-        self.assertEqual(out.count(" running"), 4)
+        self.assertEqual(out.count(" running"), 5)
         self.assertEqual(self.run_cli("start", self.dir)[1], "All daemons already running.\n")
         self.fake.events.clear()
         code, out, _ = self.run_cli("stop", self.dir)
         self.assertEqual(code, 0)
-        self.assertEqual(self.fake.events, [("stop", "node1.x.test", MASTERD),
+        self.assertEqual(self.fake.events, [("stop", "node1.x.test", RAPI),
+                                            ("stop", "node1.x.test", MASTERD),
                                             ("stop", "node3.x.test", NODED),
                                             ("stop", "node2.x.test", NODED),
                                             ("stop", "node1.x.test", NODED)])
@@ -294,18 +302,22 @@ class VClusterTest(SynchronousTestCase):
         code, _, _ = self.run_cli("destroy", self.dir)
         self.assertEqual(code, 0)
         self.assertEqual([e[1:] for e in self.fake.events],
-                         [("node1.x.test", MASTERD), ("node3.x.test", NODED),
-                          ("node2.x.test", NODED), ("node1.x.test", NODED)])
+                         [("node1.x.test", RAPI), ("node1.x.test", MASTERD),
+                          ("node3.x.test", NODED), ("node2.x.test", NODED),
+                          ("node1.x.test", NODED)])
         self.assertFalse(os.path.exists(self.dir))
 
     def test_demo_creates_three_nodes_keeps_them_running_and_lists_nodes(self):
         shown = []
+        rapi_shown = []
         self.patch(vcluster, "_run_shown",
                    lambda ctx, vc, argv, max_lines=0: shown.append(argv) or 0)
+        self.patch(vcluster, "_show_rapi", lambda ctx, vc: rapi_shown.append(vc.master) or 0)
         code, out, err = self.run_cli("demo", self.dir, "--ip-base", "127.0.9.")
         self.assertEqual(code, 0, err)
         self.assertEqual(len(self.master.ops), 2)
-        self.assertEqual(len(self.fake.running), 4)  # left running
+        self.assertEqual(len(self.fake.running), 5)  # left running
+        self.assertEqual(rapi_shown, [vcluster.VCluster.load(self.dir).master])
         self.assertNotIn("stop", [e[0] for e in self.fake.events])
         self.assertIn(["gnt-node", "list"], shown)
         self.assertIn(["gnt-group", "list"], shown)
@@ -324,9 +336,41 @@ class VClusterTest(SynchronousTestCase):
     def test_demo_reports_failed_commands(self):
         self.patch(vcluster, "_run_shown",
                    lambda ctx, vc, argv, max_lines=0: int(argv[0] == "gnt-group"))
+        self.patch(vcluster, "_show_rapi", lambda ctx, vc: 1)
         code, _, err = self.run_cli("demo", self.dir, "--nodes", "1", "--ip-base", "127.0.9.")
         self.assertEqual(code, constants.EXIT_FAILURE)
-        self.assertIn("1 demonstration command(s) failed", err)
+        self.assertIn("2 demonstration command(s) failed", err)
+
+    def test_demo_rapi_request(self):
+        self.run_cli("create", self.dir, "--ip-base", "127.0.9.")
+        vc = vcluster.VCluster.load(self.dir)
+        sent = []
+
+        def request(address, port, method, path, **kw):
+            sent.append((address, port, method, path, kw["server_hostname"],
+                         kw["credentials"][0], kw["context"].verify_mode))
+            return 200, {"name": vc.cluster_name, "master": vc.master,
+                         "software_version": "3.0.2"}
+
+        self.patch(vcluster.rapicall, "request", request)
+        out = io.StringIO()
+        ctx = vcluster.Context(tool="t", stdout=out, stderr=out, environ={},
+                               luxi_factory=lambda paths: None)
+        self.assertEqual(vcluster._show_rapi(ctx, vc), 0)
+        self.assertEqual(sent, [("127.0.9.1", 5080, "GET", "/2/info", "cluster.vcluster.test",
+                                 "gnt-admin", ssl.CERT_REQUIRED)])
+        self.assertIn("$ GET https://127.0.9.1:5080/2/info", out.getvalue())
+        self.assertIn("HTTP 200: cluster cluster.vcluster.test, master node1.vcluster.test",
+                      out.getvalue())
+        self.patch(vcluster.rapicall, "request", lambda *a, **kw: (401, {"code": 401}))
+        self.assertEqual(vcluster._show_rapi(ctx, vc), 1)
+
+        def refused(*a, **kw):
+            raise ConnectionRefusedError(111, "Connection refused")
+
+        self.patch(vcluster.rapicall, "request", refused)
+        self.assertEqual(vcluster._show_rapi(ctx, vc), 1)
+        self.assertIn("failed: [Errno 111] Connection refused", out.getvalue())
 
     def test_env_lines(self):
         self.run_cli("create", self.dir)
@@ -421,15 +465,19 @@ class DaemonsTest(SynchronousTestCase):
         self.assertEqual(daemons.twistd_args(NODED, "127.0.3.2"),
                          ["--bind", "127.0.3.2", "--port", "1811", "--no-mlock"])
         self.assertEqual(daemons.twistd_args(MASTERD, "127.0.3.1"), [])
+        self.assertEqual(daemons.twistd_args(RAPI, "127.0.3.1"),
+                         ["--bind", "127.0.3.1", "--port", "5080"])
+        self.assertEqual(daemons.twistd_args(RAPI, "127.0.3.1", 8080),
+                         ["--bind", "127.0.3.1", "--port", "8080"])
 
     def test_daemon_lists_and_order(self):
-        self.assertEqual(daemons.daemons_of(True), [NODED, MASTERD])
+        self.assertEqual(daemons.daemons_of(True), [NODED, MASTERD, RAPI])
         self.assertEqual(daemons.daemons_of(False), [NODED])
         nodes = [("a", True), ("b", False)]
         self.assertEqual(daemons.start_order(nodes), [("a", NODED), ("b", NODED),
-                                                      ("a", MASTERD)])
-        self.assertEqual(daemons.stop_order(nodes), [("a", MASTERD), ("b", NODED),
-                                                     ("a", NODED)])
+                                                      ("a", MASTERD), ("a", RAPI)])
+        self.assertEqual(daemons.stop_order(nodes), [("a", RAPI), ("a", MASTERD),
+                                                     ("b", NODED), ("a", NODED)])
 
     def test_check_address_free(self):
         port = self.listener()

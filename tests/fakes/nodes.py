@@ -87,6 +87,25 @@ class FakeNodeNet:
         shutil.rmtree(self.paths(name).root, ignore_errors=True)
 
 
+def master_with_nodes(case: Any, nodes: int = 2) -> tuple[Any, FakeNodeNet]:
+    """A whole master daemon on a fake clock (tests/fakes/masterd.py) whose node RPC
+    reaches in-process node daemons: node1.test is the master at 127.0.1.1, and
+    node2.test .. node<nodes>.test are machines ready to be added at 127.0.1.k.
+    The master is stopped when ``case`` (a trial test case) cleans up."""
+    from tests.fakes.masterd import InProcessMaster
+
+    tmp = case.mktemp()
+    os.makedirs(tmp)
+    net = FakeNodeNet(os.path.join(tmp, "nodes"), None)
+    master = InProcessMaster(tmp, rpc=net)
+    case.addCleanup(master.stop)
+    net.clock = master.reactor
+    net.add("node1.test", "127.0.1.1", paths=master.paths)
+    for k in range(2, nodes + 1):
+        net.add(f"node{k}.test", f"127.0.1.{k}")
+    return master, net
+
+
 def sha1_of(path: str) -> str | None:
     """SHA-1 of a file's content, None if it does not exist."""
     try:

@@ -20,6 +20,9 @@ EXPECTED = [
     "tests/integration/test_masterd.py", "bin/gnt-node", "bin/gnt-group",
     "docs/man/gnt-node.8", "docs/man/gnt-group.8", "docs/man/ganeti-noded.8",
     "twisted/plugins/ganeti_noded.py", "docs/design/nodes-and-replication.md",
+    "twisted/plugins/ganeti_rapi.py", "docs/man/ganeti-rapi.8", "docs/rapi.md",
+    "docs/feeds.md", "docs/rapi-openapi.json", "ganeti/rapi/static/index.html",
+    "ganeti/rapi/static/dashboard.js", "ganeti/feeds/relay.py", "ganeti/luxi/twclient.py",
 ]
 
 

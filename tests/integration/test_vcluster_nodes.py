@@ -64,7 +64,8 @@ class VClusterNodesTest(SynchronousTestCase):
         r = run([VCLUSTER, "status", self.cluster.dir], check=False)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         master, *others = zip(self.cluster.nodes, self.cluster.ips, strict=True)
-        expected = [(*master, NODED, "running"), (*master, MASTERD, "running")]
+        expected = [(*master, NODED, "running"), (*master, MASTERD, "running"),
+                    (*master, constants.RAPI, "running")]
         expected += [(node, ip, NODED, "running") for node, ip in others]
         self.assertEqual(status_rows(r.stdout), expected)
         # each node daemon holds its own node's address
@@ -72,6 +73,10 @@ class VClusterNodesTest(SynchronousTestCase):
             pid = daemons.read_pid(self.paths(node).pid_file(NODED))
             self.assertTrue(daemons.pid_listens_on(pid, ip, constants.DEFAULT_NODED_PORT),
                             f"{NODED} of {node} does not listen on {ip}:1811")
+        # and the master's RAPI daemon the master's
+        pid = daemons.read_pid(self.paths(self.cluster.master).pid_file(constants.RAPI))
+        self.assertTrue(daemons.pid_listens_on(pid, self.cluster.ips[0],
+                                               constants.DEFAULT_RAPI_PORT))
 
     def test_master_lists_three_nodes(self):
         rows = self.node_rows()
@@ -126,7 +131,7 @@ class VClusterNodesTest(SynchronousTestCase):
     def test_stop_and_start_again(self):
         out = self.cluster.stop().stdout
         self.assertEqual(out.strip(), "Stopped " + ", ".join(
-            [f"{MASTERD}@{self.cluster.master}"]
+            [f"{constants.RAPI}@{self.cluster.master}", f"{MASTERD}@{self.cluster.master}"]
             + [f"{NODED}@{n}" for n in reversed(self.cluster.nodes)]) + ".")
         r = run([VCLUSTER, "status", self.cluster.dir], check=False)
         self.assertEqual(r.returncode, constants.EXIT_FAILURE)
@@ -134,5 +139,6 @@ class VClusterNodesTest(SynchronousTestCase):
         out = self.cluster.start().stdout
         self.assertEqual(out.splitlines(),
                          [f"Started {NODED}@{n}" for n in self.cluster.nodes]
-                         + [f"Started {MASTERD}@{self.cluster.master}"])
+                         + [f"Started {MASTERD}@{self.cluster.master}",
+                            f"Started {constants.RAPI}@{self.cluster.master}"])
         self.assertEqual(len(self.node_rows()), 3)

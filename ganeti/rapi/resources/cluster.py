@@ -1,0 +1,113 @@
+"""Cluster-wide resources: ``/``, ``/2``, ``/version``, ``/2/info``,
+``/2/features``, ``/2/modify``, ``/2/redistribute-config``, ``/2/tags`` and
+the (still empty) ``/2/instances`` list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti.core import constants as c
+from ganeti.rapi.resources.common import (
+    BULK,
+    LOCK,
+    RAPI_VERSION,
+    REASON,
+    OpcodeBody,
+    opcode_method,
+    tag_methods,
+)
+from ganeti.rapi.routing import Method, Request, Route
+
+#: Optional RAPI features (request formats) this server understands, as Ganeti names them.
+FEATURES = ("instance-create-reqv1", "instance-reinstall-reqv1", "node-migrate-reqv1",
+            "node-evac-res1")
+
+#: ``/2/info`` repeats these keys under Ganeti's older names.
+INFO_ALIASES = {"volume_group_name": "vg_name", "drbd_usermode_helper": "drbd_helper"}
+
+
+async def get_root(request: Request) -> None:
+    """``/`` and ``/2`` answer null (kept for old clients)."""
+    return None
+
+
+async def get_version(request: Request) -> int:
+    """The RAPI version."""
+    return RAPI_VERSION
+
+
+async def get_info(request: Request) -> dict[str, Any]:
+    """QueryClusterInfo, plus the aliases older clients read."""
+    info = dict(await request.luxi.call("QueryClusterInfo"))
+    for key, alias in INFO_ALIASES.items():
+        if key in info:
+            info[alias] = info[key]
+    return info
+
+
+async def get_features(request: Request) -> list[str]:
+    """The optional features."""
+    return list(FEATURES)
+
+
+async def get_instances(request: Request) -> list[Any]:
+    """No instance exists yet: the list is empty, bulk or not (flags still checked)."""
+    request.flag(BULK)
+    request.flag(LOCK)
+    return []
+
+
+INFO_SCHEMA = {
+    "type": "object",
+    "description": "Cluster parameters and versions (QueryClusterInfo), plus the aliases "
+                   "vg_name and drbd_helper",
+    "properties": {
+        "name": {"type": "string"}, "master": {"type": "string"},
+        "software_version": {"type": "string"}, "protocol_version": {"type": "integer"},
+        "config_version": {"type": "integer"}, "os_api_version": {"type": "integer"},
+        "export_version": {"type": "integer"}, "architecture": {"type": "array"},
+        "default_hypervisor": {"type": "string", "nullable": True},
+        "enabled_hypervisors": {"type": "array", "items": {"type": "string"}},
+        "ipolicy": {"type": "object"}, "ndparams": {"type": "object"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "uuid": {"type": "string"}, "ctime": {"type": "number"}, "mtime": {"type": "number"},
+        "vg_name": {"type": "string", "nullable": True},
+        "drbd_helper": {"type": "string", "nullable": True},
+    },
+    "additionalProperties": True,
+}
+
+ROUTES = [
+    Route("/", {"GET": Method(get_root, "Answers null (for old clients)",
+                              schema={"nullable": True, "enum": [None]})},
+          "The root resource"),
+    Route("/2", {"GET": Method(get_root, "Answers null (for old clients)",
+                               schema={"nullable": True, "enum": [None]})},
+          "The RAPI v2 root"),
+    Route("/version", {"GET": Method(get_version, "The remote API version (2)",
+                                     schema={"type": "integer", "enum": [RAPI_VERSION]})},
+          "The remote API version"),
+    Route("/2/info", {"GET": Method(get_info, "Cluster information", query=(REASON,),
+                                    schema=INFO_SCHEMA)},
+          "Cluster information"),
+    Route("/2/features", {"GET": Method(
+        get_features, "Optional features (request formats) the server understands",
+        schema={"type": "array", "items": {"type": "string", "enum": list(FEATURES)}})},
+          "Optional features"),
+    Route("/2/modify", {"PUT": opcode_method(
+        "PUT", OpcodeBody("OP_CLUSTER_SET_PARAMS", "cluster_modify",
+                          forbidden=frozenset({"compression_tools"})),
+        "Change cluster parameters (OP_CLUSTER_SET_PARAMS)")},
+          "Cluster parameters"),
+    Route("/2/redistribute-config", {"PUT": opcode_method(
+        "PUT", OpcodeBody("OP_CLUSTER_REDIST_CONF", "redist_config"),
+        "Push the configuration to the nodes (OP_CLUSTER_REDIST_CONF)")},
+          "Configuration redistribution"),
+    Route("/2/tags", tag_methods(c.TAG_CLUSTER, None, "tags", "the cluster"),
+          "Cluster tags"),
+    Route("/2/instances", {"GET": Method(
+        get_instances, "Instances (none exist yet: always an empty list)",
+        query=(BULK, LOCK, REASON), schema={"type": "array", "items": {"type": "object"},
+                                            "maxItems": 0})},
+          "Instances"),
+]

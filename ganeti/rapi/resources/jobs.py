@@ -1,0 +1,151 @@
+"""The job resources: ``/2/jobs``, ``/2/jobs/{job_id}`` and ``/2/jobs/{job_id}/wait``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti.core import constants as c
+from ganeti.core import errors
+from ganeti.rapi import errors as http
+from ganeti.rapi.resources.common import (
+    BULK,
+    SchemaHandler,
+    is_str_list,
+    map_fields,
+    refuse_unknown_keys,
+    require_dict,
+    uri_list,
+)
+from ganeti.rapi.routing import WRITE, Method, Request, Route
+
+#: Fields of each job in ``/2/jobs?bulk=1``.
+J_FIELDS_BULK = ("id", "ops", "status", "summary", "opstatus", "received_ts", "start_ts",
+                 "end_ts")
+#: Fields of ``/2/jobs/{job_id}``.
+J_FIELDS = (*J_FIELDS_BULK, "oplog", "opresult")
+
+#: How long ``/wait`` lets WaitForJobChange wait for a change (Ganeti's value).
+WAIT_TIMEOUT = 10
+
+WAIT_KEYS = ("fields", "previous_job_info", "previous_log_serial")
+
+#: WaitForJobChange's legacy "nothing changed" answer (older Ganeti masters).
+JOB_NOTCHANGED = "nochange"
+
+
+def _job_id(request: Request) -> int:
+    return int(request.params["job_id"])
+
+
+async def get_jobs(request: Request) -> list[Any]:
+    """Every live job: ``[{id, uri}]``, or with ``?bulk=1`` the J_FIELDS_BULK of each."""
+    if request.flag(BULK):
+        rows = await request.luxi.call("QueryJobs", None, list(J_FIELDS_BULK))
+        return [map_fields(J_FIELDS_BULK, row) for row in rows if row is not None]
+    rows = await request.luxi.call("QueryJobs", None, ["id"])
+    return uri_list((int(row[0]) for row in rows if row is not None), "/2/jobs/{}", "id")
+
+
+async def get_job(request: Request) -> dict[str, Any]:
+    """One job's J_FIELDS; 404 for a job that does not exist."""
+    job_id = _job_id(request)
+    (row,) = await request.luxi.call("QueryJobs", [job_id], list(J_FIELDS))
+    if row is None:
+        raise http.HttpNotFound(f"Job {job_id} not found")
+    return map_fields(J_FIELDS, row)
+
+
+async def cancel_job(request: Request) -> list[Any]:
+    """CancelJob: ``[true, message]`` or ``[false, reason]``."""
+    return list(await request.luxi.call("CancelJob", _job_id(request), False))
+
+
+async def wait_job(request: Request) -> dict[str, Any] | None:
+    """WaitForJobChange for at most ten seconds.
+
+    Answers ``{job_info, log_entries}`` (on a timeout the unchanged values
+    and no log entries, as Ganeti's luxid answers), null for the legacy
+    "nochange" answer, 404 for a job that does not exist.
+    """
+    job_id = _job_id(request)
+    body = require_dict(request.body)
+    refuse_unknown_keys(body, WAIT_KEYS)
+    if "fields" not in body:
+        raise http.HttpBadRequest("Required parameter 'fields' is missing")
+    fields = body["fields"]
+    prev_info = body.get("previous_job_info")
+    prev_serial = body.get("previous_log_serial")
+    if not is_str_list(fields):
+        raise http.HttpBadRequest("The 'fields' parameter should be a list of strings")
+    if prev_info is not None and not isinstance(prev_info, list):
+        raise http.HttpBadRequest("The 'previous_job_info' parameter should be a list")
+    if prev_serial is not None and (isinstance(prev_serial, bool)
+                                    or not isinstance(prev_serial, int)):
+        raise http.HttpBadRequest("The 'previous_log_serial' parameter should be a number")
+    try:
+        result = await request.luxi.call("WaitForJobChange", job_id, fields, prev_info,
+                                         prev_serial, WAIT_TIMEOUT)
+    except errors.JobLost:
+        raise http.HttpNotFound(f"Job {job_id} not found") from None
+    if not result:
+        raise http.HttpNotFound(f"Job {job_id} not found")
+    if result == JOB_NOTCHANGED:
+        return None
+    job_info, log_entries = result
+    return {"job_info": job_info, "log_entries": log_entries}
+
+
+TIMESTAMP = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+             "nullable": True, "description": "[seconds, microseconds]"}
+STATUS = {"type": "string", "enum": list(c.JOB_STATUS_ORDER)}
+_JOB_PROPERTIES: dict[str, Any] = {
+    "id": {"type": "integer"},
+    "ops": {"type": "array", "items": {"type": "object"}, "description": "Opcodes"},
+    "status": STATUS,
+    "summary": {"type": "array", "items": {"type": "string"}},
+    "opstatus": {"type": "array", "items": STATUS},
+    "received_ts": TIMESTAMP, "start_ts": TIMESTAMP, "end_ts": TIMESTAMP,
+    "oplog": {"type": "array", "items": {"type": "array"},
+              "description": "Per opcode: [serial, [sec, usec], type, message] entries"},
+    "opresult": {"type": "array", "items": {},
+                 "description": "Per opcode: its result, or [error class, [args]]"},
+}
+BULK_JOB = {"type": "object", "properties": {k: _JOB_PROPERTIES[k] for k in J_FIELDS_BULK}}
+JOB = {"type": "object", "properties": {k: _JOB_PROPERTIES[k] for k in J_FIELDS}}
+ID_LIST = {"type": "array", "items": {"type": "object", "properties": {
+    "id": {"type": "integer"}, "uri": {"type": "string"}}}}
+WAIT_BODY = {
+    "type": "object", "required": ["fields"], "additionalProperties": False,
+    "properties": {
+        "fields": {"type": "array", "items": {"type": "string"},
+                   "description": "Job fields to watch (e.g. status)"},
+        "previous_job_info": {"type": "array", "items": {}, "nullable": True,
+                              "description": "The field values seen last"},
+        "previous_log_serial": {"type": "integer", "nullable": True,
+                                "description": "The last log serial seen"},
+    },
+}
+WAIT_RESULT = {
+    "type": "object", "nullable": True,
+    "properties": {"job_info": {"type": "array", "items": {}},
+                   "log_entries": {"type": "array", "items": {"type": "array"}}},
+}
+
+ROUTES = [
+    Route("/2/jobs", {"GET": Method(
+        get_jobs, "Every job: [{id, uri}], or with ?bulk=1 their fields",
+        query=(BULK,), schema={"oneOf": [ID_LIST, {"type": "array", "items": BULK_JOB}]})},
+          "The job queue"),
+    Route("/2/jobs/{job_id}", {
+        "GET": Method(get_job, "A job's status, opcodes, results and log", schema=JOB),
+        "DELETE": Method(cancel_job, "Cancel a job (CancelJob): [success, message]",
+                         access=frozenset({WRITE}), schema={
+                             "type": "array", "minItems": 2, "maxItems": 2,
+                             "items": {"oneOf": [{"type": "boolean"}, {"type": "string"}]}}),
+    }, "One job"),
+    Route("/2/jobs/{job_id}/wait", {"GET": Method(
+        SchemaHandler(wait_job, WAIT_BODY),
+        "Wait up to 10 s for a change of the job's fields or log (JSON body)",
+        access=frozenset({WRITE}), body="json", schema=WAIT_RESULT)},
+          "Waiting for job changes"),
+]

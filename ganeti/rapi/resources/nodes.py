@@ -1,0 +1,149 @@
+"""The node resources: ``/2/nodes`` and ``/2/nodes/{node_name}[/role|/modify|/tags]``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganeti.core import constants as c
+from ganeti.rapi import errors as http
+from ganeti.rapi.resources.common import (
+    BULK,
+    FORCE,
+    JOB_RESULT,
+    LOCK,
+    REASON,
+    OpcodeBody,
+    SchemaHandler,
+    build_opcode,
+    flag,
+    json_type,
+    map_fields,
+    not_found_if_unknown,
+    opcode_method,
+    path,
+    submit,
+    tag_methods,
+    uri_list,
+)
+from ganeti.rapi.routing import WRITE, Method, Request, Route
+
+COMMON_FIELDS = ("ctime", "mtime", "uuid", "serial_no", "tags")
+#: Fields of a node in ``/2/nodes?bulk=1`` and ``/2/nodes/{node_name}``.
+N_FIELDS = ("name", "offline", "master_candidate", "drained", "dtotal", "dfree", "sptotal",
+            "spfree", "mtotal", "mnode", "mfree", "pinst_cnt", "sinst_cnt", "ctotal", "cnos",
+            "cnodes", "csockets", "pip", "sip", "role", "pinst_list", "sinst_list",
+            "master_capable", "vm_capable", "ndparams", "group.uuid", *COMMON_FIELDS)
+
+#: Query role letters -> the words of ``/role``.
+ROLE_WORDS = {c.NR_MASTER: "master", c.NR_MCANDIDATE: "master-candidate",
+              c.NR_DRAINED: "drained", c.NR_OFFLINE: "offline", c.NR_REGULAR: "regular"}
+#: Role words ``PUT /role`` accepts -> (master_candidate, offline, drained).
+ROLE_FLAGS: dict[str, tuple[bool | None, bool | None, bool | None]] = {
+    "regular": (False, False, False),
+    "master-candidate": (True, None, None),
+    "drained": (None, None, True),
+    "offline": (None, True, None),
+}
+
+
+def _name(request: Request) -> str:
+    return request.params["node_name"]
+
+
+async def get_nodes(request: Request) -> list[dict[str, Any]]:
+    """``[{id, uri}]`` sorted by name, or with ``?bulk=1`` every node's N_FIELDS."""
+    if request.flag(BULK):
+        rows = await request.luxi.call("QueryNodes", [], list(N_FIELDS), False)
+        return [map_fields(N_FIELDS, row) for row in rows]
+    rows = await request.luxi.call("QueryNodes", [], ["name"], False)
+    return uri_list((row[0] for row in rows), "/2/nodes/{}", "id")
+
+
+async def get_node(request: Request) -> dict[str, Any]:
+    """One node's N_FIELDS (plus ``secondary_ip``, an alias of ``sip``); 404 if unknown."""
+    rows = await not_found_if_unknown(request.luxi.call(
+        "QueryNodes", [_name(request)], list(N_FIELDS), request.flag(LOCK)))
+    node = map_fields(N_FIELDS, rows[0])
+    node["secondary_ip"] = node["sip"]
+    return node
+
+
+async def get_role(request: Request) -> str:
+    """The node's role as a word (``master``, ``master-candidate``, ...)."""
+    rows = await not_found_if_unknown(request.luxi.call(
+        "QueryNodes", [_name(request)], ["role"], request.flag(LOCK)))
+    letter = rows[0][0]
+    if letter not in ROLE_WORDS:
+        raise http.HttpBadGateway(f"The master answered an unknown node role {letter!r}")
+    return ROLE_WORDS[letter]
+
+
+ROLE_SPEC = OpcodeBody("OP_NODE_SET_PARAMS", "nodes_name_role",
+                       {"node_name": path("node_name"), "force": flag(FORCE),
+                        "auto_promote": flag("auto-promote")}, body_params=False)
+
+
+async def put_role(request: Request) -> int:
+    """Set the role (the body is a bare JSON string) with OP_NODE_SET_PARAMS."""
+    role = request.body
+    if not isinstance(role, str):
+        raise http.HttpBadRequest(f"Body contents: expected a string (the role), got "
+                                  f"{json_type(role)}")
+    if role not in ROLE_FLAGS:
+        raise http.HttpBadRequest(f"Can't set '{role}' role (possible: "
+                                  + ", ".join(sorted(ROLE_FLAGS)) + ")")
+    candidate, offline, drained = ROLE_FLAGS[role]
+    op = build_opcode(request, ROLE_SPEC, {}, {
+        "master_candidate": candidate, "offline": offline, "drained": drained})
+    return await submit(request, [op])
+
+
+_PROPS: dict[str, Any] = {name: {"type": "boolean"} for name in (
+    "offline", "master_candidate", "drained", "master_capable", "vm_capable")}
+_PROPS.update({name: {"type": "integer", "nullable": True} for name in (
+    "dtotal", "dfree", "sptotal", "spfree", "mtotal", "mnode", "mfree", "ctotal", "cnos",
+    "cnodes", "csockets")})
+_PROPS.update({name: {"type": "string"} for name in ("name", "pip", "sip", "group.uuid",
+                                                      "uuid")})
+_PROPS.update({
+    "role": {"type": "string", "enum": sorted(ROLE_WORDS),
+             "description": "M (master), C (candidate), R (regular), D (drained), O (offline)"},
+    "pinst_cnt": {"type": "integer"}, "sinst_cnt": {"type": "integer"},
+    "pinst_list": {"type": "array", "items": {"type": "string"}},
+    "sinst_list": {"type": "array", "items": {"type": "string"}},
+    "ndparams": {"type": "object"}, "ctime": {"type": "number", "nullable": True},
+    "mtime": {"type": "number", "nullable": True}, "serial_no": {"type": "integer"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+})
+NODE = {"type": "object", "properties": {name: _PROPS[name] for name in N_FIELDS},
+        "description": "Live values (dtotal, mfree, ...) are null for offline or "
+                       "unreachable nodes"}
+NODE_ONE = {"type": "object", "properties": {
+    **{name: _PROPS[name] for name in N_FIELDS}, "secondary_ip": {"type": "string"}}}
+ID_LIST = {"type": "array", "items": {"type": "object", "properties": {
+    "id": {"type": "string"}, "uri": {"type": "string"}}}}
+ROLE = {"type": "string", "enum": sorted(ROLE_WORDS.values())}
+
+ROUTES = [
+    Route("/2/nodes", {"GET": Method(
+        get_nodes, "Every node: [{id, uri}], or with ?bulk=1 their fields",
+        query=(BULK, REASON), schema={"oneOf": [ID_LIST, {"type": "array", "items": NODE}]})},
+          "The nodes"),
+    Route("/2/nodes/{node_name}", {"GET": Method(
+        get_node, "A node's fields", query=(LOCK, REASON), schema=NODE_ONE)}, "One node"),
+    Route("/2/nodes/{node_name}/role", {
+        "GET": Method(get_role, "The node's role", query=(LOCK, REASON), schema=ROLE),
+        "PUT": Method(SchemaHandler(put_role, {
+            "type": "string", "enum": sorted(ROLE_FLAGS),
+            "description": "The new role (a bare JSON string; 'master' cannot be set)"}),
+            "Set the node's role (OP_NODE_SET_PARAMS)", access=frozenset({WRITE}),
+            query=(FORCE, "auto-promote", REASON), body="json",
+            opcode="OP_NODE_SET_PARAMS", result="job", schema=JOB_RESULT),
+    }, "A node's role"),
+    Route("/2/nodes/{node_name}/modify", {"POST": opcode_method(
+        "POST", OpcodeBody("OP_NODE_SET_PARAMS", "nodes_name_modify",
+                           {"node_name": path("node_name")}),
+        "Change a node's parameters (OP_NODE_SET_PARAMS)")}, "Node parameters"),
+    Route("/2/nodes/{node_name}/tags",
+          tag_methods(c.TAG_NODE, "node_name", "nodes_name_tags", "the node"), "Node tags"),
+]

@@ -1,0 +1,145 @@
+"""twistd/twist entry point of ganeti-rapi: options, start-up checks, the service tree.
+
+The plugin (``twisted/plugins/ganeti_rapi.py``) composes the RAPI with the
+WebSocket feed, which lives in another package; :func:`make_service` takes
+the feed as a resource factory and start/stop callables.  :func:`makeService`
+builds the daemon without a feed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from twisted.application import service
+from twisted.python import usage
+from twisted.web.resource import IResource
+
+from ganeti.core import constants, ssconf
+from ganeti.core.errors import ConfigurationError, GenericError
+from ganeti.core.paths import Paths
+
+if TYPE_CHECKING:
+    from ganeti.rapi.service import RapiContextFactory
+
+ANY_ADDRESS = "0.0.0.0"
+DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_MAX_CLIENTS = 1000
+#: Seconds an idle keep-alive connection stays open.
+IDLE_TIMEOUT = 60.0
+#: The dashboard's files, shipped in the package.
+STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+
+
+class Options(usage.Options):
+    """Command-line options of ganeti-rapi."""
+
+    synopsis = "[options]"
+    longdesc = ("The Ganeti remote API daemon: RAPI v2 over HTTPS (DATA_DIR/rapi.pem), "
+                "WebSocket job feeds and the web dashboard; a LUXI client of masterd. "
+                "Runs only on the master node. GANETI_ROOTDIR and GANETI_HOSTNAME select "
+                "a virtual-cluster node.")
+    optFlags = [
+        ["require-authentication", None, "Require authentication for every request "
+         "(default: read-only resources are open to anonymous clients)"],
+        ["no-ssl", None, "Serve plain HTTP instead of HTTPS (for tests only: passwords "
+         "travel in clear text)"],
+    ]
+    optParameters = [
+        ["bind", "b", ANY_ADDRESS, "Address to listen on"],
+        ["port", "p", constants.DEFAULT_RAPI_PORT, "TCP port to listen on", int],
+        ["max-body", None, DEFAULT_MAX_BODY, "Largest request body accepted, in bytes", int],
+        ["max-clients", None, DEFAULT_MAX_CLIENTS,
+         "Most client connections open at once; more are refused", int],
+    ]
+
+    def postOptions(self) -> None:
+        if not 0 <= self["port"] <= 65535:
+            raise usage.UsageError("--port must be between 0 and 65535")
+        if self["max-body"] < 1024:
+            raise usage.UsageError("--max-body must be at least 1024 bytes")
+        if self["max-clients"] < 1:
+            raise usage.UsageError("--max-clients must be at least 1")
+
+
+def check_master(paths: Paths) -> None:
+    """Refuse to run on a node that ssconf does not name as the master."""
+    master = ssconf.read(paths, "master_node")
+    if master != paths.hostname:
+        raise ConfigurationError(f"this node ({paths.hostname}) is not the master node; "
+                                 f"ganeti-rapi runs on the master, {master}")
+
+
+def startup_paths() -> Paths:
+    """This node's paths, after checking that it is the master; exits with a message if not."""
+    try:
+        paths = Paths.from_env()
+        check_master(paths)
+    except GenericError as err:
+        raise SystemExit(f"ganeti-rapi: cannot start: {err}") from None
+    return paths
+
+
+def load_tls(path: str) -> RapiContextFactory:
+    """The server's TLS context from a PEM holding the key, the certificate and any
+    chain after it; raises :class:`ConfigurationError` with the reason if unusable."""
+    from ganeti.rapi.service import RapiContextFactory
+
+    try:
+        with open(path, "rb") as f:
+            pem = f.read()
+    except OSError as err:
+        raise ConfigurationError(f"cannot read {path}: {err.strerror}") from None
+    try:
+        return RapiContextFactory(pem)
+    except ValueError as err:
+        raise ConfigurationError(f"{path} does not hold a usable key and certificate: "
+                                 f"{err}") from None
+
+
+def make_service(options: Options, paths: Paths | None = None,
+                 websocket: Callable[[], IResource] | None = None,
+                 on_start: Callable[[], object] | None = None,
+                 on_stop: Callable[[], object] | None = None) -> service.IService:
+    """Build ganeti-rapi; exits with a message off the master or without a usable rapi.pem.
+
+    ``websocket`` makes the feed resource served at ``/2/feed``; ``on_start``
+    and ``on_stop`` run when the daemon starts and stops (the feed relay).
+    """
+    from twisted.internet import reactor
+    from twisted.logger import Logger
+
+    from ganeti.luxi.twclient import AsyncLuxiClient
+    from ganeti.rapi.accesslog import AccessLog
+    from ganeti.rapi.auth import UsersFile
+    from ganeti.rapi.server import RapiApp, make_site
+    from ganeti.rapi.service import RapiDaemon
+
+    if paths is None:
+        paths = startup_paths()
+    tls = None
+    if options["no-ssl"]:
+        Logger().warn("*** ganeti-rapi runs WITHOUT TLS (--no-ssl): requests, passwords "
+                      "included, travel in clear text. Use this for tests only. ***")
+    else:
+        try:
+            tls = load_tls(paths.rapi_pem)
+        except ConfigurationError as err:
+            raise SystemExit(f"ganeti-rapi: cannot start: {err}") from None
+    luxi = AsyncLuxiClient(reactor, paths.luxi_socket)
+    users = UsersFile(paths.rapi_users, reactor)
+    access_log = AccessLog(os.path.join(paths.log_dir, constants.RAPI_ACCESS_LOG), reactor)
+    static_dir = STATIC_DIR if os.path.isdir(STATIC_DIR) else None
+    app = RapiApp(None, luxi, reactor, users, require_auth=options["require-authentication"],
+                  max_body=options["max-body"], websocket=websocket, static_dir=static_dir)
+    site = make_site(app, access_log, reactor, timeout=IDLE_TIMEOUT)
+    return RapiDaemon(reactor, site, users, access_log, port=options["port"],
+                      bind=options["bind"], tls=tls,
+                      max_clients=options["max-clients"], luxi=luxi, on_start=on_start,
+                      on_stop=on_stop)
+
+
+def makeService(options: Options) -> service.IService:
+    """ganeti-rapi without the WebSocket feed (the plugin adds it)."""
+    return make_service(options)

@@ -1,0 +1,426 @@
+"""The dashboard of ganeti-rapi in headless Chromium, on a real two-node virtual cluster.
+
+The page is loaded once per test and never reloaded: jobs submitted over LUXI
+must appear, change status and show their log lines through the WebSocket
+feed alone.  A MutationObserver injected into the page records every status a
+job row shows and every growth of its log, so that fast transitions are not
+missed between two polls of the test.  Waiting is WebDriverWait on page
+conditions (with a deadline), never a sleep.
+
+Needs Debian's chromium and chromium-driver and selenium (``make test``
+installs them through ``make install-browser`` and the ``test`` extra); the
+tests are skipped, saying what is missing, without them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import urllib.parse
+import uuid
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from ganeti.cli import daemons
+from ganeti.core import constants
+from ganeti.core.paths import Paths
+from tests.integration.jobtools import VirtualCluster, delay, wait_for_job
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync",
+                  # rapi.pem is self-signed, made by cluster init
+                  "--ignore-certificate-errors", "--window-size=1280,900"]
+#: Seconds for the page to show something the cluster already has.
+PAGE_TIMEOUT = 20.0
+#: Seconds for a short job to run and be shown as finished.
+JOB_TIMEOUT = 30.0
+#: Seconds for the page to be live on the feed again after ganeti-rapi restarts.
+RECONNECT_TIMEOUT = 30.0
+STARTED = frozenset({"queued", "waiting", "running"})
+
+# Records, per job row, every status it shows and every size of its log (with the
+# status at that moment), and every state of the feed indicator.  Mutation
+# observers run after each batch of DOM changes, so nothing the page showed is
+# missed, however briefly.
+RECORDER = """
+const rec = window.__dashRecord = {statuses: {}, logs: {}, feed: []};
+const jobs = document.getElementById("jobs-body");
+const feed = document.getElementById("feed-state");
+function look() {
+  for (const row of jobs.querySelectorAll("tr.job-row")) {
+    const id = row.dataset.jobId;
+    const badge = row.querySelector(".job-status");
+    const status = badge ? badge.dataset.status : undefined;
+    const seen = rec.statuses[id] || (rec.statuses[id] = []);
+    if (status && seen[seen.length - 1] !== status) {
+      seen.push(status);
+    }
+    const logRow = jobs.querySelector(`tr[data-log-for="${id}"]`);
+    const lines = logRow ? logRow.querySelectorAll(".job-log li").length : 0;
+    const sizes = rec.logs[id] || (rec.logs[id] = []);
+    if (lines && (!sizes.length || sizes[sizes.length - 1][0] !== lines)) {
+      sizes.push([lines, status]);
+    }
+  }
+  const state = feed.dataset.state;
+  if (rec.feed[rec.feed.length - 1] !== state) {
+    rec.feed.push(state);
+  }
+}
+const observer = new MutationObserver(look);
+observer.observe(jobs, {subtree: true, childList: true, attributes: true, characterData: true});
+observer.observe(feed, {attributes: true});
+look();
+"""
+
+
+# Drives the page's own job-list model (jobstate.js) through the races between a
+# GET /2/jobs snapshot and feed events, and through replays after a reconnection.
+JOB_STORE_SCRIPT = """
+const done = arguments[arguments.length - 1];
+import(new URL("jobstate.js", document.baseURI).href).then(({JobStore}) => {
+  const entry = (serial, text) => [serial, [1700000000, 0], "message", text];
+  const s = new JobStore();
+  const out = {};
+  const first = s.beginSnapshot();
+  // events arrive while the snapshot is on its way: the feed is newer
+  s.applyJobEvent({type: "job", serial: 10, id: 1, status: "running", log: [entry(1, "a")]});
+  s.applyJobEvent({type: "job", serial: 11, id: 1, status: "running",
+                   log: [entry(1, "a"), entry(2, "b")]});
+  s.applyArchiveEvent({type: "archive", serial: 12, id: 3});
+  out.applied = s.applySnapshot(first, [{id: 1, status: "queued"}, {id: 2, status: "success"},
+                                        {id: 3, status: "success"}]);
+  out.afterSnapshot = s.sorted().map((j) => [j.id, j.status]);
+  out.log = s.logOf(1).map((e) => e[3]);
+  // a replay after reconnecting repeats serials already applied
+  out.replayed = s.applyJobEvent({type: "job", serial: 11, id: 1, status: "queued"});
+  out.lastSerial = s.lastSerial;
+  // an answer to an older request is dropped
+  const second = s.beginSnapshot();
+  out.stale = s.applySnapshot(first, []);
+  // a job missing from a newer snapshot was archived meanwhile
+  s.applySnapshot(second, [{id: 1, status: "success"}]);
+  out.afterResync = s.sorted().map((j) => [j.id, j.status]);
+  // GET /2/jobs/<id> oplog and feed log entries are merged by serial
+  out.added = s.addOplog(1, [[entry(2, "b"), entry(3, "c")], []]);
+  out.fullLog = s.logOf(1).map((e) => e[3]);
+  done(out);
+}, (err) => done({error: String(err)}));
+"""
+
+
+def browser_unavailable() -> str | None:
+    """Why the browser tests cannot run here (a skip reason), or None."""
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
+    if missing:
+        return (f"{' and '.join(missing)} not installed (make install-browser installs "
+                f"Debian's chromium and chromium-driver)")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (it is in the 'test' extra: make install)"
+    return None
+
+
+def start_browser(profile_dir: str, log_file: str):
+    """Debian's headless Chromium driven by selenium; nothing is downloaded."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={profile_dir}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=log_file),
+                              options=options)
+    driver.set_page_load_timeout(PAGE_TIMEOUT)
+    driver.set_script_timeout(PAGE_TIMEOUT)
+    return driver
+
+
+class RapiDaemon:
+    """ganeti-rapi on the master of a virtual cluster (``ganeti-vcluster start`` runs it),
+    stopped and started again by the tests."""
+
+    def __init__(self, cluster: VirtualCluster) -> None:
+        self.paths = Paths.for_node(cluster.root, cluster.master)
+        self.ip = cluster.ips[0]
+        self.port = daemons.DAEMON_PORTS[constants.RAPI]
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.ip}:{self.port}"
+
+    def running(self) -> bool:
+        return daemons.state(self.paths, constants.RAPI).state == daemons.RUNNING
+
+    def start(self, *extra: str) -> None:
+        """Start it with the vcluster's arguments and ``extra`` ones; return once it listens."""
+        log_file = self.paths.log_file(constants.RAPI)
+        offset = os.path.getsize(log_file) if os.path.exists(log_file) else 0
+        daemons.start(self.paths, constants.RAPI,
+                      daemons.twistd_args(constants.RAPI, self.ip) + list(extra))
+        daemons.wait_listening(self.paths, constants.RAPI, self.ip, self.port, offset)
+
+    def restart(self, *extra: str) -> None:
+        daemons.stop(self.paths, constants.RAPI)
+        self.start(*extra)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            with open(self.paths.log_file(constants.RAPI), encoding="utf-8",
+                      errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+class DashboardTest(SynchronousTestCase):
+    """The dashboard on a running cluster, watched while jobs run."""
+
+    skip_reason: str | None = None
+    cluster: VirtualCluster | None = None
+    rapi: RapiDaemon | None = None
+    driver = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.skip_reason = browser_unavailable()
+        if cls.skip_reason:
+            return
+        cls.tmp = tempfile.mkdtemp(prefix="ganeti-dashboard-")
+        try:
+            cls.cluster = VirtualCluster(prefix="ganeti-dashboard-vc-", nodes=2).create()
+            cls.rapi = RapiDaemon(cls.cluster)
+            if not cls.rapi.running():
+                raise AssertionError("ganeti-vcluster start did not start ganeti-rapi")
+            cls.driver = start_browser(os.path.join(cls.tmp, "profile"),
+                                       os.path.join(cls.tmp, "chromedriver.log"))
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            if cls.driver is not None:
+                cls.driver.quit()
+                cls.driver = None
+            if cls.cluster is not None:  # stops ganeti-rapi too
+                cls.cluster.destroy()
+                cls.cluster = None
+        finally:
+            if not cls.skip_reason:
+                shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        if self.skip_reason:
+            self.skipTest(self.skip_reason)
+        self.luxi = self.cluster.client()
+        self.addCleanup(self.luxi.close)
+        self.open_dashboard()
+
+    # --- helpers -----------------------------------------------------------------
+
+    def wait(self, condition, what, timeout=PAGE_TIMEOUT):
+        """WebDriverWait for ``condition(driver)``; on timeout, fail with the page's state."""
+        from selenium.common.exceptions import TimeoutException
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(condition)
+        except TimeoutException:
+            self.fail(f"the dashboard did not show {what} within {timeout:g}s\n"
+                      + self.diagnostics())
+
+    def diagnostics(self) -> str:
+        """What the page shows and logged, and the end of ganeti-rapi's log."""
+        try:
+            page = self.js("return document.querySelector('header').innerText + '\\n' + "
+                           "document.getElementById('messages').innerText + '\\n' + "
+                           "document.getElementById('jobs-body').innerText")
+            record = self.js("return JSON.stringify(window.__dashRecord)")
+            console = "\n".join(entry["message"] for entry in self.driver.get_log("browser"))
+        except Exception as err:  # the browser itself may be the problem
+            page, record, console = f"(page unreadable: {err})", "", ""
+        return (f"--- page ---\n{page}\n--- recorded ---\n{record}\n--- browser console ---\n"
+                f"{console}\n--- ganeti-rapi log ---\n{self.rapi.log_tail()}")
+
+    def js(self, script, *args):
+        return self.driver.execute_script(script, *args)
+
+    def open_dashboard(self, base=None):
+        """Load /dashboard/, start the recorder, wait for the cluster's name."""
+        self.driver.get((base or self.rapi.url) + "/dashboard/")
+        self.marker = uuid.uuid4().hex
+        self.js("window.__dashMarker = arguments[0];", self.marker)
+        self.js(RECORDER)
+        self.wait(lambda d: self.text("#cluster-name") == "cluster.vcluster.test",
+                  "the cluster's name")
+
+    def text(self, selector):
+        return self.js("const e = document.querySelector(arguments[0]);"
+                       "return e ? e.textContent.trim() : null;", selector)
+
+    def job_status(self, job_id):
+        return self.js("const b = document.querySelector("
+                       "`tr[data-job-id=\"${arguments[0]}\"] .job-status`);"
+                       "return b ? b.dataset.status : null;", str(job_id))
+
+    def log_lines(self, job_id):
+        return self.js("return [...document.querySelectorAll("
+                       "`tr[data-log-for=\"${arguments[0]}\"] .job-log li .log-message`)]"
+                       ".map((e) => e.textContent);", str(job_id))
+
+    def record(self):
+        return self.js("return window.__dashRecord;")
+
+    def show_logs_of_new_jobs(self, on=True):
+        """Tick (or untick) "Show the log of new jobs"."""
+        box = self.driver.find_element("id", "auto-expand")
+        if box.is_selected() != on:
+            box.click()
+        self.assertEqual(box.is_selected(), on)
+
+    def wait_live(self):
+        self.wait(lambda d: self.js("return document.getElementById('feed-state')"
+                                    ".dataset.state") == "live",
+                  "the feed as live", RECONNECT_TIMEOUT)
+
+    def submit(self, *ops):
+        job_id = self.luxi.call("SubmitJob", list(ops))
+        self.addCleanup(self._finish, job_id)
+        return job_id
+
+    def _finish(self, job_id):
+        with self.cluster.client() as c:
+            wait_for_job(c, job_id, timeout=JOB_TIMEOUT)
+
+    def assert_ran_live(self, job_id, messages):
+        """The row went from queued/waiting/running to success, and the log lines
+        ``messages`` were shown, some while the job still ran; the page was not reloaded."""
+        self.wait(lambda d: self.job_status(job_id) == "success",
+                  f"job {job_id} as success", JOB_TIMEOUT)
+        self.wait(lambda d: len(self.log_lines(job_id)) == len(messages),
+                  f"the {len(messages)} log lines of job {job_id}")
+        self.assertEqual(self.log_lines(job_id), messages)
+        self.assertEqual(wait_for_job(self.luxi, job_id), "success")
+        record = self.record()
+        statuses = record["statuses"][str(job_id)]
+        self.assertIn(statuses[0], STARTED, f"job {job_id} first shown as {statuses}")
+        self.assertEqual(statuses[-1], "success", statuses)
+        self.assertEqual(statuses.count("success"), 1, statuses)
+        self.assertIn("running", statuses, statuses)
+        sizes = record["logs"][str(job_id)]
+        self.assertTrue(any(status != "success" for _, status in sizes),
+                        f"no log line of job {job_id} was shown before it ended: {sizes}")
+        self.assertEqual([n for n, _ in sizes], sorted(n for n, _ in sizes), sizes)
+        self.assertEqual(self.js("return window.__dashMarker;"), self.marker,
+                         "the page was reloaded")
+
+    # --- tests -------------------------------------------------------------------
+
+    def test_shows_the_cluster_and_its_nodes(self):
+        self.wait(lambda d: self.js("return document.querySelectorAll("
+                                    "'#nodes-body tr[data-node-name]').length") == 2,
+                  "both nodes")
+        self.assertEqual(self.text("#cluster-master"), self.cluster.master)
+        rows = self.js("""return [...document.querySelectorAll('#nodes-body tr.node-row')]
+            .map((r) => [r.dataset.nodeName, r.querySelector('.node-role').textContent,
+                         r.querySelector('.node-pip').textContent,
+                         r.querySelector('.node-group').textContent]);""")
+        self.assertEqual(rows, [[self.cluster.nodes[0], "master", self.cluster.ips[0], "default"],
+                                [self.cluster.nodes[1], "master candidate",
+                                 self.cluster.ips[1], "default"]])
+        self.assertIn("default", self.text("#groups-body"))
+        self.wait_live()
+        # job 1 added node 2 (ganeti-vcluster create); it is listed from GET /2/jobs
+        self.assertEqual(self.job_status(1), "success")
+
+    def test_a_job_appears_runs_and_shows_its_log_live(self):
+        self.wait_live()
+        self.show_logs_of_new_jobs(False)
+        job_id = self.submit(delay(0.5, repeat=3))
+        row = f'tr[data-job-id="{job_id}"]'
+        self.wait(lambda d: self.job_status(job_id) is not None, f"job {job_id}", JOB_TIMEOUT)
+        self.assertIsNone(self.js(f"return document.querySelector('[data-log-for=\"{job_id}\"]')"))
+        # open its log as a user would, by clicking the job
+        self.driver.find_element("css selector", f"{row} button.log-toggle").click()
+        self.assert_ran_live(job_id, [f"Test delay iteration {k}/4" for k in range(1, 5)])
+        self.assertEqual(self.js(f"return document.querySelector('{row} .job-summary')"
+                                 ".textContent"), "TEST_DELAY(0.5)")
+        self.assertEqual(self.js(f"return document.querySelector('{row} button.log-toggle')"
+                                 ".getAttribute('aria-expanded')"), "true")
+        # newest first
+        ids = self.js("return [...document.querySelectorAll('#jobs-body tr.job-row')]"
+                      ".map((r) => Number(r.dataset.jobId));")
+        self.assertEqual(ids[0], job_id)
+        self.assertEqual(ids, sorted(ids, reverse=True))
+
+    def test_reconnects_after_ganeti_rapi_restarts(self):
+        self.wait_live()
+        self.rapi.restart()  # closes the page's feed socket
+        self.wait_live()
+        feed_states = self.record()["feed"]
+        self.assertIn("reconnecting", feed_states[feed_states.index("live"):], feed_states)
+        self.show_logs_of_new_jobs()
+        job_id = self.submit(delay(0.4, repeat=2))
+        self.assert_ran_live(job_id, [f"Test delay iteration {k}/3" for k in range(1, 4)])
+
+    def test_authentication(self):
+        self.wait_live()
+        self.addCleanup(self.rapi.restart)  # anonymous reads again for the other tests
+        self.rapi.restart("--require-authentication")
+        # the open page's next requests are refused: it says why
+        self.driver.find_element("id", "refresh-nodes").click()
+        self.wait(lambda d: "requires authentication" in (
+            self.text('#messages [data-key="auth"]') or ""), "the authentication message")
+        # with the credentials (the browser asks for them), the page works, live
+        with open(os.path.join(self.cluster.dir, "rapi-credentials"), encoding="utf-8") as f:
+            user, password = f.read().split()
+        quote = urllib.parse.quote
+        self.open_dashboard(f"https://{quote(user, safe='')}:{quote(password, safe='')}"
+                            f"@{self.rapi.ip}:{self.rapi.port}")
+        self.assertIsNone(self.text('#messages [data-key="auth"]'))
+        self.wait_live()
+        self.show_logs_of_new_jobs()
+        job_id = self.submit(delay(0.3, repeat=1))
+        self.assert_ran_live(job_id, ["Test delay iteration 1/2", "Test delay iteration 2/2"])
+
+    def test_job_list_merges_snapshots_and_feed_events(self):
+        out = self.driver.execute_async_script(JOB_STORE_SCRIPT)
+        self.assertEqual(out, {
+            "applied": {"added": ["2"]},
+            "afterSnapshot": [["2", "success"], ["1", "running"]],
+            "log": ["a", "b"],
+            "replayed": None,
+            "lastSerial": 12,
+            "stale": None,
+            "afterResync": [["1", "success"]],
+            "added": 1,
+            "fullLog": ["a", "b", "c"],
+        })
+
+    def test_follows_the_master_daemon_going_away_and_coming_back(self):
+        self.wait_live()
+        self.wait(lambda d: self.text("#upstream-state") == "connected", "masterd as connected")
+        self.luxi.close()
+        daemons.stop(self.rapi.paths, constants.MASTERD)
+        self.wait(lambda d: self.js("return document.getElementById('upstream-state')"
+                                    ".dataset.state") == "disconnected",
+                  "masterd as not reachable")
+        self.cluster.start()  # masterd again, once it answers LUXI
+        self.wait(lambda d: self.js("return document.getElementById('upstream-state')"
+                                    ".dataset.state") == "connected",
+                  "masterd as connected again", RECONNECT_TIMEOUT)
+        # the feed resynchronised; new jobs still show up live
+        self.luxi = self.cluster.client()
+        self.addCleanup(self.luxi.close)
+        self.show_logs_of_new_jobs()
+        job_id = self.submit(delay(0.3, repeat=1))
+        self.assert_ran_live(job_id, ["Test delay iteration 1/2", "Test delay iteration 2/2"])
