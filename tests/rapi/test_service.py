@@ -236,18 +236,6 @@ class PluginCompositionTest(SynchronousTestCase):
         self.assertIsNotNone(daemon.on_start)
         self.assertIsNotNone(daemon.on_stop)
 
-    def test_without_the_feed_package(self):
-        import sys
-        name = "ganeti.feeds.relay"
-        saved = sys.modules.get(name)
-        sys.modules[name] = None  # the next import of it raises ImportError
-        self.addCleanup(lambda: sys.modules.__setitem__(name, saved) if saved
-                        else sys.modules.pop(name, None))
-        daemon = self.make()
-        self.assertNotIn("/2/feed", self.patterns(daemon))
-        self.assertIn("/dashboard/{static_path}", self.patterns(daemon))
-        self.assertIsNone(daemon.on_start)
-
 
 class AccessLogTest(SynchronousTestCase):
     def test_format(self):

@@ -31,26 +31,18 @@ class RapiServiceMaker:
         return tap.Options
 
     def makeService(self, options: Any) -> IService:
-        """The RAPI daemon, with the feed if ganeti.feeds is available."""
+        """The RAPI daemon with its job feed at /2/feed."""
         from twisted.internet import reactor
-        from twisted.logger import Logger
 
+        from ganeti.feeds.relay import FeedRelay
+        from ganeti.feeds.websocket import feed_resource
+        from ganeti.luxi.twclient import EventStreamClient
         from ganeti.rapi import tap
 
         paths = tap.startup_paths()
-        try:
-            from ganeti.feeds.relay import FeedRelay
-            from ganeti.feeds.websocket import feed_resource
-
-            from ganeti.luxi.twclient import EventStreamClient
-        except ImportError as err:  # the feed package is still being written
-            Logger().warn("Job feed not available ({error}); serving the RAPI without "
-                          "/2/feed", error=err)
-            return tap.make_service(options, paths=paths)
         relay = FeedRelay(reactor, EventStreamClient(reactor, paths.luxi_socket))
         resource = feed_resource(relay, reactor)
         return tap.make_service(options, paths=paths, websocket=lambda: resource,
                                 on_start=relay.start, on_stop=relay.stop)
-
 
 ganeti_rapi = RapiServiceMaker()
