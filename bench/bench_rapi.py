@@ -327,5 +327,7 @@ def main(duration, workers):
 
 
 if __name__ == "__main__":
+    if any(arg in ("-h", "--help") for arg in sys.argv[1:]):
+        raise SystemExit(__doc__)
     main(float(sys.argv[1]) if len(sys.argv) > 1 else 5.0,
          int(sys.argv[2]) if len(sys.argv) > 2 else 4)
