@@ -1,0 +1,269 @@
+"""ganeti-confd benchmarks: datagram fuzz (memory) and UDP throughput/latency.
+
+  .venv/bin/python bench/bench_confd.py --fuzz 1000000
+      Feeds N random/mutated/mis-signed/expired/replayed/valid datagrams to the
+      server protocol in-process; prints RSS before and after and any wrong reply.
+
+  .venv/bin/python bench/bench_confd.py [--procs 4] [--outstanding 16] [--seconds 5]
+      Starts our confd with twistd on 127.0.0.x and, if Debian's
+      ganeti-haskell-3.0 is unpacked at .cache/ganeti-haskell, the real
+      Haskell confd on another loopback address with the same config and key.
+      For each: closed-loop load (each process keeps K signed requests in
+      flight) -> replies/s, lost and unsigned replies; then paced load at
+      10,000 q/s -> p50/p99 latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from ganeti.confd import protocol  # noqa: E402
+from tests.confd.test_server import KEY, confd_config_dict  # noqa: E402
+
+BIN = os.path.dirname(os.path.abspath(sys.executable))
+HOST = "node1.example.test"
+HASKELL = os.path.join(ROOT, ".cache", "ganeti-haskell", "root", "usr", "lib", "ganeti", "3.0",
+                       "usr", "sbin", "ganeti-confd")
+QUERIES = [(0, None), (1, HOST), (3, None), (4, None), (5, None), (6, "br1"),
+           (2, {"1": "192.0.2.50", "0": "br1"}), (10, "/cluster/cluster_name")]
+
+
+def rss_kib() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def fuzz(count: int) -> None:
+    from twisted.internet.task import Clock
+
+    from ganeti.confd.server import ConfdProtocol
+    from tests.confd.test_fuzz import NOW, Fuzzer, deserves_reply
+    from tests.confd.test_server import answerer
+
+    clock = Clock()
+    clock.advance(NOW)
+    proto = ConfdProtocol(clock, KEY, answerer())
+    fuzzer = Fuzzer(42)
+    fuzzer.sent_valid = fuzzer.sent_valid[-1000:]
+    seen: set = set()
+    wrong = 0
+    before = rss_kib()
+    start = time.perf_counter()
+    for i in range(count):
+        data, _ = fuzzer.next()
+        if len(fuzzer.sent_valid) > 2000:
+            del fuzzer.sent_valid[:1000]
+        reply = proto.handle(data, ("127.0.0.1", 1))
+        if (reply is not None) != deserves_reply(data, seen):
+            wrong += 1
+        if i % 100_000 == 0 and i:
+            clock.advance(1)  # keep the salts fresh enough while the replay cache fills
+            fuzzer.now = clock.seconds()
+    elapsed = time.perf_counter() - start
+    print(f"fuzz: {count} datagrams in {elapsed:.1f}s ({count / elapsed:,.0f}/s), "
+          f"answered {proto.stats.answered}, dropped {proto.stats.dropped}, "
+          f"wrong replies {wrong}, replay cache {len(proto.replays)} entries, "
+          f"RSS {before} KiB -> {rss_kib()} KiB")
+
+
+def write_root(tmp: str) -> dict[str, str]:
+    root = os.path.join(tmp, HOST)
+    data = os.path.join(root, "var", "lib", "ganeti")
+    os.makedirs(data)
+    os.makedirs(os.path.join(root, "var", "run", "ganeti"))
+    os.makedirs(os.path.join(root, "var", "log", "ganeti"))
+    raw = confd_config_dict()
+
+    def fill(disk: dict) -> None:
+        # Haskell's config parser wants these on child disks too.
+        for key, value in (("serial_no", 1), ("ctime", 0.0), ("mtime", 0.0),
+                           ("iv_name", ""), ("spindles", 1), ("forthcoming", False)):
+            disk.setdefault(key, value)
+        for child in disk.get("children", []):
+            fill(child)
+    for disk in raw["disks"].values():
+        fill(disk)
+    with open(os.path.join(data, "config.data"), "w", encoding="utf-8") as f:
+        json.dump(raw, f)
+    with open(os.path.join(data, "hmac.key"), "wb") as f:
+        f.write(KEY)
+    return dict(os.environ, GANETI_ROOTDIR=root, GANETI_HOSTNAME=HOST)
+
+
+def ping(addr: str, port: int, deadline: float = 10.0) -> bool:
+    end = time.monotonic() + deadline
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(0.2)
+        while time.monotonic() < end:
+            s.sendto(protocol.pack_request(KEY, 0, None, f"ping{time.monotonic()}", time.time()),
+                     (addr, port))
+            try:
+                s.recvfrom(65536)
+                return True
+            except OSError:
+                continue
+    return False
+
+
+def worker(args: tuple) -> tuple[int, int, int, int, list[float]]:
+    """One load process: closed loop with K in flight, or paced at ``rate`` q/s."""
+    addr, port, k, seconds, rate, wid = args
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.setblocking(False)
+    pending: dict[str, float] = {}
+    latencies: list[float] = []
+    sent = ok = lost = unsigned = 0
+    seq = 0
+
+    def send() -> None:
+        nonlocal seq, sent
+        seq += 1
+        rsalt = f"w{wid}-{seq}"
+        rtype, query = QUERIES[seq % len(QUERIES)]
+        s.sendto(protocol.pack_request(KEY, rtype, query, rsalt, time.time()), (addr, port))
+        pending[rsalt] = time.perf_counter()
+        sent += 1
+
+    start = time.perf_counter()
+    end = start + seconds
+    next_send = start
+    if not rate:
+        for _ in range(k):
+            send()
+    while True:
+        now = time.perf_counter()
+        if now >= end:
+            break
+        if rate:
+            while next_send <= now:
+                send()
+                next_send += 1.0 / rate
+            timeout = max(0.0, min(next_send, end) - now)
+        else:
+            timeout = min(0.05, end - now)
+        ready, _, _ = select.select([s], [], [], timeout)
+        if ready:
+            while True:
+                try:
+                    data = s.recv(65536)
+                except BlockingIOError:
+                    break
+                try:
+                    _, salt = protocol.unpack(KEY, data)
+                except protocol.BadMessage:
+                    unsigned += 1
+                    continue
+                sent_at = pending.pop(salt, None)
+                if sent_at is None:
+                    unsigned += 1
+                    continue
+                ok += 1
+                latencies.append(time.perf_counter() - sent_at)
+                if not rate:
+                    send()
+        now = time.perf_counter()
+        for rsalt, t in list(pending.items()):
+            if now - t > 1.0:
+                del pending[rsalt]
+                lost += 1
+                if not rate:
+                    send()
+    time.sleep(0.5)
+    try:
+        while True:
+            data = s.recv(65536)
+            _, salt = protocol.unpack(KEY, data)
+            if pending.pop(salt, None) is not None:
+                ok += 1
+    except (BlockingIOError, protocol.BadMessage):
+        pass
+    lost += len(pending)
+    s.close()
+    return sent, ok, lost, unsigned, latencies
+
+
+def load(addr: str, port: int, procs: int, k: int, seconds: float, rate: float) -> dict:
+    with multiprocessing.Pool(procs) as pool:
+        results = pool.map(worker, [(addr, port, k, seconds, rate / procs if rate else 0, i)
+                                    for i in range(procs)])
+    lat = sorted(x for r in results for x in r[4])
+
+    def pct(p: float) -> float:
+        return lat[min(len(lat) - 1, int(p * len(lat)))] * 1000 if lat else float("nan")
+    return {"sent": sum(r[0] for r in results), "ok": sum(r[1] for r in results),
+            "lost": sum(r[2] for r in results), "unsigned": sum(r[3] for r in results),
+            "rps": sum(r[1] for r in results) / seconds, "p50": pct(0.5), "p99": pct(0.99)}
+
+
+def run_daemon(name: str, cmd: list[str], env: dict, addr: str, port: int,
+               opts: argparse.Namespace, logdir: str) -> None:
+    log = open(os.path.join(logdir, f"{name}.log"), "wb")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=logdir)
+    try:
+        if not ping(addr, port):
+            print(f"{name}: did not answer a PING (see {log.name})")
+            return
+        closed = load(addr, port, opts.procs, opts.outstanding, opts.seconds, 0)
+        paced = load(addr, port, opts.procs, 0, opts.seconds, opts.rate)
+        print(f"{name}: closed loop {opts.procs}x{opts.outstanding}: {closed['rps']:,.0f} "
+              f"replies/s, lost {closed['lost']}, unsigned {closed['unsigned']}, "
+              f"p99 {closed['p99']:.2f} ms | paced {opts.rate:,.0f} q/s: sent {paced['sent']}, "
+              f"ok {paced['ok']}, lost {paced['lost']}, unsigned {paced['unsigned']}, "
+              f"p50 {paced['p50']:.2f} ms, p99 {paced['p99']:.2f} ms")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fuzz", type=int, default=0, help="fuzz N datagrams in-process")
+    parser.add_argument("--procs", type=int, default=4)
+    parser.add_argument("--outstanding", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rate", type=float, default=10_000.0)
+    parser.add_argument("--port", type=int, default=18140)
+    opts = parser.parse_args()
+    if opts.fuzz:
+        fuzz(opts.fuzz)
+        return
+    tmp = tempfile.mkdtemp(prefix="bench-confd-")
+    try:
+        env = write_root(tmp)
+        ours = "127.0.0.41"
+        run_daemon("ours", [os.path.join(BIN, "twistd"), "-n", "--pidfile=", "ganeti-confd",
+                            "-b", ours, "-p", str(opts.port)],
+                   dict(env, PYTHONPATH=ROOT), ours, opts.port, opts, tmp)
+        if os.access(HASKELL, os.X_OK):
+            real = "127.0.0.42"
+            run_daemon("haskell", [HASKELL, "-f", "--no-user-checks", "-b", real,
+                                   "-p", str(opts.port)], env, real, opts.port, opts, tmp)
+        else:
+            print(f"haskell: not measured ({HASKELL} is not unpacked; make install-oracle)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""ganeti-confd: HMAC-signed read-only config queries over UDP, and its wire format."""

@@ -1,0 +1,208 @@
+"""The confd wire format (pure: no reactor, no clock).
+
+A datagram is the fourcc ``plj0`` followed by the JSON text of a signed
+envelope ``{"msg": <JSON text>, "salt": <str>, "hmac": <hex>}``, where
+``hmac`` is HMAC-SHA1 over ``salt + msg`` with the cluster's confd key
+(DATA_DIR/hmac.key). The inner ``msg`` is a request
+``{"protocol": 1, "type": int, "query": null|str|dict, "rsalt": str}`` or a
+reply ``{"protocol": 1, "status": int, "answer": json, "serial": int}``.
+Requests are salted with the sender's unix time; replies with the request's
+``rsalt``. See docs/confd.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ganeti.core import constants
+
+FOURCC = constants.CONFD_MAGIC_FOURCC
+PROTOCOL_VERSION = constants.CONFD_PROTOCOL_VERSION
+MAX_TYPE = max(constants.CONFD_REQS_ALL)
+
+__all__ = [
+    "FOURCC", "PROTOCOL_VERSION", "BadMessage", "Request", "Reply", "sign", "unpack",
+    "hmac_hex", "unpack_signed", "dump_message", "make_request", "parse_request", "make_reply",
+    "parse_reply", "pack_request", "pack_reply", "salt_time", "normalize_query",
+]
+
+
+class BadMessage(ValueError):
+    """A datagram or inner message that must be dropped; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Request:
+    """A validated confd request (dict query keys normalised to strings)."""
+
+    type: int
+    query: Any
+    rsalt: str
+    protocol: int = PROTOCOL_VERSION
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A validated confd reply."""
+
+    status: int
+    answer: Any
+    serial: int
+    protocol: int = PROTOCOL_VERSION
+
+
+def hmac_hex(key: bytes, msg: str, salt: str) -> str:
+    """Lower-case hex HMAC-SHA1 of ``salt + msg`` under ``key``."""
+    return hmac.new(key, (salt + msg).encode("utf-8"), hashlib.sha1).hexdigest()
+
+
+def sign(key: bytes, msg: str, salt: str) -> bytes:
+    """The datagram carrying ``msg`` (inner JSON text) signed with ``salt``."""
+    envelope = {"msg": msg, "salt": salt, "hmac": hmac_hex(key, msg, salt)}
+    return FOURCC + json.dumps(envelope, separators=(",", ":")).encode("utf-8")
+
+
+def unpack(key: bytes, datagram: bytes) -> tuple[str, str]:
+    """Check fourcc, envelope shape and HMAC; return ``(msg_text, salt)``.
+
+    Raises :class:`BadMessage` for anything that is not a correctly signed
+    envelope. The HMAC is compared in constant time, case-insensitively.
+    """
+    msg, salt, _ = unpack_signed(key, datagram)
+    return msg, salt
+
+
+def unpack_signed(key: bytes, datagram: bytes) -> tuple[str, str, str]:
+    """Like :func:`unpack`, also returning the lower-case hex HMAC (a replay key)."""
+    if not datagram.startswith(FOURCC):
+        raise BadMessage("wrong fourcc")
+    try:
+        envelope = json.loads(datagram[len(FOURCC):].decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise BadMessage("envelope is not JSON") from None
+    if not isinstance(envelope, dict):
+        raise BadMessage("envelope is not an object")
+    msg = envelope.get("msg")
+    salt = envelope.get("salt")
+    digest = envelope.get("hmac")
+    if not isinstance(msg, str) or not isinstance(salt, str) or not isinstance(digest, str):
+        raise BadMessage("envelope lacks string msg, salt or hmac")
+    try:
+        given = digest.lower().encode("ascii")
+    except UnicodeEncodeError:
+        raise BadMessage("bad hmac") from None
+    if not hmac.compare_digest(given, hmac_hex(key, msg, salt).encode("ascii")):
+        raise BadMessage("bad hmac")
+    return msg, salt, given.decode("ascii")
+
+
+def dump_message(message: dict[str, Any]) -> str:
+    """Inner message text (compact JSON; Ganeti's client appends nothing else)."""
+    return json.dumps(message, separators=(",", ":"))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def normalize_query(query: Any) -> Any:
+    """Dict query keys as strings, and field codes of ``"3"`` as integers.
+
+    Field ids are accepted as strings (``"1"``, the wire form) or integers.
+    Raises :class:`BadMessage` for a query of the wrong type.
+    """
+    if query is None or isinstance(query, str):
+        return query
+    if not isinstance(query, dict):
+        raise BadMessage("query must be null, a string or an object")
+    out: dict[str, Any] = {}
+    for k, v in query.items():
+        if _is_int(k):
+            k = str(k)
+        elif not isinstance(k, str):
+            raise BadMessage("query keys must be strings or integers")
+        if k == constants.CONFD_REQQ_FIELDS and isinstance(v, list):
+            v = [int(f) if isinstance(f, str) and f.isdigit() else f for f in v]
+        out[k] = v
+    return out
+
+
+def make_request(type: int, query: Any, rsalt: str) -> dict[str, Any]:
+    """An inner request message (validated; dict query keys become strings)."""
+    if not _is_int(type) or not 0 <= type <= MAX_TYPE:
+        raise BadMessage(f"unknown request type {type!r}")
+    if not isinstance(rsalt, str):
+        raise BadMessage("rsalt must be a string")
+    return {"protocol": PROTOCOL_VERSION, "type": type, "query": normalize_query(query),
+            "rsalt": rsalt}
+
+
+def _load_object(msg_text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(msg_text)
+    except ValueError:
+        raise BadMessage("message is not JSON") from None
+    if not isinstance(data, dict):
+        raise BadMessage("message is not an object")
+    if data.get("protocol") != PROTOCOL_VERSION or not _is_int(data.get("protocol")):
+        raise BadMessage(f"unsupported protocol {data.get('protocol')!r}")
+    return data
+
+
+def parse_request(msg_text: str) -> Request:
+    """Validate an inner request text; raises :class:`BadMessage`."""
+    data = _load_object(msg_text)
+    rtype: Any = data.get("type")
+    if not _is_int(rtype) or not 0 <= rtype <= MAX_TYPE:
+        raise BadMessage(f"bad request type {rtype!r}")
+    rsalt = data.get("rsalt")
+    if not isinstance(rsalt, str):
+        raise BadMessage("rsalt must be a string")
+    return Request(type=rtype, query=normalize_query(data.get("query")), rsalt=rsalt)
+
+
+def make_reply(status: int, answer: Any, serial: int) -> dict[str, Any]:
+    """An inner reply message."""
+    return {"protocol": PROTOCOL_VERSION, "status": status, "answer": answer,
+            "serial": serial}
+
+
+def parse_reply(msg_text: str) -> Reply:
+    """Validate an inner reply text; raises :class:`BadMessage`."""
+    data = _load_object(msg_text)
+    status: Any = data.get("status")
+    serial: Any = data.get("serial")
+    if not _is_int(status) or status not in constants.CONFD_REPL_STATUSES:
+        raise BadMessage(f"bad reply status {status!r}")
+    if not _is_int(serial):
+        raise BadMessage(f"bad reply serial {serial!r}")
+    if "answer" not in data:
+        raise BadMessage("reply lacks an answer")
+    return Reply(status=status, answer=data["answer"], serial=serial)
+
+
+def pack_request(key: bytes, type: int, query: Any, rsalt: str,
+                 now: float) -> bytes:
+    """A signed request datagram salted with the unix time ``now``."""
+    return sign(key, dump_message(make_request(type, query, rsalt)), str(int(now)))
+
+
+def pack_reply(key: bytes, status: int, answer: Any, serial: int, rsalt: str) -> bytes:
+    """A signed reply datagram salted with the request's ``rsalt``."""
+    return sign(key, dump_message(make_reply(status, answer, serial)), rsalt)
+
+
+def salt_time(salt: str) -> int:
+    """The unix time a request salt carries; raises :class:`BadMessage`."""
+    text = salt.strip()
+    if not text or len(text) > 20 or not text.lstrip("-").isdigit() or not text.isascii():
+        raise BadMessage("salt is not a timestamp")
+    return int(text)

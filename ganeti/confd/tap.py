@@ -1,0 +1,66 @@
+"""twistd/twist entry point of ganeti-confd: options and the service tree."""
+
+from __future__ import annotations
+
+from twisted.application import service
+from twisted.python import usage
+
+from ganeti.core import constants
+from ganeti.core.errors import GenericError
+from ganeti.core.paths import Paths
+
+ANY_ADDRESS = "0.0.0.0"
+
+
+def primary_ip(paths: Paths) -> str | None:
+    """This node's primary IP from ``ssconf_node_primary_ips``, if the file names it."""
+    try:
+        with open(paths.ssconf_file("node_primary_ips"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == paths.hostname:
+            return fields[1]
+    return None
+
+
+class Options(usage.Options):
+    """Command-line options of ganeti-confd."""
+
+    synopsis = "[options]"
+    longdesc = ("The Ganeti configuration query daemon: answers HMAC-signed read-only "
+                "queries over UDP from this master candidate's copy of config.data. "
+                "GANETI_ROOTDIR and GANETI_HOSTNAME select a virtual-cluster node.")
+    optParameters = [
+        ["bind", "b", None,
+         "Address to listen on (default: this node's primary IP from ssconf, else 0.0.0.0)"],
+        ["port", "p", constants.DEFAULT_CONFD_PORT, "UDP port to listen on", int],
+        ["log-file", None, None, "Also log to this file"],
+    ]
+
+    def postOptions(self) -> None:
+        if not 0 <= self["port"] <= 65535:
+            raise usage.UsageError("--port must be between 0 and 65535")
+
+
+def makeService(options: Options) -> service.IService:
+    """Build the confd daemon; exits 1 with a message on a node that may not serve."""
+    from twisted.internet import reactor
+
+    from ganeti.confd.server import ConfdProtocol
+    from ganeti.confd.service import ConfdDaemon, load_snapshot
+
+    try:
+        paths = Paths.from_env()
+        first = load_snapshot(paths)
+    except (GenericError, OSError, ValueError) as err:
+        raise SystemExit(f"ganeti-confd: cannot start: {err}") from None
+    if not first.candidate:
+        raise SystemExit(f"ganeti-confd: not starting: {first.why_not}; confd runs only "
+                         "on the master and master candidates")
+    bind = options["bind"] or primary_ip(paths) or ANY_ADDRESS
+    protocol = ConfdProtocol(reactor)
+    return ConfdDaemon(reactor, paths, protocol, port=options["port"], bind=bind,
+                       log_file=options["log-file"], first=first)
