@@ -21,6 +21,7 @@ BIN_SCRIPTS = [
     "bin/gnt-node",
     "bin/gnt-group",
     "bin/ganeti-vcluster",
+    "bin/ganeti-confd-query",
 ]
 
 setup(

@@ -12,6 +12,9 @@ ALLOWED = {
     "luxi": {"core", "luxi"},
     "rpc": {"core", "rpc"},
 }
+#: Client libraries that live beside their daemon but hold no daemon state:
+#: any package may use them (the confd client is how tools and scripts ask confd).
+LIBRARIES = {"ganeti.confd.client", "ganeti.confd.protocol"}
 
 
 def ganeti_imports(path):
@@ -23,9 +26,11 @@ def ganeti_imports(path):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if all(n in LIBRARIES for n in names[1:]) or node.module in LIBRARIES:
+                names = [n for n in names if n in LIBRARIES]
         for name in names:
             parts = name.split(".")
-            if parts[0] == "ganeti" and len(parts) > 1:
+            if parts[0] == "ganeti" and len(parts) > 1 and name not in LIBRARIES:
                 yield parts[1]
 
 
@@ -48,6 +53,12 @@ class LayeringTest(SynchronousTestCase):
                             rel = os.path.relpath(path, ROOT)
                             problems.append(f"{rel} imports ganeti.{target}")
         self.assertEqual(problems, [])
+
+    def test_client_libraries_import_only_core(self):
+        for module in sorted(LIBRARIES):
+            path = os.path.join(ROOT, *module.split(".")) + ".py"
+            targets = {t for t in ganeti_imports(path)} - {"core", "version"}
+            self.assertEqual(targets, set(), module)
 
     def test_no_init_in_twisted_plugins(self):
         self.assertFalse(os.path.exists(os.path.join(ROOT, "twisted", "__init__.py")))

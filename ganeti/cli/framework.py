@@ -74,7 +74,7 @@ class Context:
         self.stderr.write(text + "\n")
 
 
-class _Parser(argparse.ArgumentParser):
+class ToolParser(argparse.ArgumentParser):
     """An ArgumentParser that raises instead of exiting, and prints to our streams."""
 
     def __init__(self, *args: Any, stdout: TextIO, **kwargs: Any) -> None:
@@ -157,13 +157,13 @@ def default_luxi_factory(paths: Paths) -> LuxiClient:
 def build_parser(tool: str, description: str, commands: Sequence[Command],
                  stdout: TextIO) -> argparse.ArgumentParser:
     """The argparse parser of a tool (also used to write its man page)."""
-    parser = _Parser(prog=tool, description=description, stdout=stdout,
+    parser = ToolParser(prog=tool, description=description, stdout=stdout,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version",
                         version=f"{tool} (ganeti-twisted {version.PACKAGE_VERSION}) "
                                 f"{constants.RELEASE_VERSION}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                parser_class=_Parser)
+                                parser_class=ToolParser)
     for cmd in commands:
         p = sub.add_parser(cmd.name, help=cmd.summary, stdout=stdout,
                            description=cmd.description or cmd.summary,

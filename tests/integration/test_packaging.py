@@ -23,6 +23,9 @@ EXPECTED = [
     "twisted/plugins/ganeti_rapi.py", "docs/man/ganeti-rapi.8", "docs/rapi.md",
     "docs/feeds.md", "docs/rapi-openapi.json", "ganeti/rapi/static/index.html",
     "ganeti/rapi/static/dashboard.js", "ganeti/feeds/relay.py", "ganeti/luxi/twclient.py",
+    "twisted/plugins/ganeti_confd.py", "ganeti/confd/server.py", "ganeti/confd/client.py",
+    "bin/ganeti-confd-query", "docs/man/ganeti-confd.8", "docs/man/ganeti-confd-query.8",
+    "docs/confd.md",
 ]
 
 

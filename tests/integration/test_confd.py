@@ -1,0 +1,278 @@
+"""ganeti-confd for real on a 3-node virtual cluster: Ganeti's own Python confd client,
+our client and ganeti-confd-query, a stopped candidate, and config changes."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
+
+from ganeti.confd import client
+from ganeti.core.paths import Paths
+from tests.integration.helpers import BIN, ROOT, node_env, run
+from tests.integration.jobtools import VirtualCluster
+
+PLUGIN = os.path.join(ROOT, "twisted", "plugins", "ganeti_confd.py")
+DEBIAN_PYTHON = "/usr/bin/python3"
+DEBIAN_GANETI = "/usr/share/ganeti/3.0"
+
+#: Runs under Debian's python3 with Ganeti 3.0 on PYTHONPATH.  Reads
+#: {"key_file", "peers", "port", "requests": [[type constant name, query], ...]}
+#: on stdin and prints one [status, answer, serial, consistent] (or null) per request.
+GANETI_CLIENT_SCRIPT = r"""
+import json, sys
+from ganeti import constants
+from ganeti.confd import client as cc
+
+spec = json.load(sys.stdin)
+with open(spec["key_file"]) as f:
+    key = f.read()  # the whole file as text, as Ganeti's utils.ReadFile gives it
+store = cc.StoreResultCallback()
+filt = cc.ConfdFilterCallback(store)
+confd = cc.ConfdClient(key, spec["peers"], filt, port=spec["port"])
+out = []
+for name, query in spec["requests"]:
+    req = cc.ConfdClientRequest(type=getattr(constants, "CONFD_REQ_" + name), query=query)
+    confd.SendRequest(req, coverage=-1, async_=False)  # send now, then wait
+    confd.WaitForReply(req.rsalt, timeout=10)
+    ok, upcall = store.GetResponse(req.rsalt)
+    if not ok:
+        out.append(None)
+        continue
+    reply = upcall.server_reply
+    out.append([reply.status, reply.answer, reply.serial, filt.consistent.get(req.rsalt, True)])
+print(json.dumps(out))
+"""
+
+
+def free_udp_port(address):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def wait_until(check, timeout):
+    """Call ``check`` until it returns something true or ``timeout`` passes; each call
+    blocks on the network, so this needs no sleeping."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() >= deadline:
+            return value
+
+
+class ConfdClusterTest(SynchronousTestCase):
+    """One cluster and one ganeti-confd per master candidate for the whole class."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(PLUGIN):
+            raise SkipTest("twisted/plugins/ganeti_confd.py (the confd server) is absent")
+        cls.vc = VirtualCluster(prefix="ganeti-confd-", nodes=3).create()
+        cls.procs = {}
+        try:
+            cls._make_all_candidates()
+            cls.port = free_udp_port(cls.vc.ips[0])
+            for node, ip in zip(cls.vc.nodes, cls.vc.ips, strict=True):
+                cls._start_confd(node, ip)
+            for ip in cls.vc.ips:
+                if not wait_until(lambda ip=ip: cls.ask([ip], "ping", timeout=0.5).answered, 20):
+                    raise AssertionError(f"ganeti-confd on {ip} does not answer:\n"
+                                         + cls.confd_logs())
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for proc in cls.procs.values():
+            cls._stop(proc)
+        cls.vc.destroy()
+
+    @classmethod
+    def _make_all_candidates(cls):
+        roles = cls.gnt("gnt-node", "list", "--no-headers", "-o", "name,role").stdout.split()
+        if dict(zip(roles[::2], roles[1::2], strict=True)) == dict(
+                zip(cls.vc.nodes, ["M", "C", "C"], strict=True)):
+            return
+        cls.gnt("gnt-cluster", "modify", "--candidate-pool-size", "10")
+        for node in cls.vc.nodes[1:]:
+            cls.gnt("gnt-node", "modify", "--master-candidate", "yes", node)
+
+    @classmethod
+    def gnt(cls, tool, *argv, check=True):
+        return run([os.path.join(BIN, tool), *argv], env=cls.vc.env, check=check)
+
+    @classmethod
+    def _start_confd(cls, node, ip):
+        env = dict(os.environ)
+        env.update(node_env(cls.vc.dir, node))
+        log = open(os.path.join(cls.vc.tmp, f"confd-{node}.log"), "wb")
+        cls.procs[node] = subprocess.Popen(
+            [os.path.join(BIN, "twistd"), "-n", "--pidfile=", "ganeti-confd", "-b", ip,
+             "-p", str(cls.port)], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        log.close()
+
+    @staticmethod
+    def _stop(proc):
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    @classmethod
+    def confd_logs(cls):
+        parts = []
+        for node in cls.vc.nodes:
+            path = os.path.join(cls.vc.tmp, f"confd-{node}.log")
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    parts.append(f"--- {node}\n" + "".join(f.readlines()[-15:]))
+        return "\n".join(parts)
+
+    @classmethod
+    def paths(cls, node=None):
+        node = node or cls.vc.master
+        return Paths.for_node(cls.vc.node_root(node), node)
+
+    @classmethod
+    def key(cls):
+        with open(cls.paths().hmac_key, "rb") as f:
+            return f.read()
+
+    @classmethod
+    def ask(cls, peers, req_type, query=None, timeout=5.0, coverage=-1):
+        return client.query_blocking(peers, cls.key(), req_type, query, port=cls.port,
+                                     coverage=coverage, timeout=timeout)
+
+    def cluster_config(self):
+        with open(self.paths().config_file, encoding="utf-8") as f:
+            return json.load(f)
+
+    def ssconf(self, key):
+        with open(self.paths().ssconf_file(key), encoding="utf-8") as f:
+            return f.read().split()
+
+
+class GanetiClientTest(ConfdClusterTest):
+    def test_ganeti_python_client_gets_correct_answers(self):
+        if not os.path.exists(os.path.join(DEBIAN_GANETI, "ganeti", "confd", "client.py")):
+            raise SkipTest("Debian's ganeti-3.0 (Ganeti's Python confd client) is not installed")
+        vc = self.vc
+        requests = [
+            ["PING", None],
+            ["NODE_ROLE_BYNAME", vc.nodes[0]],
+            ["NODE_ROLE_BYNAME", vc.nodes[1]],
+            ["NODE_PIP_BY_INSTANCE_IP", {"1": "198.51.100.77"}],
+            ["CLUSTER_MASTER", None],
+            ["CLUSTER_MASTER", {"3": ["0", "1", "2"]}],
+            ["NODE_PIP_LIST", None],
+            ["MC_PIP_LIST", None],
+            ["INSTANCES_IPS_LIST", None],
+            ["NODE_DRBD", vc.nodes[0]],
+            ["INSTANCE_DISKS", "instance1.vcluster.test"],
+            ["CONFIG_QUERY", "/cluster/cluster_name"],
+            ["DATA_COLLECTORS", None],
+        ]
+        spec = {"key_file": self.paths().hmac_key, "peers": vc.ips, "port": self.port,
+                "requests": requests}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GANETI_")}
+        env["PYTHONPATH"] = DEBIAN_GANETI
+        proc = subprocess.run([DEBIAN_PYTHON, "-c", GANETI_CLIENT_SCRIPT],
+                              input=json.dumps(spec), capture_output=True, text=True,
+                              env=env, cwd="/", timeout=180, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        results = json.loads(proc.stdout)
+        self.assertNotIn(None, results,
+                         f"unanswered requests: {results}\n{self.confd_logs()}")
+        config = self.cluster_config()
+        serial = config["cluster"]["serial_no"]
+        master_ip = self.ssconf("master_ip")[0]
+        expected = [
+            (0, config["version"], 0),
+            (0, 0, serial),
+            (0, 1, serial),
+            (1, 0, None),  # UNKNOWN_ENTRY: no instance has that IP
+            (0, vc.nodes[0], serial),
+            (0, [vc.nodes[0], master_ip, vc.ips[0]], serial),
+            (0, sorted(vc.ips), serial),
+            (0, sorted(vc.ips), serial),
+            (0, [], serial),
+            (0, [], None),  # node serial
+            (1, 0, None),  # UNKNOWN_ENTRY, no such instance
+            (0, "cluster.vcluster.test", serial),
+            (0, "dict", serial),
+        ]
+        for (name, query), got, (status, answer, want_serial) in zip(
+                requests, results, expected, strict=True):
+            what = f"{name} {query!r}: {got}"
+            got_status, got_answer, got_serial, consistent = got
+            self.assertEqual(got_status, status, what)
+            self.assertTrue(consistent, what)
+            if name in ("NODE_PIP_LIST", "MC_PIP_LIST"):
+                got_answer = sorted(got_answer)
+            if answer == "dict":
+                self.assertIsInstance(got_answer, dict, what)
+                self.assertTrue(all(set(v) == {"active", "interval"}
+                                    for v in got_answer.values()), what)
+            else:
+                self.assertEqual(got_answer, answer, what)
+            if want_serial is not None:
+                self.assertEqual(got_serial, want_serial, what)
+        self.assertEqual(results[0][2], 0)  # PING is serial 0
+
+
+class OurClientTest(ConfdClusterTest):
+    def test_cli_against_the_cluster(self):
+        env = dict(os.environ)
+        env.update(self.vc.env)
+        proc = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "bin", "ganeti-confd-query"), "--port",
+             str(self.port), "--json", "cluster-master"],
+            env=env, capture_output=True, text=True, timeout=60, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr + self.confd_logs())
+        data = json.loads(proc.stdout)
+        self.assertEqual((data["status"], data["answer"], data["consistent"]),
+                         (0, self.vc.master, True))
+        self.assertEqual(data["serial"], self.cluster_config()["cluster"]["serial_no"])
+        self.assertGreaterEqual(len(data["servers"]), 2)
+
+    def test_answers_with_one_candidate_stopped(self):
+        node3 = self.vc.nodes[2]
+        self._stop(self.procs[node3])
+        try:
+            r = client.query_node(self.paths(), "node-role", self.vc.nodes[1], port=self.port,
+                                  coverage=-1, timeout=5)
+            self.assertEqual((r.status, r.answer, r.timed_out), (0, 1, False))
+            self.assertNotIn(self.vc.ips[2], r.servers)
+            self.assertEqual(len(r.servers), 2)  # 3 asked: 2 replies are enough
+        finally:
+            self._start_confd(node3, self.vc.ips[2])
+            self.assertTrue(wait_until(
+                lambda: self.ask([self.vc.ips[2]], "ping", timeout=0.5).answered, 20))
+
+    def test_config_change_reaches_every_candidate_within_a_second(self):
+        before = self.cluster_config()["cluster"]["serial_no"]
+        self.gnt("gnt-cluster", "add-tags", f"confd-test-{before}")
+        changed = time.monotonic()
+        serial = self.cluster_config()["cluster"]["serial_no"]
+        self.assertGreater(serial, before)
+
+        def all_new():
+            return all(self.ask([ip], "config-query", "/cluster/serial_no",
+                                timeout=0.5).serial == serial for ip in self.vc.ips)
+
+        self.assertTrue(wait_until(all_new, 1.0 - (time.monotonic() - changed)),
+                        f"not every candidate answers with serial {serial}")
+        tags = self.ask(self.vc.ips, "config-query", "/cluster/tags")
+        self.assertIn(f"confd-test-{before}", tags.answer)
+        self.assertTrue(tags.consistent)
