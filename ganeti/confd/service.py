@@ -10,6 +10,7 @@ request is answered wholly from the old snapshot or wholly from the new one.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -187,6 +188,7 @@ class ConfdDaemon(service.MultiService):
                 globalLogPublisher.addObserver(self._observer)
         self.listening = self.reactor.listenUDP(self.port, self.protocol,
                                                 interface=self.bind, maxPacketSize=65536)
+        _enlarge_receive_buffer(self.listening)
         log.info("ganeti-confd listening on {bind}:{port} (UDP)", bind=self.bind,
                  port=self.port)
         super().startService()
@@ -202,3 +204,19 @@ class ConfdDaemon(service.MultiService):
         if self._observer is not None:
             globalLogPublisher.removeObserver(self._observer)
             self._observer = None
+
+
+#: Bytes of kernel receive buffer asked for: bursts of queries wait there while
+#: the reactor is busy instead of being dropped (the kernel may grant less).
+RECEIVE_BUFFER = 4 * 1024 * 1024
+
+
+def _enlarge_receive_buffer(port: Any) -> None:
+    """Ask for a larger UDP receive buffer; keep the default if the kernel refuses."""
+    handle = getattr(port, "getHandle", None)
+    if handle is None:
+        return
+    try:
+        handle().setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+    except OSError as err:
+        log.warn("Cannot enlarge the UDP receive buffer: {error}", error=err)

@@ -461,3 +461,25 @@ class TapTest(SynchronousTestCase):
         paths = write_node(self.tmp, confd_config_dict())
         os.unlink(paths.hmac_key)
         self.assertRaises(GenericError, load_snapshot, paths)
+
+
+class ReceiveBufferTest(SynchronousTestCase):
+    def test_the_listening_socket_gets_a_larger_receive_buffer(self):
+        import socket
+
+        from ganeti.confd import service
+
+        class Port:
+            def __init__(self):
+                self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+            def getHandle(self):
+                return self.sock
+
+        port = Port()
+        self.addCleanup(port.sock.close)
+        before = port.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        service._enlarge_receive_buffer(port)
+        after = port.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        # Linux reports twice the granted size; the kernel may cap the request
+        self.assertGreater(after, before)
