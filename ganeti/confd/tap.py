@@ -5,25 +5,11 @@ from __future__ import annotations
 from twisted.application import service
 from twisted.python import usage
 
-from ganeti.core import constants
+from ganeti.core import constants, ssconf
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
 
 ANY_ADDRESS = "0.0.0.0"
-
-
-def primary_ip(paths: Paths) -> str | None:
-    """This node's primary IP from ``ssconf_node_primary_ips``, if the file names it."""
-    try:
-        with open(paths.ssconf_file("node_primary_ips"), encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == paths.hostname:
-            return fields[1]
-    return None
 
 
 class Options(usage.Options):
@@ -60,7 +46,7 @@ def makeService(options: Options) -> service.IService:
     if not first.candidate:
         raise SystemExit(f"ganeti-confd: not starting: {first.why_not}; confd runs only "
                          "on the master and master candidates")
-    bind = options["bind"] or primary_ip(paths) or ANY_ADDRESS
+    bind = options["bind"] or ssconf.node_primary_ip(paths) or ANY_ADDRESS
     protocol = ConfdProtocol(reactor)
     return ConfdDaemon(reactor, paths, protocol, port=options["port"], bind=bind,
                        log_file=options["log-file"], first=first)

@@ -88,6 +88,20 @@ def read(paths: Paths, key: str) -> str:
             "(or the cluster was not initialised)") from None
 
 
+def node_primary_ip(paths: Paths) -> str | None:
+    """This node's primary IP from ``ssconf_node_primary_ips``, if the file names it."""
+    try:
+        with open(paths.ssconf_file("node_primary_ips"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == paths.hostname:
+            return fields[1]
+    return None
+
+
 def is_initialised(paths: Paths) -> bool:
     """Whether this node holds cluster state (config or ssconf)."""
     return os.path.exists(paths.config_file) or os.path.exists(paths.ssconf_file("master_node"))

@@ -11,13 +11,13 @@ from typing import Any
 from twisted.application import service
 from twisted.internet import defer
 from twisted.internet.endpoints import SSL4ServerEndpoint
-from twisted.internet.error import ReactorNotRunning
 from twisted.internet.interfaces import IListeningPort
 from twisted.logger import FileLogObserver, Logger, formatEventAsClassicLogText, globalLogPublisher
 from twisted.python.logfile import LogFile
 from twisted.python.threadpool import ThreadPool
 from twisted.web import server
 
+from ganeti.noded.tap import reactor_stopper
 from ganeti.noded.tls import ClusterServerContextFactory
 
 MCL_CURRENT = 1
@@ -97,13 +97,7 @@ class NodeDaemon(service.MultiService):
                     bind=self.bind, port=self.port)
         # twistd starts the services before the reactor runs, and stopping a
         # reactor that does not run yet raises: stop it once it runs.
-        self.reactor.callWhenRunning(self._stop_reactor)
-
-    def _stop_reactor(self) -> None:
-        try:
-            self.reactor.stop()
-        except ReactorNotRunning:
-            pass
+        self.reactor.callWhenRunning(reactor_stopper(self.reactor))
 
     def stopService(self) -> defer.Deferred[None]:
         return defer.Deferred.fromCoroutine(self._stop())

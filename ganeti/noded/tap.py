@@ -10,25 +10,11 @@ from twisted.application import service
 from twisted.internet.error import ReactorNotRunning
 from twisted.python import usage
 
-from ganeti.core import constants
+from ganeti.core import constants, ssconf
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
 
 ANY_ADDRESS = "0.0.0.0"
-
-
-def primary_ip(paths: Paths) -> str | None:
-    """This node's primary IP from ``ssconf_node_primary_ips``, if the file names it."""
-    try:
-        with open(paths.ssconf_file("node_primary_ips"), encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == paths.hostname:
-            return fields[1]
-    return None
 
 
 def reactor_stopper(reactor: Any) -> Callable[[], None]:
@@ -86,7 +72,7 @@ def makeService(options: Options) -> service.IService:
         cluster = ClusterCertificate.from_file(paths.server_pem)
     except (GenericError, OSError, ValueError) as err:
         raise SystemExit(f"ganeti-noded: cannot start: {err}") from None
-    bind = options["bind"] or primary_ip(paths) or ANY_ADDRESS
+    bind = options["bind"] or ssconf.node_primary_ip(paths) or ANY_ADDRESS
     pool = ThreadPool(minthreads=1, maxthreads=options["io-threads"], name="noded-io")
     ctx = NodeContext(paths=paths, clock=reactor, run=thread_runner(reactor, pool),
                       shutdown=reactor_stopper(reactor))

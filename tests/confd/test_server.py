@@ -12,11 +12,12 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.confd import protocol
 from ganeti.confd.server import ConfdAnswerer, ConfdProtocol, RateLimitedLog, ReplayCache
 from ganeti.confd.service import ConfdDaemon, ConfigWatcher, load_snapshot
-from ganeti.confd.tap import Options, makeService, primary_ip
+from ganeti.confd.tap import Options, makeService
 from ganeti.core import config
 from ganeti.core import constants as gc
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
+from ganeti.core.ssconf import node_primary_ip as primary_ip
 from tests.fakes.configs import reference_config_dict
 
 KEY = b"confd-test-key"

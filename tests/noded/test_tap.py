@@ -8,6 +8,7 @@ from twisted.python import usage
 from twisted.python.threadpool import ThreadPool
 from twisted.trial.unittest import SynchronousTestCase
 
+from ganeti.core import ssconf
 from ganeti.noded import service, tap
 from ganeti.noded.backend import NodeContext, handlers, inline_runner
 from ganeti.noded.server import make_site
@@ -27,10 +28,10 @@ class OptionsTest(SynchronousTestCase):
 
     def test_primary_ip_from_ssconf(self):
         paths = node_paths(self)
-        self.assertIsNone(tap.primary_ip(paths))
+        self.assertIsNone(ssconf.node_primary_ip(paths))
         with open(paths.ssconf_file("node_primary_ips"), "w") as f:
             f.write("other 127.0.0.9\nnode1.example.com 127.0.0.2\n")
-        self.assertEqual(tap.primary_ip(paths), "127.0.0.2")
+        self.assertEqual(ssconf.node_primary_ip(paths), "127.0.0.2")
 
 
 class FakeLibc:
