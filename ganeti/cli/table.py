@@ -25,7 +25,7 @@ from typing import Any
 
 from ganeti.cli.framework import Context
 from ganeti.core import constants as c
-from ganeti.core import errors, qfilter
+from ganeti.core import errors, qlang
 
 #: Ganeti's exit code for a query that asked for unknown fields.
 EXIT_UNKNOWN_FIELD = c.EXIT_UNKNOWN_FIELD
@@ -173,7 +173,7 @@ def check_names_found(kind: str, wanted: Sequence[str], found: Sequence[str]) ->
     """
     missing = [name for name in wanted
                if not GLOB_DETECTION_CHARS & set(name)
-               and not any(qfilter.hostname_matches(item, name) for item in found)]
+               and not any(qlang.hostname_matches(item, name) for item in found)]
     if missing:
         raise errors.OpPrereqError(f"{kind}(s) not known: {', '.join(missing)}",
                                    errors.ECODE_NOENT)

@@ -15,7 +15,7 @@ a getter.  From such a table this module answers
 
 A getter returns the value, or one of :data:`NODATA`, :data:`UNAVAIL`,
 :data:`OFFLINE` when there is none.  Filters are checked and evaluated by
-:mod:`ganeti.core.qfilter`.  Values are not copied: serialise an answer
+:mod:`ganeti.core.qlang`.  Values are not copied: serialise an answer
 before the objects it was built from change.
 """
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ganeti.core import constants as c
-from ganeti.core import qfilter
+from ganeti.core import qlang
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.jobs import QueuedJob, QueuedOpCode
 
@@ -79,9 +79,9 @@ class Field(Generic[T]):
         """The field definition as sent to clients."""
         return {"name": self.name, "title": self.title, "kind": self.kind, "doc": self.doc}
 
-    def spec(self) -> qfilter.FieldSpec:
+    def spec(self) -> qlang.FieldSpec:
         """What the filter code needs to know about this field."""
-        return qfilter.FieldSpec(self.kind, self.split_timestamp, self.hostname)
+        return qlang.FieldSpec(self.kind, self.split_timestamp, self.hostname)
 
     def result(self, item: T) -> list[Any]:
         """``[status, value]`` of this field for ``item``."""
@@ -145,7 +145,7 @@ class Query(Generic[T]):
         self.table = table
         self.names = _check_names(fields, "Fields")
         self.selected: list[Field[T] | None] = [table.get(n) for n in self.names]
-        self.filter = qfilter.compile_filter(
+        self.filter = qlang.compile_filter(
             qfilter_data, {name: fld.spec() for name, fld in table.items()})
 
     def fielddefs(self) -> list[dict[str, str]]:
@@ -270,7 +270,7 @@ def resource_fields(what: Any) -> Mapping[str, Field[Any]]:
 
 def requested_job_ids(qfilter_data: Any) -> list[int] | None:
     """The job ids a (checked) filter asks for by id alone, else None (all jobs)."""
-    values = qfilter.requested_values(qfilter_data, "id")
+    values = qlang.requested_values(qfilter_data, "id")
     if values is None or not all(isinstance(v, int) and not isinstance(v, bool)
                                  for v in values):
         return None

@@ -15,7 +15,7 @@ import ipaddress
 from typing import Any
 
 from ganeti.core import constants as c
-from ganeti.core import qfilter, uidpool
+from ganeti.core import qlang, uidpool
 from ganeti.core.errors import OpPrereqError
 from ganeti.core.opcodes import kinds
 from ganeti.core.opcodes.base import OpCode, opt, req, reserved
@@ -50,7 +50,7 @@ UID_RANGES = kinds.list_of(Kind("a uid range [low, high]", _check_uid_range),
 
 def _check_filter(value: Any) -> Any:
     try:
-        return qfilter.check_filter(value)
+        return qlang.check_filter(value)
     except OpPrereqError as err:
         raise KindMismatch("a query filter", value, str(err.args[0])) from None
 

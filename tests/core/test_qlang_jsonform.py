@@ -4,9 +4,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.core import qfilter
+from ganeti.core import qlang
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
-from ganeti.core.qfilter import FieldSpec
+from ganeti.core.qlang import FieldSpec
 
 FIELDS = {
     "id": FieldSpec("number"),
@@ -34,14 +34,14 @@ def _getter(row, status=None):
 
 
 def _matches(flt, row=ROW, status=None):
-    return qfilter.compile_filter(flt, FIELDS).matches(_getter(row, status))
+    return qlang.compile_filter(flt, FIELDS).matches(_getter(row, status))
 
 
 class EvaluateTest(SynchronousTestCase):
     def test_no_filter(self):
-        self.assertIs(qfilter.compile_filter(None, FIELDS), qfilter.MATCH_ALL)
-        self.assertTrue(qfilter.MATCH_ALL.matches(_getter(ROW)))
-        self.assertEqual(qfilter.MATCH_ALL.fields(), frozenset())
+        self.assertIs(qlang.compile_filter(None, FIELDS), qlang.MATCH_ALL)
+        self.assertTrue(qlang.MATCH_ALL.matches(_getter(ROW)))
+        self.assertEqual(qlang.MATCH_ALL.fields(), frozenset())
 
     def test_equality(self):
         for op in ("==", "="):
@@ -58,7 +58,7 @@ class EvaluateTest(SynchronousTestCase):
         flt = ["|", ["=", "id", 1], ["=", "id", 7]]
         self.assertTrue(_matches(flt))
         self.assertFalse(_matches(["|", ["=", "id", 1], ["=", "id", 2]]))
-        self.assertEqual(qfilter.compile_filter(flt, FIELDS).fields(), {"id"})
+        self.assertEqual(qlang.compile_filter(flt, FIELDS).fields(), {"id"})
 
     def test_ordering(self):
         self.assertTrue(_matches(["<", "id", 8]))
@@ -105,13 +105,13 @@ class EvaluateTest(SynchronousTestCase):
         self.assertFalse(_matches(["=", "name", "node"]))
         self.assertTrue(_matches(["!=", "name", "node2"]))
         self.assertFalse(_matches(["=", "status", "RUNNING"]))  # not a hostname field
-        self.assertTrue(qfilter.hostname_matches("a.b", "A"))
+        self.assertTrue(qlang.hostname_matches("a.b", "A"))
 
     def test_split_timestamps(self):
         self.assertTrue(_matches([">", "received", 1700000000]))
         self.assertTrue(_matches(["==", "received", 1700000000.5]))
         self.assertFalse(_matches(["<", "received", 1700000000.4]))
-        self.assertEqual(qfilter.merge_timestamp([3, 250000]), 3.25)
+        self.assertEqual(qlang.merge_timestamp([3, 250000]), 3.25)
 
     def test_unavailable_values_are_accepted(self):
         for status in (2, 3, 4):
@@ -129,24 +129,24 @@ class EvaluateTest(SynchronousTestCase):
                          (["=[]", "ops", "a"], ROW),
                          (["<", "ops", "a"], dict(ROW, ops=True))]:
             if row is None:
-                compiled = qfilter.compile_filter(flt)  # structure only, no kinds
+                compiled = qlang.compile_filter(flt)  # structure only, no kinds
                 row = ROW
             else:
-                compiled = qfilter.compile_filter(flt, FIELDS)
+                compiled = qlang.compile_filter(flt, FIELDS)
             err = self.assertRaises(OpPrereqError, compiled.matches, _getter(row))
             self.assertEqual(err.args[1], ECODE_INVAL)
             self.assertIn(f"'{flt[1]}'", err.args[0])
 
     def test_structure_only(self):
-        flt = qfilter.compile_filter(["&", ["=", "anything", 1], ["?", "other"]])
+        flt = qlang.compile_filter(["&", ["=", "anything", 1], ["?", "other"]])
         self.assertEqual(flt.fields(), {"anything", "other"})
         self.assertTrue(flt.matches(lambda name: (0, 1)))
-        self.assertEqual(qfilter.check_filter(["=", "x", True]), ["=", "x", True])
+        self.assertEqual(qlang.check_filter(["=", "x", True]), ["=", "x", True])
 
 
 class BadFilterTest(SynchronousTestCase):
     def _bad(self, flt, *fragments, fields=FIELDS):
-        err = self.assertRaises(OpPrereqError, qfilter.compile_filter, flt, fields)
+        err = self.assertRaises(OpPrereqError, qlang.compile_filter, flt, fields)
         self.assertEqual(err.args[1], ECODE_INVAL)
         self.assertTrue(err.args[0].startswith("Invalid query filter: "), err.args[0])
         for fragment in fragments:
@@ -201,18 +201,18 @@ class BadFilterTest(SynchronousTestCase):
 
     def test_depth_limit(self):
         flt = ["?", "offline"]
-        for _ in range(qfilter.MAX_DEPTH):
+        for _ in range(qlang.MAX_DEPTH):
             flt = ["!", flt]
         self._bad(flt, "nested more than")
         ok = ["?", "offline"]
-        for _ in range(qfilter.MAX_DEPTH - 1):
+        for _ in range(qlang.MAX_DEPTH - 1):
             ok = ["!", ok]
-        qfilter.compile_filter(ok, FIELDS)
+        qlang.compile_filter(ok, FIELDS)
 
 
 class RequestedValuesTest(SynchronousTestCase):
     def test_requested_values(self):
-        rv = qfilter.requested_values
+        rv = qlang.requested_values
         self.assertEqual(rv(["|", ["=", "id", 1], ["==", "id", 2], ["=", "id", 1]], "id"),
                          [1, 2])
         self.assertEqual(rv(["=", "id", 3], "id"), [3])
@@ -227,9 +227,9 @@ class RequestedValuesTest(SynchronousTestCase):
 
 _atoms = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4)
 _filters = st.recursive(
-    _atoms | st.sampled_from(sorted(qfilter.ALL_OPERATORS)) | st.sampled_from(sorted(FIELDS)),
+    _atoms | st.sampled_from(sorted(qlang.ALL_OPERATORS)) | st.sampled_from(sorted(FIELDS)),
     lambda inner: st.lists(inner, max_size=4) | st.builds(
-        lambda op, rest: [op, *rest], st.sampled_from(sorted(qfilter.ALL_OPERATORS)),
+        lambda op, rest: [op, *rest], st.sampled_from(sorted(qlang.ALL_OPERATORS)),
         st.lists(inner, max_size=3)),
     max_leaves=15)
 
@@ -239,7 +239,7 @@ class FuzzTest(SynchronousTestCase):
     @given(_filters)
     def test_compile_raises_only_wrong_input(self, data):
         try:
-            compiled = qfilter.compile_filter(data, FIELDS)
+            compiled = qlang.compile_filter(data, FIELDS)
         except OpPrereqError as err:
             self.assertEqual(err.args[1], ECODE_INVAL)
             return
