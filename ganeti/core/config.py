@@ -10,8 +10,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from ganeti.core import constants, serializer
-from ganeti.core.errors import ConfigurationError, ConfigVersionMismatch
+from ganeti.core import constants, jobfilters, serializer
+from ganeti.core.errors import ConfigurationError, ConfigVersionMismatch, OpPrereqError
 from ganeti.core.objects import ConfigData, ConfigObject
 
 _CONTAINERS = ("nodes", "nodegroups", "instances", "networks", "disks", "filters")
@@ -171,6 +171,20 @@ def _check_instances(cfg: ConfigData, problems: list[str]) -> None:
                 problems.append(f"disks/{uuid}: node {node!r} is not a known node")
 
 
+def _check_filters(cfg: ConfigData, problems: list[str]) -> None:
+    for key, rule in cfg.filters.items():
+        try:
+            jobfilters.check_uuid(rule.uuid)
+            jobfilters.check_priority(rule.priority)
+            jobfilters.check_predicates(rule.predicates)
+            jobfilters.check_action(rule.action)
+            jobfilters.check_reason_trail(rule.reason_trail)
+            if not isinstance(rule.watermark, int) or rule.watermark < 0:
+                raise OpPrereqError(f"bad watermark {rule.watermark!r}")
+        except OpPrereqError as err:
+            problems.append(f"filter rule {key}: {err.args[0]}")
+
+
 def unknown_keys(obj: ConfigObject, where: str = "config") -> list[str]:
     """Paths of keys this software does not know (kept, but worth a warning)."""
     found = [f"{where}/{k}" for k in obj.extra]
@@ -194,5 +208,6 @@ def verify(cfg: ConfigData) -> list[str]:
     _check_cluster(cfg, problems)
     _check_nodes_and_groups(cfg, problems)
     _check_instances(cfg, problems)
+    _check_filters(cfg, problems)
     return problems
 

@@ -270,6 +270,9 @@ class QueuedJob:
     end_timestamp: Timestamp | None = None
     livelock: str | None = None
     process_id: int | None = None
+    #: Why the job waits (a filter rule, a rate limit, a dependency): runtime
+    #: state of the master, never stored in the job file.
+    wait_reason: str | None = field(default=None, compare=False)
 
     @classmethod
     def new(cls, job_id: int, ops: Sequence[dict[str, Any]], received: float) -> QueuedJob:

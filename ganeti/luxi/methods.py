@@ -147,6 +147,16 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("ChangeJobPriority", (JOB_ID(), INT("priority")),
            "Change the priority of a job's unfinished opcodes"),
     Method("SetDrainFlag", (BOOL("drain"),), "Set or clear the queue's drain flag"),
+    # Job filter rules (seed 000): changed at once, not through the job queue.
+    Method("QueryFilters", (OPT_STR_LIST("uuids"), STR_LIST("fields")),
+           "Field values of job filter rules (all rules if no uuid is given)"),
+    Method("ReplaceFilter", (OPT_STR("uuid"), ANY("priority", "non-negative integer"),
+                             ANY("predicates", "list of predicates"),
+                             ANY("action", "filter action"),
+                             ANY("reason", "reason trail")),
+           "Add a job filter rule (uuid null) or replace the rule with that uuid; "
+           "returns its uuid"),
+    Method("DeleteFilter", (STR("uuid"),), "Remove a job filter rule"),
     # Extension (docs/luxi.md): the connection becomes a stream of job events.
     Method("SubscribeEvents", (OPT_INT("since"),),
            "Stream every job event after serial 'since' (null: from now) on this connection"),

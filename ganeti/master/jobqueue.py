@@ -9,20 +9,22 @@ See docs/design/jobqueue.md.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
-from ganeti.core import constants, errors, jobs, opcodes
+from ganeti.core import constants, errors, jobfilters, jobs, opcodes
+from ganeti.core.jobfilters import CompiledRule, JobFacts
 from ganeti.core.jobs import QueuedJob, QueuedOpCode
 from ganeti.master.events import EventBus
 from ganeti.master.jobstore import JobStore, Recovered
 from ganeti.master.lu import REGISTRY, LUContext
 from ganeti.master.processor import JobHandle, Processor
+from ganeti.master.scheduler import Scheduler
 
 DEFAULT_SIZE_LIMIT = 10000
 CRASH_MESSAGE = "Job was running when the master daemon stopped (crash or restart)"
@@ -65,8 +67,7 @@ class JobQueue:
         self.jobs: dict[int, QueuedJob] = {}  # working copies
         self.visible: dict[int, QueuedJob] = {}  # last durable state of each job
         self.running: dict[int, JobHandle] = {}
-        self._heap: list[tuple[int, int]] = []
-        self._dep_waiting: dict[int, set[int]] = {}  # dependency -> jobs waiting for it
+        self.scheduler = Scheduler(self.jobs, self._start, self._reject, self._wait_reason)
         self._published_log: dict[int, int] = {}
         # A job's opcodes never change: their ids and summaries are computed once.
         self._published_ops: dict[int, tuple[list[str], list[str]]] = {}
@@ -105,8 +106,10 @@ class JobQueue:
             self._published_log[job_id] = job.log_serial
             if changed:
                 saves.append(defer.Deferred.fromCoroutine(self._persist(job)))
+            if not job.finalized:
+                self.scheduler.track(job)
             if job.status == jobs.QUEUED:
-                heapq.heappush(self._heap, (job.priority, job_id))
+                self.scheduler.enqueue(job)
         await defer.gatherResults(saves, consumeErrors=True)
         self.schedule()
 
@@ -161,6 +164,10 @@ class JobQueue:
             except errors.OpPrereqError as err:
                 results.append(err)
                 continue
+            rule = self.scheduler.applying(JobFacts.of(job_id, prepared))
+            if rule is not None and rule.kind == jobfilters.REJECT:
+                results.append(errors.JobQueueError(f"Job rejected by {rule.describe()}"))
+                continue
             job = QueuedJob.new(job_id, prepared, now)
             self.jobs[job_id] = job
             created.append(job)
@@ -174,7 +181,9 @@ class JobQueue:
             raise errors.JobQueueError(f"Could not store the job(s): {err.subFailure.value}"
                                        ) from None
         for job in created:
-            heapq.heappush(self._heap, (job.priority, job.id))
+            if job.status == jobs.QUEUED:  # not cancelled meanwhile
+                self.scheduler.track(job)
+                self.scheduler.enqueue(job)
         self.schedule()
         return results
 
@@ -193,22 +202,40 @@ class JobQueue:
             self.bus.publish("archive", {"id": job.id})
             return
         snapshot = _snapshot(data)
+        snapshot.wait_reason = self.scheduler.wait_reasons.get(job.id)
         self.visible[job.id] = snapshot
         since = self._published_log.get(job.id, 0)
         self._published_log[job.id] = snapshot.log_serial
-        ops = self._published_ops.get(job.id)
+        self._publish(snapshot, snapshot.log_entries_since(since))
+
+    def _publish(self, snapshot: QueuedJob, log: list[list[Any]]) -> None:
+        ops = self._published_ops.get(snapshot.id)
         if ops is None:
-            ops = self._published_ops[job.id] = (
+            ops = self._published_ops[snapshot.id] = (
                 [op.op_id for op in snapshot.ops], snapshot.summary())
         self.bus.publish("job", {
-            "id": job.id, "status": snapshot.status,
+            "id": snapshot.id, "status": snapshot.status,
             "opstatus": [op.status for op in snapshot.ops],
             "ops": ops[0], "summary": ops[1],
             "priority": snapshot.priority,
-            "log": snapshot.log_entries_since(since),
+            "log": log,
             "received_ts": snapshot.received_timestamp,
             "start_ts": snapshot.start_timestamp, "end_ts": snapshot.end_timestamp,
+            "wait_reason": snapshot.wait_reason,
         })
+
+    def _wait_reason(self, job_id: int, reason: str | None) -> None:
+        """Why a job waits changed: visible at once to queries and in the event stream.
+
+        The reason is runtime state, not part of the job file: the visible
+        copy is replaced by one with the new reason (nothing else changes).
+        """
+        snapshot = self.visible.get(job_id)
+        if snapshot is None or snapshot.wait_reason == reason:
+            return
+        snapshot = dataclasses.replace(snapshot, wait_reason=reason)
+        self.visible[job_id] = snapshot
+        self._publish(snapshot, [])
 
     # Scheduling
 
@@ -227,27 +254,9 @@ class JobQueue:
             self._scheduling = False
 
     def _schedule_pass(self) -> None:
-        max_running, max_tracked = self.limits()
-        examined = 0
-        while self._heap and len(self.running) < max_running and examined < max_tracked * 4:
-            priority, job_id = heapq.heappop(self._heap)
-            job = self.jobs.get(job_id)
-            if job is None or job.status != jobs.QUEUED or job.priority != priority:
-                continue  # stale entry
-            examined += 1
-            blocking = self._unfinished_dependency(job)
-            if blocking is not None:
-                self._dep_waiting.setdefault(blocking, set()).add(job_id)
-                continue
-            self._start(job)
-
-    def _unfinished_dependency(self, job: QueuedJob) -> int | None:
-        for op in job.ops:
-            for dep_id, _ in op.input.get("depends") or []:
-                dep = self.jobs.get(int(dep_id))
-                if dep is not None and not dep.finalized:
-                    return int(dep_id)
-        return None
+        max_running = self.limits()[0]
+        self.scheduler.run(
+            lambda: max_running - (len(self.running) - len(self.scheduler.paused)))
 
     def _start(self, job: QueuedJob) -> None:
         handle = JobHandle(job.id)
@@ -258,11 +267,47 @@ class JobQueue:
 
     def _finished(self, job: QueuedJob) -> None:
         self.running.pop(job.id, None)
-        for waiter in self._dep_waiting.pop(job.id, ()):
-            other = self.jobs.get(waiter)
-            if other is not None and other.status == jobs.QUEUED:
-                heapq.heappush(self._heap, (other.priority, waiter))
+        self.scheduler.forget(job.id)
         self.schedule()
+
+    def _reject(self, job: QueuedJob, rule: CompiledRule) -> None:
+        """A queued job that a REJECT rule applies to is cancelled."""
+        self._end_rest(job, 0, jobs.CANCELED,
+                       errors.OpExecError(f"Job canceled by {rule.describe()}"))
+        job.end_timestamp = jobs.split_time(self.clock.seconds())
+        self.scheduler.forget(job.id)
+        d = defer.Deferred.fromCoroutine(self._persist(job))
+        d.addErrback(lambda f: self.log.failure("Storing cancelled job {job} failed", f,
+                                                job=job.id))
+
+    # Filter rules
+
+    def set_rules(self, rules: Iterable[CompiledRule]) -> int:
+        """Apply a new set of filter rules at once; returns the jobs evaluated again."""
+        evaluated = self.scheduler.set_rules(rules)
+        self.schedule()
+        return evaluated
+
+    async def _pause_point(self, job: QueuedJob, handle: JobHandle) -> None:
+        """Between opcodes: wait here while a PAUSE rule applies to the job.
+
+        The job holds no locks here (every opcode releases its locks), and it
+        leaves its place among the running jobs to others meanwhile.
+        """
+        while not handle.cancel_requested:
+            rule = self.scheduler.rule_of(job.id)
+            if rule is None or rule.kind != jobfilters.PAUSE:
+                return
+            held = self.scheduler.hold(job.id, rule)
+            self.schedule()
+            handle.paused = True
+            try:
+                await handle.wait(held)
+            except defer.CancelledError:
+                pass
+            finally:
+                handle.paused = False
+                self.scheduler.unhold(job.id)
 
     # Execution
 
@@ -286,6 +331,8 @@ class JobQueue:
         for index, op in enumerate(job.ops):
             if op.status in jobs.FINALIZED:
                 continue
+            if index > 0:
+                await self._pause_point(job, handle)
             verdict = self._dependency_verdict(op)
             if handle.cancel_requested:
                 verdict = (jobs.CANCELED, "Job canceled by request")
@@ -355,9 +402,10 @@ class JobQueue:
         if job.finalized:
             return [False, f"Job {job_id} is finished"]
         handle = self.running.get(job_id)
-        if handle is None:  # queued, or waiting for a dependency
+        if handle is None:  # queued, or waiting for a dependency or a filter rule
             self._end_rest(job, 0, jobs.CANCELED, errors.OpExecError("Job canceled by request"))
             job.end_timestamp = jobs.split_time(self.clock.seconds())
+            self.scheduler.forget(job_id)
             await self._persist(job)
             self.schedule()
             return [True, f"Job {job_id} canceled"]
@@ -380,7 +428,7 @@ class JobQueue:
                 op.priority = priority
         await self._persist(job)
         if job.status == jobs.QUEUED:
-            heapq.heappush(self._heap, (job.priority, job.id))
+            self.scheduler.enqueue(job)
             self.schedule()
         return [True, f"Priorities of pending opcodes for job {job_id} have been changed "
                       f"to {priority}"]

@@ -11,6 +11,7 @@ from ganeti.core import constants, errors, query
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.jobs import QueuedJob
 from ganeti.master.events import EventBus
+from ganeti.master.filters import FilterMethods
 from ganeti.master.jobqueue import JobQueue
 from ganeti.master.locking.manager import LOCK_FIELDS, LockManager
 from ganeti.master.nodequeries import NodeQueries
@@ -38,8 +39,10 @@ class JobMethods:
     """Implements the job LUXI methods over a :class:`JobQueue`."""
 
     def __init__(self, queue: JobQueue, locks: LockManager, bus: EventBus,
-                 clock: IReactorTime, nodes: NodeQueries | None = None) -> None:
+                 clock: IReactorTime, nodes: NodeQueries | None = None,
+                 filters: FilterMethods | None = None) -> None:
         self.nodes = nodes
+        self.filters = filters
         self.queue = queue
         self.locks = locks
         self.bus = bus
@@ -96,12 +99,16 @@ class JobMethods:
             return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.lock_info())
         if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:
             return await self.nodes.query(what, fields, qfilter)
+        if what == constants.QR_FILTER and self.filters is not None:
+            return self.filters.query(fields, qfilter)
         raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: "
                             f"{', '.join(self.resources())})", ECODE_INVAL)
 
     def resources(self) -> list[str]:
         """The resources Query and QueryFields answer."""
         extra = [constants.QR_GROUP, constants.QR_NODE] if self.nodes is not None else []
+        if self.filters is not None:
+            extra.append(constants.QR_FILTER)
         return sorted([constants.QR_JOB, "lock", *extra])
 
     def query_fields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
@@ -110,6 +117,8 @@ class JobMethods:
             return query.query_fields(LOCK_TABLE, fields)
         if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:
             return query.query_fields(self.nodes.fields_table(what), fields)
+        if what == constants.QR_FILTER and self.filters is not None:
+            return self.filters.query_fields(fields)
         if what != constants.QR_JOB:
             raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: "
                                 f"{', '.join(self.resources())})", ECODE_INVAL)

@@ -33,13 +33,15 @@ class JobHandle:
         self.kill_requested = False
         self.interruptible = False  # the current opcode may be interrupted by a cancel
         self.waiting_for_locks = False
+        self.paused = False  # held between opcodes by a PAUSE filter rule
         self.current: defer.Deferred[Any] | None = None
 
     def request_cancel(self, kill: bool) -> None:
         """Cancel at the next lock wait or opcode boundary; ``kill`` also stops the opcode."""
         self.cancel_requested = True
         self.kill_requested = self.kill_requested or kill
-        if self.current is not None and (self.waiting_for_locks or kill or self.interruptible):
+        if self.current is not None and (self.waiting_for_locks or self.paused or kill
+                                         or self.interruptible):
             self.current.cancel()
 
     async def wait(self, d: defer.Deferred[Any]) -> Any:

@@ -31,6 +31,7 @@ from ganeti.core.paths import Paths
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.master.configwriter import BlockingRunner, ConfigWriter
 from ganeti.master.events import EventBus, subscribe_events_method
+from ganeti.master.filters import FilterMethods
 from ganeti.master.jobqueue import JobQueue
 from ganeti.master.jobstore import JobStore
 from ganeti.master.locking.manager import LockManager
@@ -200,15 +201,17 @@ class MasterDaemon(service.MultiService):
 
         self.queue = JobQueue(self.store, self.events, reactor, Processor(self.locks, reactor),
                               self._lu_context, limits)
+        self.filters = FilterMethods(self.config_writer, self.queue, reactor)
         self.node_queries = NodeQueries(lambda: self.config_writer.config, self._live_node_info)
         self.job_methods = JobMethods(self.queue, self.locks, self.events, reactor,
-                                      self.node_queries)
+                                      self.node_queries, self.filters)
         queue_service = JobQueueService(self.store, self.queue)
         queue_service.setServiceParent(self)
         queries = ClusterQueries(lambda: self.config_writer.config, paths, reactor)
         implementations = queries.implementations()
         implementations.update(self.job_methods.implementations())
         implementations.update(self.node_queries.implementations())
+        implementations.update(self.filters.implementations())
         implementations["SubscribeEvents"] = subscribe_events_method(self.events)
         dispatcher = LuxiDispatcher(implementations)
         self.luxi = LuxiService(reactor, paths.luxi_socket,
