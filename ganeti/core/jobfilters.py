@@ -33,6 +33,7 @@ design's maintenance example works as written.
 
 from __future__ import annotations
 
+import operator
 import re
 import uuid as uuidmod
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -158,13 +159,17 @@ class _Invalid(Exception):
     """A test that cannot be evaluated: its predicate is false."""
 
 
-_NUMBER = (int, float)
-Lookup = Callable[[str], Any]  # field -> value; raises _Invalid for an unknown field
-Test = Callable[[Lookup], bool]
+class _Missing:
+    """The value of a field an item does not have."""
+
+
+_MISSING = _Missing()
+Getter = Callable[[Any], Any]  # item -> field value, or _MISSING
+Test = Callable[[Any], bool]  # item -> whether the test holds; raises _Invalid
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, _NUMBER) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _same_kind(a: Any, b: Any) -> bool:
@@ -175,75 +180,83 @@ def _same_kind(a: Any, b: Any) -> bool:
     return isinstance(a, str) and isinstance(b, str)
 
 
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    c.QLANG_OP_EQUAL: lambda a, b: bool(a == b),
-    c.QLANG_OP_EQUAL_LEGACY: lambda a, b: bool(a == b),
-    c.QLANG_OP_NOT_EQUAL: lambda a, b: bool(a != b),
-    c.QLANG_OP_LT: lambda a, b: bool(a < b),
-    c.QLANG_OP_LE: lambda a, b: bool(a <= b),
-    c.QLANG_OP_GT: lambda a, b: bool(a > b),
-    c.QLANG_OP_GE: lambda a, b: bool(a >= b),
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    c.QLANG_OP_EQUAL: operator.eq,
+    c.QLANG_OP_EQUAL_LEGACY: operator.eq,
+    c.QLANG_OP_NOT_EQUAL: operator.ne,
+    c.QLANG_OP_LT: operator.lt,
+    c.QLANG_OP_LE: operator.le,
+    c.QLANG_OP_GT: operator.gt,
+    c.QLANG_OP_GE: operator.ge,
 }
+_EQUALITY = frozenset({c.QLANG_OP_EQUAL, c.QLANG_OP_EQUAL_LEGACY, c.QLANG_OP_NOT_EQUAL})
 
 
-def _comparison(op: str, field: str, value: Any) -> Test:
+def _never(item: Any) -> bool:
+    raise _Invalid()
+
+
+def _comparison(op: str, get: Getter, value: Any) -> Test:
     fn = _COMPARE[op]
-    ordered = op not in (c.QLANG_OP_EQUAL, c.QLANG_OP_EQUAL_LEGACY, c.QLANG_OP_NOT_EQUAL)
+    ordered = op not in _EQUALITY
+    if ordered and isinstance(value, bool):
+        return _never
+    value_type = type(value)
 
-    def test(lookup: Lookup) -> bool:
-        actual = lookup(field)
+    def test(item: Any) -> bool:
+        actual = get(item)
+        if type(actual) is value_type:  # the usual case, checked cheaply
+            return bool(fn(actual, value))
         if not _same_kind(actual, value) or (ordered and isinstance(actual, bool)):
             raise _Invalid()
-        return fn(actual, value)
+        return bool(fn(actual, value))
     return test
 
 
-def _regexp(field: str, pattern: re.Pattern[str]) -> Test:
-    def test(lookup: Lookup) -> bool:
-        actual = lookup(field)
+def _regexp(get: Getter, pattern: re.Pattern[str]) -> Test:
+    search = pattern.search
+
+    def test(item: Any) -> bool:
+        actual = get(item)
         if not isinstance(actual, str):
             raise _Invalid()
-        return pattern.search(actual) is not None
+        return search(actual) is not None
     return test
 
 
-def _contains(field: str, value: Any) -> Test:
-    def test(lookup: Lookup) -> bool:
-        actual = lookup(field)
+def _contains(get: Getter, value: Any) -> Test:
+    def test(item: Any) -> bool:
+        actual = get(item)
         if not isinstance(actual, list):
             raise _Invalid()
-        return any(_same_kind(item, value) and item == value for item in actual)
+        return any(_same_kind(x, value) and x == value for x in actual)
     return test
 
 
-def _truth(field: str) -> Test:
-    def test(lookup: Lookup) -> bool:
-        actual = lookup(field)
+def _truth(get: Getter) -> Test:
+    def test(item: Any) -> bool:
+        actual = get(item)
         if not isinstance(actual, bool):
             raise _Invalid()
         return actual
     return test
 
 
-def _never(lookup: Lookup) -> bool:
-    raise _Invalid()
-
-
 def _compile(expr: Any, leaf: Callable[[list[Any]], Test]) -> Test:
     """``expr`` (already structurally checked) as a test; ``leaf`` compiles the tests."""
     if expr is None:
-        return lambda lookup: True
+        return lambda item: True
     op = expr[0]
     if op in (c.QLANG_OP_OR, c.QLANG_OP_AND):
         children = [_compile(sub, leaf) for sub in expr[1:]]
+        # Every child is evaluated, so that an invalid test anywhere is noticed
+        # (Ganeti evaluates the whole filter; an invalid test makes it false).
         if op == c.QLANG_OP_OR:
-            # Every child is evaluated, so that an invalid test anywhere is noticed
-            # (Ganeti evaluates the whole filter; an invalid test makes it false).
-            return lambda lookup: any([child(lookup) for child in children])
-        return lambda lookup: all([child(lookup) for child in children])
+            return lambda item: any([child(item) for child in children])
+        return lambda item: all([child(item) for child in children])
     if op == c.QLANG_OP_NOT:
         child = _compile(expr[1], leaf)
-        return lambda lookup: not child(lookup)
+        return lambda item: not child(item)
     return leaf(expr)
 
 
@@ -257,7 +270,7 @@ def _jobid_leaf(watermark: int) -> Callable[[list[Any]], Test]:
             value = watermark
         elif not _number(value):
             return _never
-        return _comparison(op, "id", value)
+        return _comparison(op, lambda job_id: job_id, value)
     return leaf
 
 
@@ -268,23 +281,40 @@ def _reason_leaf(expr: list[Any]) -> Test:
     op = expr[0]
     if len(expr) != 3 or expr[1] not in _REASON_FIELDS:
         return _never
+    get = operator.itemgetter(_REASON_FIELDS[expr[1]])
     if op in _COMPARISONS:
-        return _comparison(op, expr[1], expr[2])
+        return _comparison(op, get, expr[2])
     if op == c.QLANG_OP_REGEXP and expr[1] != "timestamp" and isinstance(expr[2], str):
-        return _regexp(expr[1], re.compile(expr[2]))
+        return _regexp(get, re.compile(expr[2]))
     return _never
+
+
+def _opcode_getter(field: str) -> Getter:
+    parts = field.split(".")
+    if len(parts) == 1:
+        return lambda op: op.get(field, _MISSING)
+
+    def get(op: Any) -> Any:
+        value = op
+        for part in parts:
+            if not isinstance(value, Mapping) or part not in value:
+                return _MISSING
+            value = value[part]
+        return value
+    return get
 
 
 def _opcode_leaf(expr: list[Any]) -> Test:
     op = expr[0]
+    get = _opcode_getter(expr[1])
     if op == c.QLANG_OP_TRUE:
-        return _truth(expr[1])
-    field, value = expr[1], expr[2]
+        return _truth(get)
+    value = expr[2]
     if op in _COMPARISONS:
-        return _comparison(op, field, value)
+        return _comparison(op, get, value)
     if op == c.QLANG_OP_REGEXP:
-        return _regexp(field, re.compile(value))
-    return _contains(field, value)
+        return _regexp(get, re.compile(value))
+    return _contains(get, value)
 
 
 def _compile_predicate(name: str, expr: Any, watermark: int) -> Test:
@@ -295,6 +325,30 @@ def _compile_predicate(name: str, expr: Any, watermark: int) -> Test:
     return _compile(expr, _opcode_leaf)
 
 
+def required_op_ids(expr: Any) -> frozenset[str] | None:
+    """The OP_IDs an opcode must have for ``expr`` to hold, if the filter says so.
+
+    ``["==", "OP_ID", X]``, an ``&`` containing one, or an ``|`` of such:
+    a job none of whose opcodes has one of these ids cannot match.  None
+    when the filter does not restrict OP_ID that way.
+    """
+    if not isinstance(expr, list) or not expr:
+        return None
+    op = expr[0]
+    if (op in (c.QLANG_OP_EQUAL, c.QLANG_OP_EQUAL_LEGACY) and len(expr) == 3
+            and expr[1] == "OP_ID" and isinstance(expr[2], str)):
+        return frozenset({expr[2]})
+    if op == c.QLANG_OP_AND:
+        found = [ids for ids in map(required_op_ids, expr[1:]) if ids is not None]
+        return frozenset.intersection(*found) if found else None
+    if op == c.QLANG_OP_OR and len(expr) > 1:
+        subs = [required_op_ids(sub) for sub in expr[1:]]
+        if any(ids is None for ids in subs):
+            return None
+        return frozenset().union(*[ids for ids in subs if ids is not None])
+    return None
+
+
 @dataclass(frozen=True)
 class JobFacts:
     """What predicates look at: the job id, its opcodes (input form) and reason entries."""
@@ -302,6 +356,7 @@ class JobFacts:
     id: int
     ops: tuple[Mapping[str, Any], ...]
     reasons: tuple[Sequence[Any], ...]
+    op_ids: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, job_id: int, ops: Iterable[Mapping[str, Any]]) -> JobFacts:
@@ -309,29 +364,19 @@ class JobFacts:
         op_list = tuple(ops)
         reasons = tuple(entry for op in op_list for entry in (op.get("reason") or ())
                         if isinstance(entry, (list, tuple)) and len(entry) == 3)
-        return cls(job_id, op_list, reasons)
+        op_ids = frozenset(str(op["OP_ID"]) for op in op_list
+                           if isinstance(op.get("OP_ID"), str))
+        return cls(job_id, op_list, reasons, op_ids)
 
 
-def _opcode_lookup(op: Mapping[str, Any]) -> Lookup:
-    def lookup(field: str) -> Any:
-        value: Any = op
-        for part in field.split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                raise _Invalid()
-            value = value[part]
-        return value
-    return lookup
-
-
-def _reason_lookup(entry: Sequence[Any]) -> Lookup:
-    return lambda field: entry[_REASON_FIELDS[field]]
-
-
-def _holds(test: Test, lookup: Lookup) -> bool:
-    try:
-        return test(lookup)
-    except _Invalid:
-        return False
+def _any_holds(test: Test, items: Iterable[Any]) -> bool:
+    for item in items:
+        try:
+            if test(item):
+                return True
+        except _Invalid:
+            continue
+    return False
 
 
 class CompiledRule:
@@ -350,6 +395,11 @@ class CompiledRule:
         self.limit = int(action[1]) if isinstance(action, list) else 0
         self._tests = [(name, _compile_predicate(name, expr, watermark))
                        for name, expr in predicates]
+        # A cheap first test: the opcode ids a job needs for the rule to match.
+        needed = [required_op_ids(expr) for name, expr in predicates
+                  if name == PREDICATE_OPCODE]
+        sets = [ids for ids in needed if ids is not None]
+        self._op_ids = frozenset.intersection(*sets) if sets else None
 
     @classmethod
     def from_object(cls, rule: Any) -> CompiledRule:
@@ -358,20 +408,23 @@ class CompiledRule:
                    rule.reason_trail)
 
     def same_as(self, other: CompiledRule) -> bool:
-        """Whether both rules have the same uuid and content."""
+        """Whether both rules have the same uuid and content (reason trail included:
+        it shows in the reasons jobs wait)."""
         return (self.key == other.key and self.predicates == other.predicates
-                and self.action == other.action)
+                and self.action == other.action and self.reason_trail == other.reason_trail)
 
     def matches(self, job: JobFacts) -> bool:
         """Whether every predicate holds for ``job`` (true without predicates)."""
+        if self._op_ids is not None and self._op_ids.isdisjoint(job.op_ids):
+            return False
         for name, test in self._tests:
             if name == PREDICATE_JOBID:
-                ok = _holds(test, lambda _field: job.id)
-            elif name == PREDICATE_OPCODE:
-                ok = any(_holds(test, _opcode_lookup(op)) for op in job.ops)
-            else:
-                ok = any(_holds(test, _reason_lookup(entry)) for entry in job.reasons)
-            if not ok:
+                try:
+                    if not test(job.id):
+                        return False
+                except _Invalid:
+                    return False
+            elif not _any_holds(test, job.ops if name == PREDICATE_OPCODE else job.reasons):
                 return False
         return True
 

@@ -78,8 +78,8 @@ class FilterMethods:
         """After every commit: give the queue the rules if they changed."""
         if self._applied is not None and cfg.filters == self._applied:
             return
-        self._applied = dict(cfg.filters)
         evaluated = self.last_evaluated = self.queue.set_rules(compiled_rules(cfg))
+        self._applied = dict(cfg.filters)
         self.log.info("Job filter rules: {count} in force; {evaluated} job/rule "
                       "evaluations", count=len(cfg.filters), evaluated=evaluated)
 
@@ -131,6 +131,7 @@ class FilterMethods:
             return rule_uuid
 
         result: str = await self.config.update(change)
+        await self.queue.rules_settled()  # in force for every job when the call returns
         self.log.info("Job filter rule {uuid} set: priority {priority}, action {action}, "
                       "predicates {predicates}", uuid=rule_uuid, priority=priority,
                       action=jobfilters.action_text(action), predicates=predicates)
@@ -147,4 +148,5 @@ class FilterMethods:
                                     ECODE_NOENT)
 
         await self.config.update(change)
+        await self.queue.rules_settled()
         self.log.info("Job filter rule {uuid} removed", uuid=uuid)

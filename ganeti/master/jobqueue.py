@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from twisted.internet import defer
-from twisted.internet.interfaces import IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
 
 from ganeti.core import constants, errors, jobfilters, jobs, opcodes
@@ -27,6 +27,10 @@ from ganeti.master.processor import JobHandle, Processor
 from ganeti.master.scheduler import Scheduler
 
 DEFAULT_SIZE_LIMIT = 10000
+#: How many refused job ids are remembered for the dependencies of later jobs.
+REJECTED_REMEMBERED = 10000
+#: Rule tests per reactor turn when many jobs must be evaluated again (about 10 ms).
+EVALUATION_SLICE = 20000
 CRASH_MESSAGE = "Job was running when the master daemon stopped (crash or restart)"
 Limits = Callable[[], tuple[int, int]]  # (max_running_jobs, max_tracked_jobs)
 ContextFactory = Callable[[JobHandle, QueuedJob], LUContext]
@@ -68,6 +72,9 @@ class JobQueue:
         self.visible: dict[int, QueuedJob] = {}  # last durable state of each job
         self.running: dict[int, JobHandle] = {}
         self.scheduler = Scheduler(self.jobs, self._start, self._reject, self._wait_reason)
+        self._evaluating: IDelayedCall | None = None
+        self.rejected: dict[int, str] = {}  # refused job id -> why (the newest ones)
+        self._settled_waiters: list[defer.Deferred[None]] = []
         self._published_log: dict[int, int] = {}
         # A job's opcodes never change: their ids and summaries are computed once.
         self._published_ops: dict[int, tuple[list[str], list[str]]] = {}
@@ -157,7 +164,7 @@ class JobQueue:
         now = self.clock.seconds()
         results: list[int | Exception] = []
         created: list[QueuedJob] = []
-        saves = []
+        saves: list[defer.Deferred[None]] = []
         for job_id, ops in zip(ids, job_ops, strict=True):
             try:
                 prepared = opcodes.prepare_job_ops(ops, job_id, jobs.time_ns(now))
@@ -165,8 +172,17 @@ class JobQueue:
                 results.append(err)
                 continue
             rule = self.scheduler.applying(JobFacts.of(job_id, prepared))
+            why: str | None
             if rule is not None and rule.kind == jobfilters.REJECT:
-                results.append(errors.JobQueueError(f"Job rejected by {rule.describe()}"))
+                why = f"Job rejected by {rule.describe()}"
+            else:
+                why = next((f"Job depends on job {dep}, which was not accepted: "
+                            f"{self.rejected[int(dep)]}"
+                            for op in prepared for dep, _ in op.get("depends") or []
+                            if int(dep) in self.rejected), None)
+            if why is not None:
+                self._remember_rejected(job_id, why)
+                results.append(errors.JobQueueError(why))
                 continue
             job = QueuedJob.new(job_id, prepared, now)
             self.jobs[job_id] = job
@@ -186,6 +202,12 @@ class JobQueue:
                 self.scheduler.enqueue(job)
         self.schedule()
         return results
+
+    def _remember_rejected(self, job_id: int, why: str) -> None:
+        """Job ids given out but refused: a job depending on one must not run."""
+        self.rejected[job_id] = why
+        while len(self.rejected) > REJECTED_REMEMBERED:
+            del self.rejected[next(iter(self.rejected))]
 
     # Persistence and visibility
 
@@ -283,10 +305,44 @@ class JobQueue:
     # Filter rules
 
     def set_rules(self, rules: Iterable[CompiledRule]) -> int:
-        """Apply a new set of filter rules at once; returns the jobs evaluated again."""
-        evaluated = self.scheduler.set_rules(rules)
+        """Apply a new set of filter rules; returns the rule tests made so far.
+
+        Jobs whose rule went away are evaluated again in full: at once if
+        that is cheap, else in slices of :data:`EVALUATION_SLICE` rule tests,
+        one per reactor turn, so that the reactor is never blocked for long;
+        those jobs do not start meanwhile.  :meth:`rules_settled` fires when
+        every job has been evaluated.
+        """
+        tested = self.scheduler.set_rules(rules)
+        if self.scheduler.pending * len(self.scheduler.rules) <= EVALUATION_SLICE:
+            tested += self.scheduler.evaluate_pending(EVALUATION_SLICE)
+        elif self._evaluating is None:
+            self._evaluating = self.clock.callLater(0, self._evaluate_slice)
         self.schedule()
-        return evaluated
+        self._settle()
+        return tested
+
+    def _evaluate_slice(self) -> None:
+        self._evaluating = None
+        self.scheduler.evaluate_pending(EVALUATION_SLICE)
+        if self.scheduler.pending:
+            self._evaluating = self.clock.callLater(0, self._evaluate_slice)
+        self.schedule()
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.scheduler.pending:
+            return
+        waiters, self._settled_waiters = self._settled_waiters, []
+        for d in waiters:
+            d.callback(None)
+
+    def rules_settled(self) -> defer.Deferred[None]:
+        """Fires once every job has been evaluated against the current rules."""
+        d: defer.Deferred[None] = defer.Deferred()
+        self._settled_waiters.append(d)
+        self._settle()
+        return d
 
     async def _pause_point(self, job: QueuedJob, handle: JobHandle) -> None:
         """Between opcodes: wait here while a PAUSE rule applies to the job.
@@ -315,6 +371,9 @@ class JobQueue:
         """None to go on, else (final status, reason) for this opcode."""
         for dep_id, allowed in op.input.get("depends") or []:
             dep = self.jobs.get(int(dep_id))
+            if dep is None and int(dep_id) in self.rejected:
+                return jobs.ERROR, (f"Dependency job {dep_id} was not accepted: "
+                                    f"{self.rejected[int(dep_id)]}")
             if dep is None:
                 continue  # archived, hence finished long ago: Ganeti lets it pass too
             status = dep.status

@@ -23,7 +23,7 @@ See docs/design/jobqueue.md ("Filter rules").
 from __future__ import annotations
 
 import heapq
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -70,6 +70,8 @@ class Scheduler:
         self._rule_running: Counter[str] = Counter()
         self._bucket_running: Counter[str] = Counter()
         self.wait_reasons: dict[int, str] = {}
+        self._pending: set[int] = set()  # queued jobs to evaluate against every rule
+        self._pending_order: deque[int] = deque()
 
     # --- jobs coming and going ---------------------------------------------------------
 
@@ -104,6 +106,7 @@ class Scheduler:
         self._verdict.pop(job_id, None)
         self._buckets.pop(job_id, None)
         self._parked_at.pop(job_id, None)
+        self._pending.discard(job_id)
         self._set_reason(job_id, None)
         for waiter in self._dep_waiting.pop(job_id, ()):
             other = self.jobs.get(waiter)
@@ -132,6 +135,8 @@ class Scheduler:
     def _consider(self, job: QueuedJob) -> None:
         job_id = job.id
         self._parked_at.pop(job_id, None)
+        if job_id in self._pending:
+            return  # back in the heap once evaluated
         rule = self.rule_of(job_id)
         if rule is not None and rule.kind == jobfilters.REJECT:
             self._reject(job, rule)
@@ -236,7 +241,12 @@ class Scheduler:
     def set_rules(self, rules: Iterable[CompiledRule]) -> int:
         """Replace the rules; re-evaluate only what a change could affect.
 
-        Returns how many jobs were evaluated again.
+        A job whose rule was removed or changed must be evaluated against
+        every rule again: a started job at once, a queued one is marked
+        *pending* (it cannot start) and evaluated by :meth:`evaluate_pending`,
+        which the queue runs in slices when there are many.  Every other job
+        is tested against the new rules that come before its current one.
+        Returns how many rule tests were made.
         """
         old = self._by_uuid
         new = {rule.uuid: rule for rule in rules}
@@ -250,24 +260,32 @@ class Scheduler:
         self._active_rules = [r for r in self.rules if r.kind != jobfilters.CONTINUE]
         if not gone and not fresh:
             return 0
-        evaluated = 0
+        tested = 0
         changed: list[int] = []
         for job_id, current in self._verdict.items():
-            facts = self._facts[job_id]
-            if current is not None and current in gone:
-                rule = self.applying(facts)
-                evaluated += 1
+            if job_id in self._pending:
+                continue  # evaluated in full later, against the rules of that moment
+            if current is not None and (current in gone or current not in new):
+                if job_id in self.started:
+                    rule, count = self._evaluate(job_id)
+                    tested += count
+                else:
+                    self._pending.add(job_id)
+                    self._pending_order.append(job_id)
+                    continue
             else:
+                facts = self._facts[job_id]
                 rule = None if current is None else new[current]
                 for candidate in fresh:
                     if rule is not None and candidate.key >= rule.key:
                         break
-                    evaluated += 1
+                    tested += 1
                     if candidate.matches(facts):
                         rule = candidate
                         break
             uuid = None if rule is None else rule.uuid
-            if uuid != current:
+            # A rule replaced in place keeps its uuid but may act differently now.
+            if uuid != current or (uuid is not None and uuid in gone):
                 self._verdict[job_id] = uuid
                 changed.append(job_id)
         for job_id in changed:
@@ -275,7 +293,34 @@ class Scheduler:
         # A RATE_LIMIT rule that was replaced may count differently now.
         for job_id in self.started:
             self._recount(job_id)
-        return evaluated
+        return tested
+
+    def _evaluate(self, job_id: int) -> tuple[CompiledRule | None, int]:
+        """The applying rule of a job from scratch, and how many rules were tested."""
+        facts = self._facts[job_id]
+        for count, rule in enumerate(self._active_rules, 1):
+            if rule.matches(facts):
+                return rule, count
+        return None, len(self._active_rules)
+
+    @property
+    def pending(self) -> int:
+        """How many queued jobs wait for a full evaluation against the rules."""
+        return len(self._pending)
+
+    def evaluate_pending(self, budget: int) -> int:
+        """Evaluate pending jobs until ``budget`` rule tests are spent; returns the tests."""
+        tested = 0
+        while self._pending_order and tested < budget:
+            job_id = self._pending_order.popleft()
+            if job_id not in self._pending:
+                continue
+            self._pending.discard(job_id)
+            rule, count = self._evaluate(job_id)
+            tested += count
+            self._verdict[job_id] = None if rule is None else rule.uuid
+            self._verdict_changed(job_id)
+        return tested
 
     def _recount(self, job_id: int) -> None:
         rule = self.rule_of(job_id)
@@ -297,8 +342,12 @@ class Scheduler:
         if job_id in self.started:
             rule = self.rule_of(job_id)
             held = self.paused.get(job_id)
-            if held is not None and (rule is None or rule.kind != jobfilters.PAUSE):
+            if held is None:
+                return
+            if rule is None or rule.kind != jobfilters.PAUSE:
                 held.callback(None)
+            else:  # still held, perhaps by a rule replaced in place
+                self._set_reason(job_id, f"paused by {rule.describe()} before its next opcode")
             return
         if job.status == jobs.QUEUED:
             self._parked_at.pop(job_id, None)

@@ -340,3 +340,69 @@ class OneAtATimeTest(FilterCase):
         self.reactor.advance(10)
         self.assertEqual((self.status(blocker), self.status(queued_tags)),
                          ("success", "success"))
+
+
+class SlicedEvaluationTest(FilterCase):
+    def test_many_jobs_are_evaluated_over_several_reactor_turns(self):
+        from ganeti.master import jobqueue
+        self.patch(jobqueue, "EVALUATION_SLICE", 10)
+        hold = self.add("PAUSE", DRAIN)
+        self.add("ACCEPT", [["opcode", ["==", "duration", 99]]], 5)
+        ids = [self.submit(delay(0)) for _ in range(30)]
+        slices = []
+        original = self.queue._evaluate_slice
+        self.queue._evaluate_slice = lambda: slices.append(1) or original()
+        d = defer.Deferred.fromCoroutine(self.daemon.filters.delete_filter(hold))
+        self.assertNoResult(d)  # the call returns once every job is evaluated
+        # 30 jobs x 1 rule left > 10 tests per turn: evaluated later, held meanwhile.
+        self.assertEqual(self.queue.scheduler.pending, 30)
+        self.assertEqual({self.status(j) for j in ids}, {"queued"})
+        self.reactor.advance(0)  # (each slice is a separate turn of a real reactor)
+        self.successResultOf(d)
+        self.assertEqual(len(slices), 3)
+        self.assertEqual({self.status(j) for j in ids}, {"success"})
+
+
+class FoundInIntegrationTest(FilterCase):
+    def test_replacing_a_pause_rule_in_place_releases_a_held_job(self):
+        job = self.submit(delay(1), delay(1))
+        uuid = self.add("PAUSE", [["jobid", ["==", "id", job]]], reason=[["u", "first", 1]])
+        self.reactor.advance(1)
+        self.assertIn("'first'", self.field(job, "wait_reason"))
+        self.add("PAUSE", [["jobid", ["==", "id", job]]], reason=[["u", "second", 1]],
+                 uuid=uuid)
+        self.assertIn("'second'", self.field(job, "wait_reason"))  # reason refreshed
+        self.add("ACCEPT", [["jobid", ["==", "id", job]]], uuid=uuid)
+        self.assertEqual(self.field(job, "opstatus"), ["success", "running"])
+        self.reactor.advance(1)
+        self.assertEqual(self.status(job), "success")
+
+    def test_replacing_in_place_reaches_queued_jobs(self):
+        everything = [["jobid", [">", "id", 0]]]  # (replacing sets a new watermark)
+        uuid = self.add("PAUSE", everything)
+        paused = self.submit(delay(0))
+        self.add("REJECT", everything, uuid=uuid)
+        self.assertEqual(self.status(paused), "canceled")
+
+    def test_a_dependency_on_a_rejected_job_does_not_run(self):
+        self.add("REJECT", [["opcode", ["==", "comment", "no"]]])
+        result = self.successResultOf(defer.Deferred.fromCoroutine(self.queue.submit_many([
+            [delay(0, comment="no")],
+            [delay(0, depends=[[-1, ["success"]]])],
+            [delay(0)]])))
+        self.assertEqual([ok for ok, _ in result], [False, False, True])
+        self.assertIn("which was not accepted", result[1][1])
+        self.assertIn("rejected by filter rule", result[0][1])
+        # A later job depending on the refused id is refused too.
+        first_id = result[2][1] - 2
+        err = self.reject(delay(0, depends=[[first_id, ["success"]]]))
+        self.assertIn(f"depends on job {first_id}, which was not accepted", err.args[0])
+        # Had a dependent been accepted before (the id refused meanwhile), it would
+        # fail when its turn comes rather than run.
+        self.daemon.store.allocate_ids(100)
+        failing = self.submit(delay(1), delay(0, depends=[[99, ["success"]]]))
+        self.queue.rejected[99] = "refused earlier"
+        self.reactor.advance(1)
+        self.assertEqual(self.field(failing, "opstatus"), ["success", "error"])
+        self.assertIn("Dependency job 99 was not accepted: refused earlier",
+                      self.field(failing, "opresult")[1][1][0])

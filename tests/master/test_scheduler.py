@@ -28,6 +28,8 @@ class IncrementalTest(SynchronousTestCase):
         for rules in (keep, keep + _unique(r2), _unique(r3), keep[:2] + _unique(r3), []):
             rules = _unique(rules)
             sched.set_rules(rules)
+            while sched.pending:  # in small slices, as the queue does with many jobs
+                sched.evaluate_pending(3)
             ordered = jobfilters.sorted_rules(rules)
             for job_id, job in jobs.items():
                 expected = jobfilters.applying_rule(ordered, facts(job_id, [job.ops[0].input]))
