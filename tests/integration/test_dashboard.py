@@ -42,12 +42,13 @@ JOB_TIMEOUT = 30.0
 RECONNECT_TIMEOUT = 30.0
 STARTED = frozenset({"queued", "waiting", "running"})
 
-# Records, per job row, every status it shows and every size of its log (with the
-# status at that moment), and every state of the feed indicator.  Mutation
+# Records, per job row, every status it shows, every size of its log (with the
+# status at that moment) and every wait reason it shows (with the status), and
+# every state of the feed indicator.  Mutation
 # observers run after each batch of DOM changes, so nothing the page showed is
 # missed, however briefly.
 RECORDER = """
-const rec = window.__dashRecord = {statuses: {}, logs: {}, feed: []};
+const rec = window.__dashRecord = {statuses: {}, logs: {}, reasons: {}, feed: []};
 const jobs = document.getElementById("jobs-body");
 const feed = document.getElementById("feed-state");
 function look() {
@@ -64,6 +65,13 @@ function look() {
     const sizes = rec.logs[id] || (rec.logs[id] = []);
     if (lines && (!sizes.length || sizes[sizes.length - 1][0] !== lines)) {
       sizes.push([lines, status]);
+    }
+    const wait = row.querySelector(".job-wait");
+    const reason = wait && !wait.hidden ? wait.title : "";
+    const reasons = rec.reasons[id] || (rec.reasons[id] = []);
+    const last = reasons[reasons.length - 1];
+    if (!last || last[0] !== status || last[1] !== reason) {
+      reasons.push([status, reason]);
     }
   }
   const state = feed.dataset.state;
@@ -108,6 +116,52 @@ import(new URL("jobstate.js", document.baseURI).href).then(({JobStore}) => {
   // GET /2/jobs/<id> oplog and feed log entries are merged by serial
   out.added = s.addOplog(1, [[entry(2, "b"), entry(3, "c")], []]);
   out.fullLog = s.logOf(1).map((e) => e[3]);
+  done(out);
+}, (err) => done({error: String(err)}));
+"""
+
+
+# The wait reasons in the job-list model (jobstate.js) and their formatting
+# (format.js): feed events set and clear them; snapshots without the field
+# keep them only while the job's status stays the same.
+WAIT_REASON_SCRIPT = """
+const done = arguments[arguments.length - 1];
+Promise.all([import(new URL("jobstate.js", document.baseURI).href),
+             import(new URL("format.js", document.baseURI).href)]).then(([js, fmt]) => {
+  const uuid = "0c6e1f2a-8b1d-4f8e-9d55-3b5c0a0e2f41";
+  const paused = `paused by filter rule ${uuid} (PAUSE, reason 'maintenance')`;
+  const s = new js.JobStore();
+  const out = {};
+  out.set = s.applyJobEvent({type: "job", serial: 1, id: 5, status: "queued",
+                             wait_reason: paused});
+  out.same = s.applyJobEvent({type: "job", serial: 2, id: 5, status: "queued",
+                              wait_reason: paused, log: []});
+  out.shown = js.shownReason(s.jobs.get("5"));
+  // a snapshot without the field keeps the reason while the status is the same
+  s.applySnapshot(s.beginSnapshot(), [{id: 5, status: "queued"}, {id: 6, status: "queued"}]);
+  out.kept = [js.shownReason(s.jobs.get("5")), js.shownReason(s.jobs.get("6"))];
+  // ... and drops it when the status moved on (nothing vouches for it any more)
+  s.applySnapshot(s.beginSnapshot(), [{id: 5, status: "running"}]);
+  out.dropped = js.shownReason(s.jobs.get("5"));
+  // a snapshot with the field (the query field's "" is "not waiting") wins
+  s.applySnapshot(s.beginSnapshot(), [
+    {id: 5, status: "queued", wait_reason: "waiting for job 4 to finish"},
+    {id: 6, status: "queued", wait_reason: ""}]);
+  out.fromSnapshot = [js.shownReason(s.jobs.get("5")), js.shownReason(s.jobs.get("6"))];
+  out.cleared = s.applyJobEvent({type: "job", serial: 3, id: 5, status: "queued",
+                                 wait_reason: null});
+  // a job held while running shows its reason; a finished one never does
+  s.applyJobEvent({type: "job", serial: 4, id: 5, status: "running",
+                   wait_reason: `paused by filter rule ${uuid} (PAUSE) before its next opcode`});
+  out.held = js.shownReason(s.jobs.get("5"));
+  s.applyJobEvent({type: "job", serial: 5, id: 5, status: "success", wait_reason: "stale"});
+  out.finished = js.shownReason(s.jobs.get("5"));
+  out.short = fmt.shortenUuids(paused);
+  out.kinds = [paused, "rate-limited by bucket '2:evacuate': 2 running",
+               `rate-limited by filter rule ${uuid} (RATE_LIMIT 2): 2 running`,
+               "waiting for job 12 to finish", "something new"].map(fmt.waitKind);
+  out.actions = [fmt.actionText("PAUSE"), fmt.actionText(["RATE_LIMIT", 2])];
+  out.shortUuid = fmt.shortUuid(uuid);
   done(out);
 }, (err) => done({error: String(err)}));
 """
@@ -404,6 +458,104 @@ class DashboardTest(SynchronousTestCase):
             "afterResync": [["1", "success"]],
             "added": 1,
             "fullLog": ["a", "b", "c"],
+        })
+
+    def wait_reason_shown(self, job_id):
+        """The wait line of a job's row: (visible text, title, kind), or None if hidden."""
+        return self.js("const w = document.querySelector("
+                       "`tr[data-job-id=\"${arguments[0]}\"] .job-wait`);"
+                       "return w && !w.hidden ? [w.textContent, w.title, w.dataset.kind] : null;",
+                       str(job_id))
+
+    def filter_rows(self):
+        """The filter rules table: [uuid, shown uuid, action, reason] per rule."""
+        return self.js("""return [...document.querySelectorAll('#filters-body tr.filter-row')]
+            .map((r) => [r.dataset.filterUuid, r.querySelector('.filter-uuid').textContent,
+                         r.querySelector('.filter-action').textContent,
+                         r.querySelector('.filter-reason').textContent]);""")
+
+    def add_pause_rule(self):
+        """A PAUSE rule for every job after the current ones (LUXI ReplaceFilter); its uuid.
+
+        Its removal is a cleanup, so that a failing test does not hold the
+        jobs of the next ones; a test that submits jobs after this adds that
+        cleanup again (``release_after``), to run before the cleanups that wait
+        for those jobs.
+        """
+        rule = self.luxi.call("ReplaceFilter", None, 0,
+                              [["jobid", [">", "id", "watermark"]]], "PAUSE",
+                              [["gnt:user", "dashboard test", 0]])
+        self.addCleanup(self._delete_rule, rule)
+        return rule
+
+    def release_after(self, rule):
+        """Remove ``rule`` before the cleanups registered so far (they wait for jobs)."""
+        self.addCleanup(self._delete_rule, rule)
+
+    def _delete_rule(self, rule):
+        with self.cluster.client() as c:
+            if [rule] in c.call("QueryFilters", None, ["uuid"]):
+                c.call("DeleteFilter", rule)
+
+    def test_a_paused_job_shows_why_until_its_rule_goes(self):
+        self.wait_live()
+        self.wait(lambda d: "Loading" not in self.text("#filters-body"), "the filter rules")
+        self.show_logs_of_new_jobs(False)
+        job_id = self.submit(delay(0.2))
+        self.wait(lambda d: self.job_status(job_id) == "success", f"job {job_id} as success",
+                  JOB_TIMEOUT)
+        self.assertIsNone(self.wait_reason_shown(job_id))  # nothing held it
+        rule = self.add_pause_rule()
+        expected = f"paused by filter rule {rule} (PAUSE, reason 'dashboard test')"
+        paused = self.submit(delay(0.2))
+        self.release_after(rule)
+        # the job cannot run while the rule is there: the page says why, live
+        self.wait(lambda d: self.wait_reason_shown(paused) is not None,
+                  f"why job {paused} waits")
+        text, title, kind = self.wait_reason_shown(paused)
+        self.assertEqual(title, expected)
+        self.assertEqual(text, expected.replace(rule, rule[:8] + "…"))
+        self.assertEqual(kind, "paused")
+        self.assertEqual(self.job_status(paused), "queued")
+        # the same text as the job's query field
+        (row,) = self.luxi.call("QueryJobs", [paused], ["status", "wait_reason"])
+        self.assertEqual(row, ["queued", expected])
+        # the rule is listed (read again because a job's reason changed)
+        self.wait(lambda d: any(r[0] == rule for r in self.filter_rows()), "the PAUSE rule")
+        self.assertIn([rule, rule[:8] + "…", "PAUSE", "dashboard test"], self.filter_rows())
+        # without the rule the job runs; the reason goes, and so does the rule
+        self.luxi.call("DeleteFilter", rule)
+        self.wait(lambda d: self.job_status(paused) == "success", f"job {paused} as success",
+                  JOB_TIMEOUT)
+        self.assertIsNone(self.wait_reason_shown(paused))
+        self.wait(lambda d: all(r[0] != rule for r in self.filter_rows()),
+                  "the rule's removal")
+        reasons = self.record()["reasons"][str(paused)]
+        self.assertIn(["queued", expected], reasons)
+        self.assertEqual(reasons[-1], ["success", ""], reasons)
+        # the reason went before (or as) the job started: never shown while it ran
+        self.assertFalse([r for r in reasons if r[0] != "queued" and r[1]], reasons)
+        self.assertEqual(self.js("return window.__dashMarker;"), self.marker,
+                         "the page was reloaded")
+
+    def test_wait_reasons_in_the_job_model(self):
+        uuid_ = "0c6e1f2a-8b1d-4f8e-9d55-3b5c0a0e2f41"
+        paused = f"paused by filter rule {uuid_} (PAUSE, reason 'maintenance')"
+        out = self.driver.execute_async_script(WAIT_REASON_SCRIPT)
+        self.assertEqual(out, {
+            "set": {"id": "5", "isNew": True, "reasonChanged": True},
+            "same": {"id": "5", "isNew": False, "reasonChanged": False},
+            "shown": paused,
+            "kept": [paused, None],
+            "dropped": None,
+            "fromSnapshot": ["waiting for job 4 to finish", None],
+            "cleared": {"id": "5", "isNew": False, "reasonChanged": True},
+            "held": f"paused by filter rule {uuid_} (PAUSE) before its next opcode",
+            "finished": None,
+            "short": "paused by filter rule 0c6e1f2a… (PAUSE, reason 'maintenance')",
+            "kinds": ["paused", "rate-limited", "rate-limited", "dependency", "other"],
+            "actions": ["PAUSE", "RATE_LIMIT 2"],
+            "shortUuid": "0c6e1f2a…",
         })
 
     def test_follows_the_master_daemon_going_away_and_coming_back(self):

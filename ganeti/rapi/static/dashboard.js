@@ -1,12 +1,15 @@
 // The ganeti-rapi dashboard: the cluster, its nodes and groups from RAPI v2,
 // and the job list kept live by the WebSocket feed.  Every piece of data goes
 // into the page through textContent or attributes, never as markup.
+// A job that waits (a filter rule, a rate limit, a dependency) says why under
+// its summary; the job filter rules are listed from /2/filters?bulk=1.
 
 import { getJson, HttpError } from "./api.js";
 import { $, el, placeholder, setAttr, setMessage, setText } from "./dom.js";
 import { FeedClient, feedUrl } from "./feed.js";
-import { longTime, messageText, shortTime, tsToDate } from "./format.js";
-import { FINAL_STATUSES, JobStore } from "./jobstate.js";
+import { renderFilters, renderFiltersUnavailable } from "./filters.js";
+import { longTime, messageText, shortTime, shortenUuids, tsToDate, waitKind } from "./format.js";
+import { FINAL_STATUSES, JobStore, shownReason } from "./jobstate.js";
 import { renderNodes } from "./nodes.js";
 
 const NODES_REFRESH_MS = 10000;
@@ -96,6 +99,44 @@ async function loadNodes() {
   }
 }
 
+// --- job filter rules ---------------------------------------------------------
+
+// Rules change without a job, so no feed event says so: they are read with the
+// nodes, on their "Refresh" button, and whenever the reason a job waits
+// changes (a rule that holds or releases jobs was added, changed or removed,
+// or a job moved on).  One request at a time; one asked for meanwhile runs
+// once the current one is done.
+let filtersLoading = false;
+let filtersAgain = false;
+
+async function loadFilters() {
+  if (filtersLoading) {
+    filtersAgain = true;
+    return;
+  }
+  filtersLoading = true;
+  const button = $("refresh-filters");
+  button.disabled = true;
+  try {
+    do {
+      filtersAgain = false;
+      try {
+        renderFilters(await getJson("/2/filters?bulk=1"));
+        setMessage("filters", null);
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 404) {
+          renderFiltersUnavailable(); // a daemon without /2/filters
+        } else {
+          reportRequest("filters", err);
+        }
+      }
+    } while (filtersAgain);
+  } finally {
+    filtersLoading = false;
+    button.disabled = false;
+  }
+}
+
 // --- jobs ---------------------------------------------------------------------
 
 const store = new JobStore();
@@ -133,7 +174,12 @@ function createJobRow(job) {
   const id = job.id;
   const row = el("tr", { cls: "job-row", attrs: { "data-job-id": id } });
   const idCell = el("th", { cls: "job-id num", text: id, attrs: { scope: "row" } });
-  const summary = el("td", { cls: "job-summary mono" });
+  const summaryCell = el("td", { cls: "job-summary-cell" });
+  const summary = el("span", { cls: "job-summary mono" });
+  // why the job waits: visible text with uuids shortened, the full text as title
+  const reason = el("div", { cls: "job-wait" });
+  reason.hidden = true;
+  summaryCell.append(summary, reason);
   const statusCell = el("td");
   const badge = el("span", { cls: "job-status badge" });
   statusCell.append(badge);
@@ -148,8 +194,8 @@ function createJobRow(job) {
     attrs: { type: "button", "aria-expanded": "false", "aria-controls": `job-log-${id}`,
       "aria-label": `Show the log of job ${id}` } });
   toggleCell.append(toggle);
-  row.append(idCell, summary, statusCell, received, started, ended, toggleCell);
-  const entry = { row, summary, badge, received, started, ended, toggle, logRow: null,
+  row.append(idCell, summaryCell, statusCell, received, started, ended, toggleCell);
+  const entry = { row, summary, reason, badge, received, started, ended, toggle, logRow: null,
     list: null, empty: null };
   rowsById.set(id, entry);
   return entry;
@@ -163,6 +209,7 @@ function updateJobRow(entry, job) {
   const ops = Array.isArray(job.opstatus) ? job.opstatus : [];
   setAttr(entry.badge, "title", ops.length ? `opcodes: ${ops.join(", ")}` : status);
   setAttr(entry.row, "data-status", status);
+  fillReason(entry.reason, shownReason(job));
   fillTime(entry.received, job.received_ts);
   fillTime(entry.started, job.start_ts);
   fillTime(entry.ended, job.end_ts);
@@ -178,6 +225,22 @@ function updateJobRow(entry, job) {
     entry.list = null;
     entry.empty = null;
   }
+}
+
+function fillReason(node, reason) {
+  if (reason === null) {
+    if (!node.hidden) {
+      node.hidden = true;
+      setText(node, "");
+      node.removeAttribute("title");
+      node.removeAttribute("data-kind");
+    }
+    return;
+  }
+  node.hidden = false;
+  setText(node, shortenUuids(reason));
+  setAttr(node, "title", reason);
+  setAttr(node, "data-kind", waitKind(reason));
 }
 
 function updateLogRow(entry, job) {
@@ -322,6 +385,7 @@ let feedLive = false;
 
 function onFeedMessages(list) {
   let changed = false;
+  let reasonsChanged = false;
   for (const msg of list) {
     if (!msg || typeof msg !== "object") {
       continue;
@@ -349,6 +413,7 @@ function onFeedMessages(list) {
           if (result.isNew && $("auto-expand").checked) {
             expanded.add(result.id);
           }
+          reasonsChanged = reasonsChanged || result.reasonChanged;
         }
         break;
       }
@@ -360,6 +425,7 @@ function onFeedMessages(list) {
       case "resync":
         store.setSerial(msg.serial);
         loadJobs();
+        reasonsChanged = true; // events were missed: the rules may have changed too
         break;
       case "upstream":
         setUpstream(Boolean(msg.connected));
@@ -377,6 +443,9 @@ function onFeedMessages(list) {
   if (changed) {
     scheduleRender();
   }
+  if (reasonsChanged) {
+    loadFilters();
+  }
 }
 
 // --- start --------------------------------------------------------------------
@@ -386,6 +455,7 @@ function start() {
     loadCluster();
     loadNodes();
   });
+  $("refresh-filters").addEventListener("click", loadFilters);
   $("jobs-body").addEventListener("click", (event) => {
     const row = event.target.closest("tr.job-row");
     if (!row || event.target.closest("a")) {
@@ -395,9 +465,11 @@ function start() {
   });
   loadCluster();
   loadNodes();
+  loadFilters();
   loadJobs();
   setInterval(() => {
     loadNodes();
+    loadFilters();
     if (!feedLive) {
       loadJobs(); // without the feed, the job list is polled
     }

@@ -83,3 +83,47 @@ export function messageText(message) {
 export function compareJobIdsDesc(a, b) {
   return Number(b) - Number(a);
 }
+
+const UUID_RE = /\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+
+/** A uuid as its first eight digits and an ellipsis ("1a2b3c4d…"). */
+export function shortUuid(uuid) {
+  const text = String(uuid ?? "");
+  return /^[0-9a-f]{8}-/i.test(text) ? `${text.slice(0, 8)}…` : text;
+}
+
+/** Text with every uuid in it shortened (the full text goes in a title). */
+export function shortenUuids(text) {
+  return String(text ?? "").replace(UUID_RE, "$1…");
+}
+
+/**
+ * The kind of a job's wait reason (masterd's wording, see the job field
+ * wait_reason): "paused" (a PAUSE filter rule), "rate-limited" (a RATE_LIMIT
+ * rule or a rate-limit:n:label bucket), "dependency" (another job), or "other".
+ */
+export function waitKind(reason) {
+  const text = String(reason ?? "");
+  if (text.startsWith("paused")) {
+    return "paused";
+  }
+  if (text.startsWith("rate-limited")) {
+    return "rate-limited";
+  }
+  if (text.startsWith("waiting for job")) {
+    return "dependency";
+  }
+  return "other";
+}
+
+/** A filter rule's action ("PAUSE", ["RATE_LIMIT", 2]) as text ("RATE_LIMIT 2"). */
+export function actionText(action) {
+  return Array.isArray(action) ? action.map(String).join(" ") : String(action ?? "?");
+}
+
+/** The reasons of a reason trail ([source, reason, timestamp] entries) that say something. */
+export function trailReasons(trail) {
+  return (Array.isArray(trail) ? trail : [])
+    .filter((entry) => Array.isArray(entry) && typeof entry[1] === "string" && entry[1])
+    .map((entry) => entry[1]);
+}

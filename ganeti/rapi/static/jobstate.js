@@ -7,11 +7,35 @@
 // spoken about since the snapshot was requested the feed wins; the snapshot
 // only fills in (or removes) the jobs the feed has been silent about.  The
 // state then never goes backwards and converges on the server's.
+//
+// Why a job waits (wait_reason: a filter rule, a rate limit, a dependency) is
+// in every feed event.  GET /2/jobs?bulk=1 does not carry it (the RAPI keeps
+// Ganeti's fields), so a snapshot row without it keeps the reason the feed
+// gave, unless the job's status changed meanwhile: then the reason is dropped,
+// as nothing vouches for it any more.
 
 const JOB_FIELDS = ["status", "summary", "opstatus", "received_ts", "start_ts", "end_ts",
   "priority"];
 
 export const FINAL_STATUSES = new Set(["success", "error", "canceled"]);
+
+/** A wait reason as the page keeps it: text, or null when the job does not wait. */
+export function reasonOf(value) {
+  return typeof value === "string" && value !== "" ? value : null;
+}
+
+/** The reason to show for a job: null for a finished job or one that does not wait. */
+export function shownReason(job) {
+  return job && !FINAL_STATUSES.has(job.status) ? reasonOf(job.wait_reason) : null;
+}
+
+function applyReason(job, value, statusBefore) {
+  if (value !== undefined) {
+    job.wait_reason = reasonOf(value);
+  } else if (job.status !== statusBefore || FINAL_STATUSES.has(job.status)) {
+    job.wait_reason = null;
+  }
+}
 
 function logKey(entry) {
   return Array.isArray(entry) ? Number(entry[0]) : NaN;
@@ -32,7 +56,7 @@ export class JobStore {
     let job = this.jobs.get(key);
     if (!job) {
       job = { id: key, status: null, summary: [], opstatus: [], received_ts: null,
-        start_ts: null, end_ts: null, priority: null, log: new Map() };
+        start_ts: null, end_ts: null, priority: null, wait_reason: null, log: new Map() };
       this.jobs.set(key, job);
     }
     return job;
@@ -73,11 +97,13 @@ export class JobStore {
         added.push(key);
       }
       const job = this._job(key);
+      const before = job.status;
       for (const field of JOB_FIELDS) {
         if (row[field] !== undefined) {
           job[field] = row[field];
         }
       }
+      applyReason(job, row.wait_reason, before);
     }
     for (const key of [...this.jobs.keys()]) {
       if (!seen.has(key) && !this._touched.has(key)) {
@@ -98,7 +124,10 @@ export class JobStore {
     }
   }
 
-  /** Apply a feed "job" event; returns {id, isNew} (null if a replayed duplicate). */
+  /**
+   * Apply a feed "job" event; returns {id, isNew, reasonChanged} (null if a
+   * replayed duplicate).  reasonChanged: the reason shown for the job changed.
+   */
   applyJobEvent(msg) {
     if (this.isOld(msg.serial)) {
       return null;
@@ -108,13 +137,16 @@ export class JobStore {
     const isNew = !this.jobs.has(key);
     const job = this._job(key);
     this._touched.add(key);
+    const before = job.status;
+    const shownBefore = shownReason(job);
     for (const field of JOB_FIELDS) {
       if (msg[field] !== undefined) {
         job[field] = msg[field];
       }
     }
+    applyReason(job, msg.wait_reason, before);
     this.addLog(key, msg.log || []);
-    return { id: key, isNew };
+    return { id: key, isNew, reasonChanged: shownReason(job) !== shownBefore };
   }
 
   /** Apply a feed "archive" event; returns the id removed (null if a duplicate). */
