@@ -306,7 +306,7 @@ def _responses(route: Route, method: Method) -> dict[str, Any]:
     return responses
 
 
-_TAGS = ("nodes", "groups", "instances", "jobs", "query")
+_TAGS = ("nodes", "groups", "instances", "jobs", "filters", "query")
 
 
 def _tag(pattern: str) -> str:

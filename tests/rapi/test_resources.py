@@ -355,7 +355,8 @@ class RouteTableTest(RapiTestCase):
         self.assertEqual(len(patterns), len(set(patterns)))
         for route in ROUTES:
             path = route.pattern.replace("{job_id}", "12").replace("{node_name}", "n1") \
-                .replace("{group_name}", "g1").replace("{resource}", "node")
+                .replace("{group_name}", "g1").replace("{resource}", "node") \
+                .replace("{filter_uuid}", "6d3f6bd4-0c4a-4bd3-8c57-5a8e1f1f3c1b")
             found = match(ROUTES, path)
             self.assertIsNotNone(found, path)
             self.assertIs(found[0], route)

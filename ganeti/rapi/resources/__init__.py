@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganeti.rapi.resources import cluster, groups, jobs, nodes, query
+from ganeti.rapi.resources import cluster, filters, groups, jobs, nodes, query
 from ganeti.rapi.routing import Method, Request, Route
 
 _DOCUMENT: dict[str, Any] = {}
@@ -34,6 +34,7 @@ ROUTES: list[Route] = [
     *nodes.ROUTES,
     *groups.ROUTES,
     *jobs.ROUTES,
+    *filters.ROUTES,
     *query.ROUTES,
 ]
 

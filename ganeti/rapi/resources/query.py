@@ -16,17 +16,21 @@ from ganeti.rapi.resources.common import (
 )
 from ganeti.rapi.routing import READ, WRITE, Method, Request, Route
 
-#: What Ganeti's RAPI lets clients query; those our master cannot answer yet get 404.
+#: What Ganeti's RAPI lets clients query (its QR_VIA_RAPI); those our master cannot
+#: answer yet get 404.
 GANETI_RESOURCES = frozenset({c.QR_GROUP, c.QR_EXPORT, c.QR_INSTANCE, c.QR_JOB, c.QR_LOCK,
                               c.QR_NETWORK, c.QR_NODE, c.QR_FILTER})
+#: What the master answers here: the resources OP_QUERY takes, and the job filter
+#: rules, which LUXI's Query answers but OP_QUERY does not take.
+QUERYABLE = c.QR_VIA_OPCODE | {c.QR_FILTER}
 QUERY_ACCESS = frozenset({READ, WRITE})
 
 
 def resource(request: Request) -> str:
     """The ``{resource}`` of the URL if the master can query it, else 404."""
     what = request.params["resource"]
-    supported = ", ".join(sorted(c.QR_VIA_OPCODE))
-    if what not in c.QR_VIA_OPCODE:
+    supported = ", ".join(sorted(QUERYABLE))
+    if what not in QUERYABLE:
         if what in GANETI_RESOURCES:
             raise http.HttpNotFound(f"Querying '{what}' is not supported yet (queryable: "
                                     f"{supported})")
@@ -101,7 +105,7 @@ ROUTES = [
                       "Query a resource with fields and a filter in the body",
                       access=QUERY_ACCESS, query=("fields", REASON), body="json",
                       schema=QUERY_RESULT),
-    }, "Generic queries (resources: " + ", ".join(sorted(c.QR_VIA_OPCODE)) + ")"),
+    }, "Generic queries (resources: " + ", ".join(sorted(QUERYABLE)) + ")"),
     Route("/2/query/{resource}/fields", {
         "GET": Method(query_fields, "Field definitions of a resource (?fields= or all)",
                       query=("fields", REASON), schema=FIELDS_RESULT),
