@@ -20,7 +20,7 @@ from ganeti.rapi.routing import WRITE, Method, Request, Route
 
 #: Fields of each job in ``/2/jobs?bulk=1``.
 J_FIELDS_BULK = ("id", "ops", "status", "summary", "opstatus", "received_ts", "start_ts",
-                 "end_ts")
+                 "end_ts", "wait_reason")  # wait_reason is ours (filter rules, rate limits)
 #: Fields of ``/2/jobs/{job_id}``.
 J_FIELDS = (*J_FIELDS_BULK, "oplog", "opresult")
 
@@ -105,6 +105,8 @@ _JOB_PROPERTIES: dict[str, Any] = {
     "summary": {"type": "array", "items": {"type": "string"}},
     "opstatus": {"type": "array", "items": STATUS},
     "received_ts": TIMESTAMP, "start_ts": TIMESTAMP, "end_ts": TIMESTAMP,
+    "wait_reason": {"type": "string", "description": "Why the queued job waits: a filter "
+                    "rule, a rate limit or a dependency (empty when it does not wait)"},
     "oplog": {"type": "array", "items": {"type": "array"},
               "description": "Per opcode: [serial, [sec, usec], type, message] entries"},
     "opresult": {"type": "array", "items": {},
