@@ -20,6 +20,7 @@ BIN_SCRIPTS = [
     "bin/gnt-debug",
     "bin/gnt-node",
     "bin/gnt-group",
+    "bin/gnt-filter",
     "bin/ganeti-vcluster",
     "bin/ganeti-confd-query",
 ]

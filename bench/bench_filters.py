@@ -52,7 +52,8 @@ def make_rules(count: int) -> list[list]:
     for i in range(1, count):
         kind = i % 3
         if kind == 0:
-            pred = ["opcode", ["&", ["=", "OP_ID", "OP_TEST_DELAY"], ["==", "comment", f"group {100 + i}"]]]
+            pred = ["opcode", ["&", ["=", "OP_ID", "OP_TEST_DELAY"],
+                               ["==", "comment", f"group {100 + i}"]]]
         elif kind == 1:
             pred = ["reason", ["=~", "reason", f"^maintenance {i}$"]]
         else:
@@ -188,7 +189,7 @@ def part2(count: int, rule_count: int) -> None:
             daemon.startService()
             daemon.queue.size_limit = count + 1
 
-            def run(coro):
+            def run(coro, reactor=reactor):
                 d = defer.Deferred.fromCoroutine(coro)
                 out: list = []
                 d.addBoth(out.append)

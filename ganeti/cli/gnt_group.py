@@ -160,16 +160,18 @@ def cmd_assign_nodes(ctx: Context, opts: argparse.Namespace) -> int:
 
 def _setup_list(p: argparse.ArgumentParser) -> None:
     table.add_output_options(p, LIST_DEFAULT_FIELDS)
+    table.add_filter_option(p)
     p.add_argument("names", nargs="*", metavar="GROUP",
-                   help="groups to list: names or glob patterns (default: all)")
+                   help="groups to list: names or glob patterns, or one query filter "
+                        "expression (default: all)")
 
 
 def cmd_list(ctx: Context, opts: argparse.Namespace) -> int:
-    """List the node groups: Query("group", fields, name filter) as a table."""
+    """List the node groups: Query("group", fields, filter) as a table."""
     fields = table.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
-    return table.generic_list(ctx, c.QR_GROUP, fields, table.name_filter(opts.names),
-                              opts.separator, not opts.no_headers, LIST_FORMAT,
-                              opts.verbose)
+    qfilter = table.name_filter(opts.names, force_filter=opts.force_filter)
+    return table.generic_list(ctx, c.QR_GROUP, fields, qfilter, opts.separator,
+                              not opts.no_headers, LIST_FORMAT, opts.verbose)
 
 
 def _setup_list_fields(p: argparse.ArgumentParser) -> None:
@@ -267,7 +269,9 @@ COMMANDS = [
     Command("assign-nodes", cmd_assign_nodes, "Move nodes into a node group",
             _setup_assign_nodes),
     Command("list", cmd_list, "List the node groups", _setup_list,
-            "List the node groups (all, or those named). The default fields are "
+            "List the node groups (all, or those named or matching a glob pattern; one "
+            "argument such as 'node_cnt > 0' is a query filter expression, see -F). "
+            "The default fields are "
             f"{', '.join(LIST_DEFAULT_FIELDS)}; 'gnt-group list-fields' shows all."),
     Command("list-fields", cmd_list_fields, "List the fields available for node groups",
             _setup_list_fields),

@@ -10,7 +10,7 @@ from typing import Any
 from ganeti.cli import jobs, table
 from ganeti.cli.framework import Command, Context, format_error, run_tool
 from ganeti.core import constants as c
-from ganeti.core import errors
+from ganeti.core import errors, qlang
 
 DESCRIPTION = ("Ganeti job administration: list, info, watch, wait, cancel, change-priority, "
                "archive, autoarchive.")
@@ -20,7 +20,7 @@ LIST_DEFAULT_FIELDS = ["id", "status", "summary"]
 
 #: Fields ``gnt-job info`` shows.
 INFO_FIELDS = ["id", "status", "ops", "opresult", "opstatus", "oplog", "opstart", "opexec",
-               "opend", "received_ts", "start_ts", "end_ts"]
+               "opend", "received_ts", "start_ts", "end_ts", "wait_reason"]
 
 _PENDING = (c.JOB_STATUS_QUEUED, c.JOB_STATUS_WAITING, c.JOB_STATUS_CANCELING)
 _FINALIZED = (c.JOB_STATUS_CANCELED, c.JOB_STATUS_SUCCESS, c.JOB_STATUS_ERROR)
@@ -38,13 +38,6 @@ LIST_FORMAT: dict[str, tuple[table.Formatter, bool]] = {
     "opexec": (_timestamps, False),
     "opend": (_timestamps, False),
 }
-
-
-def simple_filter(field: str, values: Sequence[Any]) -> list[Any] | None:
-    """``["|", ["=", field, v], ...]``, or None when there are no values."""
-    if not values:
-        return None
-    return ["|"] + [["=", field, v] for v in values]
 
 
 def _status_option(p: argparse.ArgumentParser, flag: str, statuses: Sequence[str],
@@ -69,18 +62,23 @@ def _setup_list(p: argparse.ArgumentParser) -> None:
     _status_option(p, "--running", (c.JOB_STATUS_RUNNING,), "show only running jobs")
     _status_option(p, "--error", (c.JOB_STATUS_ERROR,), "show only failed jobs")
     _status_option(p, "--finished", _FINALIZED, "show only finished jobs")
-    p.add_argument("job_ids", nargs="*", metavar="JOB_ID", help="jobs to list (default: all)")
+    table.add_filter_option(p)
+    p.add_argument("job_ids", nargs="*", metavar="JOB_ID",
+                   help="jobs to list: job ids, or one query filter expression such as "
+                        "'status == \"error\" and id > 100' (default: all)")
 
 
 def cmd_list(ctx: Context, opts: argparse.Namespace) -> int:
-    """List the jobs: Query("job", fields, filter) as a table."""
+    """List the jobs: Query("job", fields, filter) as a table.
+
+    The arguments are job ids or a filter expression (as in Ganeti, ids
+    are compared as numbers); a status option is and-ed to them.
+    """
     fields = table.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
-    id_filter = simple_filter("id", jobs.parse_job_ids(opts.job_ids))
-    status_filter = simple_filter("status", opts.status_filter or ())
-    if id_filter is not None and status_filter is not None:
-        qfilter: Any = ["&", id_filter, status_filter]
-    else:
-        qfilter = id_filter if id_filter is not None else status_filter
+    qfilter = qlang.make_simple_filter("status", opts.status_filter or ())
+    arg_filter = table.name_filter(opts.job_ids, "id", opts.force_filter, numeric=True)
+    if arg_filter is not None:
+        qfilter = arg_filter if qfilter is None else ["&", arg_filter, qfilter]
     return table.generic_list(ctx, c.QR_JOB, fields, qfilter, opts.separator,
                               not opts.no_headers, LIST_FORMAT, opts.verbose)
 
@@ -125,8 +123,10 @@ def _op_timestamp(name: str, ts: Any) -> table.Entry:
 def job_info_entries(row: Sequence[Any]) -> list[table.Entry]:
     """The ordered entries ``gnt-job info`` prints for one job (INFO_FIELDS row)."""
     (job_id, status, ops, opresult, opstatus, oplog, opstart, opexec, opend, recv_ts,
-     start_ts, end_ts) = row
+     start_ts, end_ts, wait_reason) = row
     info: list[table.Entry] = [("Job ID", job_id), ("Status", status)]
+    if wait_reason and status not in _FINALIZED:  # (unknown to Ganeti's masters: None)
+        info.append(("Waiting", wait_reason))
     info.append(_job_timestamp("Received", recv_ts))
     info.append(_job_timestamp("Processing start", start_ts, recv_ts))
     info.append(_job_timestamp("Processing end", end_ts, start_ts))
@@ -158,7 +158,8 @@ def job_info_entries(row: Sequence[Any]) -> list[table.Entry]:
 def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
     """Show everything about the jobs, YAML-like (Ganeti's PrintGenericInfo)."""
     job_ids = jobs.parse_job_ids(opts.job_ids)
-    response = ctx.luxi().call("Query", c.QR_JOB, INFO_FIELDS, simple_filter("id", job_ids))
+    response = ctx.luxi().call("Query", c.QR_JOB, INFO_FIELDS,
+                               qlang.make_simple_filter("id", job_ids))
     rows: dict[int, list[Any]] = {}
     for row in response["data"]:
         (_, job_id), (status, _) = row[0], row[1]
@@ -217,7 +218,7 @@ def _multi_job_action(ctx: Context, opts: argparse.Namespace, question: str,
     client = ctx.luxi()
     if opts.status_filter is not None:
         response = client.call("Query", c.QR_JOB, ["id", "status", "summary"],
-                               simple_filter("status", opts.status_filter))
+                               qlang.make_simple_filter("status", opts.status_filter))
         job_ids = [row[0][1] for row in response["data"]]
         if not job_ids:
             raise errors.OpPrereqError("No jobs with the requested status have been found",
@@ -308,7 +309,8 @@ def cmd_autoarchive(ctx: Context, opts: argparse.Namespace) -> int:
 
 COMMANDS = [
     Command("list", cmd_list, "List the jobs and their status", _setup_list,
-            "List the jobs and their status. The default fields are "
+            "List the jobs and their status: all, those with the given ids, or those "
+            "matching one query filter expression (see -F). The default fields are "
             f"{', '.join(LIST_DEFAULT_FIELDS)}; 'gnt-job list-fields' shows all."),
     Command("list-fields", cmd_list_fields, "List the fields available for jobs",
             _setup_list_fields),

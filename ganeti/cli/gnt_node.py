@@ -179,16 +179,18 @@ def cmd_modify(ctx: Context, opts: argparse.Namespace) -> int:
 
 def _setup_list(p: argparse.ArgumentParser) -> None:
     table.add_output_options(p, LIST_DEFAULT_FIELDS, units=True)
+    table.add_filter_option(p)
     p.add_argument("names", nargs="*", metavar="NODE",
-                   help="nodes to list: names or glob patterns (default: all)")
+                   help="nodes to list: names or glob patterns, or one query filter "
+                        "expression (default: all)")
 
 
 def cmd_list(ctx: Context, opts: argparse.Namespace) -> int:
-    """List the nodes: Query("node", fields, name filter) as a table."""
+    """List the nodes: Query("node", fields, filter) as a table."""
     fields = table.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
-    return table.generic_list(ctx, c.QR_NODE, fields, table.name_filter(opts.names),
-                              opts.separator, not opts.no_headers, LIST_FORMAT,
-                              opts.verbose, opts.units)
+    qfilter = table.name_filter(opts.names, force_filter=opts.force_filter)
+    return table.generic_list(ctx, c.QR_NODE, fields, qfilter, opts.separator,
+                              not opts.no_headers, LIST_FORMAT, opts.verbose, opts.units)
 
 
 def _setup_list_fields(p: argparse.ArgumentParser) -> None:
@@ -275,7 +277,9 @@ COMMANDS = [
             "Change a node's role flags, capabilities, secondary IP or node parameters "
             "(OP_NODE_SET_PARAMS) and print what changed."),
     Command("list", cmd_list, "List the nodes", _setup_list,
-            "List the nodes (all, or those named; glob patterns such as 'node*' work). "
+            "List the nodes (all, or those named; glob patterns such as 'node*' work; "
+            "one argument such as 'master_candidate and not offline' is a query filter "
+            "expression, see -F). "
             f"The default fields are {', '.join(LIST_DEFAULT_FIELDS)}; 'gnt-node "
             "list-fields' shows all. Sizes are human-readable unless --units or "
             "--separator is given."),

@@ -153,16 +153,37 @@ class Reporter:
         self.ctx.out(f"{when} {format_log_message(log_type, message)}")
 
     def not_changed(self, job_id: int, status: str | None) -> None:
-        """A WaitForJobChange timed out without news."""
-        if self.feedback is not None or status in self._notified:
+        """A WaitForJobChange timed out without news: say why the job waits, once."""
+        if self.feedback is not None:
             return
-        if status == c.JOB_STATUS_QUEUED:
+        reason = (self._wait_reason(job_id)
+                  if status in (c.JOB_STATUS_QUEUED, c.JOB_STATUS_RUNNING) else "")
+        key = f"{status}:{reason}"
+        if key in self._notified:
+            return
+        if reason:
+            self.ctx.err(f"Job {job_id} is waiting: {reason}")
+        elif status == c.JOB_STATUS_QUEUED:
             self.ctx.err(f"Job {job_id} is waiting in queue")
         elif status == c.JOB_STATUS_WAITING:
             self.ctx.err(f"Job {job_id} is trying to acquire all necessary locks")
         else:
             return
-        self._notified.add(status)
+        self._notified.add(key)
+
+    def _wait_reason(self, job_id: int) -> str:
+        """Why the job waits (a filter rule, a rate limit), "" if it does not say.
+
+        Asked with Query, which reports an unknown field instead of failing, so
+        this is harmless against a master that has no such field.
+        """
+        try:
+            response = self.ctx.luxi().call("Query", c.QR_JOB, ["wait_reason"],
+                                            ["==", "id", job_id])
+            ((status, value),) = response["data"][0]
+        except (errors.GenericError, KeyError, IndexError, TypeError, ValueError):
+            return ""
+        return value if status == c.RS_NORMAL and isinstance(value, str) else ""
 
 
 def quiet(timestamp: list[int], log_type: str, message: Any) -> None:

@@ -7,17 +7,17 @@ joined by ``--separator`` without padding.  ``generic_list`` runs a LUXI
 (headers from the field titles, ``-o``/``--output`` with ``+field`` to add to
 the defaults, sizes in ``--units``, markers for values that are missing, a
 warning and exit code 14 for unknown fields); ``generic_list_fields``
-answers ``list-fields``; ``name_filter`` turns names and glob patterns given
-on the command line into a query filter.  ``format_generic_info`` renders
-nested data as Ganeti's ``PrintGenericInfo`` (``gnt-job info``,
-``gnt-node info``), ``format_params_info`` shows parameters with their
-defaults for it.
+answers ``list-fields``; ``name_filter`` turns the arguments of a list
+command (names, glob patterns or one filter expression, see
+:func:`ganeti.core.qlang.make_filter`) into a query filter.
+``format_generic_info`` renders nested data as Ganeti's ``PrintGenericInfo``
+(``gnt-job info``, ``gnt-node info``), ``format_params_info`` shows
+parameters with their defaults for it.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,12 +67,15 @@ class Column:
 #: ``--units`` choices: human-readable (M/G/T suffix), MiB, GiB, TiB.
 UNITS = ("h", "m", "g", "t")
 
-#: Characters that make a command-line argument a filter expression, not a name
-#: (Ganeti's QLANG_FILTER_DETECTION_CHARS).
-FILTER_DETECTION_CHARS = frozenset("\t\n\v\f\r !\"'()/<=>\\~")
+#: Characters that make a command-line argument a filter expression, not a name.
+FILTER_DETECTION_CHARS = qlang.FILTER_DETECTION_CHARS
 
 #: Characters that make a name a glob pattern.
-GLOB_DETECTION_CHARS = frozenset("*?")
+GLOB_DETECTION_CHARS = qlang.GLOB_DETECTION_CHARS
+
+#: The regular expression of a host-name glob pattern (``*`` and ``?`` stay
+#: within one dot-separated part).
+glob_pattern = qlang.glob_pattern
 
 
 def parse_fields(selected: str | None, default: Sequence[str]) -> list[str]:
@@ -135,34 +138,24 @@ def format_unit(value: Any, unit: str) -> str:
     return f"{value / 1024 / 1024:.1f}" + ("T" if unit == "h" else "")
 
 
-def glob_pattern(pattern: str) -> str:
-    """The regular expression of a host-name glob: ``*`` and ``?`` as in the shell,
-    anchored, and matching the name alone or followed by domain parts."""
-    body = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch)
-                   for ch in pattern)
-    return rf"^{body}(\..*)?$"
+def name_filter(names: Sequence[str], field: str = "name", force_filter: bool = False,
+                numeric: bool = False) -> list[Any] | None:
+    """The query filter for the arguments of a list command (Ganeti's ``MakeFilter``).
 
-
-def name_filter(names: Sequence[str], field: str = "name") -> list[Any] | None:
-    """The query filter for names from the command line (Ganeti's ``MakeFilter``).
-
-    Each name becomes ``["==", field, name]``, or ``["=~", field, regexp]``
-    if it holds ``*`` or ``?``; several are or-ed; none gives None (all).
-    Filter expressions (Ganeti's query language) are not supported yet.
+    One argument that looks like an expression (or any argument with
+    ``force_filter``, the ``-F`` option) is parsed as a filter; otherwise
+    each name becomes ``["==", field, name]``, or ``["=~", field, regexp]``
+    if it holds ``*`` or ``?``, all or-ed; none gives None (all).
+    ``numeric`` names are integers (job ids).  Errors are ``OpPrereqError``.
     """
-    if not names:
-        return None
-    if len(names) == 1 and FILTER_DETECTION_CHARS & set(names[0]):
-        raise errors.OpPrereqError(f"Query filter expressions are not supported yet: "
-                                   f"{names[0]!r}; give names or glob patterns",
-                                   errors.ECODE_INVAL)
-    parts: list[Any] = ["|"]
-    for name in names:
-        if GLOB_DETECTION_CHARS & set(name):
-            parts.append([c.QLANG_OP_REGEXP, field, glob_pattern(name)])
-        else:
-            parts.append([c.QLANG_OP_EQUAL, field, name])
-    return parts
+    return qlang.make_filter(names, force_filter, field, numeric)
+
+
+def add_filter_option(p: argparse.ArgumentParser) -> None:
+    """``-F``/``--filter``: the argument is a query filter expression."""
+    p.add_argument("-F", "--filter", dest="force_filter", action="store_true",
+                   help="treat the argument as a query filter expression, even one "
+                        "without spaces, quotes or operators")
 
 
 def check_names_found(kind: str, wanted: Sequence[str], found: Sequence[str]) -> None:
@@ -172,7 +165,7 @@ def check_names_found(kind: str, wanted: Sequence[str], found: Sequence[str]) ->
     glob patterns may match nothing.
     """
     missing = [name for name in wanted
-               if not GLOB_DETECTION_CHARS & set(name)
+               if not qlang.is_glob(name)
                and not any(qlang.hostname_matches(item, name) for item in found)]
     if missing:
         raise errors.OpPrereqError(f"{kind}(s) not known: {', '.join(missing)}",
@@ -262,9 +255,9 @@ def generic_list(ctx: Context, resource: str, fields: list[str], qfilter: Any,
 
 def query_rows(ctx: Context, resource: str, fields: list[str],
                names: Sequence[str]) -> list[list[Any]]:
-    """``Query`` of the named items (all without names): rows of plain values,
-    None where a value is missing."""
-    response = ctx.luxi().call("Query", resource, fields, name_filter(names))
+    """``Query`` of the named items (all without names; names and glob patterns,
+    never filter expressions): rows of plain values, None where a value is missing."""
+    response = ctx.luxi().call("Query", resource, fields, qlang.make_name_filter(names))
     return [[value if status == c.RS_NORMAL else None for status, value in row]
             for row in response["data"]]
 

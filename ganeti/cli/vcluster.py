@@ -531,6 +531,10 @@ def usage_lines(vc: VCluster) -> list[str]:
     ]
 
 
+#: The job filter rule the demo adds and removes again (a fixed uuid, so that
+#: ``gnt-filter replace`` makes running the demo twice harmless).
+DEMO_FILTER_UUID = "0d3a0000-0000-4000-8000-000000000001"
+
 #: What ``demo`` shows: (argv, at most this many output lines, 0 for all).
 DEMO_COMMANDS: list[tuple[list[str], int]] = [
     (["gnt-cluster", "getmaster"], 0),
@@ -541,8 +545,14 @@ DEMO_COMMANDS: list[tuple[list[str], int]] = [
     (["gnt-group", "list"], 0),
     (["gnt-cluster", "add-tags", "demo:yes"], 0),
     (["gnt-cluster", "list-tags"], 0),
+    (["gnt-filter", "replace", "--priority=10", "--action=RATE_LIMIT 1",
+      '--predicates=[["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]]',
+      "--reason=demo: one delay job at a time", DEMO_FILTER_UUID], 0),
+    (["gnt-filter", "list", "-o", "priority,action,predicates"], 0),
     (["gnt-debug", "delay", "--repeat", "2", "0.2"], 0),
     (["gnt-job", "list"], 0),
+    (["gnt-job", "list", '"TEST_DELAY(0.2)" in summary and status == "success"'], 0),
+    (["gnt-filter", "delete", DEMO_FILTER_UUID], 0),
     (["gnt-debug", "locks"], 0),
 ]
 

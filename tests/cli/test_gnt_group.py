@@ -97,6 +97,25 @@ class ListTest(FakeGroupTestCase):
         self.assertEqual(r.out, "Group;NodeList;InstanceList\ndefault;node1,node2;a,b,c\n")
         self.assertEqual(self.fake.calls[-1][1][2], ["|", ["==", "name", "default"]])
 
+    def test_filter_expressions(self):
+        r = self.group("list", "--no-headers", "-o", "name", 'alloc_policy == "last_resort"')
+        self.assertEqual((r.code, r.out), (0, "rack2\n"), r.err)
+        self.assertEqual(self.fake.calls[-1][1][2], ["==", "alloc_policy", "last_resort"])
+        r = self.group("list", "--no-headers", "-o", "name", "-F", "node_cnt")
+        self.assertEqual(r.out, "default\n")
+        r = self.group("list", "--no-headers", "-o", "name", "--filter", '"x" not in tags')
+        self.assertEqual(r.out, "default\n")
+        self.assertEqual(self.fake.calls[-1][1][2], ["!", ["=[]", "tags", "x"]])
+
+    def test_bad_filter_expression(self):
+        r = self.group("list", "(node_cnt > 0")
+        self.assertEqual(r.code, 1)
+        self.assertIn("Invalid query filter at column 14: expected ')' to close the '(' at "
+                      "column 1, found the end of the filter", r.err)
+        r = self.group("list", "-F", "default", "rack2")
+        self.assertIn("Exactly one argument must be given as a filter", r.err)
+        self.assertEqual(self.fake.calls, [])
+
     def test_no_units_option(self):
         # Ganeti's gnt-group list has none: groups have no sizes
         r = self.group("list", "--units", "m")
@@ -313,6 +332,19 @@ class GroupEndToEndTest(NodesCliTestCase):
         self.assertIn("    ssh_port: default (22)\n", r.out)
         self.assertIn("  Instance policy: \n    bounds specs: \n      - max/0: \n", r.out)
         self.assertIn("    allowed disk templates: default (diskless, file)\n", r.out)
+
+    def test_list_with_filter_expressions(self):
+        self.assertEqual(self.group("add", "--alloc-policy", "last_resort", "rack2").code, 0)
+        r = self.group("list", "--no-headers", "-o", "name", "node_cnt > 0")
+        self.assertEqual((r.code, r.out), (0, "default\n"), r.err)
+        r = self.group("list", "--no-headers", "-o", "name",
+                       'alloc_policy != "preferred" or name == "nothing"')
+        self.assertEqual(r.out, "rack2\n")
+        r = self.group("list", "--no-headers", "-o", "name", "-F", "name =~ /^rack/")
+        self.assertEqual(r.out, "rack2\n")
+        r = self.group("list", "size > 3")
+        self.assertEqual(r.code, 1)
+        self.assertIn("unknown field 'size'", r.err)
 
     def test_assign_nodes(self):
         self.add_node(2)

@@ -74,9 +74,58 @@ class ListTest(JobTestCase):
         r = self.job("list", "--no-headers", "-o", "id", "--finished", "2", "3")
         self.assertEqual(r.out, "2\n")
         self.assertEqual(self.master.calls[-1][1][2],
-                         ["&", ["|", ["=", "id", 2], ["=", "id", 3]],
-                          ["|", ["=", "status", "canceled"], ["=", "status", "success"],
-                           ["=", "status", "error"]]])
+                         ["&", ["|", ["==", "id", 2], ["==", "id", 3]],
+                          ["|", ["==", "status", "canceled"], ["==", "status", "success"],
+                           ["==", "status", "error"]]])
+
+    def ids(self, *argv):
+        r = self.job("list", "--no-headers", "-o", "id", *argv)
+        self.assertEqual(r.code, 0, r.err)
+        return [int(line) for line in r.out.splitlines()]
+
+    def test_filter_expressions(self):
+        self.assertEqual(self.ids('status == "success" or id > 2'), [1, 3])
+        self.assertEqual(self.master.calls[-1][1][2],
+                         ["|", ["==", "status", "success"], [">", "id", 2]])
+        self.assertEqual(self.ids("'TAGS_SET' in summary"), [2])
+        self.assertEqual(self.ids("status =~ /^(success|error)$/ and not id == 2"), [1])
+        # a status option is and-ed to the expression, as in Ganeti
+        self.assertEqual(self.ids("--finished", "id >= 2"), [2])
+        self.assertEqual(self.master.calls[-1][1][2],
+                         ["&", [">=", "id", 2], ["|", ["==", "status", "canceled"],
+                                                 ["==", "status", "success"],
+                                                 ["==", "status", "error"]]])
+
+    def test_force_filter_option(self):
+        self.assertEqual(self.ids("-F", "priority"), [])  # all at priority 0
+        self.assertEqual(self.master.calls[-1][1][2], ["?", "priority"])
+        self.assertEqual(self.ids("--filter", "id"), [1, 2, 3])
+        r = self.job("list", "-F", "1", "2")
+        self.assertEqual(r.code, 1)
+        self.assertIn("Exactly one argument must be given as a filter", r.err)
+
+    def test_bad_filter_expressions(self):
+        calls = len(self.master.calls)
+        r = self.job("list", "id > ")
+        self.assertEqual(r.code, 1)
+        self.assertIn("Invalid query filter at column 6: expected a value (a number or a "
+                      "quoted string) after '>', found the end of the filter", r.err)
+        r = self.job("list", "-F", "3")
+        self.assertEqual(r.code, 1)
+        self.assertIn("Invalid query filter at column 2: expected 'in' or 'not in' after "
+                      "the value 3", r.err)
+        self.assertEqual(len(self.master.calls), calls)
+        r = self.job("list", 'id == "one"')
+        self.assertEqual(r.code, 1)
+        self.assertIn("field 'id' is of kind 'number'", r.err)
+
+    def test_job_ids_are_numbers(self):
+        # as in Ganeti, each id is read as an integer; several ids are never an expression
+        self.assertEqual(self.ids("+2", "03"), [2, 3])
+        self.assertEqual(self.master.calls[-1][1][2], ["|", ["==", "id", 2], ["==", "id", 3]])
+        r = self.job("list", "1", "id > 2")
+        self.assertEqual(r.code, 1)
+        self.assertIn("Invalid job ID passed: 'id > 2'", r.err)
 
     def test_unknown_field(self):
         r = self.job("list", "-o", "id,bogus")
@@ -97,7 +146,7 @@ class ListFieldsTest(JobTestCase):
         lines = r.out.splitlines()
         self.assertEqual(lines[0].split(), ["Name", "Type", "Title", "Description"])
         self.assertIn("id          Number ID            Job ID", lines)
-        self.assertEqual(len(lines), 16)
+        self.assertEqual(len(lines), 17)
 
     def test_selected_and_unknown(self):
         r = self.job("list-fields", "--no-headers", "--separator=|", "status", "nope")
@@ -192,6 +241,32 @@ class WatchWaitTest(JobTestCase):
         r = self.job("wait", str(jid))
         self.assertEqual(r.code, 1)
         self.assertEqual(r.err, "Job 1 failed: JobCanceled: Job was canceled\n")
+
+    def test_filter_rule_notice_and_info(self):
+        client = self.master.client()
+        uuid = client.call("ReplaceFilter", None, 0, [["jobid", [">", "id", "watermark"]]],
+                           "PAUSE", [["gnt:user", "upgrade", 1]])
+        jid = self.submit(delay_op(1))
+        r = self.job("info", str(jid))
+        self.assertIn(f"Waiting: paused by filter rule {uuid} (PAUSE, reason 'upgrade')",
+                      r.out)
+        r = self.job("list", "--no-headers", "-o", "id,wait_reason")
+        self.assertIn(f"paused by filter rule {uuid}", r.out)
+        # watch: says why once, and goes on when the rule goes.
+        asked = []
+
+        def release(method, args):
+            if method == "Query" and args[1] == ["wait_reason"]:
+                asked.append(1)
+            elif method == "WaitForJobChange" and asked and len(asked) == 1:
+                asked.append(2)
+                self.master.client().call("DeleteFilter", uuid)
+        self.master.hooks.append(release)
+        r = self.job("watch", str(jid))
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.err, f"Job {jid} is waiting: paused by filter rule {uuid} "
+                                f"(PAUSE, reason 'upgrade')\n")
+        self.assertNotIn("Waiting:", self.job("info", str(jid)).out)
 
     def test_queue_notice(self):
         self.master.config.cluster.max_running_jobs = 1

@@ -13,7 +13,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.cli import gnt_node, jobs, table
 from ganeti.cli.framework import build_parser
 from ganeti.core import constants as c
-from ganeti.core import errors
+from ganeti.core import errors, qlang
 from ganeti.luxi import wire
 from ganeti.luxi.client import LuxiMethods
 from ganeti.luxi.methods import METHODS
@@ -28,6 +28,7 @@ def fielddef(name: str, title: str, kind: str, doc: str = "") -> dict[str, str]:
 class ScriptedMaster(LuxiMethods):
     """A LUXI client whose master is a script: query answers and opcode results
     given by the test, jobs that finish at once (with the log the test gives).
+    Query filters are checked and evaluated by the real qlang code.
 
     Arguments are checked against the LUXI method table and answers go
     through the wire encoding, as with the real client.
@@ -69,28 +70,19 @@ class ScriptedMaster(LuxiMethods):
 
     def _Query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
         defs = self.fielddefs[what]
-        names = self._names(qfilter)
+        specs = {name: qlang.FieldSpec(fdef["kind"], hostname=name == "name")
+                 for name, fdef in defs.items()}
+        matcher = qlang.compile_filter(qfilter, specs)
         data = []
         for item in self.items[what]:
-            if names is not None and not any(n(item["name"]) for n in names):
+            if not matcher.matches(lambda f, item=item: (c.RS_NORMAL, item[f]) if f in item
+                                   else (c.RS_UNAVAIL, None)):
                 continue
             data.append([[c.RS_NORMAL, item[f]] if f in item
                          else [c.RS_UNKNOWN if f not in defs else c.RS_UNAVAIL, None]
                          for f in fields])
         return {"fields": [defs.get(f, fielddef(f, f, c.QFT_UNKNOWN, "unknown field"))
                            for f in fields], "data": data}
-
-    @staticmethod
-    def _names(qfilter: Any) -> list[Callable[[str], bool]] | None:
-        if qfilter is None:
-            return None
-        tests: list[Callable[[str], bool]] = []
-        for op, _, value in qfilter[1:]:
-            if op == "=~":
-                tests.append(lambda name, v=value: re.search(v, name) is not None)
-            else:
-                tests.append(lambda name, v=value: name == v or name.startswith(v + "."))
-        return tests
 
     def _QueryFields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
         defs = self.fielddefs[what]
@@ -267,12 +259,59 @@ class ListTest(FakeNodeTestCase):
         self.assertFalse(pattern.match("xnode1.example.com"))
         self.assertTrue(re.match(table.glob_pattern("node1"), "node1.example.com"))
         self.assertFalse(re.match(table.glob_pattern("a+b"), "aab"))
+        # as in Ganeti, * and ? stay within one dot-separated part
+        self.assertFalse(re.match(table.glob_pattern("*.com"), "node1.example.com"))
+        self.assertTrue(re.match(table.glob_pattern("*.example.com"), "node1.example.com"))
 
-    def test_filter_expressions_are_refused(self):
-        r = self.node("list", "name == 'x'")
+    def names_listed(self, *argv: str) -> list[str]:
+        r = self.node("list", "-o", "name", "--no-headers", *argv)
+        self.assertEqual(r.code, 0, r.err)
+        return r.out.splitlines()
+
+    def test_filter_expression(self):
+        self.assertEqual(self.names_listed("drained and not master"), ["node2.example.com"])
+        self.assertEqual(self.fake.calls[-1][1][2],
+                         ["&", ["?", "drained"], ["!", ["?", "master"]]])
+        self.assertEqual(self.names_listed('"web2" in pinst_list or sinst_cnt > 5'),
+                         ["node1.example.com"])
+        self.assertEqual(self.names_listed('name =* "node2.*"'), ["node2.example.com"])
+        self.assertEqual(self.names_listed("role != 'M'"), ["node2.example.com"])
+
+    def test_force_filter_option(self):
+        # a word alone is a name; with -F (--filter) it is an expression
+        self.assertEqual(self.names_listed("master_candidate"), [])
+        self.assertEqual(self.fake.calls[-1][1][2], ["|", ["==", "name", "master_candidate"]])
+        self.assertEqual(self.names_listed("-F", "master_candidate"), ["node1.example.com"])
+        self.assertEqual(self.fake.calls[-1][1][2], ["?", "master_candidate"])
+        r = self.node("list", "--filter", "node1")
         self.assertEqual(r.code, 1)
-        self.assertIn("Query filter expressions are not supported yet", r.err)
+        self.assertIn("unknown field 'node1'", r.err)
+        self.assertEqual(self.fake.calls[-1][1][2], ["?", "node1"])
+
+    def test_force_filter_needs_exactly_one_argument(self):
+        for argv in (["-F"], ["-F", "node1", "node2"]):
+            r = self.node("list", *argv)
+            self.assertEqual(r.code, 1)
+            self.assertIn("Exactly one argument must be given as a filter", r.err)
         self.assertEqual(self.fake.calls, [])
+
+    def test_bad_filter_expression(self):
+        r = self.node("list", "name == ")
+        self.assertEqual(r.code, 1)
+        self.assertEqual(r.err, "Failure: prerequisites not met for this operation: Invalid "
+                                "query filter at column 9: expected a value (a number or a "
+                                "quoted string) after '==', found the end of the filter "
+                                "(error type: wrong_input)\n")
+        r = self.node("list", "name =~ /node/x")
+        self.assertIn("Invalid query filter at column 15: unknown regular expression "
+                      "flag(s) 'x'", r.err)
+        self.assertEqual(self.fake.calls, [])
+
+    def test_several_arguments_are_names(self):
+        # only a single argument is taken for an expression, as in Ganeti
+        self.assertEqual(self.names_listed("node1", "a b"), ["node1.example.com"])
+        self.assertEqual(self.fake.calls[-1][1][2],
+                         ["|", ["==", "name", "node1"], ["==", "name", "a b"]])
 
     def test_list_fields(self):
         r = self.node("list-fields", "name", "dtotal")
@@ -548,6 +587,22 @@ class NodeEndToEndTest(NodesCliTestCase):
         # with a separator, sizes are plain MiB
         (row,) = self.names("-o", "mtotal")
         self.assertTrue(row[0].isdigit(), row)
+
+    def test_list_with_filter_expressions(self):
+        self.add_node(2)
+        self.assertEqual(self.node("modify", "--drained", "yes", "node2.test").code, 0)
+        self.assertEqual(self.names("-o", "name", 'master_candidate and role == "M"'),
+                         [["node1.test"]])
+        self.assertEqual(self.names("-o", "name", "-F", "drained"), [["node2.test"]])
+        self.assertEqual(self.names("-o", "name", "not drained or name =~ m/^NODE2/i"),
+                         [["node1.test"], ["node2.test"]])
+        self.assertEqual(self.names("-o", "name", 'name !* "node1"'), [["node2.test"]])
+        r = self.node("list", 'colour == "red"')
+        self.assertEqual(r.code, 1)
+        self.assertIn("unknown field 'colour'", r.err)
+        r = self.node("list", "pinst_cnt > 'many'")
+        self.assertEqual(r.code, 1)
+        self.assertIn("pinst_cnt", r.err)
 
     def test_list_fields(self):
         r = self.node("list-fields", "--no-headers", "--separator", "|", "name", "dtotal",

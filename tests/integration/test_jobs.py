@@ -345,7 +345,9 @@ class JobQueueTest(_ClusterCase):
 
     def test_query_fields_of_jobs(self):
         fields = self.c.call("QueryFields", "job", None)["fields"]
-        self.assertEqual(sorted(f["name"] for f in fields), sorted(ALL_FIELDS))
+        # Ganeti's fields, plus ours: why a queued job waits (filter rules, rate limits)
+        self.assertEqual(sorted(f["name"] for f in fields), sorted([*ALL_FIELDS,
+                                                                   "wait_reason"]))
         for f in fields:
             self.assertEqual(set(f), {"name", "title", "kind", "doc"})
         self.assertEqual(self.c.call("QueryFields", "job", ["status", "nope"])["fields"][1],

@@ -25,7 +25,7 @@ EXPECTED = [
     "ganeti/rapi/static/dashboard.js", "ganeti/feeds/relay.py", "ganeti/luxi/twclient.py",
     "twisted/plugins/ganeti_confd.py", "ganeti/confd/server.py", "ganeti/confd/client.py",
     "bin/ganeti-confd-query", "docs/man/ganeti-confd.8", "docs/man/ganeti-confd-query.8",
-    "docs/confd.md",
+    "docs/confd.md", "bin/gnt-filter", "docs/man/gnt-filter.8", "ganeti/cli/gnt_filter.py",
 ]
 
 

@@ -18,9 +18,27 @@ from ganeti.core.qlang.jsonform import (
     merge_timestamp,
     requested_values,
 )
+from ganeti.core.qlang.parser import (
+    FILTER_DETECTION_CHARS,
+    GLOB_DETECTION_CHARS,
+    KEYWORDS,
+    REGEXP_DELIMITERS,
+    REGEXP_FLAGS,
+    glob_pattern,
+    is_filter_text,
+    is_glob,
+    make_filter,
+    make_name_filter,
+    make_simple_filter,
+    parse_filter,
+    render,
+)
 
 __all__ = [
     "ALL_OPERATORS", "MATCH_ALL", "MAX_DEPTH", "FieldSpec", "Filter", "Getter",
     "check_filter", "compile_filter", "hostname_matches", "merge_timestamp",
     "requested_values",
+    "FILTER_DETECTION_CHARS", "GLOB_DETECTION_CHARS", "KEYWORDS", "REGEXP_DELIMITERS",
+    "REGEXP_FLAGS", "glob_pattern", "is_filter_text", "is_glob", "make_filter",
+    "make_name_filter", "make_simple_filter", "parse_filter", "render",
 ]

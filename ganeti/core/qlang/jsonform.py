@@ -15,7 +15,7 @@ Values are JSON strings or numbers (booleans only against boolean fields).
 evaluated: operators, operand counts, field names and, when the field kinds
 are known, whether a value can be compared with its field.  Every problem
 is an ``OpPrereqError(..., "wrong_input")``.  ``gnt-job list 1 2`` sends
-``["|", ["=", "id", 1], ["=", "id", 2]]``.
+``["|", ["==", "id", 1], ["==", "id", 2]]``.
 
 Evaluation follows Ganeti's luxid where Python and Haskell differ: a test
 on a value that is not available (no data, unavailable, offline) accepts
