@@ -27,8 +27,7 @@ DESCRIPTION = ("Ganeti job filter rule administration: add, replace, delete, lis
                "list-fields, info.")
 
 #: Fields of ``gnt-filter list`` without ``-o`` (Ganeti's), also what ``info`` shows.
-LIST_DEFAULT_FIELDS = ["uuid", "watermark", "priority", "predicates", "action",
-                       "reason_trail"]
+LIST_DEFAULT_FIELDS = list(jobfilters.RULE_FIELDS)
 
 #: ``RATE_LIMIT n`` as Ganeti's ``filteraction`` option type spells it.
 _RATE_LIMIT_RE = re.compile(rf"{jobfilters.RATE_LIMIT}\s+(\d+)")

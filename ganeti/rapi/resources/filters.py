@@ -30,8 +30,7 @@ from ganeti.rapi.resources.common import (
 from ganeti.rapi.routing import Method, Request, Route, default_access
 
 #: The fields of a rule in ``/2/filters?bulk=1`` and ``/2/filters/{filter_uuid}``.
-FILTER_RULE_FIELDS = ("uuid", "watermark", "priority", "predicates", "action",
-                      "reason_trail")
+FILTER_RULE_FIELDS = jobfilters.RULE_FIELDS
 
 #: The only keys a POST or PUT body may have (Ganeti's).
 BODY_KEYS = ("priority", "predicates", "action", "reason")
