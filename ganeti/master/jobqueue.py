@@ -23,7 +23,7 @@ from ganeti.core.jobs import QueuedJob, QueuedOpCode
 from ganeti.master.events import EventBus
 from ganeti.master.jobstore import JobStore, Recovered
 from ganeti.master.lu import REGISTRY, LUContext
-from ganeti.master.processor import JobHandle, Processor
+from ganeti.master.processor import JobHandle, Preempted, Processor
 from ganeti.master.scheduler import Scheduler
 
 DEFAULT_SIZE_LIMIT = 10000
@@ -71,7 +71,8 @@ class JobQueue:
         self.jobs: dict[int, QueuedJob] = {}  # working copies
         self.visible: dict[int, QueuedJob] = {}  # last durable state of each job
         self.running: dict[int, JobHandle] = {}
-        self.scheduler = Scheduler(self.jobs, self._start, self._reject, self._wait_reason)
+        self.scheduler = Scheduler(self.jobs, self._start, self._reject, self._wait_reason,
+                                   self._preempt)
         self._evaluating: IDelayedCall | None = None
         self.rejected: dict[int, str] = {}  # refused job id -> why (the newest ones)
         self._settled_waiters: list[defer.Deferred[None]] = []
@@ -344,12 +345,18 @@ class JobQueue:
         self._settle()
         return d
 
+    def _preempt(self, job_id: int) -> None:
+        handle = self.running.get(job_id)
+        if handle is not None:
+            handle.request_pause()
+
     async def _pause_point(self, job: QueuedJob, handle: JobHandle) -> None:
         """Between opcodes: wait here while a PAUSE rule applies to the job.
 
         The job holds no locks here (every opcode releases its locks), and it
         leaves its place among the running jobs to others meanwhile.
         """
+        handle.pause_requested = False  # (asked while the last opcode ran: handled here)
         while not handle.cancel_requested:
             rule = self.scheduler.rule_of(job.id)
             if rule is None or rule.kind != jobfilters.PAUSE:
@@ -387,11 +394,13 @@ class JobQueue:
     async def _run(self, job: QueuedJob, handle: JobHandle) -> None:
         now = self.clock.seconds
         job.start_timestamp = jobs.split_time(now())
-        for index, op in enumerate(job.ops):
+        index = -1
+        while index + 1 < len(job.ops):
+            index += 1
+            op = job.ops[index]
             if op.status in jobs.FINALIZED:
                 continue
-            if index > 0:
-                await self._pause_point(job, handle)
+            await self._pause_point(job, handle)
             verdict = self._dependency_verdict(op)
             if handle.cancel_requested:
                 verdict = (jobs.CANCELED, "Job canceled by request")
@@ -414,6 +423,14 @@ class JobQueue:
                 if lu.uses_locks:
                     await self._persist(job)  # waiting for locks
                 result = await self.processor.execute(lu, handle, op.priority, on_running)
+            except Preempted:
+                # Paused while waiting for locks: the opcode has not started, it
+                # holds nothing now, and runs again once the job goes on.
+                op.status = jobs.QUEUED
+                op.start_timestamp = None
+                await self._persist(job)
+                index -= 1
+                continue
             except defer.CancelledError:
                 self._end_rest(job, index, jobs.CANCELED,
                                errors.OpExecError("Job canceled by request"))

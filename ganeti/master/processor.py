@@ -23,6 +23,11 @@ from ganeti.master.locking.manager import LockManager
 from ganeti.master.lu.base import LogicalUnit
 
 
+class Preempted(Exception):
+    """The opcode gave up waiting for its locks because a PAUSE rule now applies to it;
+    it has not started and is run again when the job goes on."""
+
+
 class JobHandle:
     """The running state of one job, through which it can be cancelled."""
 
@@ -34,6 +39,7 @@ class JobHandle:
         self.interruptible = False  # the current opcode may be interrupted by a cancel
         self.waiting_for_locks = False
         self.paused = False  # held between opcodes by a PAUSE filter rule
+        self.pause_requested = False  # a PAUSE rule applies: give up a lock wait
         self.current: defer.Deferred[Any] | None = None
 
     def request_cancel(self, kill: bool) -> None:
@@ -42,6 +48,12 @@ class JobHandle:
         self.kill_requested = self.kill_requested or kill
         if self.current is not None and (self.waiting_for_locks or self.paused or kill
                                          or self.interruptible):
+            self.current.cancel()
+
+    def request_pause(self) -> None:
+        """A PAUSE rule now applies: stop waiting for locks (releasing those held)."""
+        self.pause_requested = True
+        if self.current is not None and self.waiting_for_locks:
             self.current.cancel()
 
     async def wait(self, d: defer.Deferred[Any]) -> Any:
@@ -68,7 +80,12 @@ class Processor:
         try:
             lu.expand_names()
             if lu.uses_locks:
-                await self._acquire(lu, handle, priority)
+                try:
+                    await self._acquire(lu, handle, priority)
+                except defer.CancelledError:
+                    if handle.pause_requested and not handle.cancel_requested:
+                        raise Preempted() from None
+                    raise
             if handle.cancel_requested:
                 raise defer.CancelledError()
             await on_running()
@@ -82,6 +99,8 @@ class Processor:
     async def _acquire(self, lu: LogicalUnit, handle: JobHandle, priority: int) -> None:
         schedule = LockAttemptSchedule(priority, self.rng)
         while True:
+            if handle.pause_requested and not handle.cancel_requested:
+                raise Preempted()
             timeout = schedule.next_timeout()
             if await self._attempt(lu, handle, schedule.priority, timeout):
                 return

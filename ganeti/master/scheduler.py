@@ -43,14 +43,18 @@ class Scheduler:
 
     ``jobs`` is the queue's dict of working copies (shared, read only here);
     ``start(job)`` starts a job, ``reject(job, rule)`` cancels a queued job a
-    REJECT rule applies to, and ``wait_reason(job_id, text or None)`` is told
-    whenever the reason a job waits changes.
+    REJECT rule applies to, ``wait_reason(job_id, text or None)`` is told
+    whenever the reason a job waits changes, and ``preempt(job_id)`` when a
+    PAUSE rule comes to apply to a started job (which should then stop waiting
+    for locks).
     """
 
     def __init__(self, jobs_by_id: dict[int, QueuedJob], start: Callable[[QueuedJob], None],
                  reject: Callable[[QueuedJob, CompiledRule], None],
-                 wait_reason: Callable[[int, str | None], None]) -> None:
+                 wait_reason: Callable[[int, str | None], None],
+                 preempt: Callable[[int], None] = lambda job_id: None) -> None:
         self.jobs = jobs_by_id
+        self._preempt = preempt
         self._start = start
         self._reject = reject
         self._notify = wait_reason
@@ -343,6 +347,8 @@ class Scheduler:
             rule = self.rule_of(job_id)
             held = self.paused.get(job_id)
             if held is None:
+                if rule is not None and rule.kind == jobfilters.PAUSE:
+                    self._preempt(job_id)
                 return
             if rule is None or rule.kind != jobfilters.PAUSE:
                 held.callback(None)

@@ -406,3 +406,30 @@ class FoundInIntegrationTest(FilterCase):
         self.assertEqual(self.field(failing, "opstatus"), ["success", "error"])
         self.assertIn("Dependency job 99 was not accepted: refused earlier",
                       self.field(failing, "opresult")[1][1][0])
+
+
+class PauseLockWaitTest(FilterCase):
+    def test_a_job_waiting_for_locks_lets_go_when_paused(self):
+        holder = self.submit(delay(10, no_locks=False))  # BGL shared for 10 s
+        tags = self.submit({"OP_ID": "OP_TAGS_SET", "kind": "cluster", "name": None,
+                            "tags": ["a"]})  # wants BGL exclusive: waits
+        self.reactor.advance(0.5)
+
+        def pending_owners():
+            return {owner for _, _, _, pending in self.daemon.locks.lock_info()
+                    for _, owners in pending for owner in owners}
+        self.assertIn(f"job/{tags}", pending_owners())
+        self.assertEqual(self.field(tags, "opstatus"), ["waiting"])
+        uuid = self.add("PAUSE", [["opcode", ["=", "OP_ID", "OP_TAGS_SET"]]])
+        # It stops waiting at once: no longer pending, its opcode queued again.
+        self.assertNotIn(f"job/{tags}", pending_owners())
+        self.assertEqual(self.field(tags, "opstatus"), ["queued"])
+        self.assertIsNone(self.field(tags, "opstart")[0])
+        self.assertIn(f"paused by filter rule {uuid}", self.field(tags, "wait_reason"))
+        self.assertNotIn(tags, [j for j in self.running_now()])
+        self.delete(uuid)
+        self.assertIn(f"job/{tags}", pending_owners())  # waits for its locks again
+        for _ in range(20):
+            self.reactor.advance(1)
+        self.assertEqual((self.status(holder), self.status(tags)), ("success", "success"))
+        self.assertEqual(self.daemon.config_writer.config.cluster.tags, ["a"])
