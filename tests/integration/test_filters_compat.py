@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import tempfile
 import unittest
 import uuid as uuidmod
 
@@ -22,7 +20,13 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from tests.integration.helpers import node_env, run
 from tests.integration.jobtools import VirtualCluster, delay, wait_for_job
-from tests.integration.test_rapi_compat import DRIVER, RAPI_CLIENT, SYSTEM_PYTHON, call
+from tests.integration.test_rapi_compat import (
+    RAPI_CLIENT,
+    SYSTEM_PYTHON,
+    call,
+    run_driver,
+    start_cluster,
+)
 
 DEBIAN_GNT_FILTER = "/usr/share/ganeti/3.0/gnt-filter"
 DRAIN = [["jobid", [">", "id", "watermark"]]]
@@ -41,20 +45,8 @@ class FiltersCompatTest(SynchronousTestCase):
         if not (cls.has_rapi_client or cls.has_gnt_filter):
             raise unittest.SkipTest("Debian's ganeti-3.0 and python3-ganeti-rapi are not "
                                     "installed (make test installs them)")
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-filters-compat-")
-        cls.driver = os.path.join(cls.tmp, "driver.py")
-        with open(cls.driver, "w", encoding="utf-8") as f:
-            f.write(DRIVER)
-        cluster = VirtualCluster(prefix="ganeti-filters-", nodes=1)
-        try:
-            cluster.create()
-        except BaseException:
-            cluster.destroy()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
-        cls.cluster = cluster
-        with open(os.path.join(cluster.dir, "rapi-credentials"), encoding="utf-8") as f:
-            cls.user, cls.password = f.read().split()
+        cls.tmp, cls.driver, cls.cluster, cls.user, cls.password = start_cluster(
+            "ganeti-filters-", 1)
 
     @classmethod
     def tearDownClass(cls):
@@ -97,11 +89,7 @@ class FiltersCompatTest(SynchronousTestCase):
         assert self.cluster is not None
         opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
                 "password": self.password}
-        request = json.dumps({"client": opts, "calls": list(calls)})
-        proc = subprocess.run([SYSTEM_PYTHON, "-I", self.driver], input=request,
-                              capture_output=True, text=True, timeout=300, check=False)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        return [r["ok"] if "ok" in r else r for r in json.loads(proc.stdout)]
+        return run_driver(self.driver, opts, calls)
 
     def gnt_filter(self, *argv):
         """Run Debian's gnt-filter on the master node; the CompletedProcess."""

@@ -90,6 +90,37 @@ def call(name, *args, **kwargs):
     return [name, list(args), kwargs]
 
 
+def start_cluster(prefix, nodes):
+    """A temporary directory holding the driver script, and a created virtual
+    cluster: ``(tmp, driver, cluster, user, password)``; both are removed if the
+    cluster cannot be created."""
+    tmp = tempfile.mkdtemp(prefix=f"{prefix}compat-")
+    driver = os.path.join(tmp, "driver.py")
+    with open(driver, "w", encoding="utf-8") as f:
+        f.write(DRIVER)
+    cluster = VirtualCluster(prefix=prefix, nodes=nodes)
+    try:
+        cluster.create()
+    except BaseException:
+        cluster.destroy()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    with open(os.path.join(cluster.dir, "rapi-credentials"), encoding="utf-8") as f:
+        user, password = f.read().split()
+    return tmp, driver, cluster, user, password
+
+
+def run_driver(driver, opts, calls):
+    """Run the calls with Debian's client; each call's value (errors as dicts)."""
+    request = json.dumps({"client": opts, "calls": list(calls)})
+    # -I: Debian's interpreter must import Debian's ganeti, whatever the environment
+    proc = subprocess.run([SYSTEM_PYTHON, "-I", driver], input=request,
+                          capture_output=True, text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"the client driver failed ({proc.returncode}): {proc.stderr}")
+    return [r["ok"] if "ok" in r else r for r in json.loads(proc.stdout)]
+
+
 class RapiCompatTest(SynchronousTestCase):
     """GanetiRapiClient and htools against a two-node virtual cluster."""
 
@@ -100,20 +131,8 @@ class RapiCompatTest(SynchronousTestCase):
         if not (os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)):
             raise unittest.SkipTest("Debian's python3-ganeti-rapi is not installed "
                                     "(make install-compat installs it)")
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-rapi-compat-")
-        cls.driver = os.path.join(cls.tmp, "driver.py")
-        with open(cls.driver, "w", encoding="utf-8") as f:
-            f.write(DRIVER)
-        cluster = VirtualCluster(prefix="ganeti-rapi-", nodes=2)
-        try:
-            cluster.create()
-        except BaseException:
-            cluster.destroy()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
-        cls.cluster = cluster
-        with open(os.path.join(cls.cluster.dir, "rapi-credentials"), encoding="utf-8") as f:
-            cls.user, cls.password = f.read().split()
+        cls.tmp, cls.driver, cls.cluster, cls.user, cls.password = start_cluster(
+            "ganeti-rapi-", 2)
         cls.host = cls.cluster.ips[0]
         cls.rapi_pem = os.path.join(cls.cluster.root, "var/lib/ganeti/rapi.pem")
 
@@ -130,12 +149,7 @@ class RapiCompatTest(SynchronousTestCase):
             opts.update(user=self.user, password=self.password)
         elif user is not None:
             opts.update(user=user, password=password)
-        request = json.dumps({"client": opts, "calls": list(calls)})
-        # -I: Debian's interpreter must import Debian's ganeti, whatever the environment
-        proc = subprocess.run([SYSTEM_PYTHON, "-I", self.driver], input=request,
-                              capture_output=True, text=True, timeout=300, check=False)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        return [r["ok"] if "ok" in r else r for r in json.loads(proc.stdout)]
+        return run_driver(self.driver, opts, calls)
 
     def assertApiError(self, outcome, code):
         self.assertIsInstance(outcome, dict)

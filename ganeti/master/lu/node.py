@@ -183,10 +183,8 @@ class LUNodeAdd(LogicalUnit):
         return None
 
 
-class LUNodeRemove(LogicalUnit):
-    """OP_NODE_REMOVE: take a node out of the cluster and tell it to forget the cluster."""
-
-    OP_ID = "OP_NODE_REMOVE"
+class _OneNodeLU(LogicalUnit):
+    """A logical unit acting on one existing node, named by uuid or name; it locks it."""
 
     def expand_names(self) -> None:
         super().expand_names()
@@ -194,6 +192,12 @@ class LUNodeRemove(LogicalUnit):
         self.node = copy.deepcopy(
             nodesmod.find_node(cfg, self.op.get("node_uuid") or self.op.get("node_name")))
         self.needed_locks[LEVEL_NODE] = [self.node.name]
+
+
+class LUNodeRemove(_OneNodeLU):
+    """OP_NODE_REMOVE: take a node out of the cluster and tell it to forget the cluster."""
+
+    OP_ID = "OP_NODE_REMOVE"
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
@@ -237,18 +241,11 @@ class LUNodeRemove(LogicalUnit):
         return None
 
 
-class LUNodeSetParams(LogicalUnit):
+class LUNodeSetParams(_OneNodeLU):
     """OP_NODE_SET_PARAMS: flags (seed 003 rules), capabilities and node parameters."""
 
     OP_ID = "OP_NODE_SET_PARAMS"
     _FLAGS = ("master_candidate", "offline", "drained")
-
-    def expand_names(self) -> None:
-        super().expand_names()
-        cfg = self.ctx.config.config
-        self.node = copy.deepcopy(
-            nodesmod.find_node(cfg, self.op.get("node_uuid") or self.op.get("node_name")))
-        self.needed_locks[LEVEL_NODE] = [self.node.name]
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
