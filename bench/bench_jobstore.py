@@ -39,7 +39,7 @@ async def run(reactor, jobs):
     run_blocking = functools.partial(threads.deferToThreadPool, reactor, pool)
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "node1")
-        store = JobStore(Paths.for_node(root, "node1"), run_blocking)
+        store = JobStore(Paths.for_node(root, "node1"), run_blocking, reactor)
         store.recover()
         start = time.perf_counter()
         ids = store.allocate_ids(jobs)

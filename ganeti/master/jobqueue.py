@@ -21,7 +21,7 @@ from ganeti.core import constants, errors, jobfilters, jobs, opcodes
 from ganeti.core.jobfilters import CompiledRule, JobFacts
 from ganeti.core.jobs import QueuedJob, QueuedOpCode
 from ganeti.master.events import EventBus
-from ganeti.master.jobstore import JobStore, Recovered
+from ganeti.master.jobstore import JobStore, JobStoreError, Recovered
 from ganeti.master.lu import REGISTRY, LUContext
 from ganeti.master.processor import JobHandle, Preempted, Processor
 from ganeti.master.scheduler import Scheduler
@@ -124,6 +124,12 @@ class JobQueue:
     # Submission
 
     def _check_accepting(self, count: int, ignore_drain: bool) -> None:
+        failure = self.store.failure
+        if failure is not None:
+            raise errors.JobQueueError(
+                f"The job queue cannot store new jobs now: {failure.describe()}. Free space "
+                f"in {self.store.queue_dir} on the master; jobs are accepted again as soon as "
+                "it can write (jobs already accepted are kept and go on)")
         if not ignore_drain and self.store.is_drained():
             raise errors.JobQueueDrainError("Job queue is drained, refusing job")
         if len(self.jobs) + count > self.size_limit:
@@ -165,7 +171,6 @@ class JobQueue:
         now = self.clock.seconds()
         results: list[int | Exception] = []
         created: list[QueuedJob] = []
-        saves: list[defer.Deferred[None]] = []
         for job_id, ops in zip(ids, job_ops, strict=True):
             try:
                 prepared = opcodes.prepare_job_ops(ops, job_id, jobs.time_ns(now))
@@ -189,14 +194,18 @@ class JobQueue:
             self.jobs[job_id] = job
             created.append(job)
             results.append(job_id)
-            saves.append(defer.Deferred.fromCoroutine(self._persist(job)))
+        # One batch for the whole submission: all of it is stored, or none of it.
+        datas = [job.to_dict(deep=False) for job in created]
         try:
-            await defer.gatherResults(saves, consumeErrors=True)
-        except defer.FirstError as err:
+            await self.store.save_new([(job.id, data)
+                                       for job, data in zip(created, datas, strict=True)])
+        except JobStoreError as err:
             for job in created:
                 self.jobs.pop(job.id, None)
-            raise errors.JobQueueError(f"Could not store the job(s): {err.subFailure.value}"
-                                       ) from None
+            raise errors.JobQueueError(f"Could not store the job(s): {err}; free space in "
+                                       f"{self.store.queue_dir} on the master") from None
+        for job, data in zip(created, datas, strict=True):
+            self._show(job, data)
         for job in created:
             if job.status == jobs.QUEUED:  # not cancelled meanwhile
                 self.scheduler.track(job)
@@ -213,6 +222,11 @@ class JobQueue:
     # Persistence and visibility
 
     async def _persist(self, job: QueuedJob, archive: bool = False) -> None:
+        """Store the job's state and then make it visible.
+
+        This waits, however long, until the store could make it durable
+        (a full disk delays it; it does not fail).
+        """
         # Timestamps are replaced, never changed in place, and inputs, results and
         # log entries are never changed once set: a shallow snapshot is enough.
         data = job.to_dict(deep=False)
@@ -224,6 +238,10 @@ class JobQueue:
             self._published_ops.pop(job.id, None)
             self.bus.publish("archive", {"id": job.id})
             return
+        self._show(job, data)
+
+    def _show(self, job: QueuedJob, data: dict[str, Any]) -> None:
+        """A durable state becomes the visible one and is published."""
         snapshot = _snapshot(data)
         snapshot.wait_reason = self.scheduler.wait_reasons.get(job.id)
         self.visible[job.id] = snapshot
@@ -285,8 +303,23 @@ class JobQueue:
         handle = JobHandle(job.id)
         self.running[job.id] = handle
         d = defer.Deferred.fromCoroutine(self._run(job, handle))
-        d.addErrback(lambda f: self.log.failure("Job {job} crashed", f, job=job.id))
+        d.addErrback(self._crashed, job)
         d.addBoth(lambda _: self._finished(job))
+
+    def _crashed(self, failure: Any, job: QueuedJob) -> defer.Deferred[None] | None:
+        """A job's coroutine raised: end it in error, durably, rather than leave it running."""
+        self.log.failure("Job {job} crashed", failure, job=job.id)
+        first = next((i for i, op in enumerate(job.ops) if op.status not in jobs.FINALIZED),
+                     None)
+        if first is None:
+            return None
+        self._end_rest(job, first, jobs.ERROR,
+                       errors.OpExecError(f"Internal error in the job: {failure.value}"))
+        job.end_timestamp = jobs.split_time(self.clock.seconds())
+        d = defer.Deferred.fromCoroutine(self._persist(job))
+        d.addErrback(lambda f: self.log.failure("Storing crashed job {job} failed", f,
+                                                job=job.id))
+        return d
 
     def _finished(self, job: QueuedJob) -> None:
         self.running.pop(job.id, None)

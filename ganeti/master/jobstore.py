@@ -19,6 +19,15 @@ Recovery at startup replays whatever journals exist over the job files,
 moves corrupt job files aside (reported, never dropped silently), never lets
 the serial go backwards, consolidates everything into the files and starts a
 fresh journal.
+
+A batch is either wholly in the journal or not at all: a short write is
+continued, a write or sync that fails rolls the journal back to its last
+committed length (see :meth:`JobStore._append`), and nobody is told.  A
+failed batch of *new* jobs is refused to its submitter; any other record
+(the state of a job that exists) is kept and retried until the disk takes it
+again, so a job never loses a state it reached and never shows one it did
+not keep.  While that lasts the store reports the failure
+(:attr:`JobStore.failure`) and the queue refuses new jobs.
 """
 
 from __future__ import annotations
@@ -27,21 +36,34 @@ import errno
 import fcntl
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, task
+from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
-from ganeti.core import fileutil
+from ganeti.core import fileutil, serializer
 from ganeti.core.paths import Paths
 
 BlockingRunner = Callable[..., "defer.Deferred[Any]"]
 JOBS_PER_ARCHIVE_DIR = 10000
 JOURNAL_PREFIX = "journal."
+RECORD_START = b'{"t":'
 CORRUPT_DIR = "corrupt"
 DEFAULT_CHECKPOINT_BYTES = 8 * 1024 * 1024
+#: Retries of a journal or file write that failed (disk full, I/O error) start
+#: after this many seconds and double up to the maximum.
+RETRY_FIRST = 0.05
+RETRY_MAX = 1.0
+#: Cluster verify warns when the queue's filesystem has less free space than
+#: this (bytes, or fraction of its size), and reports an error below 1/16 of it.
+LOW_SPACE_BYTES = 128 * 1024 * 1024
+LOW_SPACE_FRACTION = 0.02
+#: While writes keep failing, the failure is logged again this often (seconds).
+FAILURE_LOG_INTERVAL = 60.0
 
 
 def job_file_name(job_id: int) -> str:
@@ -58,6 +80,36 @@ class QueueLockedError(Exception):
     """Another process owns the job queue."""
 
 
+class JobStoreError(Exception):
+    """The store could not make a record durable (its batch was rolled back)."""
+
+
+@dataclass
+class StoreFailure:
+    """An episode of failing writes: what failed, since when, how often."""
+
+    message: str
+    since: float
+    attempts: int = 1
+    until: float | None = None  # set when writes work again
+
+    def describe(self) -> str:
+        """One line for logs, errors and cluster verify."""
+        when = (f"failing since {_clock_text(self.since)}" if self.until is None
+                else f"from {_clock_text(self.since)} to {_clock_text(self.until)}")
+        return f"{self.message} ({when}, {self.attempts} attempt(s))"
+
+
+def _clock_text(when: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+
+
+def _error_text(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return f"{err.strerror} (errno {err.errno})"
+    return str(err) or type(err).__name__
+
+
 @dataclass
 class Recovered:
     """What :meth:`JobStore.recover` found."""
@@ -69,7 +121,7 @@ class Recovered:
 
 
 def _parse_job(text: bytes, job_id: int) -> dict[str, Any]:
-    return _check_job(json.loads(text.decode("utf-8")), job_id)
+    return _check_job(serializer.load_json(text), job_id)
 
 
 def _check_job(data: Any, job_id: int) -> dict[str, Any]:
@@ -103,18 +155,24 @@ class JobStore:
 
     log = Logger()
 
-    def __init__(self, paths: Paths, run_blocking: BlockingRunner, durable: bool = True,
+    def __init__(self, paths: Paths, run_blocking: BlockingRunner, clock: IReactorTime,
+                 durable: bool = True,
                  checkpoint_bytes: int = DEFAULT_CHECKPOINT_BYTES) -> None:
         self.paths = paths
+        self.clock = clock
         self.queue_dir = paths.queue_dir
         self._run_blocking = run_blocking
         self._durable = durable
         self._checkpoint_bytes = checkpoint_bytes
         self._generation = 0
         self._journal: Any = None  # the open journal file (binary, append)
-        self._journal_size = 0
-        # commit loop (reactor side)
-        self._pending: list[tuple[dict[str, Any], defer.Deferred[None] | None]] = []
+        self._journal_size = 0  # committed length of the journal
+        self._rollback_due = False  # a failed batch could not be cut off yet
+        # The journal's system calls (replaced by fault tests: a full disk, I/O errors).
+        self._os_write: Callable[[int, memoryview], int] = os.write
+        self._os_fdatasync: Callable[[int], None] = os.fdatasync
+        # commit loop (reactor side): (record, waiter, refusable)
+        self._pending: list[tuple[dict[str, Any], defer.Deferred[None] | None, bool]] = []
         self._committing = False
         # file loop: handed over by the commit loop, consumed by the file thread
         self._unwritten: dict[int, str] = {}  # job id -> its latest JSON text
@@ -128,6 +186,11 @@ class JobStore:
         self.serial = 0
         self.commits = 0  # journal fdatasyncs, for tests and statistics
         self.checkpoints = 0
+        # Current episodes of failing writes, by what fails ("journal", "files").
+        self._failures: dict[str, StoreFailure] = {}
+        #: The last episode that ended, for cluster verify.
+        self.last_failure: StoreFailure | None = None
+        self._failure_logged = 0.0
         # called (reactor thread) after job files were written and jobs archived
         self.on_written: Callable[[dict[int, str], list[int]], None] | None = None
 
@@ -167,12 +230,22 @@ class JobStore:
                              and n[len(JOURNAL_PREFIX):].isdigit())
         archived: set[int] = set()
         touched: set[int] = set()
+        damaged: set[int] = set()
         for gen in generations:
+            before = len(problems)
             serial = max(serial, self._replay(gen, jobs, touched, archived, problems))
+            if len(problems) > before:
+                damaged.add(gen)
         for job_id in archived:
             jobs.pop(job_id, None)
         serial = max([serial, archived_max, *jobs])
-        self._consolidate(jobs, touched - archived, archived, serial, generations)
+        try:
+            self._consolidate(jobs, touched - archived, archived, serial, generations,
+                              damaged)
+        except OSError as err:
+            raise JobStoreError(f"cannot bring the job queue in {self.queue_dir} up to date: "
+                                f"{_error_text(err)}; the journals are kept (nothing is "
+                                "lost): free space there and start again") from err
         self.serial = serial
         self._generation = (generations[-1] + 1) if generations else 1
         self._open_journal()
@@ -244,27 +317,55 @@ class JobStore:
             if not line:
                 continue
             try:
-                rec = json.loads(line.decode("utf-8"))
-                kind = rec["t"]
-                if kind == "job":
-                    job_id = int(rec["id"])
-                    jobs[job_id] = _check_job(rec["data"], job_id)
-                    touched.add(job_id)
-                    archived.discard(job_id)
-                elif kind == "serial":
-                    serial = max(serial, int(rec["serial"]))
-                elif kind == "archive":
-                    archived.add(int(rec["id"]))
-                else:
-                    raise ValueError(f"unknown record type {kind!r}")
+                serial = max(serial, self._apply_record(line, jobs, touched, archived))
+                continue
             except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
                 if number == len(lines):  # a torn last line: the batch never committed
                     continue
-                problems.append(f"{path} line {number} is unreadable ({err}); skipped")
+                problem = f"{path} line {number} is unreadable ({err})"
+            # A torn record with a later batch appended to it (a journal written
+            # before writes were checked): the record that follows the tear is whole.
+            salvaged = self._salvage(line, jobs, touched, archived)
+            if salvaged is not None:
+                serial = max(serial, salvaged)
+                problems.append(f"{problem}; its torn start was skipped and the record "
+                                "after it recovered")
+            else:
+                problems.append(f"{problem}; skipped")
         return serial
 
+    @staticmethod
+    def _apply_record(line: bytes, jobs: dict[int, dict[str, Any]], touched: set[int],
+                      archived: set[int]) -> int:
+        """Apply one journal record; returns the serial it carries (0 if none)."""
+        rec = serializer.load_json(line)
+        kind = rec["t"]
+        if kind == "job":
+            job_id = int(rec["id"])
+            jobs[job_id] = _check_job(rec["data"], job_id)
+            touched.add(job_id)
+            archived.discard(job_id)
+        elif kind == "serial":
+            return int(rec["serial"])
+        elif kind == "archive":
+            archived.add(int(rec["id"]))
+        else:
+            raise ValueError(f"unknown record type {kind!r}")
+        return 0
+
+    def _salvage(self, line: bytes, jobs: dict[int, dict[str, Any]], touched: set[int],
+                 archived: set[int]) -> int | None:
+        start = line.find(RECORD_START, 1)
+        while start != -1:
+            try:
+                return self._apply_record(line[start:], jobs, touched, archived)
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+                start = line.find(RECORD_START, start + 1)
+        return None
+
     def _consolidate(self, jobs: dict[int, dict[str, Any]], touched: set[int],
-                     archived: set[int], serial: int, generations: list[int]) -> None:
+                     archived: set[int], serial: int, generations: list[int],
+                     damaged: set[int]) -> None:
         # Bring the files up to the journals' state, durably, before the journals go.
         for job_id in touched:
             fileutil.atomic_write(os.path.join(self.queue_dir, job_file_name(job_id)),
@@ -280,7 +381,14 @@ class JobStore:
         if self._durable:
             fileutil.fsync_dir(self.queue_dir)
         for gen in generations:
-            os.unlink(os.path.join(self.queue_dir, f"{JOURNAL_PREFIX}{gen}"))
+            name = f"{JOURNAL_PREFIX}{gen}"
+            if gen in damaged:  # kept for the administrator, as corrupt job files are
+                self.log.warn("Job queue recovery: {problem}",
+                              problem=self._move_aside(os.path.join(self.queue_dir, name),
+                                                       name, f"journal {name} had unreadable "
+                                                       "lines"))
+            else:
+                os.unlink(os.path.join(self.queue_dir, name))
 
     def _archive_file(self, job_id: int) -> str:
         """Move a job file into the archive; returns its new path."""
@@ -316,7 +424,7 @@ class JobStore:
         """New job ids; durable with the next commit (which must carry their jobs)."""
         first = self.serial + 1
         self.serial += count
-        self._pending.append(({"t": "serial", "serial": self.serial}, None))
+        self._pending.append(({"t": "serial", "serial": self.serial}, None, False))
         return list(range(first, first + count))
 
     def save(self, job_id: int, data: dict[str, Any]) -> defer.Deferred[None]:
@@ -324,36 +432,76 @@ class JobStore:
 
         ``data`` is serialised when the batch is written, so the caller must not
         change it in between (pass a fresh ``to_dict()``).  The job file follows
-        shortly after, written by the file loop.
+        shortly after, written by the file loop.  If the journal cannot take
+        the record it is retried until it is durable, however long that takes.
         """
         return self._submit({"t": "job", "id": job_id, "data": data})
+
+    def save_new(self, jobs: list[tuple[int, dict[str, Any]]]) -> defer.Deferred[None]:
+        """Persist newly submitted jobs, all in one batch; fires once all are durable.
+
+        If the journal cannot take that batch, nothing of it is kept and the
+        Deferred fails with :class:`JobStoreError` (the submitter is refused).
+        """
+        if not jobs:
+            return defer.succeed(None)
+        waiters = [self._submit({"t": "job", "id": job_id, "data": data}, refusable=True,
+                                kick=False) for job_id, data in jobs]
+        self._kick_commit()
+        done: defer.Deferred[None] = defer.Deferred()
+        gathered = defer.gatherResults(waiters, consumeErrors=True)
+        gathered.addCallbacks(lambda _: done.callback(None),
+                              lambda f: done.errback(f.value.subFailure))
+        return done
 
     def archive(self, job_id: int) -> defer.Deferred[None]:
         """Move a finished job into the archive; fires once it is durable and moved."""
         return self._submit({"t": "archive", "id": job_id})
 
-    def _submit(self, record: dict[str, Any]) -> defer.Deferred[None]:
+    def _submit(self, record: dict[str, Any], refusable: bool = False, kick: bool = True
+                ) -> defer.Deferred[None]:
         d: defer.Deferred[None] = defer.Deferred()
-        self._pending.append((record, d))
+        self._pending.append((record, d, refusable))
+        if kick:
+            self._kick_commit()
+        return d
+
+    def _kick_commit(self) -> None:
         if not self._committing:
             self._committing = True
             defer.Deferred.fromCoroutine(self._commit_loop())
-        return d
 
     async def _commit_loop(self) -> None:
-        """Journal everything pending, one fdatasync per batch, until nothing is left."""
+        """Journal everything pending, one fdatasync per batch, until nothing is left.
+
+        A batch that fails was rolled back: its refusable records (new jobs)
+        are refused, the others go back to the front of the queue and the
+        batch is tried again after a growing pause.
+        """
+        delay = RETRY_FIRST
         try:
             while self._pending:
                 batch, self._pending = self._pending, []
-                records = [r for r, _ in batch]
+                records = [r for r, _, _ in batch]
                 try:
                     rotated, texts = await self._run_blocking(self._journal_batch, records)
                 except Exception as err:
-                    self.log.failure("Writing the job queue journal failed")
-                    for _, d in batch:
-                        if d is not None:
-                            d.errback(err)
+                    self._note_failure("journal", err)
+                    refused = JobStoreError(f"writing the job queue journal failed: "
+                                            f"{_error_text(err)}")
+                    kept = []
+                    for rec, d, refusable in batch:
+                        if refusable and d is not None:
+                            d.errback(refused)
+                        else:
+                            kept.append((rec, d, refusable))
+                    self._pending = kept + self._pending
+                    if self._pending:
+                        await task.deferLater(self.clock, delay)
+                        delay = min(delay * 2, RETRY_MAX)
                     continue
+                delay = RETRY_FIRST
+                self._note_success("journal")
                 self.commits += 1
                 for rec in records:  # hand the files over to the file loop
                     if rec["t"] == "job":
@@ -362,7 +510,7 @@ class JobStore:
                         self._archives.append(rec["id"])
                 if rotated is not None:
                     self._checkpoints.append(rotated)
-                for rec, d in batch:
+                for rec, d, _ in batch:
                     if d is None:
                         continue
                     if rec["t"] == "archive":  # answered once the file has moved
@@ -372,6 +520,39 @@ class JobStore:
                 self._kick_files()
         finally:
             self._committing = False
+
+    @property
+    def failure(self) -> StoreFailure | None:
+        """The current episode of failing writes (journal first), None while all is well."""
+        return self._failures.get("journal") or self._failures.get("files")
+
+    def _note_failure(self, what: str, err: BaseException) -> None:
+        now = self.clock.seconds()
+        action = {"journal": "writing the job queue journal",
+                  "files": "writing job files"}[what]
+        message = f"{action} failed: {_error_text(err)}"
+        current = self._failures.get(what)
+        if current is None:
+            self._failures[what] = StoreFailure(message, now)
+            self._failure_logged = now
+            self.log.error("Job queue: {message}; new jobs are refused and job states are "
+                           "kept in memory until the disk takes them again (free space in "
+                           "{queue_dir})", message=message, queue_dir=self.queue_dir)
+            return
+        current.message = message
+        current.attempts += 1
+        if now - self._failure_logged >= FAILURE_LOG_INTERVAL:
+            self._failure_logged = now
+            self.log.error("Job queue: still failing: {failure}", failure=current.describe())
+
+    def _note_success(self, what: str) -> None:
+        ended = self._failures.pop(what, None)
+        if ended is None:
+            return
+        until = ended.until = self.clock.seconds()
+        self.last_failure = ended
+        self.log.info("Job queue: writes work again after {seconds:.1f}s ({failure})",
+                      seconds=until - ended.since, failure=ended.describe())
 
     def _journal_batch(self, records: list[dict[str, Any]]
                        ) -> tuple[tuple[int, Any] | None, dict[int, str]]:
@@ -390,17 +571,59 @@ class JobStore:
                 lines.append(f'{{"t":"job","id":{int(rec["id"])},"data":{text}}}\n')
             else:
                 lines.append(json.dumps(rec, separators=(",", ":")) + "\n")
-        data = "".join(lines).encode()
-        self._journal.write(data)
-        if self._durable:
-            os.fdatasync(self._journal.fileno())
-        self._journal_size += len(data)
+        self._append("".join(lines).encode())
         if self._journal_size < self._checkpoint_bytes:
             return None, texts
         old = (self._generation, self._journal)
-        self._generation += 1
-        self._open_journal()
+        try:
+            self._generation += 1
+            self._open_journal()
+        except OSError as err:
+            # The batch is committed: a journal that cannot rotate now grows on
+            # and rotation is tried again with the next batch.
+            self._generation -= 1
+            self._journal = old[1]
+            self.log.warn("Job queue: starting a new journal failed ({error}); the "
+                          "current one grows on", error=_error_text(err))
+            return None, texts
         return old, texts
+
+    def _append(self, data: bytes) -> None:
+        """Append ``data`` to the journal completely and sync it, or leave no trace (thread).
+
+        ``write`` may write less than asked (a nearly full disk does, without
+        an error): the rest is written until done or an error is raised.  On
+        any error the journal is cut back to its committed length, so the
+        next batch never lands behind a torn record.
+        """
+        fd = self._journal.fileno()
+        if self._rollback_due:
+            self._rollback(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                written = self._os_write(fd, view)
+                if written <= 0:
+                    raise OSError(errno.EIO, f"write of the journal wrote {written} bytes")
+                view = view[written:]
+            if self._durable:
+                self._os_fdatasync(fd)
+        except BaseException:
+            self._rollback_due = True
+            try:
+                self._rollback(fd)
+            except OSError as err:
+                self.log.error("Job queue: cutting back the journal failed ({error}); "
+                               "tried again before the next write", error=_error_text(err))
+            raise
+        self._journal_size += len(data)
+
+    def _rollback(self, fd: int) -> None:
+        """Cut the journal back to its committed length (thread)."""
+        os.ftruncate(fd, self._journal_size)
+        if self._durable:
+            os.fsync(fd)
+        self._rollback_due = False
 
     # The file loop: job files, archive renames and checkpoints, off the commit path
 
@@ -410,6 +633,7 @@ class JobStore:
             self._files_done = defer.Deferred.fromCoroutine(self._file_loop())
 
     async def _file_loop(self) -> None:
+        delay = RETRY_FIRST
         try:
             while self._unwritten or self._archives or self._checkpoints:
                 unwritten, self._unwritten = self._unwritten, {}
@@ -418,12 +642,22 @@ class JobStore:
                 try:
                     await self._run_blocking(self._write_files, unwritten, archives,
                                              checkpoints, self.serial)
-                except Exception:
-                    # The journal still holds every state: recovery rewrites the files.
-                    self.log.failure("Writing job files failed")
-                else:
-                    if self.on_written is not None and (unwritten or archives):
-                        self.on_written(unwritten, archives)
+                except Exception as err:
+                    # The journal still holds every state; but until these files are
+                    # written no journal may be checkpointed away: hand them back
+                    # (newer states that came meanwhile win) and try again.
+                    self._note_failure("files", err)
+                    for job_id, text in unwritten.items():
+                        self._unwritten.setdefault(job_id, text)
+                    self._archives[:0] = archives
+                    self._checkpoints[:0] = checkpoints
+                    await task.deferLater(self.clock, delay)
+                    delay = min(delay * 2, RETRY_MAX)
+                    continue
+                delay = RETRY_FIRST
+                self._note_success("files")
+                if self.on_written is not None and (unwritten or archives):
+                    self.on_written(unwritten, archives)
                 for job_id in archives:
                     for d in self._archive_waiters.pop(job_id, []):
                         d.callback(None)
@@ -458,10 +692,37 @@ class JobStore:
         self._dirty = set()
         for gen, journal in checkpoints:
             journal.close()
-            os.unlink(os.path.join(self.queue_dir, f"{JOURNAL_PREFIX}{gen}"))
+            fileutil.remove_file(os.path.join(self.queue_dir, f"{JOURNAL_PREFIX}{gen}"))
         if self._durable:
             fileutil.fsync_dir(self.queue_dir)
         self.checkpoints += len(checkpoints)
+
+    def health(self) -> list[tuple[bool, str]]:
+        """Problems for cluster verify: ``(is_error, message)`` (blocking: statvfs).
+
+        A write failure going on is an error; one that ended is reported as a
+        warning (the administrator should know the disk filled), and so is
+        little free space left where the queue lives.
+        """
+        found: list[tuple[bool, str]] = []
+        if self.failure is not None:
+            found.append((True, f"the job queue cannot write: {self.failure.describe()}"))
+        if self.last_failure is not None:
+            found.append((False, "the job queue could not write for a while: "
+                                 f"{self.last_failure.describe()}"))
+        try:
+            st = os.statvfs(self.queue_dir)
+        except OSError as err:
+            found.append((True, f"cannot check free space in {self.queue_dir}: "
+                                f"{_error_text(err)}"))
+            return found
+        free = st.f_bavail * st.f_frsize
+        total = st.f_blocks * st.f_frsize
+        if free < LOW_SPACE_BYTES or (total and free / total < LOW_SPACE_FRACTION):
+            found.append((free < LOW_SPACE_BYTES // 16,
+                          f"only {free // (1024 * 1024)} MiB free of "
+                          f"{total // (1024 * 1024)} MiB in {self.queue_dir} (job queue)"))
+        return found
 
     def wait_idle(self) -> defer.Deferred[None]:
         """Fires when the job files have caught up (for shutdown and tests)."""

@@ -192,7 +192,7 @@ class MasterDaemon(service.MultiService):
                                  nodegroups=[g.name for g in cfg.nodegroups.values()],
                                  instances=[i.name for i in cfg.instances.values()],
                                  networks=[n.name for n in cfg.networks.values()])
-        self.store = JobStore(paths, run_blocking, durable=durable)
+        self.store = JobStore(paths, run_blocking, reactor, durable=durable)
         self.store.on_written = self.replicator.jobs_written
 
         def limits() -> tuple[int, int]:
@@ -269,4 +269,5 @@ class MasterDaemon(service.MultiService):
                          query_fields=self.job_methods.query_fields,
                          owner=handle.owner, rpc=self.rpc, replicator=self.replicator,
                          run_blocking=self.run_blocking, job_texts=self._job_texts,
-                         submit_jobs=self.queue.submit_many)
+                         submit_jobs=self.queue.submit_many,
+                         queue_health=self.store.health)

@@ -23,7 +23,7 @@ def main(root, host, checkpoint_bytes):
     paths = Paths.for_node(root, host)
     pool = ThreadPool(minthreads=2, maxthreads=2)
     store = JobStore(paths, functools.partial(threads.deferToThreadPool, reactor, pool),
-                     checkpoint_bytes=checkpoint_bytes)
+                     reactor, checkpoint_bytes=checkpoint_bytes)
     store.recover()
     pool.start()
 

@@ -4,6 +4,7 @@ import json
 import os
 
 from twisted.internet import defer
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.master.jobstore import JobStore, QueueLockedError
@@ -43,10 +44,11 @@ class JobStoreTestCase(SynchronousTestCase):
     def setUp(self):
         self.paths = node_paths(self.mktemp())
         self.runner = ControlledRunner()
+        self.clock = Clock()
         self.store = self.new_store()
 
     def new_store(self, **kwargs):
-        store = JobStore(self.paths, self.runner, durable=False, **kwargs)
+        store = JobStore(self.paths, self.runner, self.clock, durable=False, **kwargs)
         self.recovered = store.recover()
         self.addCleanup(store.close)
         return store
@@ -86,18 +88,20 @@ class SaveTest(JobStoreTestCase):
         self.assertEqual(self.store.commits, 2)  # the first batch, then everything queued
         self.assertEqual(self.job_file(ids[1])["ops"][0]["status"], "running")
 
-    def test_write_failure_fails_the_batch_and_the_store_goes_on(self):
+    def test_write_failure_is_retried_and_the_store_goes_on(self):
         (jid,) = self.store.allocate_ids(1)
         journal = self.store._journal
         self.store._journal = None  # writing now raises
         d = self.store.save(jid, job(jid))
         self.runner.run_all()
-        self.failureResultOf(d, AttributeError)
-        self.flushLoggedErrors(AttributeError)
+        self.assertNoResult(d)  # kept, not failed: it is tried again
+        self.assertIsNotNone(self.store.failure)
         self.store._journal = journal
-        d2 = self.store.save(jid, job(jid))
+        self.clock.advance(1)
         self.runner.run_all()
-        self.successResultOf(d2)
+        self.successResultOf(d)
+        self.assertIsNone(self.store.failure)
+        self.assertEqual(self.job_file(jid), job(jid))
 
 
 class RecoveryTest(JobStoreTestCase):
@@ -171,7 +175,7 @@ class RecoveryTest(JobStoreTestCase):
         self.assertEqual(rec.serial, 10)  # ids of files moved aside are never reused
 
     def test_queue_is_locked(self):
-        other = JobStore(self.paths, self.runner, durable=False)
+        other = JobStore(self.paths, self.runner, self.clock, durable=False)
         with self.assertRaises(QueueLockedError):
             other.recover()
 

@@ -9,6 +9,7 @@ import sys
 import threading
 
 from twisted.internet import defer
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.master.jobstore import JobStore
@@ -20,7 +21,7 @@ KILLS = 15
 
 class JobStoreCrashTest(SynchronousTestCase):
     def recover(self, paths):
-        store = JobStore(paths, lambda fn, *a: defer.maybeDeferred(fn, *a))
+        store = JobStore(paths, lambda fn, *a: defer.maybeDeferred(fn, *a), Clock())
         rec = store.recover()
         store.close()
         return rec

@@ -44,6 +44,8 @@ class LUContext:
     run_blocking: Callable[..., defer.Deferred[Any]] = field(default=defer.maybeDeferred)
     job_texts: Callable[[], dict[int, str]] = field(default=dict)
     submit_jobs: Callable[[list[list[dict[str, Any]]]], Awaitable[list[Any]]] | None = None
+    # the job queue's problems for cluster verify: (is_error, message); blocking
+    queue_health: Callable[[], list[tuple[bool, str]]] = field(default=list)
 
 
 class LogicalUnit:

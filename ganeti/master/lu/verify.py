@@ -30,6 +30,7 @@ ENODETIME = ("node", "ENODETIME")
 ENODESSCONF = ("node", "ENODESSCONF")
 ENODEHOSTNAME = ("node", "ENODEHOSTNAME")
 ENODEREPLICATION = ("node", "ENODEREPLICATION")
+ENODESETUP = ("node", "ENODESETUP")
 
 
 class _Verifier(LogicalUnit):
@@ -110,6 +111,11 @@ class LUClusterVerifyConfig(_Verifier):
         if offline:
             self.ctx.feedback("message", f"  - NOTICE: {len(offline)} offline node(s) found: "
                                          f"{', '.join(offline)}")
+        self._step("Verifying the job queue")
+        master = cfg.nodes.get(cfg.cluster.master_node)
+        for is_error, message in await self.ctx.run_blocking(self.ctx.queue_health):
+            self._report(ENODESETUP, master.name if master else "", message,
+                         warning=not is_error)
         if self.op.get("debug_simulate_errors"):
             self._report(ECLUSTERCFG, "", "simulated error")
         return not self.bad
