@@ -18,7 +18,6 @@ from ganeti.master.jobstore import JobStore, JobStoreError
 from tests.fakes.configs import node_paths
 from tests.master.test_jobstore import ControlledRunner, job
 
-
 REAL_ATOMIC_WRITE = fileutil.atomic_write
 
 
