@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from ganeti import version
 from ganeti.cli.framework import ToolParser, UsageError
 from ganeti.confd import client
-from ganeti.core import constants, errors
+from ganeti.core import constants, errors, serializer
 from ganeti.core.paths import Paths
 
 TOOL = "ganeti-confd-query"
@@ -117,7 +117,7 @@ def parse_query(text: str | None) -> Any:
         return None
     if text.lstrip().startswith(("{", "[", '"')):
         try:
-            value = json.loads(text)
+            value = serializer.load_json(text)
         except ValueError as err:
             raise UsageError(f"QUERY is not valid JSON: {err}") from None
         if not isinstance(value, dict | str):

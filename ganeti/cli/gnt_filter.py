@@ -21,7 +21,7 @@ from typing import Any
 from ganeti.cli import table
 from ganeti.cli.framework import Command, Context, run_tool
 from ganeti.core import constants as c
-from ganeti.core import jobfilters
+from ganeti.core import jobfilters, serializer
 
 DESCRIPTION = ("Ganeti job filter rule administration: add, replace, delete, list, "
                "list-fields, info.")
@@ -60,7 +60,7 @@ def filter_action(text: str) -> Any:
 def json_list(text: str) -> list[Any]:
     """An argparse type for ``--predicates``: a JSON list."""
     try:
-        value = json.loads(text)
+        value = serializer.load_json(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"not valid JSON ({err}): {text!r}") from None
     if not isinstance(value, list):

@@ -15,6 +15,8 @@ import socket
 import ssl
 from typing import Any
 
+from ganeti.core import serializer
+
 
 def read_credentials(path: str) -> tuple[str, str]:
     """``(user, password)`` from a ``user password`` line (the vcluster's rapi-credentials)."""
@@ -59,7 +61,7 @@ def request(address: str, port: int, method: str, path: str, *,
         response = conn.getresponse()
         raw = response.read()
         try:
-            value = json.loads(raw) if raw else None
+            value = serializer.load_json(raw) if raw else None
         except ValueError:
             value = raw.decode("utf-8", "replace")
         return response.status, value

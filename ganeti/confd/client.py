@@ -26,7 +26,7 @@ from typing import Any
 
 from twisted.internet import defer
 from twisted.internet.protocol import DatagramProtocol
-from twisted.python import log
+from twisted.logger import Logger
 
 from ganeti.confd import protocol
 from ganeti.core import constants, ssconf
@@ -62,6 +62,10 @@ ROLE_NAMES = {0: "master", 1: "candidate", 2: "offline", 3: "drained", 4: "regul
 DEFAULT_COVERAGE = 6
 DEFAULT_EXPIRY = 10.0
 MAX_UDP_DATA_SIZE = 61440
+#: Seconds between two log lines about replies dropped for the same reason.
+DROP_LOG_INTERVAL = 60.0
+
+_log = Logger()
 
 
 class ConfdError(Exception):
@@ -166,7 +170,12 @@ def encode_request(hmac_key: bytes, req_type: int, query: Any, rsalt: str,
 
 def decode_reply(hmac_key: bytes, data: bytes) -> tuple[str, int, Any, int] | None:
     """``(salt, status, answer, serial)`` of a reply datagram, or None if it is not a
-    well-formed reply signed with ``hmac_key``."""
+    well-formed reply signed with ``hmac_key``.
+
+    Replies come from the network: the HMAC is checked before the inner
+    message is parsed, and every parse is bounded in depth (see
+    :mod:`ganeti.confd.protocol`).
+    """
     try:
         text, salt = protocol.unpack(hmac_key, data)
         reply = protocol.parse_reply(text)
@@ -259,6 +268,8 @@ class ConfdClient:
         self.rng = rng or random.Random()
         self._listening: Any = None
         self._pending: dict[str, tuple[_Pending, defer.Deferred[ConfdResult], Any]] = {}
+        # Anyone can send datagrams to our port: one line per reason per interval.
+        self.drops = protocol.RateLimitedLog(self.clock, _log, DROP_LOG_INTERVAL)
 
     @classmethod
     def from_paths(cls, reactor: Any, paths: Paths, **kwargs: Any) -> ConfdClient:
@@ -293,18 +304,19 @@ class ConfdClient:
             try:
                 transport.write(data, (peer, self.port))
             except OSError as err:
-                log.msg(f"confd client: cannot send to {peer}: {err}")
+                _log.warn("confd client: cannot send to {peer}: {error}", peer=peer,
+                          error=err)
         return d
 
     def _received(self, data: bytes, host: str, port: int) -> None:
         decoded = decode_reply(self.hmac_key, data)
         if decoded is None:
-            log.msg(f"confd client: dropped a malformed or mis-signed reply from {host}")
+            self.drops.drop("malformed or mis-signed reply", host)
             return
         salt, status, answer, serial = decoded
         entry = self._pending.get(salt)
         if entry is None:
-            log.msg(f"confd client: dropped a reply from {host} for an unknown request")
+            self.drops.drop("reply for an unknown or expired request", host)
             return
         pending, d, timer = entry
         if pending.add(ConfdReply(host, port, status, answer, serial)):

@@ -1,4 +1,4 @@
-"""The confd wire format (pure: no reactor, no clock).
+"""The confd wire format (pure: no reactor; the drop log takes an injected clock).
 
 A datagram is the fourcc ``plj0`` followed by the JSON text of a signed
 envelope ``{"msg": <JSON text>, "salt": <str>, "hmac": <hex>}``, where
@@ -8,26 +8,39 @@ envelope ``{"msg": <JSON text>, "salt": <str>, "hmac": <hex>}``, where
 reply ``{"protocol": 1, "status": int, "answer": json, "serial": int}``.
 Requests are salted with the sender's unix time; replies with the request's
 ``rsalt``. See docs/confd.md.
+
+Parsing is bounded and ordered so that unauthenticated input is never parsed
+deeply: the envelope, flat by definition, is loaded with a nesting bound of
+:data:`ENVELOPE_MAX_DEPTH` (one object of strings); the HMAC is checked over
+the ``msg`` string as received; only a correctly signed ``msg`` is parsed,
+with the general bound :data:`ganeti.core.serializer.MAX_JSON_DEPTH`.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import hmac
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti.core import constants
+from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
+
+from ganeti.core import constants, serializer
 
 FOURCC = constants.CONFD_MAGIC_FOURCC
 PROTOCOL_VERSION = constants.CONFD_PROTOCOL_VERSION
 MAX_TYPE = max(constants.CONFD_REQS_ALL)
+#: The envelope is one object whose values are strings: nothing in it nests.
+ENVELOPE_MAX_DEPTH = 1
 
 __all__ = [
     "FOURCC", "PROTOCOL_VERSION", "BadMessage", "Request", "Reply", "sign", "unpack",
     "hmac_hex", "unpack_signed", "dump_message", "make_request", "parse_request", "make_reply",
     "parse_reply", "pack_request", "pack_reply", "salt_time", "normalize_query",
+    "ENVELOPE_MAX_DEPTH", "RateLimitedLog",
 ]
 
 
@@ -85,8 +98,10 @@ def unpack_signed(key: bytes, datagram: bytes) -> tuple[str, str, str]:
     if not datagram.startswith(FOURCC):
         raise BadMessage("wrong fourcc")
     try:
-        envelope = json.loads(datagram[len(FOURCC):].decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        envelope = serializer.load_json(datagram[len(FOURCC):], max_depth=ENVELOPE_MAX_DEPTH)
+    except serializer.JsonTooDeep:
+        raise BadMessage("envelope is not a flat object") from None
+    except ValueError:  # UnicodeDecodeError included
         raise BadMessage("envelope is not JSON") from None
     if not isinstance(envelope, dict):
         raise BadMessage("envelope is not an object")
@@ -146,8 +161,11 @@ def make_request(type: int, query: Any, rsalt: str) -> dict[str, Any]:
 
 
 def _load_object(msg_text: str) -> dict[str, Any]:
+    # Only ever called on a msg whose HMAC verified (or on our own text).
     try:
-        data = json.loads(msg_text)
+        data = serializer.load_json(msg_text)
+    except serializer.JsonTooDeep:
+        raise BadMessage("message nested too deep") from None
     except ValueError:
         raise BadMessage("message is not JSON") from None
     if not isinstance(data, dict):
@@ -206,3 +224,57 @@ def salt_time(salt: str) -> int:
     if not text or len(text) > 20 or not text.lstrip("-").isdigit() or not text.isascii():
         raise BadMessage("salt is not a timestamp")
     return int(text)
+
+
+class RateLimitedLog:
+    """At most one log line per reason per ``interval`` seconds (counts the rest).
+
+    Bounded whatever the input: reasons are cut to :attr:`MAX_REASON`
+    characters, and once :attr:`max_reasons` distinct reasons were reported
+    within one interval, further new ones share the line of
+    :data:`OTHER_REASONS`.  So a flood of bad datagrams costs at most
+    ``max_reasons + 1`` lines per interval, and the memory of a few dozen
+    entries.
+    """
+
+    MAX_REASON = 200
+    OTHER_REASONS = "other reasons (too many distinct reasons to report each)"
+
+    def __init__(self, clock: IReactorTime, logger: Logger, interval: float = 60.0,
+                 max_reasons: int = 32) -> None:
+        self.clock = clock
+        self.logger = logger
+        self.interval = interval
+        self.max_reasons = max_reasons
+        self._last: dict[str, float] = {}
+        self._suppressed: collections.Counter[str] = collections.Counter()
+
+    def _tracked(self) -> int:
+        return len(self._last) - (self.OTHER_REASONS in self._last)
+
+    def _key(self, reason: str, now: float) -> str:
+        reason = reason if len(reason) <= self.MAX_REASON else reason[:self.MAX_REASON] + "..."
+        if reason in self._last or self._tracked() < self.max_reasons:
+            return reason
+        # Forget reasons whose interval is over (a count still suppressed for
+        # one of them is lost with it: a bound matters more than that count).
+        for old, when in list(self._last.items()):
+            if now - when >= self.interval and old != self.OTHER_REASONS:
+                del self._last[old]
+                self._suppressed.pop(old, None)
+        return reason if self._tracked() < self.max_reasons else self.OTHER_REASONS
+
+    def drop(self, reason: str, peer: Any) -> bool:
+        """Record a dropped datagram; returns True if a line was logged."""
+        now = self.clock.seconds()
+        reason = self._key(reason, now)
+        last = self._last.get(reason)
+        if last is not None and now - last < self.interval:
+            self._suppressed[reason] += 1
+            return False
+        self._last[reason] = now
+        more = self._suppressed.pop(reason, 0)
+        self.logger.info("Dropped confd datagram from {peer}: {reason}"
+                         " ({suppressed} more since the last report)",
+                         peer=peer, reason=reason, suppressed=more)
+        return True

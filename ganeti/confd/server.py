@@ -20,11 +20,14 @@ from twisted.internet.protocol import DatagramProtocol
 from twisted.logger import Logger
 
 from ganeti.confd import protocol
-from ganeti.confd.protocol import BadMessage, Request
+from ganeti.confd.protocol import BadMessage, RateLimitedLog, Request
 from ganeti.core import constants
 from ganeti.core.objects import ConfigData, Disk, Instance, Node
 
 Answer = tuple[int, Any, int]
+
+__all__ = ["ConfdAnswerer", "ConfdProtocol", "RateLimitedLog", "ReplayCache", "Stats",
+           "json_pointer"]
 
 #: Datagrams larger than this are dropped unread (the client's own limit).
 MAX_DATAGRAM = constants.MAX_UDP_DATA_SIZE
@@ -325,31 +328,6 @@ class ReplayCache:
         return True
 
 
-class RateLimitedLog:
-    """At most one log line per reason per ``interval`` seconds (counts the rest)."""
-
-    def __init__(self, clock: IReactorTime, logger: Logger, interval: float = 60.0) -> None:
-        self.clock = clock
-        self.logger = logger
-        self.interval = interval
-        self._last: dict[str, float] = {}
-        self._suppressed: collections.Counter[str] = collections.Counter()
-
-    def drop(self, reason: str, peer: Any) -> bool:
-        """Record a dropped datagram; returns True if a line was logged."""
-        now = self.clock.seconds()
-        last = self._last.get(reason)
-        if last is not None and now - last < self.interval:
-            self._suppressed[reason] += 1
-            return False
-        self._last[reason] = now
-        more = self._suppressed.pop(reason, 0)
-        self.logger.info("Dropped confd datagram from {peer}: {reason}"
-                         " ({suppressed} more since the last report)",
-                         peer=peer, reason=reason, suppressed=more)
-        return True
-
-
 @dataclass
 class Stats:
     """Counters of the server protocol (for tests, logs and the benchmark)."""
@@ -417,7 +395,15 @@ class ConfdProtocol(DatagramProtocol):
         return reply
 
     def datagramReceived(self, datagram: bytes, addr: Any) -> None:
-        reply = self.handle(datagram, addr)
+        try:
+            reply = self.handle(datagram, addr)
+        except Exception as err:  # a datagram must never cost a traceback
+            # handle() drops every bad input it knows of; anything else is a
+            # bug, reported like a bad datagram so that a flood of the
+            # datagrams that trigger it cannot flood the log.
+            self.stats.dropped += 1
+            self.drops.drop(f"internal error: {type(err).__name__}: {err}", addr)
+            return
         if reply is not None and self.transport is not None:
             try:
                 self.transport.write(reply, addr)

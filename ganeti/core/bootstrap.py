@@ -25,11 +25,11 @@ from ganeti.core import config as configmod
 from ganeti.core import constants, crypto, fileutil, params, ssconf, uidpool
 from ganeti.core.errors import ECODE_ENVIRON, ECODE_INVAL, ECODE_RESOLVER, OpPrereqError
 from ganeti.core.objects import Cluster, ConfigData, Node, NodeGroup
+from ganeti.core.opcodes import kinds
 from ganeti.core.paths import Paths
 
-_MAC_PREFIX_RE = re.compile(r"^[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*"
-                      r"[A-Za-z0-9])?)*$")
+# Matched whole (fullmatch): "$" would accept a value ending in a newline.
+_MAC_PREFIX_RE = re.compile(r"[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}")
 BE_SIZES = frozenset({constants.BE_MAXMEM, constants.BE_MINMEM})
 DEFAULT_RAPI_USER = "gnt-admin"
 
@@ -90,7 +90,7 @@ def _check_ip(value: str, what: str) -> str:
 
 
 def _check_name(value: str, what: str) -> str:
-    if not value or len(value) > 255 or not _NAME_RE.match(value):
+    if not kinds.is_hostname(value):
         raise OpPrereqError(f"Invalid {what} {value!r}: not a valid host name", ECODE_INVAL)
     return value
 
@@ -165,7 +165,7 @@ def build_config(opts: InitOptions, paths: Paths, now: float | None = None) -> C
                             ECODE_INVAL)
     if opts.candidate_pool_size < 1:
         raise OpPrereqError("--candidate-pool-size must be at least 1", ECODE_INVAL)
-    if not _MAC_PREFIX_RE.match(opts.mac_prefix):
+    if not _MAC_PREFIX_RE.fullmatch(opts.mac_prefix):
         raise OpPrereqError(f"Invalid --mac-prefix {opts.mac_prefix!r}: use three "
                             "lower-case hex octets such as aa:00:00", ECODE_INVAL)
     if not opts.master_netdev or "/" in opts.master_netdev:

@@ -33,8 +33,8 @@ from ganeti.core.jobs import QueuedJob, QueuedOpCode
 
 T = TypeVar("T")
 
-_NAME_RE = re.compile(r"^[a-z0-9/._]+$")
-_TITLE_RE = re.compile(r"^[^\s]+$")
+_NAME_RE = re.compile(r"[a-z0-9/._]+")  # both matched whole (fullmatch)
+_TITLE_RE = re.compile(r"[^\s]+")
 
 
 class Special:
@@ -66,9 +66,9 @@ class Field(Generic[T]):
     hostname: bool = False
 
     def __post_init__(self) -> None:
-        if not _NAME_RE.match(self.name):
+        if not _NAME_RE.fullmatch(self.name):
             raise ValueError(f"bad field name {self.name!r}")
-        if not _TITLE_RE.match(self.title):
+        if not _TITLE_RE.fullmatch(self.title):
             raise ValueError(f"field {self.name}: bad title {self.title!r}")
         if self.kind not in c.QFT_ALL or self.kind == c.QFT_UNKNOWN:
             raise ValueError(f"field {self.name}: bad kind {self.kind!r}")

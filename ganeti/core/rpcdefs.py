@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ganeti.core import serializer
+
 # Timeout classes, in seconds (Ganeti's RPC_TMO_* values).
 TMO_FAST = 10
 TMO_NORMAL = 60
@@ -30,7 +32,9 @@ ENCODING_NONE = 0
 ENCODING_ZLIB_BASE64 = 1
 
 # Paths travel as they are on a node without GANETI_ROOTDIR; see to_wire_path.
-_SSCONF_KEY_RE = re.compile(r"^[a-z0-9_-]+$")
+# Names from the wire are matched whole (fullmatch): "$" also matches before a
+# final newline, which let ``evil\n`` through.
+_SSCONF_KEY_RE = re.compile(r"[a-z0-9_-]+")
 
 
 class RpcArgumentError(ValueError):
@@ -69,7 +73,7 @@ def _is_content(v: Any) -> bool:
 
 
 def _is_str_dict(v: Any) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and _SSCONF_KEY_RE.match(k)
+    return isinstance(v, dict) and all(isinstance(k, str) and _SSCONF_KEY_RE.fullmatch(k)
                                        and isinstance(x, str) for k, x in v.items())
 
 
@@ -215,11 +219,32 @@ def encode_reply(success: bool, payload: Any) -> bytes:
     return json.dumps([bool(success), payload]).encode("utf-8")
 
 
-def decode_reply(body: bytes) -> tuple[bool, Any]:
-    """``(success, payload)`` from a reply body; RpcReplyError if malformed."""
+def decode_request(call: RpcCall, body: bytes) -> list[Any]:
+    """The checked arguments of a PUT body; RpcArgumentError (HTTP 400) if malformed.
+
+    The body is parsed with a bounded nesting depth, so a deeply nested body
+    is a bad request like any other malformed one.  An empty body is no JSON
+    value at all, which :meth:`RpcCall.check_args` refuses (arguments are a
+    JSON list, ``[]`` for none).
+    """
     try:
-        value = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
+        value = serializer.load_json(body) if body else None
+    except serializer.JsonTooDeep as err:
+        raise RpcArgumentError(f"{call.name}: the body is not acceptable JSON: {err}") from None
+    except ValueError as err:  # UnicodeDecodeError included
+        raise RpcArgumentError(f"{call.name}: the body is not JSON: {err}") from None
+    return call.check_args(value)
+
+
+def decode_reply(body: bytes) -> tuple[bool, Any]:
+    """``(success, payload)`` from a reply body; RpcReplyError if malformed.
+
+    Node answers are parsed with a bounded nesting depth: a broken or hostile
+    node daemon gives a failed result, never an exception in the master.
+    """
+    try:
+        value = serializer.load_json(body)
+    except ValueError as err:  # JsonTooDeep and UnicodeDecodeError included
         raise RpcReplyError(f"reply is not JSON: {err}") from None
     if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], bool)):
         raise RpcReplyError("reply is not [success, payload]")

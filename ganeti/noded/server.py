@@ -2,14 +2,14 @@
 
 ``PUT /<call>`` with a JSON list body.  Answers: 200 with ``[true, result]``
 or ``[false, message]`` (the call ran and failed); 400 with
-``[false, message]`` for a body that is not JSON or arguments that do not
+``[false, message]`` for a body that is not JSON (or nests deeper than
+:data:`ganeti.core.serializer.MAX_JSON_DEPTH`) or arguments that do not
 match the table; 404 for an unknown call; 405 for any method but PUT; 413
 for a body over the limit.  A body over the limit is not buffered.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from twisted.internet import defer
@@ -74,9 +74,9 @@ class NodeRpcResource(resource.Resource):
         call, handler = entry
         body = request.content.read() if request.content is not None else b""
         try:
-            args = call.check_args(json.loads(body.decode("utf-8")) if body else None)
-        except (UnicodeDecodeError, ValueError) as err:
-            return _reply(request, http.BAD_REQUEST, False, f"{call.name}: bad request: {err}")
+            args = rpcdefs.decode_request(call, body)
+        except rpcdefs.RpcArgumentError as err:
+            return _reply(request, http.BAD_REQUEST, False, f"bad request: {err}")
         d = defer.maybeDeferred(handler, self.ctx, *args)
         d.addCallbacks(lambda result: self._finish(request, call.name, True, result),
                        lambda f: self._failed(request, call.name, f))

@@ -4,15 +4,20 @@ Calls and their timeouts come from :data:`ganeti.core.rpcdefs.CALLS`; the
 arguments are checked against the table before anything is sent.  Offline
 nodes are answered at once without contact.  Connections are kept in a
 persistent pool, so a node is usually reached over an existing TLS session.
+Answers are input from another machine: a reply body is read up to
+:data:`MAX_REPLY_BODY` bytes and parsed with a bounded nesting depth, so a
+broken or hostile node daemon gives a failed :class:`RpcResult`, never an
+exception or unbounded memory in the master.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from twisted.internet import defer, error
+from twisted.internet import defer, error, protocol
+from twisted.internet.interfaces import IPushProducer
 from twisted.python.failure import Failure
 from twisted.web import client as webclient
 from twisted.web.http_headers import Headers
@@ -24,6 +29,53 @@ from ganeti.rpc.tls import ClusterCertificate, ClusterTLSPolicy
 
 OFFLINE_MSG = "Node is marked offline"
 CONNECT_TIMEOUT = 10.0
+#: The largest reply body read from a node (noded's own request limit).
+MAX_REPLY_BODY = 64 * 1024 * 1024
+
+
+class ReplyTooLarge(Exception):
+    """A node's reply body exceeds the client's limit."""
+
+
+class _BoundedBody(protocol.Protocol):
+    """Collects a response body up to ``limit`` bytes, then aborts the connection."""
+
+    def __init__(self, limit: int, done: defer.Deferred[bytes]) -> None:
+        self.limit = limit
+        self.done: defer.Deferred[bytes] | None = done
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.done is None:
+            return
+        self.size += len(data)
+        if self.size > self.limit:
+            done, self.done = self.done, None
+            self.parts = []
+            if self.transport is not None:
+                # deliverBody's transport is a push producer: stopping it drops
+                # the connection, so no more of the body is read
+                cast(IPushProducer, self.transport).stopProducing()
+            done.errback(ReplyTooLarge(f"reply body larger than {self.limit} bytes"))
+            return
+        self.parts.append(data)
+
+    def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
+        if self.done is None:
+            return
+        done, self.done = self.done, None
+        if reason.check(webclient.ResponseDone):
+            done.callback(b"".join(self.parts))
+        else:
+            done.errback(reason)
+
+
+def read_body(response: Any, limit: int = MAX_REPLY_BODY) -> defer.Deferred[bytes]:
+    """The body of ``response``; errbacks with :class:`ReplyTooLarge` past ``limit``."""
+    done: defer.Deferred[bytes] = defer.Deferred()
+    response.deliverBody(_BoundedBody(limit, done))
+    return done
 
 
 @dataclass(frozen=True)
@@ -97,9 +149,10 @@ class RpcClient:
 
     def __init__(self, reactor: Any, cluster: ClusterCertificate,
                  port: int, connect_timeout: float = CONNECT_TIMEOUT,
-                 max_per_node: int = 2) -> None:
+                 max_per_node: int = 2, max_reply: int = MAX_REPLY_BODY) -> None:
         self.reactor = reactor
         self.port = port
+        self.max_reply = max_reply
         self.pool = webclient.HTTPConnectionPool(reactor, persistent=True)
         self.pool.maxPersistentPerHost = max_per_node
         self.agent = webclient.Agent(reactor, contextFactory=ClusterTLSPolicy(cluster),
@@ -114,7 +167,10 @@ class RpcClient:
             b"PUT", self._url(node.ip, call.name),
             Headers({b"content-type": [b"application/json"]}),
             _BytesProducer(body))
-        data = await webclient.readBody(response)
+        try:
+            data = await read_body(response, self.max_reply)
+        except ReplyTooLarge as err:
+            return RpcResult(node.name, False, fail_msg=f"HTTP {response.code}: {err}")
         try:
             success, payload = rpcdefs.decode_reply(data)
         except rpcdefs.RpcReplyError as err:

@@ -23,8 +23,10 @@ from ganeti.core.opcodes import kinds
 from ganeti.core.opcodes.kinds import Kind, KindMismatch
 
 OP_ID_KEY = "OP_ID"
-_OP_ID_RE = re.compile(r"^OP_[A-Z0-9]+(?:_[A-Z0-9]+)*$")
-_JOB_ID_RE = re.compile(rf"^{constants.JOB_ID_TEMPLATE}$")
+# Matched whole (fullmatch; "$" accepts a final newline), ASCII digits only
+# (int() would take "\u0661" or " 7\n" as well).
+_OP_ID_RE = re.compile(r"OP_[A-Z0-9]+(?:_[A-Z0-9]+)*")
+_JOB_ID_RE = re.compile(constants.JOB_ID_TEMPLATE, re.ASCII)
 
 @dataclass(frozen=True)
 class Param:
@@ -103,7 +105,7 @@ class OpCode:
     _by_name: dict[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not _OP_ID_RE.match(self.op_id):
+        if not _OP_ID_RE.fullmatch(self.op_id):
             raise ValueError(f"bad OP_ID {self.op_id!r}")
         by_name: dict[str, Param] = {}
         for param in COMMON_PARAMS + self.params:
@@ -225,7 +227,7 @@ def _job_id_check(value: Any) -> Any:
         raise KindMismatch("a job id", value)
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and _JOB_ID_RE.match(value):
+    if isinstance(value, str) and _JOB_ID_RE.fullmatch(value):
         return value
     raise KindMismatch("a job id (integer, negative for relative, or numeric string)", value)
 

@@ -91,6 +91,34 @@ NON_EMPTY_STRING = simple("a non-empty string", lambda v: isinstance(v, str) and
 OBJECT = simple("an object with string keys",
                 lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v))
 
+#: A DNS host name: dot-separated labels of ASCII letters, digits and inner
+#: hyphens.  Matched whole (fullmatch): with ``re.match`` and ``$`` a name
+#: ending in a newline would pass.
+HOSTNAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+                         r"(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*")
+MAX_HOSTNAME_LEN = 255
+
+
+def is_hostname(value: Any) -> bool:
+    """Whether ``value`` is a string that is a host name as a whole."""
+    return (isinstance(value, str) and len(value) <= MAX_HOSTNAME_LEN
+            and HOSTNAME_RE.fullmatch(value) is not None)
+
+
+def is_printable_name(value: Any) -> bool:
+    """A non-empty one-line name: printable characters (space allowed inside), no
+    control characters, line separators or surrounding spaces.
+
+    Names end up in line-oriented files (ssconf, ``gnt-* list`` output), where
+    a newline would forge an extra entry.
+    """
+    return (isinstance(value, str) and value != "" and value.isprintable()
+            and value.strip() == value)
+
+
+HOSTNAME = simple("a host name", is_hostname)
+PRINTABLE_NAME = simple("a one-line printable name", is_printable_name)
+
 
 def int_range(low: int | None = None, high: int | None = None) -> Kind:
     """An integer in ``[low, high]`` (either bound may be open)."""

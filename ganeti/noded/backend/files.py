@@ -21,7 +21,8 @@ from ganeti.core.paths import Paths
 from ganeti.noded.backend import NodeContext, RPCFail
 
 EXTRA_ALLOWED_FILE = "upload-allowed-files"
-_SSCONF_RE = re.compile(r"^ssconf_[a-z0-9_-]+$")
+# Matched whole (fullmatch): "$" would also accept ``ssconf_x\n``.
+_SSCONF_RE = re.compile(r"ssconf_[a-z0-9_-]+")
 
 
 def extra_allowed_path(paths: Paths) -> str:
@@ -46,7 +47,7 @@ def is_allowed(paths: Paths, local_path: str) -> bool:
     if local_path in fixed:
         return True
     if (os.path.dirname(local_path) == paths.data_dir
-            and _SSCONF_RE.match(os.path.basename(local_path))):
+            and _SSCONF_RE.fullmatch(os.path.basename(local_path))):
         return True
     return local_path in _extra_allowed(paths)
 

@@ -19,7 +19,8 @@ from ganeti.core import fileutil, rpcdefs
 from ganeti.core.paths import Paths
 from ganeti.noded.backend import NodeContext, RPCFail
 
-_NAME_RE = re.compile(r"^(job-[0-9]+|serial|archive/[0-9]+/job-[0-9]+)$")
+# Matched whole (fullmatch): "$" would also accept a name ending in a newline.
+_NAME_RE = re.compile(r"job-[0-9]+|serial|archive/[0-9]+/job-[0-9]+")
 FILE_MODE = 0o600
 LOCK_NAME = "lock"
 
@@ -29,7 +30,7 @@ def queue_path(paths: Paths, name: str) -> str:
     wire_queue = rpcdefs.to_wire_path(paths.root, paths.queue_dir) + "/"
     if name.startswith(wire_queue):
         name = name[len(wire_queue):]
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         raise RPCFail(f"invalid job queue file name {name!r}")
     return os.path.join(paths.queue_dir, name)
 

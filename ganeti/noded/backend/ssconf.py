@@ -13,7 +13,8 @@ from ganeti.core.paths import Paths
 from ganeti.noded.backend import NodeContext
 
 SSCONF_PREFIX = "ssconf_"
-SSCONF_NAME_RE = re.compile(r"^ssconf_[a-z0-9_-]+$")
+#: Matched whole (fullmatch), so that ``ssconf_x\n`` is no ssconf file.
+SSCONF_NAME_RE = re.compile(r"ssconf_[a-z0-9_-]+")
 
 
 def ssconf_files(paths: Paths) -> list[tuple[str, str]]:
@@ -23,7 +24,7 @@ def ssconf_files(paths: Paths) -> list[tuple[str, str]]:
     except FileNotFoundError:
         return []
     return sorted((e.name[len(SSCONF_PREFIX):], e.path) for e in entries
-                  if SSCONF_NAME_RE.match(e.name) and e.is_file(follow_symlinks=False))
+                  if SSCONF_NAME_RE.fullmatch(e.name) and e.is_file(follow_symlinks=False))
 
 
 def _write_all(paths: Paths, values: dict[str, str]) -> None:
