@@ -9,6 +9,7 @@ before the parser or any code walking the result could exhaust the stack.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -17,7 +18,9 @@ from typing import Any
 #: own documents (config.data, jobs, opcodes, query filters) stay below 20.
 MAX_JSON_DEPTH = 100
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_RUNS = re.compile(r"\[+|\]+")
+_STRIP_PASSES = 8
 
 
 class _BracketsOnly(dict[int, str | None]):
@@ -42,18 +45,31 @@ def dump_json(data: Any, pretty: bool = False) -> str:
 
 
 def _skeleton_depth_over(skeleton: str, max_depth: int) -> bool:
-    """Whether a skeleton of ``[``/``]`` nests deeper than ``max_depth``.
+    """Whether a skeleton of ``[``/``]`` nests deeper than ``max_depth``, in linear time.
 
-    Each pass strips the innermost pairs, one level; pairs left after
-    ``max_depth`` passes are deeper.  Unbalanced brackets are left to the
-    parser to report.
+    A run of more than ``max_depth`` opening brackets settles it at once.
+    Otherwise a few passes strip the innermost pairs (each pass lowers the
+    depth by exactly one and leaves at most a fraction of the runs), then the
+    depth is the largest prefix sum over the alternating runs that remain.
+    Unbalanced brackets are left to the parser to report.
     """
-    for _ in range(max_depth):
+    if "[" * (max_depth + 1) in skeleton:
+        return True
+    stripped_levels = 0
+    for _ in range(_STRIP_PASSES):
         stripped = skeleton.replace("[]", "")
-        if stripped == skeleton or not stripped:
-            return False
+        if stripped == skeleton:
+            break
         skeleton = stripped
-    return "[]" in skeleton
+        stripped_levels += 1
+        if not skeleton:
+            return stripped_levels > max_depth
+    runs = [len(run) for run in _RUNS.findall(skeleton)]
+    if not runs:
+        return stripped_levels > max_depth
+    first = 0 if skeleton[0] == "[" else 1  # runs alternate: opening, closing, ...
+    runs[1 - first::2] = [-n for n in runs[1 - first::2]]
+    return max(itertools.accumulate(runs)) + stripped_levels > max_depth
 
 
 def check_depth(text: str, max_depth: int = MAX_JSON_DEPTH) -> None:
