@@ -2,12 +2,22 @@
 
 Tools are short-lived processes without a reactor, so a plain socket is the
 simplest correct client.  Daemons use the Twisted client instead.
+
+Connecting retries while the socket's listen backlog is full (``EAGAIN``:
+many clients at once, masterd busy for a moment), as Ganeti's client does,
+for at most the connect timeout; only then is the master called unreachable.
+A missing socket or a refused connection fails at once, so tools can tell
+the user quickly that the master daemon is down.
 """
 
 from __future__ import annotations
 
 import errno
+import os
+import random
 import socket
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ganeti.core import constants, errors
@@ -38,14 +48,60 @@ class LuxiMethods:
         return result
 
 
+class BacklogRetry:
+    """Delays between connection attempts while the listen backlog is full.
+
+    Short at first (the backlog usually drains within milliseconds), growing
+    to Ganeti's one-second interval, with jitter so that a crowd of clients
+    refused together does not come back together.
+    """
+
+    def __init__(self, first: float = 0.01, factor: float = 2.0, longest: float = 1.0,
+                 rng: Callable[[], float] = random.random) -> None:
+        self.first = first
+        self.factor = factor
+        self.longest = longest
+        self.rng = rng
+
+    def delays(self) -> Iterator[float]:
+        """An endless iterator of delays in seconds."""
+        delay = self.first
+        while True:
+            yield delay * (0.5 + self.rng() / 2)
+            delay = min(delay * self.factor, self.longest)
+
+
+def unreachable(address: str, reason: str) -> errors.NoMasterError:
+    """The error for a master daemon that cannot be reached."""
+    return errors.NoMasterError(
+        f"Cannot communicate with the master daemon at {address} "
+        f"({reason}); is ganeti-masterd running on this node?")
+
+
+def backlog_full(address: str, waited: float) -> errors.NoMasterError:
+    """The error once the listen backlog stayed full for the whole connect timeout."""
+    return unreachable(address, f"{os.strerror(errno.EAGAIN)}: its connection backlog "
+                                f"stayed full for {waited:.1f}s")
+
+
 class LuxiClient(LuxiMethods):
-    """Calls methods on the master daemon over its UNIX socket."""
+    """Calls methods on the master daemon over its UNIX socket.
+
+    ``sleep``, ``monotonic`` and ``retry`` pace the retries on a full listen
+    backlog (tests replace them; see the module doc).
+    """
 
     def __init__(self, address: str, timeout: float = constants.LUXI_DEF_RWTO,
-                 connect_timeout: float = constants.LUXI_DEF_CTMO) -> None:
+                 connect_timeout: float = constants.LUXI_DEF_CTMO,
+                 sleep: Callable[[float], None] = time.sleep,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 retry: BacklogRetry | None = None) -> None:
         self.address = address
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._retry = retry if retry is not None else BacklogRetry()
         self._sock: socket.socket | None = None
         self._splitter = wire.FrameSplitter(max_size=64 * 1024 * 1024)
         self._frames: list[bytes] = []
@@ -53,19 +109,27 @@ class LuxiClient(LuxiMethods):
     def _connect(self) -> socket.socket:
         if self._sock is not None:
             return self._sock
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.connect_timeout)
-        try:
-            sock.connect(self.address)
-        except OSError as err:
-            sock.close()
-            if err.errno in (errno.EACCES, errno.EPERM):
-                raise errors.PermissionError(
-                    f"Permission denied on the master socket {self.address}; "
-                    "run this command as root or as a member of the daemons' group") from None
-            raise errors.NoMasterError(
-                f"Cannot communicate with the master daemon at {self.address} "
-                f"({err.strerror}); is ganeti-masterd running on this node?") from None
+        start = self._monotonic()
+        delays = self._retry.delays()
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.connect_timeout)
+            try:
+                sock.connect(self.address)
+                break
+            except OSError as err:
+                sock.close()
+                if err.errno in (errno.EACCES, errno.EPERM):
+                    raise errors.PermissionError(
+                        f"Permission denied on the master socket {self.address}; run this "
+                        "command as root or as a member of the daemons' group") from None
+                if err.errno != errno.EAGAIN:
+                    raise unreachable(self.address, str(err.strerror or err)) from None
+            # EAGAIN: the backlog is full; masterd is there, just busy for a moment.
+            waited = self._monotonic() - start
+            if waited >= self.connect_timeout:
+                raise backlog_full(self.address, waited)
+            self._sleep(min(next(delays), self.connect_timeout - waited))
         sock.settimeout(self.timeout)
         self._sock = sock
         return sock

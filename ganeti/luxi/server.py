@@ -5,23 +5,34 @@ at a time, which is what every LUXI client expects.  Malformed frames,
 unknown methods and wrong arguments get an error answer and the connection
 stays usable; a frame over the size limit gets an error and the connection
 is closed, since the stream cannot be resynchronised.
+
+Flow control (issue 13): a client cannot make the daemon hold or compute
+more than :class:`FlowLimits` allow, whether it pipelines without end,
+never reads its answers, or leaves with requests still queued.
 """
 
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet import defer, protocol
-from twisted.internet.interfaces import IConsumer, IHalfCloseableProtocol
+from twisted.internet.interfaces import (
+    IConsumer,
+    IDelayedCall,
+    IHalfCloseableProtocol,
+    IPushProducer,
+    IReactorTime,
+)
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from ganeti.core import constants, errors
 from ganeti.luxi import wire
+from ganeti.luxi.loglimit import LogBudget
 from ganeti.luxi.methods import METHODS, Method
 from ganeti.luxi.stream import Stream, StreamSender
 
@@ -67,29 +78,69 @@ class LuxiDispatcher:
         return defer.Deferred.fromCoroutine(run())
 
 
-@implementer(IHalfCloseableProtocol)
+@dataclass(frozen=True)
+class FlowLimits:
+    """How much one connection may make the daemon hold or do at once.
+
+    ``max_pending``: complete requests waiting to be answered; reading stops
+    at this many and starts again once half of them are answered.
+    ``max_buffered``: bytes of input held behind a request being answered
+    (one frame of any allowed size is always read in full).
+    ``per_turn``: answers computed in one reactor turn before the other
+    connections get theirs.
+    Output is bounded by the transport: when its write buffer is full, no
+    further answer is computed and reading stops until the client reads.
+    """
+
+    max_pending: int = 64
+    max_buffered: int = 1024 * 1024
+    per_turn: int = 32
+
+
+@implementer(IHalfCloseableProtocol, IPushProducer)
 class LuxiServerProtocol(protocol.Protocol):
-    """One client connection.
+    """One client connection, with flow control both ways.
 
     A client may half-close its side after sending (``printf ... | socat``):
     every request received is still answered before the connection closes.
+    The protocol is the transport's streaming producer, so the transport
+    pauses it while its write buffer is full (a client that does not read).
+    Once the client has gone, nothing more is computed for it.
     """
 
     log = Logger()
 
-    def __init__(self, dispatcher: LuxiDispatcher, max_frame: int) -> None:
+    def __init__(self, dispatcher: LuxiDispatcher, max_frame: int, clock: IReactorTime,
+                 limits: FlowLimits | None = None, budget: LogBudget | None = None) -> None:
         self.dispatcher = dispatcher
+        self.clock = clock
+        self.limits = limits if limits is not None else FlowLimits()
+        self.budget = budget if budget is not None else LogBudget(clock, self.log)
         self.splitter = wire.FrameSplitter(max_frame)
-        self.pending: deque[bytes] = deque()
         self.busy = False
         self.closed = False
         self.input_closed = False
+        self.output_blocked = False
+        self.reading_paused = False
         self.stream: StreamSender | None = None
+        self._turn: IDelayedCall | None = None
+        self._registered = False
+
+    @property
+    def pending(self) -> int:
+        """Complete requests received and not yet being answered."""
+        return self.splitter.ready
+
+    def connectionMade(self) -> None:
+        consumer = IConsumer(self.transport, None)
+        if consumer is not None:
+            consumer.registerProducer(self, True)
+            self._registered = True
 
     def dataReceived(self, data: bytes) -> None:
         if self.closed or self.stream is not None:
             return
-        self.pending.extend(self.splitter.feed(data))
+        self.splitter.append(data)
         self._process()
 
     def readConnectionLost(self) -> None:
@@ -98,37 +149,105 @@ class LuxiServerProtocol(protocol.Protocol):
             self._process()
 
     def writeConnectionLost(self) -> None:
-        self.closed = True
-        self.pending.clear()
+        self._shutdown()
         if self.transport is not None:
             self.transport.loseConnection()
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
-        self.closed = True
-        self.pending.clear()
+        self._shutdown()
         if self.stream is not None:
             self.stream.stopProducing()
 
+    def _shutdown(self) -> None:
+        # The peer is gone: drop what it sent and never compute another answer for it.
+        self.closed = True
+        self.splitter.clear()
+        if self._turn is not None and self._turn.active():
+            self._turn.cancel()
+        self._turn = None
+
+    # IPushProducer, driven by the transport's write buffer
+
+    def pauseProducing(self) -> None:
+        """The client is not reading: stop answering and stop reading."""
+        self.output_blocked = True
+        self._update_reading()
+
+    def resumeProducing(self) -> None:
+        """The client has read what was buffered: go on."""
+        self.output_blocked = False
+        self._process()
+
+    def stopProducing(self) -> None:
+        """The transport is closing."""
+        self._shutdown()
+
+    # Answering
+
+    def _can_answer(self) -> bool:
+        return not (self.closed or self.busy or self.output_blocked
+                    or self.stream is not None or self.transport is None)
+
     def _process(self) -> None:
         # Answer in order; a call that finishes synchronously is answered inline
-        # (a loop, not recursion, so many pipelined requests cannot overflow the stack).
-        while self.pending and not self.busy and not self.closed and self.stream is None:
-            frame = self.pending.popleft()
+        # (a loop, not recursion), at most ``per_turn`` of them before yielding
+        # the reactor to other connections.
+        if self._turn is not None:
+            if self._turn.active():  # called early (the client read): this is the turn
+                self._turn.cancel()
+            self._turn = None
+        answered = 0
+        while self._can_answer():
+            if answered >= self.limits.per_turn:
+                if self.splitter.ready:
+                    self._turn = self.clock.callLater(0, self._process)
+                break
+            frame = self.splitter.next_frame()
+            if frame is None:
+                break
+            answered += 1
             d = self._handle(frame)
             if d.called:
                 d.addCallback(self._reply)
                 continue
             self.busy = True
             d.addCallback(self._reply_async)
-        if (self.pending or self.busy or self.closed or self.transport is None
+        self._update_reading()
+        self._maybe_finish()
+
+    def _update_reading(self) -> None:
+        """Pause or resume reading from the client, as the bounds say."""
+        if self.closed or self.input_closed or self.transport is None:
+            return  # nothing more to read (touching it would re-report the EOF)
+        limits = self.limits
+        if self.stream is not None:
+            pause = False  # a stream reads only to notice the client leaving
+        else:
+            waiting = self.splitter.ready
+            full = (waiting > limits.max_pending // 2 if self.reading_paused
+                    else waiting >= limits.max_pending)
+            pause = (self.output_blocked or full or self.splitter.refusing
+                     or ((waiting > 0 or self.busy)
+                         and self.splitter.pending > limits.max_buffered))
+        reader = IPushProducer(self.transport, None)
+        if reader is not None and pause != self.reading_paused:
+            self.reading_paused = pause
+            if pause:
+                reader.pauseProducing()
+            else:
+                reader.resumeProducing()
+
+    def _maybe_finish(self) -> None:
+        """Close once everything received is answered, if the input has ended."""
+        if (self.closed or self.busy or self.splitter.ready or self.transport is None
                 or self.stream is not None):
             return
         overflow = self.splitter.overflow
         if overflow is not None:
-            self.log.warn("Closing LUXI connection: {error}", error=str(overflow))
+            self.budget.warn("overflow", "Closing LUXI connection: {error}", error=str(overflow))
             self.transport.write(wire.encode_error(overflow))
         if overflow is not None or self.input_closed:
-            self.closed = True
+            self._shutdown()
             self.transport.loseConnection()
 
     def _handle(self, frame: bytes) -> defer.Deferred[bytes | Stream]:
@@ -152,7 +271,9 @@ class LuxiServerProtocol(protocol.Protocol):
             # Like Ganeti's luxid: requests it cannot decode get a plain error string.
             return wire.encode_response(False, str(err.args[0]))
         if not isinstance(err, errors.GenericError):
-            self.log.failure("Internal error in LUXI method {method}", failure, method=method)
+            # A bug, but one a client can trigger at will: the budget bounds the tracebacks.
+            self.budget.failure("internal", "Internal error in LUXI method {method}", failure,
+                                method=method)
         return wire.encode_error(err)
 
     def _reply(self, data: bytes | Stream) -> None:
@@ -168,9 +289,15 @@ class LuxiServerProtocol(protocol.Protocol):
         self.transport.write(wire.encode_response(True, stream.first_reply()))
         sender = StreamSender(self.transport)
         self.stream = sender
-        self.pending.clear()
-        IConsumer(self.transport).registerProducer(sender, True)
+        self.splitter.clear()
+        # From now on the sender is the transport's producer (it queues events, bounded).
+        consumer = IConsumer(self.transport)
+        if self._registered:
+            consumer.unregisterProducer()
+            self._registered = False
+        consumer.registerProducer(sender, True)
         sender.stop = stream.start(sender.send)
+        self._update_reading()
 
     def _reply_async(self, data: bytes | Stream) -> None:
         self.busy = False
@@ -179,16 +306,32 @@ class LuxiServerProtocol(protocol.Protocol):
 
 
 class LuxiServerFactory(protocol.Factory):
-    """Builds a protocol per LUXI connection."""
+    """Builds a protocol per LUXI connection.
+
+    ``clock`` schedules the answering of pipelined requests in slices; it
+    defaults to the global reactor, for callers that predate it.  The log
+    budget is shared by every connection, so reconnecting does not reset it.
+    """
 
     noisy = False
+    log = Logger()
 
     def __init__(self, dispatcher: LuxiDispatcher,
-                 max_frame: int = constants.LUXI_MAX_FRAME) -> None:
+                 max_frame: int = constants.LUXI_MAX_FRAME,
+                 clock: IReactorTime | None = None,
+                 limits: FlowLimits | None = None) -> None:
+        if clock is None:
+            from twisted.internet import reactor
+            clock = reactor  # type: ignore[assignment]
+        assert clock is not None
         self.dispatcher = dispatcher
         self.max_frame = max_frame
+        self.clock = clock
+        self.limits = limits if limits is not None else FlowLimits()
+        self.budget = LogBudget(clock, self.log)
 
     def buildProtocol(self, addr: Any) -> LuxiServerProtocol:
-        proto = LuxiServerProtocol(self.dispatcher, self.max_frame)
+        proto = LuxiServerProtocol(self.dispatcher, self.max_frame, self.clock, self.limits,
+                                   self.budget)
         proto.factory = self
         return proto

@@ -7,7 +7,9 @@ another, so a call never queues behind another on the same connection (a
 takes an idle connection, opens a new one while the pool is below its size,
 or waits for one to become free.  Connections are opened lazily, so when
 masterd restarts the next call simply connects again; until then calls fail
-with :class:`~ganeti.core.errors.NoMasterError`.
+with :class:`~ganeti.core.errors.NoMasterError`.  A full listen backlog
+(``EAGAIN``: masterd busy for a moment) is retried for up to the connect
+timeout, as the blocking client does.
 
 :class:`EventStreamClient` holds one ``SubscribeEvents`` stream and hands the
 events of each read to its consumer as a batch.  When the connection breaks it
@@ -19,12 +21,12 @@ so the consumer misses nothing that masterd still keeps (masterd says
 from __future__ import annotations
 
 import errno
-import json
+import socket
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer, error
+from twisted.internet import defer, error, task
 from twisted.internet.endpoints import UNIXClientEndpoint
 from twisted.internet.interfaces import IDelayedCall
 from twisted.internet.protocol import Factory, Protocol
@@ -32,7 +34,9 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from ganeti.core import constants, errors
+from ganeti.core.serializer import load_json
 from ganeti.luxi import wire
+from ganeti.luxi.client import BacklogRetry, backlog_full, unreachable
 from ganeti.luxi.methods import METHODS
 
 #: Largest response accepted (a bulk job query can be large).
@@ -42,15 +46,22 @@ DEFAULT_CALL_TIMEOUT = float(constants.LUXI_DEF_RWTO)
 DEFAULT_CONNECT_TIMEOUT = float(constants.LUXI_DEF_CTMO)
 
 
-def _connect_error(address: str, failure: Failure) -> errors.GenericError:
-    err = failure.value
-    os_errno = getattr(getattr(err, "osError", None), "errno", None)
-    if os_errno in (errno.EACCES, errno.EPERM) or "Permission denied" in str(err):
-        return errors.PermissionError(
-            f"Permission denied on the master socket {address}")
-    return errors.NoMasterError(
-        f"Cannot communicate with the master daemon at {address}: "
-        f"{err.__class__.__name__}: {err}; is ganeti-masterd running?")
+def _connected_unix_socket(address: str) -> socket.socket:
+    """A non-blocking socket connected to ``address``; OSError (with its errno) if not.
+
+    Connecting a UNIX socket never waits: it succeeds, or fails at once
+    (``EAGAIN`` when the listen backlog is full).  Twisted's own connector
+    hides that errno (epoll reports the refused socket as a closed
+    connection), so the connection is made here and handed to the reactor.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        sock.connect(address)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 class _CallProtocol(Protocol):
@@ -110,12 +121,16 @@ class AsyncLuxiClient:
 
     def __init__(self, reactor: Any, address: str, pool_size: int = DEFAULT_POOL_SIZE,
                  timeout: float = DEFAULT_CALL_TIMEOUT,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+                 retry: BacklogRetry | None = None) -> None:
+        """``reactor`` must provide IReactorSocket (connections are adopted) and
+        IReactorTime; ``retry`` paces the retries on a full listen backlog."""
         self.reactor = reactor
         self.address = address
         self.pool_size = pool_size
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.retry = retry if retry is not None else BacklogRetry()
         self._idle: list[_CallProtocol] = []
         self._busy: set[_CallProtocol] = set()
         self._connecting = 0
@@ -179,12 +194,39 @@ class AsyncLuxiClient:
         return await waiter
 
     async def _connect(self) -> _CallProtocol:
-        endpoint = UNIXClientEndpoint(self.reactor, self.address, timeout=self.connect_timeout)
+        start = self.reactor.seconds()
+        delays = self.retry.delays()
+        while True:
+            try:
+                sock = _connected_unix_socket(self.address)
+                break
+            except OSError as err:
+                if err.errno in (errno.EACCES, errno.EPERM):
+                    raise errors.PermissionError(
+                        f"Permission denied on the master socket {self.address}") from None
+                if err.errno != errno.EAGAIN:
+                    raise unreachable(self.address, str(err.strerror or err)) from None
+            # EAGAIN: the backlog is full; masterd is there, just busy for a moment.
+            if self._closed:
+                raise errors.NoMasterError("The LUXI client is closed")
+            waited = self.reactor.seconds() - start
+            if waited >= self.connect_timeout:
+                raise backlog_full(self.address, waited)
+            await task.deferLater(self.reactor,
+                                  min(next(delays), self.connect_timeout - waited))
+        built: list[_CallProtocol] = []
+
+        def build() -> _CallProtocol:
+            proto = _CallProtocol()
+            built.append(proto)
+            return proto
+
         try:
-            proto = await endpoint.connect(Factory.forProtocol(_CallProtocol))
-        except Exception:  # every connect failure means "no master"
-            raise _connect_error(self.address, Failure()) from None
-        assert isinstance(proto, _CallProtocol)
+            self.reactor.adoptStreamConnection(sock.fileno(), socket.AF_UNIX,
+                                               Factory.forProtocol(build))
+        finally:
+            sock.close()  # the reactor holds its own duplicate of the descriptor
+        (proto,) = built
         proto.on_lost = self._lost
         return proto
 
@@ -241,6 +283,7 @@ class _StreamProtocol(Protocol):
     def dataReceived(self, data: bytes) -> None:
         frames = self._splitter.feed(data)
         events: list[dict[str, Any]] = []
+        unreadable: str | None
         for frame in frames:
             if not self.subscribed:
                 try:
@@ -253,17 +296,19 @@ class _StreamProtocol(Protocol):
                 self.owner._subscribed(reply if isinstance(reply, dict) else {})
                 continue
             try:
-                event = json.loads(frame)
-            except ValueError:
-                self.owner.log.error("Unreadable event from masterd; reconnecting")
-                self._drop()
+                event = load_json(frame)
+            except ValueError:  # not JSON, or nested too deep
+                unreadable = "Unreadable event"
                 break
             if isinstance(event, dict):
                 events.append(event)
+        else:
+            unreadable = "Oversized event" if self._splitter.overflow is not None else None
         if events:
             self.owner._events(events)
-        if self._splitter.overflow is not None:
-            self.owner.log.error("Oversized event from masterd; reconnecting")
+        if unreadable is not None:
+            # Resuming from the last serial would replay the same event for ever.
+            self.owner._lost_track(unreadable)
             self._drop()
 
     def _drop(self) -> None:
@@ -353,6 +398,14 @@ class EventStreamClient:
                 self.last_serial = serial
                 break
         self._on_events(events)
+
+    def _lost_track(self, what: str) -> None:
+        """An event could not be read: resubscribe from now, and tell the consumer
+        to re-read the state (a resync without a serial, as masterd sends one)."""
+        self.log.error("{what} from masterd after serial {serial}; resubscribing from now "
+                       "(resync)", what=what, serial=self.last_serial)
+        self.last_serial = None
+        self._on_events([{"kind": "resync", "reason": f"{what.lower()} from masterd"}])
 
     def _disconnected(self, proto: _StreamProtocol) -> None:
         if self._proto is proto:

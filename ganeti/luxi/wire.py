@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from ganeti.core import constants, errors
+from ganeti.core.serializer import JsonTooDeep, load_json
 
 EOM = constants.LUXI_EOM
 
@@ -23,39 +24,96 @@ class FrameTooLarge(errors.ProtocolError):
 class FrameSplitter:
     """Cut a byte stream into ETX-terminated frames, refusing oversized ones.
 
-    Frames that complete before an oversized one are still returned; from the
-    oversized frame on, the stream cannot be trusted, so ``overflow`` is set
-    and everything after it is discarded.
+    Bytes are appended with :meth:`append` and complete frames taken one at
+    a time with :meth:`next_frame`, so a reader can leave frames in the
+    buffer (``ready`` counts them) and stop reading while they wait; or all
+    at once with :meth:`feed`.  Frames that complete before an oversized one
+    are still returned; from the oversized frame on, the stream cannot be
+    trusted, so once the frames before it are taken ``overflow`` is set and
+    everything after it is discarded.
     """
 
     def __init__(self, max_size: int = constants.LUXI_MAX_FRAME) -> None:
         self.max_size = max_size
         self._buffer = bytearray()
+        self._tail = 0  # bytes after the last ETX in the buffer
+        self._refusing = False  # an oversized frame follows the complete ones
+        #: Complete frames in the buffer, not yet taken.
+        self.ready = 0
         self.overflow: FrameTooLarge | None = None
+
+    def append(self, data: bytes) -> None:
+        """Add bytes received; nothing is parsed yet."""
+        if self._refusing or self.overflow is not None:
+            return
+        last = data.rfind(EOM)
+        if last < 0:
+            tail = self._tail + len(data)
+        else:
+            tail = len(data) - last - 1
+            self.ready += data.count(EOM)
+        if tail > self.max_size:
+            # Keep the complete frames before it; the frame in progress is dropped
+            # now rather than buffered up to the end of the connection.
+            keep = len(self._buffer) - self._tail if last < 0 else None
+            if keep is not None:
+                del self._buffer[keep:]
+            else:
+                self._buffer += data[:last + 1]
+            self._tail = 0
+            self._refusing = True
+            self._check_exhausted()
+            return
+        self._buffer += data
+        self._tail = tail
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame (without ETX), or None if there is none yet."""
+        if not self.ready:
+            return None
+        end = self._buffer.find(EOM)
+        if end > self.max_size:
+            self._refuse()
+            return None
+        frame = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]  # cheap: bytearray deletes at the front in place
+        self.ready -= 1
+        self._check_exhausted()
+        return frame
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add bytes; return the complete frames (without ETX) now available."""
-        if self.overflow is not None:
-            return []
-        self._buffer += data
+        self.append(data)
         frames = []
-        while True:
-            end = self._buffer.find(EOM)
-            if end < 0:
-                break
-            if end > self.max_size:
-                break
-            frames.append(bytes(self._buffer[:end]))
-            del self._buffer[:end + 1]
-        if len(self._buffer) > self.max_size:
+        while (frame := self.next_frame()) is not None:
+            frames.append(frame)
+        return frames
+
+    def clear(self) -> None:
+        """Forget everything buffered (the peer has gone)."""
+        self._buffer.clear()
+        self._tail = 0
+        self.ready = 0
+
+    def _refuse(self) -> None:
+        self.clear()
+        self._refusing = True
+        self._check_exhausted()
+
+    def _check_exhausted(self) -> None:
+        if self._refusing and not self.ready and self.overflow is None:
             self.overflow = FrameTooLarge(
                 f"LUXI message exceeds the limit of {self.max_size} bytes")
-            self._buffer.clear()
-        return frames
+            self.clear()
+
+    @property
+    def refusing(self) -> bool:
+        """Whether an oversized frame was seen (what follows it is discarded)."""
+        return self._refusing
 
     @property
     def pending(self) -> int:
-        """Bytes received that do not yet form a complete frame."""
+        """Bytes received and not yet taken as frames (complete or not)."""
         return len(self._buffer)
 
 
@@ -96,8 +154,10 @@ def encode_error(err: BaseException) -> bytes:
 def parse_request(frame: bytes) -> tuple[str, list[Any]]:
     """Method name and argument list of a request frame; ProtocolError if malformed."""
     try:
-        msg = json.loads(frame.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
+        msg = load_json(frame)
+    except JsonTooDeep as err:
+        raise errors.ProtocolError(f"Invalid LUXI request: {err}") from None
+    except ValueError as err:  # UnicodeDecodeError included
         raise errors.ProtocolError(f"Invalid LUXI request: not UTF-8 JSON ({err})") from None
     if not isinstance(msg, dict):
         raise errors.ProtocolError("Invalid LUXI request: not a JSON object")
@@ -113,12 +173,14 @@ def parse_request(frame: bytes) -> tuple[str, list[Any]]:
 def parse_response(frame: bytes) -> Any:
     """The result of a response frame; raises the encoded error of a failed call."""
     try:
-        msg = json.loads(frame.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
+        msg = load_json(frame)
+    except JsonTooDeep as err:
+        raise errors.ProtocolError(f"Invalid LUXI response: {err}") from None
+    except ValueError as err:
         raise errors.ProtocolError(f"Invalid LUXI response: not UTF-8 JSON ({err})") from None
     if (not isinstance(msg, dict) or constants.LUXI_KEY_SUCCESS not in msg
             or constants.LUXI_KEY_RESULT not in msg):
-        raise errors.ProtocolError(f"Invalid LUXI response: {msg!r}")
+        raise errors.ProtocolError(f"Invalid LUXI response: {msg!r:.200}")
     result = msg[constants.LUXI_KEY_RESULT]
     if msg[constants.LUXI_KEY_SUCCESS]:
         return result

@@ -3,6 +3,7 @@
 import json
 
 from twisted.internet import defer
+from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -38,7 +39,9 @@ class ServerTest(SynchronousTestCase):
 
         impls = {"Echo": echo, "Slow": slow, "Crash": crash,
                  "QueryTags": lambda kind, name: [kind]}
-        factory = LuxiServerFactory(LuxiDispatcher(impls, TABLE), max_frame=1024)
+        self.clock = Clock()
+        factory = LuxiServerFactory(LuxiDispatcher(impls, TABLE), max_frame=1024,
+                                    clock=self.clock)
         self.proto = factory.buildProtocol(None)
         self.transport = StringTransport()
         self.proto.makeConnection(self.transport)
@@ -55,6 +58,8 @@ class ServerTest(SynchronousTestCase):
 
     def test_many_synchronous_requests_do_not_recurse(self):
         self.send(wire.encode_request("Echo", ["x"]) * 5000)
+        while self.clock.getDelayedCalls():
+            self.clock.advance(0)
         self.assertEqual(len(responses(self.transport)), 5000)
 
     def test_malformed_json_gets_error_and_connection_stays(self):

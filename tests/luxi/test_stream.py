@@ -21,7 +21,7 @@ class StreamTest(SynchronousTestCase):
         self.bus = EventBus(Clock(), history=100, first_serial=0)
         impls = {"SubscribeEvents": subscribe_events_method(self.bus),
                  "QueryConfigValues": lambda fields: [None] * len(fields)}
-        self.proto = LuxiServerFactory(LuxiDispatcher(impls)).buildProtocol(None)
+        self.proto = LuxiServerFactory(LuxiDispatcher(impls), clock=Clock()).buildProtocol(None)
         self.transport = StringTransport()
         self.proto.makeConnection(self.transport)
 

@@ -1,20 +1,33 @@
 """The asynchronous LUXI client and event stream, against a real LUXI server on a UNIX socket."""
 
 import os
+import socket
 import tempfile
+import time
 
 from twisted.internet import defer, reactor, task
 from twisted.trial.unittest import TestCase
 
 from ganeti.core import errors
+from ganeti.core.serializer import MAX_JSON_DEPTH
+from ganeti.luxi.client import BacklogRetry
 from ganeti.luxi.methods import METHODS, STR, Method
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.luxi.twclient import AsyncLuxiClient, EventStreamClient
 from ganeti.master.events import EventBus, subscribe_events_method
+from tests.luxi.test_client import full_backlog
 
 TABLE = dict(METHODS)
 TABLE["Echo"] = Method("Echo", (STR("text"),), "test")
 TABLE["Slow"] = Method("Slow", (), "test")
+TABLE["Deep"] = Method("Deep", (), "test")
+
+
+def nested(depth):
+    value = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
 
 
 class Server:
@@ -35,8 +48,9 @@ class Server:
             raise errors.OpPrereqError(f"Node name {name} not found", errors.ECODE_NOENT)
 
         impls = {"Echo": lambda text: text, "Slow": slow, "QueryTags": query_tags,
+                 "Deep": lambda: nested(MAX_JSON_DEPTH + 1),
                  "SubscribeEvents": subscribe_events_method(self.bus)}
-        self.factory = LuxiServerFactory(LuxiDispatcher(impls, TABLE))
+        self.factory = LuxiServerFactory(LuxiDispatcher(impls, TABLE), clock=reactor)
         self.protocols = []
         build = self.factory.buildProtocol
 
@@ -150,6 +164,61 @@ class AsyncLuxiClientTest(TestCase):
             await client.call("Slow")
         self.assertEqual(await client.call("Echo", "after"), "after")
 
+    async def test_too_deep_answer_is_a_clean_error(self):
+        client = self.client()
+        with self.assertRaises(errors.ProtocolError) as cm:
+            await client.call("Deep")
+        self.assertIn("nested more than", str(cm.exception))
+        self.assertEqual(await client.call("Echo", "after"), "after")
+
+
+class BacklogTest(TestCase):
+    """A listening socket whose backlog is full and which is never accept()ed:
+    connecting gets EAGAIN, which is retried for the connect timeout."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="luxi-", dir="/tmp")
+        self.server = Server(os.path.join(self.dir, "sock"))  # not listening by itself
+        self.raw = full_backlog(self.server.path)
+        self.clients = []
+
+    async def tearDown(self):
+        for client in self.clients:
+            client.close()
+        await self.server.stop()
+        for s in self.raw:
+            s.close()
+        await task.deferLater(reactor, 0, lambda: None)
+
+    def client(self, **kw):
+        client = AsyncLuxiClient(reactor, self.server.path,
+                                 retry=BacklogRetry(first=0.005, longest=0.02), **kw)
+        self.clients.append(client)
+        return client
+
+    async def test_full_backlog_is_retried_then_no_master(self):
+        client = self.client(connect_timeout=0.2)
+        started = time.monotonic()
+        with self.assertRaises(errors.NoMasterError) as cm:
+            await client.call("Echo", "x")
+        self.assertGreaterEqual(time.monotonic() - started, 0.2)
+        self.assertIn("Resource temporarily unavailable", str(cm.exception))
+        self.assertIn("backlog stayed full", str(cm.exception))
+
+    async def test_call_goes_through_once_masterd_accepts(self):
+        client = self.client(connect_timeout=10)
+        call = client.call("Echo", "through")
+        await task.deferLater(reactor, 0.1, lambda: None)
+        self.assertFalse(call.called)  # still retrying
+        listener, filler = self.raw
+        accepted, _ = listener.accept()  # masterd takes the waiting connection ...
+        accepted.close()
+        # ... and from now on serves the socket (the reactor takes the listener over)
+        listener.setblocking(False)
+        self.server.port = reactor.adoptStreamPort(listener.fileno(), socket.AF_UNIX,
+                                                   self.server.factory)
+        self.assertEqual(await call, "through")
+
 
 class EventStreamClientTest(TestCase):
     def setUp(self):
@@ -187,6 +256,19 @@ class EventStreamClientTest(TestCase):
         self.assertEqual(self.serials(), first + missed)
         self.assertEqual(self.states, [True, False, True])
         self.assertEqual(self.stream.last_serial, missed[-1])
+
+    async def test_too_deep_event_reconnects_cleanly(self):
+        self.start()
+        await until(lambda: self.stream.connected)
+        self.server.bus.publish("job", {"id": 1, "x": nested(MAX_JSON_DEPTH + 5)})
+        await until(lambda: self.states == [True, False, True])
+        # the consumer is told to re-read the state; the poison event is not replayed
+        self.assertEqual(self.events, [{"kind": "resync",
+                                        "reason": "unreadable event from masterd"}])
+        serial = self.server.bus.publish("job", {"id": 2}).serial
+        await until(lambda: len(self.events) == 2)
+        self.assertEqual(self.events[1]["serial"], serial)
+        self.assertEqual(self.states, [True, False, True])
 
     async def test_resync_when_too_old(self):
         self.stream.last_serial = 1  # far older than the bus's history
