@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ganeti.core import constants
+from ganeti.core.serializer import JsonTooDeep, load_json
 
 #: Largest client message accepted; larger ones close the connection (1009).
 MAX_MESSAGE_BYTES = 64 * 1024
@@ -116,8 +117,10 @@ ClientMessage = Subscribe | Unsubscribe
 def parse_client_message(payload: bytes | str) -> ClientMessage:
     """Decode and validate one client text message; raises :class:`FeedProtocolError`."""
     try:
-        message = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as err:
+        message = load_json(payload)
+    except JsonTooDeep as err:
+        raise FeedProtocolError(f"message is nested too deeply: {err}") from None
+    except ValueError as err:  # UnicodeDecodeError included
         raise FeedProtocolError(f"message is not JSON: {err}") from None
     if not isinstance(message, dict):
         raise FeedProtocolError("message must be a JSON object")

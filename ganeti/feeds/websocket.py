@@ -6,6 +6,14 @@ producer on its transport, so that a full send buffer pauses the client in the
 relay (over TLS the registration passes through ``TLSMemoryBIOProtocol`` to
 the TCP transport, which pauses when its buffer passes 64 KiB).
 
+Nothing is buffered for a client without bound: while its transport is
+full, the relay writes nothing (see :mod:`ganeti.feeds.relay`) and pings
+from the client are not answered (RFC 6455 lets a pong answer only the
+latest ping), so a client that sends pings and never reads cannot make the
+server queue pongs.  Client messages are parsed with a bounded nesting depth;
+an invalid one is answered with an ``error`` message.  Dropped connections
+are logged at most once a minute per client address.
+
 Timers run on the injected clock, never on autobahn's: keepalive pings every
 ``ping_interval`` seconds (a client that does not answer within
 ``ping_timeout`` is dropped), and a server-initiated close drops the
@@ -40,6 +48,9 @@ DEFAULT_PING_INTERVAL = 30.0
 DEFAULT_PING_TIMEOUT = 20.0
 DEFAULT_CLOSE_TIMEOUT = 5.0
 PING_PAYLOAD = b"ganeti-feed"
+#: A dropped connection is logged at most this often per client address.
+DROP_LOG_INTERVAL = 60.0
+MAX_DROP_LOG_PEERS = 4096
 #: WebSocket close codes used by the server.
 CLOSE_GOING_AWAY = 1001
 CLOSE_UNSUPPORTED_DATA = 1003
@@ -120,6 +131,14 @@ class FeedServerProtocol(WebSocketServerProtocol):
         self._pong_deadline = self.factory.clock.callLater(self.factory.ping_timeout,
                                                            self._no_pong)
 
+    def onPing(self, payload: bytes) -> None:
+        # Answered only while the transport takes output: a pong queued behind a
+        # full buffer would make a client that never reads grow our memory.
+        if self.client is not None and self.client.paused:
+            self.factory.stats["pongs_skipped"] += 1
+            return
+        super().onPing(payload)
+
     def onPong(self, payload: bytes) -> None:
         if self._pong_deadline is not None:
             if self._pong_deadline.active():
@@ -186,8 +205,7 @@ class FeedServerProtocol(WebSocketServerProtocol):
         self._close_deadline = None
         if self.state == self.STATE_CLOSED:
             return
-        self.log.info("Dropping feed connection from {peer}: {reason}", peer=self.peer,
-                      reason=reason)
+        self.factory.log_drop(self.transport, reason)
         self.wasClean = False
         self.wasNotCleanReason = reason
         self.dropConnection(abort=True)
@@ -212,10 +230,36 @@ class FeedServerFactory(WebSocketServerFactory):
         self.ping_timeout = ping_timeout
         self.close_timeout = close_timeout
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
+        self.stats: dict[str, int] = {"pongs_skipped": 0, "drops_logged": 0,
+                                      "drops_not_logged": 0}
+        # peer host -> when its last drop was logged (bounded, oldest first)
+        self._drop_logged: dict[str, float] = {}
+        self._drops_unreported = 0
         self.setProtocolOptions(
             maxFramePayloadSize=max_message, maxMessagePayloadSize=max_message,
             openHandshakeTimeout=0, closeHandshakeTimeout=0, autoPingInterval=0,
             failByDrop=False)
+
+    def log_drop(self, transport: Any, reason: str) -> None:
+        """Log a dropped connection, at most once per :data:`DROP_LOG_INTERVAL` per
+        client address (clients decide how often they are dropped)."""
+        peer = transport.getPeer() if transport is not None else None
+        host = str(getattr(peer, "host", "-"))
+        now = self.clock.seconds()
+        last = self._drop_logged.get(host)
+        if last is not None and now - last < DROP_LOG_INTERVAL:
+            self.stats["drops_not_logged"] += 1
+            self._drops_unreported += 1
+            return
+        self._drop_logged.pop(host, None)
+        self._drop_logged[host] = now
+        while len(self._drop_logged) > MAX_DROP_LOG_PEERS:
+            del self._drop_logged[next(iter(self._drop_logged))]
+        self.stats["drops_logged"] += 1
+        more, self._drops_unreported = self._drops_unreported, 0
+        FeedServerProtocol.log.info("Dropping feed connection from {peer}: {reason} ({more} "
+                                    "other drops not logged since the last report)",
+                                    peer=host, reason=reason[:200], more=more)
 
     def origin_allowed(self, origin: str, host: str) -> bool:
         """Same origin (the Origin's host:port is the Host header), or listed."""

@@ -1,10 +1,19 @@
-"""LUXI methods of the job queue (reference section 2 and 4)."""
+"""LUXI methods of the job queue (reference section 2 and 4).
+
+Answers about many jobs (``QueryJobs`` and ``Query("job")`` of the whole
+queue) are built :data:`ROWS_PER_TURN` jobs per reactor turn, so that a
+client asking for thousands of jobs does not hold masterd from everybody
+else while its answer is built.  Each row is read in one go, so it is
+consistent; rows of different turns may be a few milliseconds apart, as
+when Ganeti's luxid reads job files one by one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from twisted.internet import task
 from twisted.internet.interfaces import IReactorTime
 
 from ganeti.core import constants, errors, query
@@ -17,6 +26,8 @@ from ganeti.master.locking.manager import LOCK_FIELDS, LockManager
 from ganeti.master.nodequeries import NodeQueries
 
 WFJC_MAX_TIMEOUT = 89  # luxid caps WaitForJobChange at (180 - 1) // 2 seconds
+#: Job rows built per reactor turn for a query of many jobs (about 10 ms).
+ROWS_PER_TURN = 500
 
 LockInfo = tuple[str, Any, list[str], list[Any]]
 _LOCK_GETTERS: dict[str, Callable[[LockInfo], Any]] = {
@@ -84,9 +95,28 @@ class JobMethods:
                     continue
         return [(i, self.queue.visible.get(i) or archived.get(i)) for i in wanted]
 
+    async def _next_turn(self) -> None:
+        await task.deferLater(self.clock, 0, lambda: None)
+
     async def query_jobs(self, ids: Any, fields: list[str]) -> list[Any]:
         """QueryJobs: old-style rows, null for a job that does not exist."""
-        return query.old_style_rows(await self._items(ids), fields)
+        items = await self._items(ids)
+        rows = query.old_style_rows(items[:ROWS_PER_TURN], fields)  # checks the fields
+        for start in range(ROWS_PER_TURN, len(items), ROWS_PER_TURN):
+            await self._next_turn()
+            rows.extend(query.old_style_rows(items[start:start + ROWS_PER_TURN], fields))
+        return rows
+
+    async def _query_jobs(self, items: list[query.JobItem], fields: list[str],
+                          qfilter: Any) -> dict[str, Any]:
+        """Query("job"): the rows of the items passing the filter, by job id."""
+        selected = query.Query(query.JOB_FIELDS, fields, qfilter)
+        items = sorted(items, key=lambda item: item[0])
+        data = selected.rows(items[:ROWS_PER_TURN])
+        for start in range(ROWS_PER_TURN, len(items), ROWS_PER_TURN):
+            await self._next_turn()
+            data.extend(selected.rows(items[start:start + ROWS_PER_TURN]))
+        return {"fields": selected.fielddefs(), "data": data}
 
     async def query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
         """Query("job" | "lock", fields, filter)."""
@@ -94,7 +124,7 @@ class JobMethods:
             # Jobs asked for by id are listed even if missing (their fields unavailable),
             # and archived ones are read from the archive.
             wanted = query.requested_job_ids(qfilter) if qfilter is not None else None
-            return query.query_jobs(await self._items(wanted), fields, qfilter)
+            return await self._query_jobs(await self._items(wanted), fields, qfilter)
         if what == "lock":
             return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.lock_info())
         if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:

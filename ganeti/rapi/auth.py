@@ -12,9 +12,11 @@ The file is small, so it is read synchronously on the reactor thread when it
 changed (at most one ``stat`` per second, on request) or on SIGHUP.  A file
 that cannot be parsed leaves the previous users in force.
 
-Failed logins are counted per client address: past a threshold within a
-window, every further failure from that address is answered after an
-exponentially growing delay (capped), so that guessing passwords is slow.
+Failed logins are counted per client address: past a threshold, every
+further failure from that address is answered after an exponentially growing
+delay (capped), and an address with a few such answers still waiting gets
+429 without its credentials being checked, so that guessing passwords is
+slow however many connections the guesser opens.
 """
 
 from __future__ import annotations
@@ -231,49 +233,100 @@ class UsersFile:
 
 
 class LoginThrottle:
-    """Slows down password guessing: per client address, failures past ``threshold``
-    within ``window`` seconds are answered after ``base_delay * 2**k`` seconds
-    (at most ``max_delay``).  At most ``max_tracked`` addresses are remembered;
-    the least recently failing are forgotten first, and entries expire after
-    ``window`` seconds without a failure."""
+    """Slows down password guessing from one client address.
+
+    Failed logins are counted per address.  The count is forgotten only
+    after ``window`` seconds without a failure, so guessing that goes on keeps
+    its count however long it lasts.  Past ``threshold`` failures, every
+    further failure is answered after ``base_delay * 2**k`` seconds (at most
+    ``max_delay``), and while its answer waits it is *in flight*: an address
+    with ``max_in_flight`` failures in flight gets 429 for every request
+    carrying credentials, before they are checked.  So parallel connections
+    do not multiply the rate of guesses: at most ``max_in_flight`` per delay.
+    The in-flight time is the delay itself, whether or not the client waits
+    for the answer.
+
+    At most ``max_tracked`` addresses are remembered; the least recently
+    failing are forgotten first.
+    """
 
     def __init__(self, clock: IReactorTime, threshold: int = 5, window: float = 60.0,
                  base_delay: float = 0.5, max_delay: float = 4.0,
-                 max_tracked: int = 4096) -> None:
+                 max_tracked: int = 4096, max_in_flight: int = 2) -> None:
         self.clock = clock
         self.threshold = threshold
         self.window = window
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.max_tracked = max_tracked
-        # address -> [failures in the current window, window start, last failure]
-        self._failures: collections.OrderedDict[str, list[float]] = collections.OrderedDict()
+        self.max_in_flight = max_in_flight
+        # address -> its failures, least recently failing first
+        self._entries: collections.OrderedDict[str, _Failures] = collections.OrderedDict()
 
     def __len__(self) -> int:
-        return len(self._failures)
+        return len(self._entries)
 
     def _expire(self, now: float) -> None:
-        entries = self._failures
+        entries = self._entries
         while entries:
             oldest = next(iter(entries.values()))
-            if now - oldest[2] <= self.window and len(entries) <= self.max_tracked:
+            if (len(entries) <= self.max_tracked and
+                    (now - oldest.last <= self.window or oldest.busy_until(now))):
                 break
             entries.popitem(last=False)
+
+    def failures(self, address: str) -> int:
+        """The failures counted for ``address`` (0 once its window has passed)."""
+        entry = self._entries.get(address)
+        if entry is None or self.clock.seconds() - entry.last > self.window:
+            return 0
+        return entry.count
+
+    def retry_after(self, address: str) -> float:
+        """0 if a login from ``address`` may be checked now; else the seconds until
+        one of its failures in flight is answered (the request gets 429)."""
+        entry = self._entries.get(address)
+        if entry is None:
+            return 0.0
+        now = self.clock.seconds()
+        pending = entry.busy_until(now)
+        if len(pending) < self.max_in_flight:
+            return 0.0
+        return max(min(pending) - now, 0.001)
 
     def failed(self, address: str) -> float:
         """Record a failed login from ``address``; the delay its answer gets (seconds)."""
         now = self.clock.seconds()
-        entry = self._failures.pop(address, None)
-        if entry is None or now - entry[1] > self.window:
-            entry = [0.0, now, now]
-        entry[0] += 1
-        entry[2] = now
-        self._failures[address] = entry
+        entry = self._entries.pop(address, None)
+        if entry is None or now - entry.last > self.window:
+            entry = _Failures()
+        entry.count += 1
+        entry.last = now
+        self._entries[address] = entry
         self._expire(now)
-        excess = int(entry[0]) - self.threshold
+        excess = entry.count - self.threshold
         if excess <= 0:
             return 0.0
-        return min(self.max_delay, self.base_delay * 2 ** min(excess - 1, 32))
+        delay = min(self.max_delay, self.base_delay * 2 ** min(excess - 1, 32))
+        entry.busy_until(now).append(now + delay)
+        return delay
+
+
+class _Failures:
+    """One address's failed logins: how many, the last one, answers still delayed."""
+
+    __slots__ = ("count", "last", "pending")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = 0.0
+        self.pending: list[float] = []
+
+    def busy_until(self, now: float) -> list[float]:
+        """The answer times of failures still in flight at ``now`` (pruned)."""
+        if self.pending and min(self.pending) <= now:
+            self.pending = [t for t in self.pending if t > now]
+        return self.pending
 
 
 def parse_basic(header: str) -> tuple[str, str] | None:

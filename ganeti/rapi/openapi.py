@@ -278,6 +278,9 @@ ERRORS = (
                          "may not be set over RAPI"),
     ("404", "NotFound", "Unknown path, or unknown object"),
     ("415", "UnsupportedMediaType", "The body is not application/json"),
+    ("429", "TooManyRequests", "Too many failed logins from the client's address, or (for "
+                               "lists and queries) too many large reads in flight from it; "
+                               "see Retry-After"),
     ("503", "ServiceUnavailable", "The job queue is full or drained"),
 )
 _ERROR_NAMES = {status: name for status, name, _ in ERRORS}
@@ -301,6 +304,7 @@ def _responses(route: Route, method: Method) -> dict[str, Any]:
     responses["404"] = _error("404")
     if method.body != "none":
         responses["415"] = _error("415")
+    responses["429"] = _error("429")
     if method.result == "job":
         responses["503"] = _error("503")
     return responses

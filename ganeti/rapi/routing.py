@@ -15,7 +15,7 @@ errors coming back from LUXI are mapped to statuses by the server.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +27,20 @@ from ganeti.rapi import errors
 #: Access options a users-file entry can carry.
 READ = "read"
 WRITE = "write"
+#: Query parameters several resources share (Ganeti's names).
+REASON = "reason"
+DRY_RUN = "dry-run"
+FORCE = "force"
+BULK = "bulk"
+LOCK = "lock"
+FIELDS = "fields"
+#: How query parameters are read, for telling when two GETs ask the same thing
+#: (:func:`query_key`): flags are read with :meth:`Request.flag`, field lists
+#: are comma-separated names, and a reason goes into opcodes only, so it does
+#: not change what a GET answers.
+FLAG_PARAMETERS = frozenset({BULK, LOCK, DRY_RUN, FORCE})
+LIST_PARAMETERS = frozenset({FIELDS})
+READ_IGNORED_PARAMETERS = frozenset({REASON})
 #: ``{name}`` placeholders in route patterns: names of objects, and job ids.
 NAME_PATTERN = r"[\w._-]+"
 JOB_ID_PATTERN = r"\d+"
@@ -103,6 +117,9 @@ class Method:
     ``"opcode"`` (a JSON object of the parameters of ``opcode``).
     ``result``: what the response is, for the OpenAPI document: ``"job"``
     (a bare job id), or a short JSON-schema-ish description via ``schema``.
+    ``heavy``: the answer grows with the cluster (lists of every object,
+    queries); such reads are bounded per client address and run a few at a
+    time (:class:`ganeti.rapi.limits.HeavyReads`).
     """
 
     handler: Handler
@@ -113,6 +130,32 @@ class Method:
     opcode: str | None = None
     result: str = "json"
     schema: Mapping[str, Any] = field(default_factory=dict)
+    heavy: bool = False
+
+
+def _canonical_value(name: str, value: str) -> Hashable:
+    if name in FLAG_PARAMETERS:
+        try:
+            return bool(int(value))  # as Request.flag reads it
+        except ValueError:
+            return value  # answered 400 by the handler; keep it apart
+    if name in LIST_PARAMETERS:
+        return tuple(item.strip() for item in value.split(","))
+    return value
+
+
+def query_key(query: Mapping[str, list[str]]) -> tuple[Hashable, ...]:
+    """What a read-only request's parsed query asks for, as a hashable key.
+
+    Requests whose queries mean the same get the same key: parameter order
+    does not matter, only the first value of a parameter counts (as
+    :meth:`Request.arg` reads it), flags compare by their value (``bulk=1``,
+    ``bulk=01`` and ``bulk=20`` are all true) and parameters that do not
+    change a read's answer are left out.
+    """
+    return tuple(sorted(
+        (name, _canonical_value(name, values[0]) if values else None)
+        for name, values in query.items() if name not in READ_IGNORED_PARAMETERS))
 
 
 def default_access(http_method: str) -> frozenset[str]:

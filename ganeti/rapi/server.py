@@ -9,50 +9,73 @@
    without the body);
 2. authentication and access (401 with ``WWW-Authenticate``, 403), before the
    body is looked at; repeated failed logins from one address are answered
-   slowly (:class:`ganeti.rapi.auth.LoginThrottle`);
+   slowly, and with 429 while a few of them wait
+   (:class:`ganeti.rapi.auth.LoginThrottle`);
 3. the query string (400 for parameters the method does not declare) and the
    body (413 over the limit, 400 for a body on a method that takes none, 415
-   unless ``application/json``, 400 for bad JSON; empty means ``None``);
-4. the handler; its value (plain, Deferred or coroutine) is sent as compact
-   JSON.  Errors become Ganeti's ``{code, message, explain}`` bodies with the
-   status of :func:`http_error_for`.  Identical read-only GETs read in one
-   reactor turn share one handler run (:mod:`ganeti.rapi.coalesce`), so that
-   many clients polling the same resource cost masterd one LUXI call.
+   unless ``application/json``, 400 for bad or too deeply nested JSON; empty
+   means ``None``);
+4. for a *heavy* read (a list of every object, a query), a ticket of its
+   address (429 past :data:`ganeti.rapi.limits.DEFAULT_HEAVY_PER_ADDRESS` in
+   flight) and a slot for its run (a few run at once, round-robin by address);
+5. the handler; its value (plain, Deferred or coroutine) is sent as compact
+   JSON, encoded over several reactor turns when it is a long list
+   (:mod:`ganeti.rapi.output`).  Errors become Ganeti's ``{code, message,
+   explain}`` bodies with the status of :func:`http_error_for`.  Identical
+   read-only GETs read in one reactor turn share one handler run
+   (:mod:`ganeti.rapi.coalesce`; "identical" compares the parsed query,
+   :func:`ganeti.rapi.routing.query_key`), so that many clients polling the
+   same resource cost masterd one LUXI call.
 
 Two routes are built in (:data:`BUILTIN_ROUTES`): the WebSocket feed
 ``/2/feed`` (handed to the feed resource once access is granted) and the
 dashboard's files under ``/dashboard/``.
 
-:class:`RapiResource` and :func:`make_site` adapt the app to twisted.web: a
-request announcing a body over the limit is answered 413 and its connection
-closed before the body is read; every request is written to the access log.
+:func:`make_site` adapts the app to twisted.web (:mod:`ganeti.rapi.web`:
+per-address connection shares, request deadlines, the body limit, large
+answers written as the client reads them, the access log).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import inspect
 import json
+import math
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from twisted.web import http, resource, server
 from twisted.web.http_headers import Headers
 from twisted.web.resource import IResource
 
 from ganeti.core import errors as gerrors
+from ganeti.core.serializer import load_json
 from ganeti.rapi import errors
 from ganeti.rapi.accesslog import AccessLog
 from ganeti.rapi.auth import Authenticator, LoginThrottle, UserEntry, UsersFile
 from ganeti.rapi.coalesce import Coalescer
-from ganeti.rapi.routing import Luxi, Method, Request, Route
+from ganeti.rapi.limits import (
+    DEFAULT_MAX_CLIENTS,
+    DEFAULT_PER_ADDRESS,
+    DEFAULT_RESERVE,
+    AddressLog,
+    ConnectionGate,
+    HeavyReads,
+    Release,
+)
+from ganeti.rapi.output import encode_json
+from ganeti.rapi.routing import Luxi, Method, Request, Route, query_key
 from ganeti.rapi.staticfiles import StaticFiles
+
+if TYPE_CHECKING:
+    from ganeti.rapi.web import RapiSite
 
 log = Logger()
 
@@ -82,15 +105,28 @@ BUILTIN_ROUTES: list[Route] = [
 ]
 
 
+def _nothing() -> None:
+    pass
+
+
 @dataclass
 class Response:
-    """One answer: status, headers, body; ``resource`` takes over (WebSocket)."""
+    """One answer: status, headers, body; ``resource`` takes over (WebSocket).
+
+    ``release`` frees what the request holds (a heavy read's ticket); whoever
+    sends the answer calls :meth:`finished` once it is sent, or the client gone.
+    """
 
     status: int
     body: bytes = b""
     headers: Sequence[tuple[str, str]] = ()
     user: str | None = None
     resource: IResource | None = None
+    release: Callable[[], None] = _nothing
+
+    def finished(self) -> None:
+        """The answer was sent (or cannot be): free what the request held."""
+        self.release()
 
 
 class HeaderView(Mapping[str, str]):
@@ -160,14 +196,11 @@ def error_response(err: errors.HttpError, user: str | None = None) -> Response:
     return Response(err.code, json.dumps(body).encode(), headers, user)
 
 
-#: Compact JSON; LUXI results hold no cycles, so the cycle check is skipped (a
-#: handler bug making one fails with RecursionError, answered 500).
-_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 _JSON_HEADERS = (("Content-Type", JSON_TYPE),)
 
 
-def _json_response(value: Any, user: str | None) -> Response:
-    return Response(200, _ENCODER.encode(value).encode(), _JSON_HEADERS, user)
+def _json_body(body: bytes, user: str | None) -> Response:
+    return Response(200, body, _JSON_HEADERS, user)
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
@@ -228,7 +261,8 @@ class RapiApp:
                  max_body: int = DEFAULT_MAX_BODY,
                  websocket: Callable[[], IResource] | None = None,
                  static_dir: str | None = None,
-                 throttle: LoginThrottle | None = None, coalesce: bool = True) -> None:
+                 throttle: LoginThrottle | None = None, coalesce: bool = True,
+                 heavy: HeavyReads | None = None) -> None:
         if routes is None:
             from ganeti.rapi import resources  # written separately; imported when used
             routes = resources.ROUTES
@@ -241,38 +275,43 @@ class RapiApp:
         self.users = users
         self.auth = Authenticator(users, require_auth)
         self.throttle = throttle if throttle is not None else LoginThrottle(clock)
+        self.heavy = heavy if heavy is not None else HeavyReads()
         self.max_body = max_body
         self.websocket = websocket
         self.static = StaticFiles(static_dir) if static_dir is not None else None
         self.coalescer: Coalescer[Response] | None = Coalescer(clock) if coalesce else None
+        self.client_log = AddressLog(clock, log)
         self._index = _RouteIndex(self.routes)
 
     def process(self, method: str, path: str | bytes, query_string: bytes | str,
                 headers: Mapping[str, str], body: bytes,
                 client_ip: str) -> defer.Deferred[Response]:
-        """Answer one request; the Deferred fails only with CancelledError."""
+        """Answer one request; the Deferred fails only with CancelledError.
+
+        The answer counts as sent when it is produced (nothing in process
+        holds a connection): what the request held is freed at once.
+        """
         result = self.handle(method, path, query_string, headers, body, client_ip)
-        return result if isinstance(result, defer.Deferred) else defer.succeed(result)
+        d = result if isinstance(result, defer.Deferred) else defer.succeed(result)
+        return d.addCallback(_sent)
 
     def handle(self, method: str, raw_path: str | bytes, query_string: bytes | str,
                headers: Mapping[str, str], body: bytes,
                client_ip: str) -> Response | defer.Deferred[Response]:
         """:meth:`process`, answering at once when nothing has to be waited for (the
-        checks failed, or the handler returned a plain value)."""
+        checks failed, or the handler returned a plain value).  The caller calls
+        :meth:`Response.finished` once the answer is sent."""
         entry: UserEntry | None = None
+        release: Release | None = None
         try:
             if not isinstance(headers, HeaderView):
                 headers = {k.lower(): v for k, v in headers.items()}
             path = self._decode_path(raw_path)
             route, params, spec, http_method = self._dispatch(method, path)
-            header = headers.get("authorization")
-            try:
-                entry = self.auth.authenticate(header)
-            except errors.HttpUnauthorized as err:
-                delay = self.throttle.failed(client_ip)
-                if delay > 0:
-                    return task.deferLater(self.clock, delay, error_response, err)
-                raise
+            authenticated = self._authenticate(headers.get("authorization"), client_ip)
+            if isinstance(authenticated, defer.Deferred):
+                return authenticated  # a failed login, answered late
+            entry = authenticated
             self.auth.authorize(entry, spec.access)
             user = entry.name if entry is not None else None
             if route.kind == "websocket":
@@ -281,19 +320,58 @@ class RapiApp:
             if route.kind == "static":
                 return self._static(params, path, user)
             query = self._parse_query(query_string, spec)
-            value = self._parse_body(spec, headers, body)
+            value = self._parse_body(spec, headers, body, client_ip)
             request = Request(method=http_method, path=path, params=params, query=query,
                               body=value, user=entry.user if entry is not None else None,
                               luxi=self.luxi, clock=self.clock, route=route)
+            if spec.heavy:
+                release = self.heavy.ticket(client_ip)
         except Exception as err:  # every error becomes an answer
             return self._error(err, entry)
+        acquire = (lambda: self.heavy.acquire(client_ip)) if spec.heavy else None
+        result: Response | defer.Deferred[Response]
         if (self.coalescer is not None and http_method == "GET" and value is None
                 and spec.result != "job"):
-            raw_query = (query_string.decode("latin-1") if isinstance(query_string, bytes)
-                         else query_string)
-            return self.coalescer.join((route.pattern, path, raw_query, user),
-                                       lambda: self._run(spec, request, entry))
-        return self._run(spec, request, entry)
+            result = self.coalescer.join((route.pattern, path, query_key(query), user),
+                                         lambda: self._run(spec, request, entry), acquire)
+        elif acquire is not None:
+            result = acquire().addCallback(self._run_in_slot, spec, request, entry)
+        else:
+            result = self._run(spec, request, entry)
+        return result if release is None else _holding(result, release)
+
+    def _authenticate(self, header: str | None, client_ip: str
+                      ) -> UserEntry | None | defer.Deferred[Response]:
+        """The user of ``header``; a failed login raises 401, or (past the
+        throttle's threshold) is answered by the returned Deferred, late."""
+        if header is None:
+            return self.auth.authenticate(None)
+        wait = self.throttle.retry_after(client_ip)
+        if wait:
+            self.client_log.info(
+                client_ip, "throttled", "Refusing logins from {address} for now: "
+                "{failures} failed logins, the last answers still delayed "
+                "({suppressed} more since the last report)",
+                failures=self.throttle.failures(client_ip))
+            raise errors.HttpTooManyRequests(
+                "Too many failed logins from this address; retry later",
+                headers={"Retry-After": str(max(1, math.ceil(wait)))})
+        try:
+            return self.auth.authenticate(header)
+        except errors.HttpUnauthorized as err:
+            delay = self.throttle.failed(client_ip)
+            if delay <= 0:
+                raise
+            self.client_log.info(
+                client_ip, "login", "Failed logins from {address}: {failures}; answering "
+                "them late ({suppressed} more since the last report)",
+                failures=self.throttle.failures(client_ip))
+            return task.deferLater(self.clock, delay, error_response, err)
+
+    def _run_in_slot(self, release: Release, spec: Method, request: Request,
+                     entry: UserEntry | None) -> defer.Deferred[Response]:
+        d = defer.maybeDeferred(self._run, spec, request, entry)
+        return d.addBoth(_passing, release)
 
     def _run(self, spec: Method, request: Request,
              entry: UserEntry | None) -> Response | defer.Deferred[Response]:
@@ -305,11 +383,21 @@ class RapiApp:
             elif inspect.isawaitable(result) and not isinstance(result, defer.Deferred):
                 result = defer.Deferred.fromCoroutine(_awaited(result))
             if isinstance(result, defer.Deferred):
-                d: defer.Deferred[Response] = result.addCallback(_json_response, user)
+                d: defer.Deferred[Response] = result.addCallback(self._encode, user)
                 return d.addErrback(self._failed, entry)
-            return _json_response(result, user)
+            answer = self._encode(result, user)
         except Exception as err:  # every error becomes an answer
             return self._error(err, entry)
+        if isinstance(answer, defer.Deferred):
+            answer.addErrback(self._failed, entry)
+        return answer
+
+    def _encode(self, value: Any, user: str | None) -> Response | defer.Deferred[Response]:
+        """The 200 answer carrying ``value`` (encoded over several turns if long)."""
+        encoded = encode_json(value, self.clock)
+        if isinstance(encoded, bytes):
+            return _json_body(encoded, user)
+        return encoded.addCallback(_json_body, user)
 
     def _failed(self, failure: Failure, entry: UserEntry | None) -> Response:
         if failure.check(defer.CancelledError):
@@ -321,12 +409,20 @@ class RapiApp:
     def _error(self, err: Exception, entry: UserEntry | None) -> Response:
         user = entry.name if entry is not None else None
         mapped = http_error_for(err)
+        # Clients decide how often these happen (a request per failure): the lines
+        # are rate-limited per kind of failure, each with the count it stands for.
         if mapped is None:
-            log.failure("Internal error in a RAPI handler", Failure(err))
+            suppressed = self.client_log.allow("*", f"bug {type(err).__name__}")
+            if suppressed is not None:
+                log.failure("Internal error in a RAPI handler ({suppressed} more like it "
+                            "since the last report)", Failure(err), suppressed=suppressed)
             mapped = errors.HttpInternalServerError("Internal error")
         elif mapped.code >= 500:
-            log.warn("RAPI request failed: {code} {message}", code=mapped.code,
-                     message=mapped.message)
+            suppressed = self.client_log.allow("*", f"{mapped.code} {mapped.message[:100]}")
+            if suppressed is not None:
+                log.warn("RAPI request failed: {code} {message} ({suppressed} more like it "
+                         "since the last report)", code=mapped.code, message=mapped.message,
+                         suppressed=suppressed)
         return error_response(mapped, user)
 
     @staticmethod
@@ -377,7 +473,8 @@ class RapiApp:
                                         f"this resource accepts: {accepted}")
         return query
 
-    def _parse_body(self, spec: Method, headers: Mapping[str, str], body: bytes) -> Any:
+    def _parse_body(self, spec: Method, headers: Mapping[str, str], body: bytes,
+                    client_ip: str) -> Any:
         if len(body) > self.max_body:
             raise errors.HttpRequestEntityTooLarge(
                 f"The request body exceeds the limit of {self.max_body} bytes")
@@ -391,8 +488,11 @@ class RapiApp:
                 f"The request body must be {JSON_TYPE} (Content-Type), not "
                 f"{media or 'unspecified'}")
         try:
-            value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
-        except (UnicodeDecodeError, ValueError, RecursionError) as err:
+            value = load_json(body, parse_constant=_reject_constant)
+        except ValueError as err:  # UnicodeDecodeError and JsonTooDeep included
+            self.client_log.info(client_ip, "body", "Bad request body from {address}: "
+                                 "{error} ({suppressed} more since the last report)",
+                                 error=str(err)[:200])
             raise errors.HttpBadRequest(f"Unable to parse JSON data: {err}") from None
         if spec.body == "opcode" and not isinstance(value, dict):
             raise errors.HttpBadRequest("The request body must be a JSON object")
@@ -408,151 +508,46 @@ class RapiApp:
         return Response(result.status, result.body, result.headers, user)
 
 
-# --- twisted.web adapter ------------------------------------------------------------------
+def _sent(response: Response) -> Response:
+    response.finished()
+    return response
 
 
-class RapiRequest(server.Request):
-    """A request that refuses a body over the site's limit before buffering it.
+def _passing(result: Any, release: Release) -> Any:
+    release()
+    return result
 
-    A ``Content-Length`` over the limit is answered 413 at once and the
-    connection closed (no ``100 Continue`` is sent); a chunked body is cut
-    off the same way once it passes the limit.
+
+def _holding(result: Response | defer.Deferred[Response],
+             release: Release) -> Response | defer.Deferred[Response]:
+    """This request's own copy of ``result`` (coalesced requests share one),
+    holding ``release`` until it is sent; released at once if it fails."""
+    if isinstance(result, Response):
+        return dataclasses.replace(result, release=release)
+
+    def failed(failure: Failure) -> Failure:
+        release()
+        return failure
+    return result.addCallbacks(lambda r: dataclasses.replace(r, release=release), failed)
+
+
+def make_site(app: RapiApp, access_log: AccessLog, reactor: Any, timeout: float = 60.0,
+              max_clients: int = DEFAULT_MAX_CLIENTS, per_address: int | None = None,
+              reserve: int | None = None, request_timeout: float | None = None
+              ) -> RapiSite:
+    """The twisted.web site for ``app`` (:mod:`ganeti.rapi.web`).
+
+    Idle connections close after ``timeout`` s; a request must arrive within
+    ``request_timeout`` s (10 by default).  ``max_clients`` should be the
+    listener's ``--max-clients``: one address holds at most ``per_address``
+    connections, and the last ``reserve`` places are kept for addresses
+    without one (both a tenth of ``max_clients`` by default: 100 of 1000).
     """
+    from ganeti.rapi.web import DEFAULT_REQUEST_TIMEOUT, RapiSite
 
-    _too_large = False
-    _received = 0
-
-    def _site(self) -> RapiSite:
-        site: RapiSite = getattr(self.channel, "site")  # noqa: B009 (set by the Site)
-        return site
-
-    def gotLength(self, length: int | None) -> None:
-        if length is not None and length > self._site().max_body:
-            self.requestHeaders.removeHeader(b"expect")
-            super().gotLength(0)
-            self._reject_too_large()
-            return
-        super().gotLength(length)
-
-    def handleContentChunk(self, data: bytes) -> None:
-        if self._too_large:
-            return
-        self._received += len(data)
-        if self._received > self._site().max_body:
-            self._reject_too_large()
-            return
-        super().handleContentChunk(data)
-
-    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
-        if self._too_large:
-            return  # answered already; the connection is closing
-        super().requestReceived(command, path, version)
-
-    def _reject_too_large(self) -> None:
-        self._too_large = True
-        site = self._site()
-        channel = self.channel
-        err = errors.HttpRequestEntityTooLarge(
-            f"The request body exceeds the limit of {site.max_body} bytes")
-        response = error_response(err)
-        head = [b"HTTP/1.1 413 Request Entity Too Large"]
-        head += [f"{k}: {v}".encode("latin-1") for k, v in response.headers]
-        head += [b"Content-Length: %d" % len(response.body), b"Connection: close", b"", b""]
-        if channel.transport is not None:
-            channel.transport.write(b"\r\n".join(head) + response.body)
-        channel.loseConnection()
-        line = b" ".join([getattr(channel, "_command", b"-"), getattr(channel, "_path", b"-"),
-                          getattr(channel, "_version", b"HTTP/1.1")])
-        site.access_log.log(_client_host(self), None, line.decode("latin-1"), 413,
-                            len(response.body))
-
-
-def _client_host(request: server.Request) -> str:
-    client = request.getClientAddress()
-    return str(getattr(client, "host", "-"))
-
-
-class RapiResource(resource.Resource):
-    """The one leaf resource: hands every request to the app and writes its answer."""
-
-    isLeaf = True
-
-    def __init__(self, app: RapiApp, access_log: AccessLog) -> None:
-        super().__init__()
-        self.app = app
-        self.access_log = access_log
-
-    def render(self, request: server.Request) -> bytes | int:  # type: ignore[override]
-        uri = request.uri
-        path, _, query = uri.partition(b"?")
-        content = request.content
-        body = content.read() if content is not None else b""
-        result = self.app.handle(request.method.decode("latin-1"), path, query,
-                                 HeaderView(request.requestHeaders), body,
-                                 _client_host(request))
-        if not isinstance(result, defer.Deferred):
-            self._respond(result, request)
-            return server.NOT_DONE_YET
-        d = result
-        if not d.called:  # waiting (for masterd): cancel the work if the client goes
-            request.notifyFinish().addErrback(lambda _: d.cancel())
-        d.addCallback(self._respond, request)
-        d.addErrback(self._failed, request)
-        return server.NOT_DONE_YET
-
-    def _request_line(self, request: server.Request) -> str:
-        return b" ".join([request.method, request.uri,
-                          request.clientproto]).decode("latin-1")
-
-    def _respond(self, response: Response, request: server.Request) -> None:
-        if request._disconnected or request.finished:
-            return
-        if response.resource is not None:
-            self.access_log.log(_client_host(request), response.user,
-                                self._request_line(request), response.status, 0)
-            result = response.resource.render(request)
-            if result is not server.NOT_DONE_YET:
-                request.write(result)
-                request.finish()
-            return
-        request.setResponseCode(response.status)
-        for name, value in response.headers:
-            request.setHeader(name, value)
-        request.setHeader(b"content-length", b"%d" % len(response.body))
-        request.write(response.body)
-        request.finish()
-        sent = 0 if request.method == b"HEAD" else len(response.body)
-        self.access_log.log(_client_host(request), response.user, self._request_line(request),
-                            response.status, sent)
-
-    def _failed(self, failure: Failure, request: server.Request) -> None:
-        if failure.check(defer.CancelledError):
-            return
-        log.failure("RAPI response failed", failure)
-        if not (request._disconnected or request.finished):
-            self._respond(error_response(errors.HttpInternalServerError("Internal error")),
-                          request)
-
-
-class RapiSite(server.Site):
-    """The RAPI site: one leaf resource, body limit, no twisted.web access log."""
-
-    requestFactory = RapiRequest
-    displayTracebacks = False
-
-    def __init__(self, app: RapiApp, access_log: AccessLog, reactor: Any,
-                 timeout: float = 60.0) -> None:
-        super().__init__(RapiResource(app, access_log), reactor=reactor, timeout=timeout)
-        self.app = app
-        self.access_log = access_log
-        self.max_body = app.max_body
-
-    def log(self, request: http.Request) -> None:
-        """Requests are logged by :class:`RapiResource` in the RAPI access log."""
-
-
-def make_site(app: RapiApp, access_log: AccessLog, reactor: Any,
-              timeout: float = 60.0) -> RapiSite:
-    """The twisted.web site for ``app``; idle connections close after ``timeout`` s."""
-    return RapiSite(app, access_log, reactor, timeout)
-
+    share = max(1, max_clients * DEFAULT_PER_ADDRESS // DEFAULT_MAX_CLIENTS)
+    kept = max_clients * DEFAULT_RESERVE // DEFAULT_MAX_CLIENTS
+    gate = ConnectionGate(max_clients, share if per_address is None else per_address,
+                          kept if reserve is None else reserve)
+    return RapiSite(app, access_log, reactor, timeout, gate,
+                    DEFAULT_REQUEST_TIMEOUT if request_timeout is None else request_timeout)

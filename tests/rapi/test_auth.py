@@ -286,3 +286,26 @@ class LoginThrottleTest(SynchronousTestCase):
         self.clock.advance(11)
         self.throttle.failed("x")
         self.assertEqual(len(self.throttle), 1)  # the stale entries expired
+
+    def test_count_is_kept_while_failures_go_on(self):
+        delays = []
+        for _ in range(30):  # one failure every 5 s for 150 s: never a quiet window
+            delays.append(self.throttle.failed("a"))
+            self.clock.advance(5)
+        self.assertEqual(delays[-20:], [3] * 20)
+        self.assertEqual(self.throttle.failures("a"), 30)
+        self.clock.advance(6)  # now 11 s without a failure (window 10)
+        self.assertEqual(self.throttle.failures("a"), 0)
+        self.assertEqual(self.throttle.failed("a"), 0)
+
+    def test_failures_in_flight_make_the_address_wait(self):
+        throttle = LoginThrottle(self.clock, threshold=1, window=60, base_delay=1,
+                                 max_delay=8, max_in_flight=2)
+        self.assertEqual(throttle.retry_after("a"), 0)
+        self.assertEqual([throttle.failed("a") for _ in range(3)], [0, 1, 2])
+        self.assertEqual(throttle.retry_after("a"), 1)  # the 1 s answer frees a slot
+        self.assertEqual(throttle.retry_after("b"), 0)
+        self.clock.advance(1)
+        self.assertEqual(throttle.retry_after("a"), 0)
+        self.assertEqual(throttle.failed("a"), 4)
+        self.assertEqual(throttle.retry_after("a"), 1)

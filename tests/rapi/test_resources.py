@@ -165,6 +165,18 @@ class JobsTest(RapiTestCase):
         self.assertEqual(bulk[0]["summary"], ["TEST_DELAY(0.0)"])
         self.assertEqual(bulk[0]["status"], "success")
 
+    def test_bulk_is_read_in_chunks_of_jobs(self):
+        self.patch(jobs, "BULK_CHUNK", 2)
+        ids = [self.master.submit(delay_op(0)) for _ in range(5)]
+        for job_id in ids:
+            self.wait_job(job_id)
+        self.luxi.calls.clear()
+        bulk = self.get("/2/jobs", "bulk=1")
+        self.assertEqual([job["id"] for job in bulk], ids)
+        self.assertEqual(self.luxi.methods(), ["QueryJobs"] * 4)  # the ids, then 3 chunks
+        self.assertEqual([call[1][0] for call in self.luxi.calls[1:]],
+                         [ids[0:2], ids[2:4], ids[4:5]])
+
     def test_one_job(self):
         job_id = self.master.submit(delay_op(1.0, repeat=1))
         job = self.wait_job(job_id)

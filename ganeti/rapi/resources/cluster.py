@@ -107,7 +107,7 @@ ROUTES = [
           "Cluster tags"),
     Route("/2/instances", {"GET": Method(
         get_instances, "Instances (none exist yet: always an empty list)",
-        query=(BULK, LOCK, REASON), schema={"type": "array", "items": {"type": "object"},
-                                            "maxItems": 0})},
+        query=(BULK, LOCK, REASON), heavy=True,
+        schema={"type": "array", "items": {"type": "object"}, "maxItems": 0})},
           "Instances"),
 ]

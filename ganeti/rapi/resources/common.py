@@ -18,14 +18,12 @@ from typing import Any
 from ganeti.core import constants as c
 from ganeti.core import errors, opcodes
 from ganeti.rapi import errors as http
+from ganeti.rapi.routing import BULK as BULK  # the shared query parameter names
+from ganeti.rapi.routing import DRY_RUN as DRY_RUN
+from ganeti.rapi.routing import FORCE as FORCE
+from ganeti.rapi.routing import LOCK as LOCK
+from ganeti.rapi.routing import REASON as REASON
 from ganeti.rapi.routing import Method, Request, default_access
-
-#: Query parameters several resources share (Ganeti's names).
-REASON = "reason"
-DRY_RUN = "dry-run"
-FORCE = "force"
-BULK = "bulk"
-LOCK = "lock"
 
 #: The RAPI version ``/version`` answers.
 RAPI_VERSION = 2

@@ -158,7 +158,7 @@ def _body_method(http_method: str, fn: Callable[[Request], Awaitable[Any]],
 ROUTES = [
     Route("/2/filters", {
         "GET": Method(get_filters, "Every job filter rule: [{uuid, uri}], or with ?bulk=1 "
-                      "their fields", query=(BULK,),
+                      "their fields", query=(BULK,), heavy=True,
                       schema={"oneOf": [UUID_LIST, {"type": "array", "items": RULE}]}),
         "POST": _body_method("POST", add_filter, RULE_BODY,
                              "Add a job filter rule (at once, not a job); its uuid",

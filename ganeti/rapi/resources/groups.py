@@ -66,7 +66,7 @@ NAME_LIST = {"type": "array", "items": {"type": "object", "properties": {
 ROUTES = [
     Route("/2/groups", {
         "GET": Method(get_groups, "Every node group: [{name, uri}], or with ?bulk=1 their "
-                      "fields", query=(BULK, REASON),
+                      "fields", query=(BULK, REASON), heavy=True,
                       schema={"oneOf": [NAME_LIST, {"type": "array", "items": GROUP}]}),
         "POST": opcode_method("POST", OpcodeBody(
             "OP_GROUP_ADD", "groups", {"dry_run": flag(DRY_RUN)},

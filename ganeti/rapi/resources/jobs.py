@@ -24,6 +24,9 @@ J_FIELDS_BULK = ("id", "ops", "status", "summary", "opstatus", "received_ts", "s
 #: Fields of ``/2/jobs/{job_id}``.
 J_FIELDS = (*J_FIELDS_BULK, "oplog", "opresult")
 
+#: Jobs whose bulk fields one LUXI call asks for (``/2/jobs?bulk=1``).
+BULK_CHUNK = 1000
+
 #: How long ``/wait`` lets WaitForJobChange wait for a change (Ganeti's value).
 WAIT_TIMEOUT = 10
 
@@ -38,12 +41,25 @@ def _job_id(request: Request) -> int:
 
 
 async def get_jobs(request: Request) -> list[Any]:
-    """Every live job: ``[{id, uri}]``, or with ``?bulk=1`` the J_FIELDS_BULK of each."""
-    if request.flag(BULK):
-        rows = await request.luxi.call("QueryJobs", None, list(J_FIELDS_BULK))
-        return [map_fields(J_FIELDS_BULK, row) for row in rows if row is not None]
+    """Every live job: ``[{id, uri}]``, or with ``?bulk=1`` the J_FIELDS_BULK of each.
+
+    The bulk fields are asked for :data:`BULK_CHUNK` jobs per LUXI call: one
+    answer for thousands of jobs would be encoded by masterd and decoded here
+    in one go each, holding both daemons from their other clients meanwhile.
+    A job archived between two calls is still listed (masterd reads it back
+    from the archive), as if the list had been read just before.
+    """
+    bulk = request.flag(BULK)
     rows = await request.luxi.call("QueryJobs", None, ["id"])
-    return uri_list((int(row[0]) for row in rows if row is not None), "/2/jobs/{}", "id")
+    ids = sorted(int(row[0]) for row in rows if row is not None)
+    if not bulk:
+        return uri_list(ids, "/2/jobs/{}", "id")
+    jobs: list[dict[str, Any]] = []
+    for start in range(0, len(ids), BULK_CHUNK):
+        rows = await request.luxi.call("QueryJobs", ids[start:start + BULK_CHUNK],
+                                       list(J_FIELDS_BULK))
+        jobs.extend(map_fields(J_FIELDS_BULK, row) for row in rows if row is not None)
+    return jobs
 
 
 async def get_job(request: Request) -> dict[str, Any]:
@@ -136,7 +152,8 @@ WAIT_RESULT = {
 ROUTES = [
     Route("/2/jobs", {"GET": Method(
         get_jobs, "Every job: [{id, uri}], or with ?bulk=1 their fields",
-        query=(BULK,), schema={"oneOf": [ID_LIST, {"type": "array", "items": BULK_JOB}]})},
+        query=(BULK,), heavy=True,
+        schema={"oneOf": [ID_LIST, {"type": "array", "items": BULK_JOB}]})},
           "The job queue"),
     Route("/2/jobs/{job_id}", {
         "GET": Method(get_job, "A job's status, opcodes, results and log", schema=JOB),

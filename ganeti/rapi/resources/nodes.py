@@ -127,7 +127,8 @@ ROLE = {"type": "string", "enum": sorted(ROLE_WORDS.values())}
 ROUTES = [
     Route("/2/nodes", {"GET": Method(
         get_nodes, "Every node: [{id, uri}], or with ?bulk=1 their fields",
-        query=(BULK, REASON), schema={"oneOf": [ID_LIST, {"type": "array", "items": NODE}]})},
+        query=(BULK, REASON), heavy=True,
+        schema={"oneOf": [ID_LIST, {"type": "array", "items": NODE}]})},
           "The nodes"),
     Route("/2/nodes/{node_name}", {"GET": Method(
         get_node, "A node's fields", query=(LOCK, REASON), schema=NODE_ONE)}, "One node"),

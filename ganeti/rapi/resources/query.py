@@ -100,11 +100,12 @@ QUERY_BODY = {
 ROUTES = [
     Route("/2/query/{resource}", {
         "GET": Method(query_get, "Query a resource's ?fields= (no filter)",
-                      access=QUERY_ACCESS, query=("fields", REASON), schema=QUERY_RESULT),
+                      access=QUERY_ACCESS, query=("fields", REASON), schema=QUERY_RESULT,
+                      heavy=True),
         "PUT": Method(SchemaHandler(query_put, QUERY_BODY),
                       "Query a resource with fields and a filter in the body",
                       access=QUERY_ACCESS, query=("fields", REASON), body="json",
-                      schema=QUERY_RESULT),
+                      schema=QUERY_RESULT, heavy=True),
     }, "Generic queries (resources: " + ", ".join(sorted(QUERYABLE)) + ")"),
     Route("/2/query/{resource}/fields", {
         "GET": Method(query_fields, "Field definitions of a resource (?fields= or all)",
