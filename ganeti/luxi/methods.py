@@ -82,7 +82,7 @@ def NUMBER(name: str) -> Arg:
 
 def JOB_ID(name: str = "job_id") -> Arg:
     """A job id: an integer, or a string of digits (older clients send those)."""
-    return Arg(name, lambda v: _is_int(v) or (isinstance(v, str) and v.isdigit()),
+    return Arg(name, lambda v: _is_int(v) or (isinstance(v, str) and v.isascii() and v.isdigit()),
                "job id (integer)")
 
 

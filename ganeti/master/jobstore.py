@@ -71,6 +71,16 @@ def job_file_name(job_id: int) -> str:
     return f"job-{job_id}"
 
 
+def _digits(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` takes "²" and "١"; ``int`` takes " 7\\n")."""
+    return text.isascii() and text.isdigit()
+
+
+def _job_id_of(name: str) -> int | None:
+    """The id of a file named exactly ``job-<digits>``, else None."""
+    return int(name[4:]) if name.startswith("job-") and _digits(name[4:]) else None
+
+
 def archive_subdir(job_id: int) -> str:
     """The archive directory of a job: ``<id // 10000>``."""
     return str(job_id // JOBS_PER_ARCHIVE_DIR)
@@ -210,11 +220,8 @@ class JobStore:
         serial = self._read_serial(problems)
         jobs: dict[int, dict[str, Any]] = {}
         for name in os.listdir(self.queue_dir):
-            if not name.startswith("job-"):
-                continue
-            try:
-                job_id = int(name[4:])
-            except ValueError:
+            job_id = _job_id_of(name)
+            if job_id is None:
                 continue
             path = os.path.join(self.queue_dir, name)
             try:
@@ -227,7 +234,7 @@ class JobStore:
         archived_max = max(self._archived_max(), self._corrupt_max())
         generations = sorted(int(n[len(JOURNAL_PREFIX):]) for n in os.listdir(self.queue_dir)
                              if n.startswith(JOURNAL_PREFIX)
-                             and n[len(JOURNAL_PREFIX):].isdigit())
+                             and _digits(n[len(JOURNAL_PREFIX):]))
         archived: set[int] = set()
         touched: set[int] = set()
         damaged: set[int] = set()
@@ -281,10 +288,10 @@ class JobStore:
         archive = self.paths.queue_archive_dir
         for sub in os.listdir(archive):
             subdir = os.path.join(archive, sub)
-            if not sub.isdigit() or not os.path.isdir(subdir):
+            if not _digits(sub) or not os.path.isdir(subdir):
                 continue
             for name in os.listdir(subdir):
-                if name.startswith("job-") and name[4:].isdigit():
+                if name.startswith("job-") and _digits(name[4:]):
                     best = max(best, int(name[4:]))
         return best
 
@@ -294,7 +301,7 @@ class JobStore:
         if not os.path.isdir(corrupt):
             return 0
         ids = [int(n[4:].split(".")[0]) for n in os.listdir(corrupt)
-               if n.startswith("job-") and n[4:].split(".")[0].isdigit()]
+               if n.startswith("job-") and _digits(n[4:].split(".")[0])]
         return max(ids, default=0)
 
     def _move_aside(self, path: str, name: str, problem: str) -> str:

@@ -82,7 +82,8 @@ class JobMethods:
         if not ids:
             return sorted(self.queue.visible.items())
         if not isinstance(ids, list) or not all(
-                isinstance(i, int) or (isinstance(i, str) and i.isdigit()) for i in ids):
+                isinstance(i, int) or (isinstance(i, str) and i.isascii() and i.isdigit())
+                for i in ids):
             raise OpPrereqError("Job ids must be a list of job ids or null", ECODE_INVAL)
         wanted = [int(i) for i in ids]
         missing = [i for i in wanted if i not in self.queue.visible]

@@ -43,8 +43,8 @@ LIST_PARAMETERS = frozenset({FIELDS})
 READ_IGNORED_PARAMETERS = frozenset({REASON})
 #: ``{name}`` placeholders in route patterns: names of objects, and job ids.
 NAME_PATTERN = r"[\w._-]+"
-JOB_ID_PATTERN = r"\d+"
-INDEX_PATTERN = r"\d+"
+JOB_ID_PATTERN = r"[0-9]+"
+INDEX_PATTERN = r"[0-9]+"
 #: ``{static_path}``: the rest of a path below a ``"static"`` route's prefix, slashes
 #: included (the file server refuses ``..`` and anything outside its directory).
 STATIC_PATH_PATTERN = r"[\w./-]*"

@@ -181,7 +181,8 @@ IP_ADDRESS = Kind("an IP address", _check_ip)
 ALLOC_POLICY = kinds.one_of(c.VALID_ALLOC_POLICIES, "an allocation policy:")
 ND_PARAMS = kinds.dict_of(kinds.one_of(c.NDC_DEFAULTS, "a node parameter:"), kinds.ANY,
                           name="an object of node parameters")
-NODE_NAME = kinds.NON_EMPTY_STRING
+# Node names become ssconf lines and file names: whole host names only.
+NODE_NAME = kinds.HOSTNAME
 VERIFY_CHECKS = kinds.list_of(kinds.one_of(c.VERIFY_OPTIONAL_CHECKS, "a skippable check:"),
                               name="a list of skippable checks")
 
@@ -216,7 +217,7 @@ OP_NODE_REMOVE = OpCode(
     "OP_NODE_REMOVE", "Remove a node from the cluster",
     (
         opt("node_name", kinds.maybe(NODE_NAME), "Name of the node to remove"),
-        opt("node_uuid", kinds.maybe(NODE_NAME), "UUID of the node to remove"),
+        opt("node_uuid", kinds.maybe(kinds.NON_EMPTY_STRING), "UUID of the node to remove"),
     ),
     summary_param="node_name", summary_format=_node_name)
 
@@ -224,7 +225,7 @@ OP_NODE_SET_PARAMS = OpCode(
     "OP_NODE_SET_PARAMS", "Change the parameters or role of a node",
     (
         opt("node_name", kinds.maybe(NODE_NAME), "Name of the node"),
-        opt("node_uuid", kinds.maybe(NODE_NAME), "UUID of the node"),
+        opt("node_uuid", kinds.maybe(kinds.NON_EMPTY_STRING), "UUID of the node"),
         opt("force", kinds.BOOL, "Force the operation", False),
         opt("master_candidate", kinds.maybe(kinds.BOOL), "Master candidate flag"),
         opt("offline", kinds.maybe(kinds.BOOL), "Offline flag"),
@@ -241,6 +242,9 @@ OP_NODE_SET_PARAMS = OpCode(
     ),
     summary_param="node_name", summary_format=_node_name)
 
+# Group names become ssconf lines ("<uuid> <name>"): one printable line only.
+GROUP_NAME = kinds.PRINTABLE_NAME
+
 _GROUP_PARAMS = (
     opt("alloc_policy", kinds.maybe(ALLOC_POLICY), "Instance allocation policy"),
     opt("ndparams", kinds.maybe(ND_PARAMS), "Default node parameters for the group"),
@@ -252,31 +256,31 @@ _GROUP_PARAMS = (
 
 OP_GROUP_ADD = OpCode(
     "OP_GROUP_ADD", "Add a node group to the cluster",
-    (req("group_name", kinds.NON_EMPTY_STRING, "Name of the group"), *_GROUP_PARAMS),
+    (req("group_name", GROUP_NAME, "Name of the group"), *_GROUP_PARAMS),
     summary_param="group_name")
 
 OP_GROUP_REMOVE = OpCode(
     "OP_GROUP_REMOVE", "Remove an empty node group",
-    (req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the group"),),
+    (req("group_name", GROUP_NAME, "Name or UUID of the group"),),
     summary_param="group_name")
 
 OP_GROUP_RENAME = OpCode(
     "OP_GROUP_RENAME", "Rename a node group",
     (
-        req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the group"),
-        req("new_name", kinds.NON_EMPTY_STRING, "New name of the group"),
+        req("group_name", GROUP_NAME, "Name or UUID of the group"),
+        req("new_name", GROUP_NAME, "New name of the group"),
     ),
     summary_param="group_name")
 
 OP_GROUP_SET_PARAMS = OpCode(
     "OP_GROUP_SET_PARAMS", "Change the parameters of a node group",
-    (req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the group"), *_GROUP_PARAMS),
+    (req("group_name", GROUP_NAME, "Name or UUID of the group"), *_GROUP_PARAMS),
     summary_param="group_name")
 
 OP_GROUP_ASSIGN_NODES = OpCode(
     "OP_GROUP_ASSIGN_NODES", "Move nodes into a node group",
     (
-        req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the target group"),
+        req("group_name", GROUP_NAME, "Name or UUID of the target group"),
         opt("force", kinds.BOOL, "Move nodes even if that splits instances", False),
         req("nodes", NAME_LIST, "Names or UUIDs of the nodes to move"),
         opt("node_uuids", kinds.maybe(NAME_LIST), "UUIDs of the nodes to move"),
@@ -300,7 +304,7 @@ OP_CLUSTER_VERIFY = OpCode(
     "OP_CLUSTER_VERIFY", "Verify the cluster: submits one verify job per part",
     (
         *_VERIFY_COMMON,
-        opt("group_name", kinds.maybe(kinds.NON_EMPTY_STRING),
+        opt("group_name", kinds.maybe(GROUP_NAME),
             "Verify only this node group"),
         opt("verify_clutter", kinds.BOOL, "Look for unknown files (not supported yet)", False),
     ))
@@ -312,7 +316,7 @@ OP_CLUSTER_VERIFY_CONFIG = OpCode(
 OP_CLUSTER_VERIFY_GROUP = OpCode(
     "OP_CLUSTER_VERIFY_GROUP", "Verify the nodes of one node group",
     (
-        req("group_name", kinds.NON_EMPTY_STRING, "Name or UUID of the group"),
+        req("group_name", GROUP_NAME, "Name or UUID of the group"),
         *_VERIFY_COMMON,
         opt("verify_clutter", kinds.BOOL, "Look for unknown files (not supported yet)", False),
     ),

@@ -12,7 +12,7 @@ from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, OpPrereqError, TagError
 from ganeti.core.objects import ConfigData, TaggableObject
 from ganeti.master.lu.base import LogicalUnit
 
-_TAG_RE = re.compile(r"^[\w.+*/:@-]+$")
+_TAG_RE = re.compile(r"[\w.+*/:@-]+")
 
 
 def check_tag(tag: Any) -> str:
@@ -21,7 +21,7 @@ def check_tag(tag: Any) -> str:
         raise TagError(f"Invalid tag {tag!r}: tags are non-empty strings")
     if len(tag) > constants.MAX_TAG_LEN:
         raise TagError(f"Tag too long (>{constants.MAX_TAG_LEN} characters): {tag[:40]}...")
-    if not _TAG_RE.match(tag):
+    if not _TAG_RE.fullmatch(tag):  # "x\n" would forge a line in ssconf_cluster_tags
         raise TagError(f"Tag contains invalid characters: {tag!r}")
     return tag
 
