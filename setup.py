@@ -55,6 +55,11 @@ setup(
         # every man page in docs/man (section 8)
         ("share/man/man8", sorted(f"docs/man/{name}" for name in os.listdir(
             os.path.join(HERE, "docs", "man")) if name.endswith(".8"))),
+        # configuration examples, to copy to /etc: logrotate, systemd units, RAPI users
+        ("share/ganeti-twisted/etc/logrotate.d", ["etc/logrotate.d/ganeti"]),
+        ("share/ganeti-twisted/etc/systemd", ["etc/ganeti-masterd.service",
+                                              "etc/ganeti-rapi.service"]),
+        ("share/ganeti-twisted/etc", ["etc/rapi-users.example"]),
     ],
     zip_safe=False,
 )

@@ -1,7 +1,13 @@
-"""Imports flow one way: core <- luxi <- daemons and cli; no daemon imports another."""
+"""Imports flow one way: core <- luxi <- daemons and cli; no daemon imports another.
+
+``ganeti/daemon.py`` (start-up plumbing every daemon shares) sits beside core:
+it imports only ``ganeti.core`` (and Twisted, txaio), and core, luxi and rpc
+do not import it.
+"""
 
 import ast
 import os
+import sys
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -12,6 +18,10 @@ ALLOWED = {
     "luxi": {"core", "luxi"},
     "rpc": {"core", "rpc"},
 }
+#: Modules directly under ganeti/ that daemon packages may use, and what they may import.
+SHARED_MODULES = {"daemon": {"core"}}
+#: Outside packages ganeti/daemon.py may import (besides the standard library).
+DAEMON_MODULE_THIRD_PARTY = {"twisted", "txaio", "zope"}
 #: Client libraries that live beside their daemon but hold no daemon state:
 #: any package may use them (the confd client is how tools and scripts ask confd).
 LIBRARIES = {"ganeti.confd.client", "ganeti.confd.protocol"}
@@ -42,17 +52,37 @@ class LayeringTest(SynchronousTestCase):
             pkg_dir = os.path.join(pkg_root, package)
             if not os.path.isdir(pkg_dir) or package.startswith("__"):
                 continue
-            allowed = ALLOWED.get(package, {"core", "luxi", "rpc", package, "version"})
+            allowed = ALLOWED.get(package, {"core", "luxi", "rpc", package, "version",
+                                            *SHARED_MODULES})
             for base, _, files in os.walk(pkg_dir):
                 for name in files:
                     if not name.endswith(".py"):
                         continue
                     path = os.path.join(base, name)
                     for target in ganeti_imports(path):
-                        if target in DAEMONS | set(ALLOWED) and target not in allowed:
+                        if (target in DAEMONS | set(ALLOWED) | set(SHARED_MODULES)
+                                and target not in allowed):
                             rel = os.path.relpath(path, ROOT)
                             problems.append(f"{rel} imports ganeti.{target}")
         self.assertEqual(problems, [])
+
+    def test_shared_modules_import_only_core(self):
+        for module, allowed in SHARED_MODULES.items():
+            path = os.path.join(ROOT, "ganeti", module + ".py")
+            self.assertEqual(set(ganeti_imports(path)) - allowed, set(), module)
+
+    def test_daemon_module_third_party_imports(self):
+        path = os.path.join(ROOT, "ganeti", "daemon.py")
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        tops = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                tops.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                tops.add(node.module.split(".")[0])
+        outside = tops - set(sys.stdlib_module_names) - {"__future__", "ganeti"}
+        self.assertLessEqual(outside, DAEMON_MODULE_THIRD_PARTY)
 
     def test_client_libraries_import_only_core(self):
         for module in sorted(LIBRARIES):

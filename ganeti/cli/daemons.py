@@ -194,7 +194,9 @@ def twistd_args(daemon: str, ip: str, port: int | None = None) -> list[str]:
     share one machine) and does not lock itself into memory: it is a test
     node, and mlockall in every one of them would pin their whole memory.  Its
     log goes to ``LOG_DIR/node-daemon.log`` through twistd's ``--logfile`` (see
-    :func:`start`); noded's own ``--log-file`` would write every line twice.
+    :func:`start`), which every daemon opens for appending, at info level, and
+    reopens on SIGHUP (:mod:`ganeti.daemon`); noded's own ``--log-file`` is not
+    needed (naming the same file, it would still be written once).
     ``ganeti-rapi`` binds the node's address too, so that every virtual
     cluster's master serves RAPI on its own ``<ip>:5080``; its log goes to
     ``LOG_DIR/rapi-daemon.log`` the same way.  ``ganeti-masterd`` takes no

@@ -18,13 +18,13 @@ from typing import Any
 from twisted.application import service
 from twisted.internet import defer, task
 from twisted.internet.interfaces import IListeningPort, IReactorTime
-from twisted.logger import FileLogObserver, Logger, formatEventAsClassicLogText, globalLogPublisher
-from twisted.python.logfile import LogFile
+from twisted.logger import Logger
 
 from ganeti.confd.server import ConfdAnswerer, ConfdProtocol
 from ganeti.core import config, serializer
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
+from ganeti.daemon import DaemonLog, DaemonService, SignalInstaller
 
 log = Logger()
 
@@ -144,6 +144,12 @@ class ConfigWatcher(service.Service):
         d.addBoth(done)
         return d
 
+    def force_check(self) -> defer.Deferred[None] | None:
+        """Reload now even if the files look unchanged (SIGHUP), unless a load runs."""
+        if not self._loading:
+            self._seen = None
+        return self.check()
+
     def startService(self) -> None:
         super().startService()
         self._loop = task.LoopingCall(self.check)
@@ -157,41 +163,36 @@ class ConfigWatcher(service.Service):
         super().stopService()
 
 
-class ConfdDaemon(service.MultiService):
-    """Log file, config watcher and the UDP listener."""
+class ConfdDaemon(DaemonService):
+    """Log and SIGHUP hooks, config watcher and the UDP listener.
+
+    SIGHUP reopens the log files and re-reads the config and key at once.
+    """
 
     def __init__(self, reactor: Any, paths: Paths, protocol: ConfdProtocol, port: int,
-                 bind: str, log_file: str | None, first: Snapshot | None = None) -> None:
-        super().__init__()
+                 bind: str, first: Snapshot | None = None,
+                 daemon_log: DaemonLog | None = None,
+                 install_signal: SignalInstaller | None = None) -> None:
+        super().__init__(reactor, daemon_log, install_signal)
         self.reactor = reactor
         self.protocol = protocol
         self.port = port
         self.bind = bind
-        self.log_file = log_file
         self.watcher = ConfigWatcher(paths, protocol, reactor)
         self.watcher.setServiceParent(self)
+        self.reloader.add_hook("re-read the config", self.watcher.force_check)
         if first is not None:
             self.watcher.install(first)
             self.watcher._seen = self.watcher.stat_key()
-        self._observer: FileLogObserver | None = None
         self.listening: IListeningPort | None = None
 
     def startService(self) -> None:
-        if self.log_file:
-            try:
-                logfile = LogFile.fromFullPath(self.log_file)
-            except OSError as err:
-                log.error("Cannot open log file {path}: {error}", path=self.log_file,
-                          error=err)
-            else:
-                self._observer = FileLogObserver(logfile, formatEventAsClassicLogText)
-                globalLogPublisher.addObserver(self._observer)
+        super().startService()  # the log first, so that what follows is in it
         self.listening = self.reactor.listenUDP(self.port, self.protocol,
                                                 interface=self.bind, maxPacketSize=65536)
         _enlarge_receive_buffer(self.listening)
         log.info("ganeti-confd listening on {bind}:{port} (UDP)", bind=self.bind,
                  port=self.port)
-        super().startService()
 
     def stopService(self) -> defer.Deferred[None]:
         return defer.Deferred.fromCoroutine(self._stop())
@@ -201,9 +202,6 @@ class ConfdDaemon(service.MultiService):
             await defer.maybeDeferred(self.listening.stopListening)
             self.listening = None
         await defer.maybeDeferred(super().stopService)
-        if self._observer is not None:
-            globalLogPublisher.removeObserver(self._observer)
-            self._observer = None
 
 
 #: Bytes of kernel receive buffer asked for: bursts of queries wait there while

@@ -5,6 +5,7 @@ from __future__ import annotations
 from twisted.application import service
 from twisted.python import usage
 
+from ganeti import daemon
 from ganeti.core import constants, ssconf
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
@@ -18,12 +19,17 @@ class Options(usage.Options):
     synopsis = "[options]"
     longdesc = ("The Ganeti configuration query daemon: answers HMAC-signed read-only "
                 "queries over UDP from this master candidate's copy of config.data. "
-                "GANETI_ROOTDIR and GANETI_HOSTNAME select a virtual-cluster node.")
+                "GANETI_ROOTDIR and GANETI_HOSTNAME select a virtual-cluster node. "
+                "Logs at info level (--debug: debug too) to twistd's --logfile; SIGHUP "
+                "reopens it and re-reads the config.")
+    optFlags = [daemon.DEBUG_FLAG]
     optParameters = [
         ["bind", "b", None,
          "Address to listen on (default: this node's primary IP from ssconf, else 0.0.0.0)"],
         ["port", "p", constants.DEFAULT_CONFD_PORT, "UDP port to listen on", int],
-        ["log-file", None, None, "Also log to this file"],
+        ["log-file", None, None,
+         "Also log to this file (reopened on SIGHUP; written once if it is twistd's "
+         "--logfile too); if it cannot be opened, log without it"],
     ]
 
     def postOptions(self) -> None:
@@ -38,6 +44,7 @@ def makeService(options: Options) -> service.IService:
     from ganeti.confd.server import ConfdProtocol
     from ganeti.confd.service import ConfdDaemon, load_snapshot
 
+    daemon_log = daemon.setup_log(options, "ganeti-confd", options["log-file"])
     try:
         paths = Paths.from_env()
         first = load_snapshot(paths)
@@ -49,4 +56,5 @@ def makeService(options: Options) -> service.IService:
     bind = options["bind"] or ssconf.node_primary_ip(paths) or ANY_ADDRESS
     protocol = ConfdProtocol(reactor)
     return ConfdDaemon(reactor, paths, protocol, port=options["port"], bind=bind,
-                       log_file=options["log-file"], first=first)
+                       first=first, daemon_log=daemon_log,
+                       install_signal=daemon.sighup_installer(reactor))

@@ -1,10 +1,11 @@
 """The service tree of ganeti-masterd.
 
-Children start in this order and stop in reverse: the I/O thread pool, the
-job queue (the store is recovered and the jobs restored), then the LUXI
-listener, which only listens once the queue is ready, so that nothing is
-accepted before the state it serves exists, and no request is in flight when
-the state goes away.
+Children start in this order and stop in reverse: the daemon's log and its
+SIGHUP hooks (:mod:`ganeti.daemon`), the I/O thread pool, the job queue (the
+store is recovered and the jobs restored), then the LUXI listener (backlog
+:data:`ganeti.daemon.LISTEN_BACKLOG`), which only listens once the queue is
+ready, so that nothing is accepted before the state it serves exists, and no
+request is in flight when the state goes away.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ganeti.core.errors import ECODE_ENVIRON, ConfigurationError, GenericError, 
 from ganeti.core.jobs import QueuedJob
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.paths import Paths
+from ganeti.daemon import LISTEN_BACKLOG, DaemonLog, DaemonService, SignalInstaller
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.master.configwriter import BlockingRunner, ConfigWriter
 from ganeti.master.events import EventBus, subscribe_events_method
@@ -62,7 +64,8 @@ class ThreadPoolService(service.Service):
 
 
 class LuxiService(service.Service):
-    """Listens on the LUXI socket (mode 0660) once ``ready`` fires, while running."""
+    """Listens on the LUXI socket (mode 0660, backlog :data:`LISTEN_BACKLOG`) once
+    ``ready`` fires, while running."""
 
     log = Logger()
 
@@ -88,7 +91,8 @@ class LuxiService(service.Service):
         # daemon; Twisted's PID lock would count a killed predecessor that is
         # still a zombie as alive, so a stale socket is simply replaced.
         fileutil.remove_file(self.path)
-        self.port = self.reactor.listenUNIX(self.path, self.factory, mode=0o660)
+        self.port = self.reactor.listenUNIX(self.path, self.factory, backlog=LISTEN_BACKLOG,
+                                            mode=0o660)
         self.log.info("LUXI listening on {path}", path=self.path)
 
     def _failed(self, failure: Any) -> None:
@@ -162,17 +166,20 @@ def load_master_config(paths: Paths) -> ConfigData:
     return cfg
 
 
-class MasterDaemon(service.MultiService):
-    """ganeti-masterd: thread pool -> config -> LUXI."""
+class MasterDaemon(DaemonService):
+    """ganeti-masterd: log and SIGHUP -> thread pool -> config -> LUXI."""
 
     def __init__(self, reactor: Any, paths: Paths, cfg: ConfigData,
                  max_frame: int = constants.LUXI_MAX_FRAME, io_threads: int = 4,
                  run_blocking: BlockingRunner | None = None, durable: bool = True,
                  rpc: NodeRpc | None = None,
-                 noded_port: int = constants.DEFAULT_NODED_PORT) -> None:
+                 noded_port: int = constants.DEFAULT_NODED_PORT,
+                 daemon_log: DaemonLog | None = None,
+                 install_signal: SignalInstaller | None = None) -> None:
         """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one);
-        ``rpc`` replaces the node RPC client (made from server.pem when first needed)."""
-        super().__init__()
+        ``rpc`` replaces the node RPC client (made from server.pem when first needed);
+        ``install_signal`` installs the SIGHUP handler (none on fake reactors)."""
+        super().__init__(reactor, daemon_log, install_signal)
         self.paths = paths
         self.reactor = reactor
         self.noded_port = noded_port

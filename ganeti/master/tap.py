@@ -5,6 +5,7 @@ from __future__ import annotations
 from twisted.application import service
 from twisted.python import usage
 
+from ganeti import daemon
 from ganeti.core import constants
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
@@ -16,7 +17,10 @@ class Options(usage.Options):
     synopsis = "[options]"
     longdesc = ("The Ganeti master daemon: owns the cluster configuration and serves "
                 "LUXI on RUN_DIR/socket/ganeti-query. Runs only on the master node. "
-                "GANETI_ROOTDIR and GANETI_HOSTNAME select a virtual-cluster node.")
+                "GANETI_ROOTDIR and GANETI_HOSTNAME select a virtual-cluster node. "
+                "Logs at info level (--debug: debug too) to twistd's --logfile, which "
+                "is reopened on SIGHUP.")
+    optFlags = [daemon.DEBUG_FLAG]
     optParameters = [
         ["max-frame", None, constants.LUXI_MAX_FRAME,
          "Largest LUXI request accepted, in bytes", int],
@@ -36,10 +40,12 @@ def makeService(options: Options) -> service.IService:
 
     from ganeti.master.service import MasterDaemon, load_master_config
 
+    daemon_log = daemon.setup_log(options, "ganeti-masterd")
     try:
         paths = Paths.from_env()
         cfg = load_master_config(paths)
     except GenericError as err:
         raise SystemExit(f"ganeti-masterd: cannot start: {err}") from None
     return MasterDaemon(reactor, paths, cfg, max_frame=options["max-frame"],
-                        io_threads=options["io-threads"])
+                        io_threads=options["io-threads"], daemon_log=daemon_log,
+                        install_signal=daemon.sighup_installer(reactor))

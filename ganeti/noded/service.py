@@ -1,4 +1,5 @@
-"""The service tree of ganeti-noded: log file, memory lock, I/O threads, HTTPS listener."""
+"""The service tree of ganeti-noded: log and SIGHUP, memory lock, I/O threads, HTTPS
+listener (backlog :data:`ganeti.daemon.LISTEN_BACKLOG`)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,14 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from twisted.application import service
 from twisted.internet import defer
 from twisted.internet.endpoints import SSL4ServerEndpoint
 from twisted.internet.interfaces import IListeningPort
-from twisted.logger import FileLogObserver, Logger, formatEventAsClassicLogText, globalLogPublisher
-from twisted.python.logfile import LogFile
+from twisted.logger import Logger
 from twisted.python.threadpool import ThreadPool
 from twisted.web import server
 
+from ganeti.daemon import LISTEN_BACKLOG, DaemonLog, DaemonService, SignalInstaller
 from ganeti.noded.tap import reactor_stopper
 from ganeti.noded.tls import ClusterServerContextFactory
 
@@ -41,47 +41,32 @@ def lock_memory(libc: Any = None) -> bool:
     return True
 
 
-def open_log_file(path: str) -> FileLogObserver | None:
-    """A text observer on ``path`` added to the global publisher, or None (logged)."""
-    try:
-        logfile = LogFile.fromFullPath(path)
-    except OSError as err:
-        log.error("Cannot open log file {path} ({error}); logging to the console only",
-                  path=path, error=err)
-        return None
-    observer = FileLogObserver(logfile, lambda e: formatEventAsClassicLogText(e))
-    globalLogPublisher.addObserver(observer)
-    return observer
-
-
-class NodeDaemon(service.MultiService):
-    """Starts log file, mlock and thread pool, then listens; stops in reverse."""
+class NodeDaemon(DaemonService):
+    """Starts log, SIGHUP hooks, mlock and thread pool, then listens; stops in reverse."""
 
     def __init__(self, reactor: Any, site: server.Site, pool: ThreadPool,
-                 tls: ClusterServerContextFactory, port: int, bind: str,
-                 log_file: str | None, mlock: bool,
-                 lock: Callable[[], bool] = lock_memory) -> None:
-        super().__init__()
+                 tls: ClusterServerContextFactory, port: int, bind: str, mlock: bool,
+                 lock: Callable[[], bool] = lock_memory,
+                 daemon_log: DaemonLog | None = None,
+                 install_signal: SignalInstaller | None = None) -> None:
+        super().__init__(reactor, daemon_log, install_signal)
         self.reactor = reactor
         self.site = site
         self.pool = pool
         self.tls = tls
         self.port = port
         self.bind = bind
-        self.log_file = log_file
         self.mlock = mlock
         self._lock = lock
-        self._observer: FileLogObserver | None = None
         self.listening: IListeningPort | None = None
 
     def startService(self) -> None:
-        if self.log_file:
-            self._observer = open_log_file(self.log_file)
+        super().startService()  # the log first, so that the memory lock is logged in it
         if self.mlock:
             self._lock()
-        super().startService()
         self.pool.start()
-        endpoint = SSL4ServerEndpoint(self.reactor, self.port, self.tls, interface=self.bind)
+        endpoint = SSL4ServerEndpoint(self.reactor, self.port, self.tls,
+                                      backlog=LISTEN_BACKLOG, interface=self.bind)
         d = endpoint.listen(self.site)
         d.addCallback(self._listening)
         d.addErrback(self._listen_failed)
@@ -109,6 +94,3 @@ class NodeDaemon(service.MultiService):
         if self.pool.started:
             self.pool.stop()
         await defer.maybeDeferred(super().stopService)
-        if self._observer is not None:
-            globalLogPublisher.removeObserver(self._observer)
-            self._observer = None

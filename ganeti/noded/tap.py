@@ -10,6 +10,7 @@ from twisted.application import service
 from twisted.internet.error import ReactorNotRunning
 from twisted.python import usage
 
+from ganeti import daemon
 from ganeti.core import constants, ssconf
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
@@ -33,16 +34,19 @@ class Options(usage.Options):
     synopsis = "[options]"
     longdesc = ("The Ganeti node daemon: serves node RPC over HTTPS with mutual TLS on the "
                 "cluster certificate (DATA_DIR/server.pem). GANETI_ROOTDIR and "
-                "GANETI_HOSTNAME select a virtual-cluster node.")
+                "GANETI_HOSTNAME select a virtual-cluster node. Logs at info level "
+                "(--debug: debug too) to twistd's --logfile, which is reopened on SIGHUP.")
     optFlags = [
         ["no-mlock", None, "Do not lock the daemon into memory when running as root"],
+        daemon.DEBUG_FLAG,
     ]
     optParameters = [
         ["bind", "b", None,
          "Address to listen on (default: this node's primary IP from ssconf, else 0.0.0.0)"],
         ["port", "p", constants.DEFAULT_NODED_PORT, "TCP port to listen on", int],
         ["log-file", None, None,
-         "Also log to this file; if it cannot be opened, keep logging to the console"],
+         "Also log to this file (reopened on SIGHUP; written once if it is twistd's "
+         "--logfile too); if it cannot be opened, log without it"],
         ["max-body", None, 64 * 1024 * 1024, "Largest request body accepted, in bytes", int],
         ["io-threads", None, 4, "Threads for blocking disk work", int],
     ]
@@ -67,6 +71,7 @@ def makeService(options: Options) -> service.IService:
     from ganeti.noded.tls import ClusterServerContextFactory
     from ganeti.rpc.tls import ClusterCertificate
 
+    daemon_log = daemon.setup_log(options, "ganeti-noded", options["log-file"])
     try:
         paths = Paths.from_env()
         cluster = ClusterCertificate.from_file(paths.server_pem)
@@ -78,5 +83,6 @@ def makeService(options: Options) -> service.IService:
                       shutdown=reactor_stopper(reactor))
     site = make_site(ctx, handlers(), max_body=options["max-body"])
     return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
-                      port=options["port"], bind=bind, log_file=options["log-file"],
-                      mlock=os.geteuid() == 0 and not options["no-mlock"])
+                      port=options["port"], bind=bind,
+                      mlock=os.geteuid() == 0 and not options["no-mlock"],
+                      daemon_log=daemon_log, install_signal=daemon.sighup_installer(reactor))

@@ -1,16 +1,16 @@
-"""The service tree of ganeti-rapi: access log, users file, SIGHUP, feed, listener.
+"""The service tree of ganeti-rapi: log, SIGHUP, access log, users file, feed, listener.
 
-Start order: the access log is opened and the users file read, SIGHUP is
-handled (it re-reads the users file and reopens the access log), the
-optional feed starts (``on_start``), and only then the daemon listens, so
-that no request arrives before the users are known.  Stop runs in reverse:
-stop listening, stop the feed, close the LUXI connections, close the access
-log.
+Start order: the daemon's log and SIGHUP hooks (:mod:`ganeti.daemon`), the
+access log is opened and the users file read, the optional feed starts
+(``on_start``), and only then the daemon listens (backlog
+:data:`ganeti.daemon.LISTEN_BACKLOG`), so that no request arrives before the
+users are known.  SIGHUP re-reads the users file and reopens the access log
+and the daemon's log.  Stop runs in reverse: stop listening, stop the feed,
+close the LUXI connections, close the access log.
 """
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +18,6 @@ from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from OpenSSL import SSL
-from twisted.application import service
 from twisted.internet import defer
 from twisted.internet.error import CannotListenError, ReactorNotRunning
 from twisted.internet.interfaces import (
@@ -32,29 +31,11 @@ from twisted.logger import Logger
 from twisted.protocols.policies import WrappingFactory
 from twisted.protocols.tls import TLSMemoryBIOFactory
 
+from ganeti.daemon import LISTEN_BACKLOG, DaemonLog, DaemonService, SignalInstaller
 from ganeti.rapi.accesslog import AccessLog
 from ganeti.rapi.auth import UsersFile
 
 log = Logger()
-
-#: ``install(handler) -> uninstall``: how the daemon gets SIGHUP (tests pass a fake).
-SignalInstaller = Callable[[Callable[[], None]], Callable[[], None]]
-
-
-def sighup_installer(reactor: Any) -> SignalInstaller:
-    """Run ``handler`` on the reactor thread when SIGHUP arrives; returns an uninstaller.
-
-    The signal handler itself only schedules the work with ``callFromThread``,
-    which is safe from a signal handler.
-    """
-    def install(handler: Callable[[], None]) -> Callable[[], None]:
-        previous = signal.signal(signal.SIGHUP,
-                                 lambda signum, frame: reactor.callFromThread(handler))
-
-        def uninstall() -> None:
-            signal.signal(signal.SIGHUP, previous)
-        return uninstall
-    return install
 
 
 class RapiContextFactory(ContextFactory):
@@ -128,7 +109,7 @@ def listening_factory(site: IProtocolFactory, tls: IOpenSSLContextFactory | None
     return factory
 
 
-class RapiDaemon(service.MultiService):
+class RapiDaemon(DaemonService):
     """ganeti-rapi; see the module docstring for the start and stop order."""
 
     def __init__(self, reactor: Any, site: IProtocolFactory, users: UsersFile,
@@ -136,8 +117,10 @@ class RapiDaemon(service.MultiService):
                  max_clients: int = 0, luxi: Any = None,
                  on_start: Callable[[], object] | None = None,
                  on_stop: Callable[[], object] | None = None,
-                 install_signal: SignalInstaller | None = None) -> None:
-        super().__init__()
+                 install_signal: SignalInstaller | None = None,
+                 daemon_log: DaemonLog | None = None) -> None:
+        """``install_signal`` installs the SIGHUP handler (none on fake reactors)."""
+        super().__init__(reactor, daemon_log, install_signal)
         self.reactor = reactor
         self.site = site
         self.users = users
@@ -149,27 +132,26 @@ class RapiDaemon(service.MultiService):
         self.luxi = luxi
         self.on_start = on_start
         self.on_stop = on_stop
-        self.install_signal = (install_signal if install_signal is not None
-                               else sighup_installer(reactor))
         self.listening: IListeningPort | None = None
-        self._uninstall: Callable[[], None] | None = None
+        # UsersFile.load reads the file even if its stamp looks unchanged (an
+        # edit within the same second and size is only seen this way).
+        self.reloader.add_hook("re-read the RAPI users file", self.users.load)
+        self.reloader.add_hook("reopen the access log", self.access_log.reopen)
 
     def reload(self) -> None:
-        """SIGHUP: re-read the users file, reopen the access log."""
-        log.info("SIGHUP: reloading the RAPI users file and reopening the access log")
-        self.users.load()
-        self.access_log.reopen()
+        """What SIGHUP does: run every reload hook now."""
+        self.reloader.reload()
 
     def startService(self) -> None:
+        super().startService()
         self.access_log.open()
         self.users.load()
-        self._uninstall = self.install_signal(self.reload)
-        super().startService()
         if self.on_start is not None:
             self.on_start()
         factory = listening_factory(self.site, self.tls, self.max_clients)
         try:
-            self.listening = self.reactor.listenTCP(self.port, factory, interface=self.bind)
+            self.listening = self.reactor.listenTCP(self.port, factory, backlog=LISTEN_BACKLOG,
+                                                    interface=self.bind)
         except CannotListenError as err:
             log.error("ganeti-rapi cannot listen on {bind}:{port}: {error}", bind=self.bind,
                       port=self.port, error=err)
@@ -199,7 +181,4 @@ class RapiDaemon(service.MultiService):
         if close is not None:
             close()
         await defer.maybeDeferred(super().stopService)
-        if self._uninstall is not None:
-            self._uninstall()
-            self._uninstall = None
         self.access_log.close()

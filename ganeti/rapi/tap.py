@@ -16,6 +16,7 @@ from twisted.application import service
 from twisted.python import usage
 from twisted.web.resource import IResource
 
+from ganeti import daemon
 from ganeti.core import constants, ssconf
 from ganeti.core.errors import ConfigurationError, GenericError
 from ganeti.core.paths import Paths
@@ -39,8 +40,11 @@ class Options(usage.Options):
     longdesc = ("The Ganeti remote API daemon: RAPI v2 over HTTPS (DATA_DIR/rapi.pem), "
                 "WebSocket job feeds and the web dashboard; a LUXI client of masterd. "
                 "Runs only on the master node. GANETI_ROOTDIR and GANETI_HOSTNAME select "
-                "a virtual-cluster node.")
+                "a virtual-cluster node. Logs at info level (--debug: debug too) to "
+                "twistd's --logfile; SIGHUP reopens it and the access log and re-reads "
+                "the users file.")
     optFlags = [
+        daemon.DEBUG_FLAG,
         ["require-authentication", None, "Require authentication for every request "
          "(default: read-only resources are open to anonymous clients)"],
         ["no-ssl", None, "Serve plain HTTP instead of HTTPS (for tests only: passwords "
@@ -116,6 +120,7 @@ def make_service(options: Options, paths: Paths | None = None,
     from ganeti.rapi.server import RapiApp, make_site
     from ganeti.rapi.service import RapiDaemon
 
+    daemon_log = daemon.setup_log(options, "ganeti-rapi")
     if paths is None:
         paths = startup_paths()
     tls = None
@@ -137,7 +142,8 @@ def make_service(options: Options, paths: Paths | None = None,
     return RapiDaemon(reactor, site, users, access_log, port=options["port"],
                       bind=options["bind"], tls=tls,
                       max_clients=options["max-clients"], luxi=luxi, on_start=on_start,
-                      on_stop=on_stop)
+                      on_stop=on_stop, daemon_log=daemon_log,
+                      install_signal=daemon.sighup_installer(reactor))
 
 
 def makeService(options: Options) -> service.IService:

@@ -411,6 +411,57 @@ class WatcherTest(SynchronousTestCase):
         self.watcher.stopService()
 
 
+    def test_force_check_reloads_unchanged_files(self):
+        """SIGHUP: re-read although (mtime, size, inode) look the same."""
+        self.watcher.startService()
+        self.addCleanup(self.watcher.stopService)
+        self.finish_loads()
+        self.assertEqual(self.watcher.loads, 1)
+        self.clock.advance(1)
+        self.assertEqual(self.pending, [])  # unchanged: a poll loads nothing
+        self.watcher.force_check()
+        self.finish_loads()
+        self.assertEqual(self.watcher.loads, 2)
+
+
+class FakeUDPPort:
+    def stopListening(self):
+        return None
+
+
+class DaemonSighupTest(SynchronousTestCase):
+    def test_hooks_reopen_the_log_and_reread_the_config(self):
+        from twisted.internet.testing import MemoryReactorClock
+
+        from ganeti.daemon import DaemonLog
+
+        paths = write_node(self.mktemp(), confd_config_dict())
+        reactor = MemoryReactorClock()
+        ports = []
+        reactor.listenUDP = lambda *args, **kwargs: ports.append(args) or FakeUDPPort()
+        logdir = os.path.abspath(self.mktemp())
+        os.makedirs(logdir)
+        log_path = os.path.join(logdir, "conf-daemon.log")
+        daemon_log = DaemonLog()
+        daemon_log.add_file(log_path)
+        installed = []
+        daemon = ConfdDaemon(reactor, paths, ConfdProtocol(reactor), port=0, bind="127.0.0.1",
+                             first=load_snapshot(paths), daemon_log=daemon_log,
+                             install_signal=lambda h: installed.append(h) or (lambda: None))
+        loads = []
+        daemon.watcher.run = lambda func: loads.append(func) or defer.Deferred()
+        daemon.startService()
+        self.addCleanup(daemon.stopService)
+        reactor.run()
+        [handler] = installed
+        self.assertEqual([name for name, _ in daemon.reloader.hooks],
+                         ["reopen the log files", "re-read the config"])
+        os.rename(log_path, log_path + ".1")
+        handler()
+        self.assertTrue(os.path.exists(log_path))
+        self.assertEqual(len(loads), 1)  # config unchanged, yet read again
+
+
 class TapTest(SynchronousTestCase):
     def setUp(self):
         self.tmp = self.mktemp()

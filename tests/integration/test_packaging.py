@@ -26,6 +26,7 @@ EXPECTED = [
     "twisted/plugins/ganeti_confd.py", "ganeti/confd/server.py", "ganeti/confd/client.py",
     "bin/ganeti-confd-query", "docs/man/ganeti-confd.8", "docs/man/ganeti-confd-query.8",
     "docs/confd.md", "bin/gnt-filter", "docs/man/gnt-filter.8", "ganeti/cli/gnt_filter.py",
+    "etc/logrotate.d/ganeti", "ganeti/daemon.py",
 ]
 
 
@@ -41,3 +42,4 @@ class SdistTest(SynchronousTestCase):
         self.assertEqual(missing, [])
         self.assertFalse([m for m in members if "dropin.cache" in m or "__pycache__" in m])
         self.assertNotIn("twisted/__init__.py", members)
+        self.assertNotIn("etc/logrotate.d-ganeti", members)  # replaced by etc/logrotate.d/

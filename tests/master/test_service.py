@@ -1,4 +1,5 @@
-"""The masterd service tree: dependency order, socket mode, refusal off the master."""
+"""The masterd service tree: dependency order, socket mode and backlog, SIGHUP hooks,
+refusal off the master."""
 
 import os
 
@@ -8,6 +9,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import config as configmod
 from ganeti.core.errors import ConfigurationError
 from ganeti.core.paths import Paths
+from ganeti.daemon import LISTEN_BACKLOG, DaemonLog
 from ganeti.master.service import MasterDaemon, ThreadPoolService, load_master_config
 from tests.fakes.configs import node_paths, small_config
 
@@ -20,7 +22,8 @@ class MasterDaemonTest(SynchronousTestCase):
 
     def test_children_in_dependency_order(self):
         kinds = [type(s).__name__ for s in self.daemon]
-        self.assertEqual(kinds, ["ThreadPoolService", "JobQueueService", "LuxiService"])
+        self.assertEqual(kinds, ["ReloadService", "ThreadPoolService", "JobQueueService",
+                                 "LuxiService"])
 
     def test_start_listens_with_mode_0660_and_stop_reverses(self):
         self.daemon.startService()
@@ -29,10 +32,36 @@ class MasterDaemonTest(SynchronousTestCase):
         (port,) = self.reactor.unixServers
         path, factory, backlog, mode, want_pid = port
         self.assertEqual((path, mode, want_pid), (self.paths.luxi_socket, 0o660, False))
+        self.assertEqual(backlog, LISTEN_BACKLOG)
         self.assertTrue(os.path.isdir(self.paths.socket_dir))
         self.daemon.stopService()
         self.assertFalse(pool.started)
         self.assertFalse(self.daemon.luxi.running)
+
+
+class MasterSighupTest(SynchronousTestCase):
+    def test_sighup_reopens_the_log_on_the_reactor(self):
+        paths = node_paths(self.mktemp())
+        reactor = MemoryReactorClock()
+        handlers = []
+        daemon_log = DaemonLog()
+        path = os.path.join(os.path.abspath(self.mktemp()), "master-daemon.log")
+        os.makedirs(os.path.dirname(path))
+        daemon_log.add_file(path)
+        daemon = MasterDaemon(reactor, paths, small_config(), daemon_log=daemon_log,
+                              install_signal=lambda h: handlers.append(h) or (lambda: None))
+        kinds = [type(s).__name__ for s in daemon]
+        self.assertEqual(kinds[:2], ["LogService", "ReloadService"])
+        daemon.startService()
+        self.addCleanup(daemon.stopService)
+        self.assertEqual(handlers, [])  # installed once the reactor runs
+        reactor.run()
+        self.assertEqual(len(handlers), 1)
+        os.rename(path, path + ".1")
+        handlers[0]()
+        self.assertTrue(os.path.exists(path))
+        with open(path, encoding="utf-8") as f:
+            self.assertIn("Reopened the log file", f.read())
 
 
 class StartupChecksTest(SynchronousTestCase):

@@ -8,6 +8,7 @@ from twisted.python import usage
 from twisted.python.threadpool import ThreadPool
 from twisted.trial.unittest import SynchronousTestCase
 
+from ganeti import daemon
 from ganeti.core import ssconf
 from ganeti.noded import service, tap
 from ganeti.noded.backend import NodeContext, handlers, inline_runner
@@ -54,17 +55,29 @@ class MlockTest(SynchronousTestCase):
 
 
 class LogFileTest(SynchronousTestCase):
-    def test_unwritable_log_file_keeps_console(self):
-        path = os.path.join(os.path.abspath(self.mktemp()), "missing", "node-daemon.log")
-        self.assertIsNone(service.open_log_file(path))
+    """noded's own --log-file: optional, written once, reopened on SIGHUP."""
 
-    def test_log_file(self):
-        from twisted.logger import globalLogPublisher
+    def options(self, *argv):
+        opts = tap.Options()
+        opts.parseOptions(list(argv))
+        return opts
+
+    def test_unwritable_log_file_is_skipped(self):
+        path = os.path.join(os.path.abspath(self.mktemp()), "missing", "node-daemon.log")
+        daemon_log = daemon.setup_log(self.options("--log-file", path), "ganeti-noded",
+                                      path)
+        self.assertEqual(daemon_log.files, [])
+
+    def test_log_file_and_debug(self):
         path = os.path.join(os.path.abspath(self.mktemp()))
         os.makedirs(path)
-        observer = service.open_log_file(os.path.join(path, "node-daemon.log"))
-        self.addCleanup(globalLogPublisher.removeObserver, observer)
-        self.assertIsNotNone(observer)
+        path = os.path.join(path, "node-daemon.log")
+        opts = self.options("--log-file", path, "--debug")
+        self.addCleanup(daemon.set_library_log_level, False)
+        daemon_log = daemon.setup_log(opts, "ganeti-noded", opts["log-file"])
+        self.addCleanup(daemon_log.close)
+        self.assertTrue(daemon_log.debug)
+        self.assertEqual([f.path for f in daemon_log.files], [path])
 
 
 class StrictMemoryReactor(MemoryReactor):
@@ -93,7 +106,7 @@ class ListenFailureTest(SynchronousTestCase):
         daemon = service.NodeDaemon(
             reactor, make_site(ctx, handlers()), ThreadPool(minthreads=0, maxthreads=1),
             ClusterServerContextFactory(cert("cluster.example.com")), port=1811,
-            bind="127.0.0.1", log_file=None, mlock=False)
+            bind="127.0.0.1", mlock=False)
         daemon.startService()  # as twistd does: before the reactor runs
         self.addCleanup(daemon.stopService)
         self.assertEqual(len(self.flushLoggedErrors(CannotListenError)), 1)
@@ -103,3 +116,30 @@ class ListenFailureTest(SynchronousTestCase):
         for f, args, kwargs in reactor.whenRunningHooks:
             f(*args, **kwargs)
         self.assertEqual(reactor.stops, 1)
+
+
+class ListenAndSighupTest(SynchronousTestCase):
+    def test_backlog_and_sighup_hooks(self):
+        reactor = MemoryReactor()
+        paths = node_paths(self)
+        ctx = NodeContext(paths=paths, clock=reactor, run=inline_runner)
+        logdir = os.path.abspath(self.mktemp())
+        os.makedirs(logdir)
+        daemon_log = daemon.DaemonLog()
+        daemon_log.add_file(os.path.join(logdir, "node-daemon.log"))
+        installed = []
+        node = service.NodeDaemon(
+            reactor, make_site(ctx, handlers()), ThreadPool(minthreads=0, maxthreads=1),
+            ClusterServerContextFactory(cert("cluster.example.com")), port=1811,
+            bind="127.0.0.1", mlock=False, daemon_log=daemon_log,
+            install_signal=lambda h: installed.append(h) or (lambda: None))
+        node.startService()
+        self.addCleanup(node.stopService)
+        [(port, _factory, _ctx, backlog, interface)] = reactor.sslServers
+        self.assertEqual((port, backlog, interface), (1811, daemon.LISTEN_BACKLOG, "127.0.0.1"))
+        reactor.run()
+        [handler] = installed
+        self.assertEqual([name for name, _ in node.reloader.hooks], ["reopen the log files"])
+        os.rename(os.path.join(logdir, "node-daemon.log"), os.path.join(logdir, "old"))
+        handler()
+        self.assertTrue(os.path.exists(os.path.join(logdir, "node-daemon.log")))

@@ -13,6 +13,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import constants, crypto
 from ganeti.core.errors import ConfigurationError
 from ganeti.core.paths import Paths
+from ganeti.daemon import LISTEN_BACKLOG
 from ganeti.rapi import tap
 from ganeti.rapi.accesslog import AccessLog, clf_time, escape, format_line
 from ganeti.rapi.auth import UsersFile
@@ -57,6 +58,7 @@ class FakeLuxi:
 class DaemonTest(SynchronousTestCase):
     def setUp(self):
         self.reactor = MemoryReactorClock()
+        self.reactor.run()  # hasRun: callWhenRunning (the SIGHUP install) runs at once
         self.paths = make_node(self)
         self.users = UsersFile(self.paths.rapi_users, self.reactor)
         self.log_path = os.path.join(self.paths.log_dir, "rapi-access.log")
@@ -83,8 +85,8 @@ class DaemonTest(SynchronousTestCase):
         daemon.startService()
         self.assertEqual(sorted(self.users.users), ["admin"])
         self.assertTrue(os.path.exists(self.log_path))
-        [(port, factory, _backlog, interface)] = self.reactor.tcpServers
-        self.assertEqual((port, interface), (5080, "127.0.0.9"))
+        [(port, factory, backlog, interface)] = self.reactor.tcpServers
+        self.assertEqual((port, backlog, interface), (5080, LISTEN_BACKLOG, "127.0.0.9"))
         self.assertIsInstance(factory, LimitedFactory)
         self.assertIs(factory.wrappedFactory, self.site)
         self.assertEqual(self.events, ["feed started"])
@@ -120,6 +122,8 @@ class DaemonTest(SynchronousTestCase):
         handler()
         self.assertEqual(sorted(self.users.users), ["other"])
         self.assertTrue(os.path.exists(self.log_path))
+        self.assertEqual([name for name, _ in daemon.reloader.hooks],
+                         ["re-read the RAPI users file", "reopen the access log"])
 
     def test_cannot_listen_stops_the_reactor(self):
         from twisted.internet.error import CannotListenError
@@ -133,7 +137,8 @@ class DaemonTest(SynchronousTestCase):
         daemon = self.daemon()
         daemon.startService()
         self.assertIsNone(daemon.listening)
-        self.assertEqual(len(stopped), 1)
+        # the SIGHUP install also waits for the reactor; one stop is scheduled
+        self.assertEqual(stopped.count(daemon._stop_reactor), 1)
 
 
 class TapTest(SynchronousTestCase):
