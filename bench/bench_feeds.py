@@ -122,8 +122,9 @@ process.stdin.on('data', (chunk) => {
   while ((nl = input.indexOf('\n')) >= 0) {
     const command = input.slice(0, nl).trim();
     input = input.slice(nl + 1);
-    console.log(JSON.stringify({clients, hist, maxLatency, closed}));
-    if (command === 'stop') process.exit(0);
+    // exit only once the report is written: a pipe takes 64 KiB at a time
+    const done = command === 'stop' ? () => process.exit(0) : undefined;
+    process.stdout.write(JSON.stringify({clients, hist, maxLatency, closed}) + '\n', done);
   }
 });
 """
@@ -281,7 +282,9 @@ class Cluster:
         self.rapi = subprocess.Popen(
             [os.path.join(BIN, "twistd"), "-n", "--pidfile", pid_file, "--logfile", log,
              "ganeti-rapi", "--bind", self.ip, "--port", str(RAPI_PORT),
-             "--max-clients", str(self.max_clients)], env=self.env)
+             "--max-clients", str(self.max_clients),
+             # every subscriber comes from this one address
+             "--max-clients-per-address", str(self.max_clients // 2)], env=self.env)
         self.rapi_pid = self.rapi.pid
         for _ in range(200):
             try:
@@ -535,7 +538,8 @@ def main():
     print(f"bench_feeds: {args.rate:g} jobs/s for {args.duration:g}s, clients: "
           f"{'node ws' if use_node else 'python asyncio'} x {args.procs} processes, "
           f"{os.cpu_count()} CPUs")
-    cluster = Cluster(max_clients=args.subscribers + 100)
+    # a tenth of the places stays kept for new addresses: room for all, from one address
+    cluster = Cluster(max_clients=2 * args.subscribers + 100)
     try:
         cluster.start()
         small = phase(cluster, args.baseline, args, use_node)

@@ -317,13 +317,8 @@ class LuxiServerFactory(protocol.Factory):
     log = Logger()
 
     def __init__(self, dispatcher: LuxiDispatcher,
-                 max_frame: int = constants.LUXI_MAX_FRAME,
-                 clock: IReactorTime | None = None,
-                 limits: FlowLimits | None = None) -> None:
-        if clock is None:
-            from twisted.internet import reactor
-            clock = reactor  # type: ignore[assignment]
-        assert clock is not None
+                 max_frame: int = constants.LUXI_MAX_FRAME, *,
+                 clock: IReactorTime, limits: FlowLimits | None = None) -> None:
         self.dispatcher = dispatcher
         self.max_frame = max_frame
         self.clock = clock

@@ -222,7 +222,8 @@ class MasterDaemon(DaemonService):
         implementations["SubscribeEvents"] = subscribe_events_method(self.events)
         dispatcher = LuxiDispatcher(implementations)
         self.luxi = LuxiService(reactor, paths.luxi_socket,
-                                LuxiServerFactory(dispatcher, max_frame), queue_service.ready)
+                                LuxiServerFactory(dispatcher, max_frame, clock=reactor),
+                                queue_service.ready)
         self.luxi.setServiceParent(self)
 
     def rpc(self) -> NodeRpc:

@@ -56,6 +56,11 @@ class Options(usage.Options):
         ["max-body", None, DEFAULT_MAX_BODY, "Largest request body accepted, in bytes", int],
         ["max-clients", None, DEFAULT_MAX_CLIENTS,
          "Most client connections open at once; more are refused", int],
+        ["max-clients-per-address", None, None,
+         "Most connections one client address may hold (default: a tenth of "
+         "--max-clients); a tenth of --max-clients stays kept for new addresses", int],
+        ["request-timeout", None, None,
+         "Seconds a connection has to send a complete request (default 10)", float],
     ]
 
     def postOptions(self) -> None:
@@ -65,6 +70,13 @@ class Options(usage.Options):
             raise usage.UsageError("--max-body must be at least 1024 bytes")
         if self["max-clients"] < 1:
             raise usage.UsageError("--max-clients must be at least 1")
+        per_address = self["max-clients-per-address"]
+        if per_address is not None and not 1 <= per_address <= self["max-clients"]:
+            raise usage.UsageError("--max-clients-per-address must be between 1 and "
+                                   "--max-clients")
+        timeout = self["request-timeout"]
+        if timeout is not None and not 0.5 <= timeout <= 3600:
+            raise usage.UsageError("--request-timeout must be between 0.5 and 3600 seconds")
 
 
 def check_master(paths: Paths) -> None:
@@ -138,7 +150,10 @@ def make_service(options: Options, paths: Paths | None = None,
     static_dir = STATIC_DIR if os.path.isdir(STATIC_DIR) else None
     app = RapiApp(None, luxi, reactor, users, require_auth=options["require-authentication"],
                   max_body=options["max-body"], websocket=websocket, static_dir=static_dir)
-    site = make_site(app, access_log, reactor, timeout=IDLE_TIMEOUT)
+    site = make_site(app, access_log, reactor, timeout=IDLE_TIMEOUT,
+                     max_clients=options["max-clients"],
+                     per_address=options["max-clients-per-address"],
+                     request_timeout=options["request-timeout"])
     return RapiDaemon(reactor, site, users, access_log, port=options["port"],
                       bind=options["bind"], tls=tls,
                       max_clients=options["max-clients"], luxi=luxi, on_start=on_start,

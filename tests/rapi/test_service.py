@@ -154,8 +154,13 @@ class TapTest(SynchronousTestCase):
         self.assertEqual((opts["bind"], opts["port"], opts["max-body"], opts["max-clients"]),
                          ("127.0.0.5", 8443, 4096, 7))
         self.assertTrue(opts["no-ssl"] and opts["require-authentication"])
+        opts = tap.Options()
+        opts.parseOptions(["--max-clients", "50", "--max-clients-per-address", "20",
+                           "--request-timeout", "2.5"])
+        self.assertEqual((opts["max-clients-per-address"], opts["request-timeout"]), (20, 2.5))
         for bad in (["-p", "70000"], ["--max-body", "10"], ["--max-clients", "0"],
-                    ["-p", "x"]):
+                    ["-p", "x"], ["--max-clients", "5", "--max-clients-per-address", "6"],
+                    ["--max-clients-per-address", "0"], ["--request-timeout", "0"]):
             with self.assertRaises(usage.UsageError):
                 tap.Options().parseOptions(bad)
 
