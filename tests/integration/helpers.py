@@ -34,6 +34,15 @@ def node_env(directory, node="node1.vcluster.test"):
             "PATH": BIN + ":" + os.environ.get("PATH", "")}
 
 
+def rss(pid):
+    """Resident set size of a process, in bytes (VmRSS)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
 def free_ip_base(nodes=1, rng=random):
     """A random ``127.0.<2..250>.`` --ip-base whose first ``nodes`` addresses have port 1811
     free, so that test clusters do not clash with each other or with a running demo

@@ -25,22 +25,13 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.confd import client, protocol
 from ganeti.core import serializer
 from ganeti.core.paths import Paths
-from tests.integration.helpers import BIN, ROOT, node_env
+from tests.integration.helpers import BIN, ROOT, node_env, rss
 from tests.integration.jobtools import VirtualCluster
 
 FLOOD = 2000
 DEPTH = 10_000  # 20 KB a datagram: well under confd's size limit, far over the depth bound
 RSS_LIMIT = 64 * 1024 * 1024
 LOG_GROWTH_LIMIT = 4096
-
-
-def rss(pid):
-    """Resident set size of a process, in bytes (VmRSS)."""
-    with open(f"/proc/{pid}/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS for {pid}")
 
 
 def free_udp_port(address):

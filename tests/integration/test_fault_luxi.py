@@ -22,6 +22,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import errors
 from ganeti.luxi import wire
 from ganeti.luxi.client import LuxiClient
+from tests.integration.helpers import rss
 from tests.integration.jobtools import VirtualCluster, delay, wait_for_jobs, wait_for_status
 
 RSS_GROWTH_LIMIT = 64 * 1024 * 1024
@@ -29,15 +30,6 @@ LATENCY_LIMIT = 2.0
 JOBS = 300
 JOB_FIELDS = ["id", "status", "ops", "opresult", "opstatus", "oplog", "summary",
               "received_ts", "start_ts", "end_ts", "priority"]
-
-
-def rss(pid):
-    """Resident set size of a process, in bytes (VmRSS)."""
-    with open(f"/proc/{pid}/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS for {pid}")
 
 
 class RssSampler(threading.Thread):

@@ -29,6 +29,7 @@ from ganeti.core import constants
 from ganeti.core.paths import Paths
 from ganeti.rapi import limits
 from ganeti.rapi.auth import LoginThrottle
+from tests.integration.helpers import rss
 from tests.integration.jobtools import VirtualCluster, delay, wait_for_jobs
 
 PORT = constants.DEFAULT_RAPI_PORT
@@ -38,15 +39,6 @@ JOBS = 3000
 #: What the acceptance allows: a normal client's answer time, growth of each daemon.
 SERVED_WITHIN = 2.0
 MAX_GROWTH = 64 * MIB
-
-
-def vm_rss(pid):
-    """VmRSS of a process, in bytes."""
-    with open(f"/proc/{pid}/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS for {pid}")
 
 
 def read_pid(path):
@@ -174,7 +166,7 @@ class RapiFaultTest(SynchronousTestCase):
 
     def test_bulk_queries_do_not_starve_others_nor_grow_the_daemons(self):
         submit_s = self.submit_jobs()
-        rss0 = {"rapi": vm_rss(self.rapi_pid), "masterd": vm_rss(self.masterd_pid)}
+        rss0 = {"rapi": rss(self.rapi_pid), "masterd": rss(self.masterd_pid)}
         peak = dict(rss0)
         attacker = self.hostile(220)
         stop = time.monotonic() + 6.0
@@ -200,14 +192,14 @@ class RapiFaultTest(SynchronousTestCase):
             status, info, elapsed = self.normal.request("GET", "/2/info", timeout=30)
             self.assertEqual(status, 200, info)
             normal.append(elapsed)
-            peak["rapi"] = max(peak["rapi"], vm_rss(self.rapi_pid))
-            peak["masterd"] = max(peak["masterd"], vm_rss(self.masterd_pid))
+            peak["rapi"] = max(peak["rapi"], rss(self.rapi_pid))
+            peak["masterd"] = max(peak["masterd"], rss(self.masterd_pid))
             time.sleep(0.1)
         status, jobs, own_bulk = self.normal.request("GET", "/2/jobs?bulk=1", timeout=30)
         for thread in threads:
             thread.join(60)
         for name in peak:
-            peak[name] = max(peak[name], vm_rss(self.rapi_pid if name == "rapi"
+            peak[name] = max(peak[name], rss(self.rapi_pid if name == "rapi"
                                                 else self.masterd_pid))
         self.assertEqual((status, len(jobs)), (200, JOBS))
         self.assertLess(max(normal), SERVED_WITHIN)
