@@ -317,8 +317,15 @@ def sighup_installer(reactor: Any,
     SIGHUP does not fail a write in a worker thread.  The returned function
     puts the previous handlers back, except that the default action (which
     ends the process) becomes "ignore": a SIGHUP while stopping must not
-    kill the daemon half-way.
+    kill the daemon half-way.  Until the handler is installed (the reactor
+    runs), signals at their default action are ignored from the moment the
+    installer is made (in ``makeService``), so a logrotate run during
+    start-up cannot end a daemon either.
     """
+    for signum in signums:
+        if signal.getsignal(signum) in (signal.SIG_DFL, None):
+            signal.signal(signum, signal.SIG_IGN)
+
     def install(handler: Callable[[], None]) -> Callable[[], None]:
         previous = {}
         for signum in signums:

@@ -362,6 +362,14 @@ class ReloadServiceTest(SynchronousTestCase):
         self.assertEqual(calls, ["reload"])
         uninstall()
 
+    def test_ignored_from_the_start_until_installed(self):
+        """A SIGHUP between makeService and the reactor running must not end the daemon."""
+        previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        self.addCleanup(signal.signal, signal.SIGHUP, previous)
+        daemon.sighup_installer(self.reactor)  # what makeService does
+        self.assertEqual(signal.getsignal(signal.SIGHUP), signal.SIG_IGN)
+        os.kill(os.getpid(), signal.SIGHUP)  # ignored: the test process lives on
+
     def test_uninstall_restores_a_previous_handler(self):
         def mine(signum, frame):
             pass
