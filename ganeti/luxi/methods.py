@@ -6,6 +6,7 @@ builds its calls from it.  Later issues add their methods here.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +92,15 @@ def OPT_INT(name: str) -> Arg:
     return Arg(name, lambda v: v is None or _is_int(v), "integer or null")
 
 
+_PREVIEW = reprlib.Repr()
+_PREVIEW.maxstring = _PREVIEW.maxother = 100
+
+
+def _preview(value: Any) -> str:
+    """A short repr whose cost does not grow with the value (a client's huge argument)."""
+    return _PREVIEW.repr(value)[:100]
+
+
 @dataclass(frozen=True)
 class Method:
     """A LUXI method: name, arguments, one-line description."""
@@ -110,7 +120,7 @@ class Method:
             if not arg.accepts(value):
                 raise OpPrereqError(
                     f"{self.name}: argument {arg.name!r} must be a {arg.kind}, "
-                    f"got {value!r:.100}", ECODE_INVAL)
+                    f"got {_preview(value)}", ECODE_INVAL)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in [
