@@ -139,6 +139,12 @@ def _describe(failure: Failure, timeout: float) -> str:
     return f"{type(failure.value).__name__}: {failure.getErrorMessage()}"
 
 
+class _QuietClientFactory(webclient._HTTP11ClientFactory):
+    """The pool's connection factory, without "Starting/Stopping factory" lines at info."""
+
+    noisy = False
+
+
 class RpcClient:
     """Make node RPC calls with mutual TLS on the cluster certificate.
 
@@ -154,6 +160,7 @@ class RpcClient:
         self.port = port
         self.max_reply = max_reply
         self.pool = webclient.HTTPConnectionPool(reactor, persistent=True)
+        self.pool._factory = _QuietClientFactory  # no log line per new node connection
         self.pool.maxPersistentPerHost = max_per_node
         self.agent = webclient.Agent(reactor, contextFactory=ClusterTLSPolicy(cluster),
                                      connectTimeout=connect_timeout, pool=self.pool)
