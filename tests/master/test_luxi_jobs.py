@@ -4,12 +4,12 @@ clients are served in between), with the same answer as in one go."""
 import inspect
 
 from twisted.internet import defer
-from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import errors, query
 from ganeti.core.jobs import QueuedJob
 from ganeti.master.luxi_jobs import ROWS_PER_TURN, JobMethods
+from tests.fakes.clock import TurnClock
 
 FIELDS = ["id", "ops", "status", "summary", "opstatus", "received_ts", "start_ts", "end_ts",
           "wait_reason"]
@@ -29,17 +29,6 @@ class FakeQueue:
         self.visible = {i: QueuedJob.new(i, [{"OP_ID": "OP_TEST_DELAY", "duration": i % 3}],
                                          1_700_000_000 + i) for i in range(1, count + 1)}
         self.store = FakeStore()
-
-
-class TurnClock(Clock):
-    """Runs one reactor turn at a time: the calls due when the turn starts."""
-
-    def turn(self):
-        due = [call for call in self.calls if call.getTime() <= self.seconds()]
-        for call in due:
-            self.calls.remove(call)
-            call.called = 1
-            call.func(*call.args, **call.kw)
 
 
 class SlicedQueryTest(SynchronousTestCase):

@@ -8,7 +8,6 @@ import os
 from twisted.internet import defer
 from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
-from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
@@ -19,19 +18,8 @@ from ganeti.rapi.limits import HeavyReads
 from ganeti.rapi.output import SLICE_ITEMS, WRITE_SLICE, encode_json, needs_slices
 from ganeti.rapi.routing import Method, Route
 from ganeti.rapi.server import RapiApp, make_site
+from tests.fakes.clock import TurnClock
 from tests.rapi.test_server import ScriptedLuxi
-
-
-class TurnClock(Clock):
-    """A fake clock that can run one reactor turn: the calls due when it starts
-    (``advance(0)`` also runs the ``callLater(0)`` calls those make)."""
-
-    def turn(self):
-        due = [call for call in self.calls if call.getTime() <= self.seconds()]
-        for call in due:
-            self.calls.remove(call)
-            call.called = 1
-            call.func(*call.args, **call.kw)
 
 
 def jobs(count):
