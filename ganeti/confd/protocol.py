@@ -18,7 +18,6 @@ with the general bound :data:`ganeti.core.serializer.MAX_JSON_DEPTH`.
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import hmac
 import json
@@ -29,6 +28,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
 from ganeti.core import constants, serializer
+from ganeti.core.loglimit import LineBudget
 
 FOURCC = constants.CONFD_MAGIC_FOURCC
 PROTOCOL_VERSION = constants.CONFD_PROTOCOL_VERSION
@@ -232,9 +232,9 @@ class RateLimitedLog:
     Bounded whatever the input: reasons are cut to :attr:`MAX_REASON`
     characters, and once :attr:`max_reasons` distinct reasons were reported
     within one interval, further new ones share the line of
-    :data:`OTHER_REASONS`.  So a flood of bad datagrams costs at most
-    ``max_reasons + 1`` lines per interval, and the memory of a few dozen
-    entries.
+    :data:`OTHER_REASONS` (:class:`ganeti.core.loglimit.LineBudget`).  So a
+    flood of bad datagrams costs at most ``max_reasons + 1`` lines per
+    interval, and the memory of a few dozen entries.
     """
 
     MAX_REASON = 200
@@ -244,37 +244,16 @@ class RateLimitedLog:
                  max_reasons: int = 32) -> None:
         self.clock = clock
         self.logger = logger
-        self.interval = interval
-        self.max_reasons = max_reasons
-        self._last: dict[str, float] = {}
-        self._suppressed: collections.Counter[str] = collections.Counter()
-
-    def _tracked(self) -> int:
-        return len(self._last) - (self.OTHER_REASONS in self._last)
-
-    def _key(self, reason: str, now: float) -> str:
-        reason = reason if len(reason) <= self.MAX_REASON else reason[:self.MAX_REASON] + "..."
-        if reason in self._last or self._tracked() < self.max_reasons:
-            return reason
-        # Forget reasons whose interval is over (a count still suppressed for
-        # one of them is lost with it: a bound matters more than that count).
-        for old, when in list(self._last.items()):
-            if now - when >= self.interval and old != self.OTHER_REASONS:
-                del self._last[old]
-                self._suppressed.pop(old, None)
-        return reason if self._tracked() < self.max_reasons else self.OTHER_REASONS
+        self.budget = LineBudget(interval, max_keys=max_reasons, overflow=self.OTHER_REASONS)
 
     def drop(self, reason: str, peer: Any) -> bool:
         """Record a dropped datagram; returns True if a line was logged."""
-        now = self.clock.seconds()
-        reason = self._key(reason, now)
-        last = self._last.get(reason)
-        if last is not None and now - last < self.interval:
-            self._suppressed[reason] += 1
+        if len(reason) > self.MAX_REASON:
+            reason = reason[:self.MAX_REASON] + "..."
+        allowed = self.budget.allow(reason, self.clock.seconds())
+        if allowed is None:
             return False
-        self._last[reason] = now
-        more = self._suppressed.pop(reason, 0)
         self.logger.info("Dropped confd datagram from {peer}: {reason}"
                          " ({suppressed} more since the last report)",
-                         peer=peer, reason=reason, suppressed=more)
+                         peer=peer, reason=allowed[0], suppressed=allowed[1])
         return True

@@ -11,19 +11,13 @@ so the budget's memory is bounded too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-
-@dataclass
-class _Window:
-    start: float
-    used: int = 0
-    suppressed: int = 0
+from ganeti.core.loglimit import LineBudget
 
 
 class LogBudget:
@@ -33,23 +27,12 @@ class LogBudget:
                  interval: float = 60.0) -> None:
         self.clock = clock
         self.logger = logger
-        self.burst = burst
-        self.interval = interval
-        self._windows: dict[str, _Window] = {}
+        self.budget = LineBudget(interval, burst=burst)
 
     def _take(self, kind: str) -> int | None:
         """None if the budget of ``kind`` is spent; else the count suppressed before."""
-        now = self.clock.seconds()
-        window = self._windows.get(kind)
-        if window is None or now - window.start >= self.interval:
-            suppressed = window.suppressed if window is not None else 0
-            window = self._windows[kind] = _Window(now, suppressed=suppressed)
-        if window.used >= self.burst:
-            window.suppressed += 1
-            return None
-        window.used += 1
-        suppressed, window.suppressed = window.suppressed, 0
-        return suppressed
+        allowed = self.budget.allow(kind, self.clock.seconds())
+        return None if allowed is None else allowed[1]
 
     def warn(self, kind: str, fmt: str, **fields: Any) -> bool:
         """Log a warning unless the budget of ``kind`` is spent; True if logged."""

@@ -26,6 +26,7 @@ from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
+from ganeti.core.loglimit import LineBudget
 from ganeti.rapi import errors
 
 #: The daemon's client limit when none is given (``--max-clients``' default).
@@ -206,43 +207,26 @@ class AddressLog:
     ``interval`` seconds and ``max_lines`` lines per interval overall.
 
     Suppressed lines are counted and the count is reported with the next
-    line of the same key.  The table is bounded: keys whose interval is over
-    are forgotten once it holds ``max_keys``.
+    line of the same key; the table of keys is bounded
+    (:class:`ganeti.core.loglimit.LineBudget`).
     """
 
     def __init__(self, clock: IReactorTime, logger: Logger, interval: float = 60.0,
                  max_lines: int = 100, max_keys: int = 4096) -> None:
         self.clock = clock
         self.logger = logger
-        self.interval = interval
-        self.max_lines = max_lines
-        self.max_keys = max_keys
-        self._last: collections.OrderedDict[tuple[str, str], float] = collections.OrderedDict()
-        self._suppressed: collections.Counter[tuple[str, str]] = collections.Counter()
-        self._window_start = float("-inf")
-        self._window_lines = 0
-        #: Lines suppressed in all (for tests and statistics).
-        self.suppressed = 0
+        self.budget = LineBudget(interval, max_keys=max_keys, max_lines=max_lines)
+
+    @property
+    def suppressed(self) -> int:
+        """Lines suppressed in all (for tests and statistics)."""
+        return self.budget.suppressed
 
     def allow(self, address: str, reason: str) -> int | None:
         """Whether a line about ``(address, reason)`` may be written now: the number
         of lines suppressed for it since the last one, or None (suppressed)."""
-        now = self.clock.seconds()
-        key = (address, reason)
-        last = self._last.get(key)
-        if now - self._window_start >= self.interval:
-            self._window_start, self._window_lines = now, 0
-        if ((last is not None and now - last < self.interval)
-                or self._window_lines >= self.max_lines):
-            if last is not None:  # counted only for keys in the (bounded) table
-                self._suppressed[key] += 1
-            self.suppressed += 1
-            return None
-        self._window_lines += 1
-        self._last.pop(key, None)
-        self._last[key] = now
-        self._trim(now)
-        return self._suppressed.pop(key, 0)
+        allowed = self.budget.allow((address, reason), self.clock.seconds())
+        return None if allowed is None else allowed[1]
 
     def info(self, address: str, reason: str, message: str, **fields: Any) -> bool:
         """Log ``message`` (a twisted.logger format; ``address``, ``reason`` and
@@ -253,11 +237,3 @@ class AddressLog:
         self.logger.info(message, address=address, reason=reason, suppressed=suppressed,
                          **fields)
         return True
-
-    def _trim(self, now: float) -> None:
-        while len(self._last) > self.max_keys:
-            key, when = next(iter(self._last.items()))
-            if now - when < self.interval:
-                break
-            del self._last[key]
-            self._suppressed.pop(key, None)
