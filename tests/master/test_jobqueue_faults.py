@@ -118,3 +118,16 @@ class DiskFullQueueTest(QueueTestCase):
                                            feedback=lambda kind, msg: lines.append(msg))
         self.assertFalse(self.successResultOf(defer.Deferred.fromCoroutine(verifier.exec())))
         self.assertIn("cannot write", "\n".join(x for x in lines if "ERROR" in x))
+
+
+class CrashedJobTest(QueueTestCase):
+    def test_a_job_whose_runner_raises_ends_in_error(self):
+        def broken(op):
+            raise RuntimeError("bug in the runner")
+
+        self.patch(self.queue, "_dependency_verdict", broken)
+        jid = self.submit(delay(0))
+        self.assertEqual(self.status(jid), "error")
+        self.assertIn("bug in the runner", str(self.field(jid, "opresult")))
+        self.assertNotIn(jid, self.queue.running)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
