@@ -23,6 +23,7 @@ BIN_SCRIPTS = [
     "bin/gnt-filter",
     "bin/ganeti-vcluster",
     "bin/ganeti-confd-query",
+    "bin/ganeti-watcher",
 ]
 
 setup(
@@ -57,6 +58,7 @@ setup(
             os.path.join(HERE, "docs", "man")) if name.endswith(".8"))),
         # configuration examples, to copy to /etc: logrotate, systemd units, RAPI users
         ("share/ganeti-twisted/etc/logrotate.d", ["etc/logrotate.d/ganeti"]),
+        ("share/ganeti-twisted/etc/cron.d", ["etc/cron.d/ganeti"]),
         ("share/ganeti-twisted/etc/systemd", ["etc/ganeti-masterd.service",
                                               "etc/ganeti-rapi.service"]),
         ("share/ganeti-twisted/etc", ["etc/rapi-users.example"]),

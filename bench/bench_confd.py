@@ -4,13 +4,19 @@
       Feeds N random/mutated/mis-signed/expired/replayed/valid datagrams to the
       server protocol in-process; prints RSS before and after and any wrong reply.
 
-  .venv/bin/python bench/bench_confd.py [--procs 4] [--outstanding 16] [--seconds 5]
-      Starts our confd with twistd on 127.0.0.x and, if Debian's
-      ganeti-haskell-3.0 is unpacked at .cache/ganeti-haskell, the real
-      Haskell confd on another loopback address with the same config and key.
-      For each: closed-loop load (each process keeps K signed requests in
-      flight) -> replies/s, lost and unsigned replies; then paced load at
-      10,000 q/s -> p50/p99 latency.
+  .venv/bin/python bench/bench_confd.py [--procs 2] [--outstanding 16] [--seconds 3]
+          [--rounds 3] [--rate Q]
+      Starts our confd with twistd on 127.0.0.41 and Debian's Haskell
+      ganeti-confd (the copy unpacked at .cache/ganeti-haskell by
+      'make install-oracle', else /usr/sbin/ganeti-confd) on 127.0.0.42, both
+      on a copy of the same config and key, and measures them alternately,
+      --rounds times each: closed-loop load (each process keeps K signed
+      requests in flight; every request is new, none is ever re-sent, since
+      the server refuses replays) -> replies/s, lost and unsigned replies;
+      with --rate, also paced load -> p50/p99 latency.  Prints the ratio of
+      the median replies/s, ours/Haskell, and each daemon's CPU time per
+      reply (which depends less on what else the machine runs); exits 1 if
+      the ratio is below 1.0 or any request of ours was lost.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import os
 import select
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,8 +42,10 @@ from tests.confd.test_server import KEY, confd_config_dict  # noqa: E402
 
 BIN = os.path.dirname(os.path.abspath(sys.executable))
 HOST = "node1.example.test"
-HASKELL = os.path.join(ROOT, ".cache", "ganeti-haskell", "root", "usr", "lib", "ganeti", "3.0",
-                       "usr", "sbin", "ganeti-confd")
+HASKELL_CANDIDATES = (
+    os.path.join(ROOT, ".cache", "ganeti-haskell", "root", "usr", "lib", "ganeti", "3.0",
+                 "usr", "sbin", "ganeti-confd"),
+    "/usr/sbin/ganeti-confd")
 QUERIES = [(0, None), (1, HOST), (3, None), (4, None), (5, None), (6, "br1"),
            (2, {"1": "192.0.2.50", "0": "br1"}), (10, "/cluster/cluster_name")]
 
@@ -114,8 +123,8 @@ def write_root(tmp: str) -> dict[str, str]:
         fill(disk)
     with open(os.path.join(data, "config.data"), "w", encoding="utf-8") as f:
         json.dump(raw, f)
-    with open(os.path.join(data, "hmac.key"), "wb") as f:
-        f.write(KEY)
+    with open(os.path.join(data, "hmac.key"), "wb") as keyfile:
+        keyfile.write(KEY)
     return dict(os.environ, GANETI_ROOTDIR=root, GANETI_HOSTNAME=HOST)
 
 
@@ -225,58 +234,127 @@ def load(addr: str, port: int, procs: int, k: int, seconds: float, rate: float) 
             "rps": sum(r[1] for r in results) / seconds, "p50": pct(0.5), "p99": pct(0.99)}
 
 
-def run_daemon(name: str, cmd: list[str], env: dict, addr: str, port: int,
-               opts: argparse.Namespace, logdir: str) -> None:
-    log = open(os.path.join(logdir, f"{name}.log"), "wb")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=logdir)
-    try:
-        if not ping(addr, port):
-            print(f"{name}: did not answer a PING (see {log.name})")
-            return
-        closed = load(addr, port, opts.procs, opts.outstanding, opts.seconds, 0)
-        paced = load(addr, port, opts.procs, 0, opts.seconds, opts.rate)
-        print(f"{name}: closed loop {opts.procs}x{opts.outstanding}: {closed['rps']:,.0f} "
-              f"replies/s, lost {closed['lost']}, unsigned {closed['unsigned']}, "
-              f"p99 {closed['p99']:.2f} ms | paced {opts.rate:,.0f} q/s: sent {paced['sent']}, "
-              f"ok {paced['ok']}, lost {paced['lost']}, unsigned {paced['unsigned']}, "
-              f"p50 {paced['p50']:.2f} ms, p99 {paced['p99']:.2f} ms")
-    finally:
-        proc.terminate()
+class Daemon:
+    """One confd under test: started once, loaded round after round."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict, addr: str, port: int,
+                 logdir: str) -> None:
+        self.name, self.addr, self.port = name, addr, port
+        self.log = open(os.path.join(logdir, f"{name}.log"), "wb")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     cwd=logdir)
+        self.ok = ping(addr, port)
+        if not self.ok:
+            print(f"{name}: did not answer a PING (see {self.log.name})")
+        self.closed: list[dict] = []
+        self.paced: list[dict] = []
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time the daemon used so far (all its threads)."""
+        with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def run(self, opts: argparse.Namespace) -> None:
+        cpu = self.cpu_seconds()
+        closed = load(self.addr, self.port, opts.procs, opts.outstanding, opts.seconds, 0)
+        closed["cpu_us"] = (self.cpu_seconds() - cpu) / max(closed["ok"], 1) * 1e6
+        self.closed.append(closed)
+        line = (f"{self.name:>8}: closed loop {opts.procs}x{opts.outstanding}: "
+                f"{closed['rps']:>9,.0f} replies/s, {closed['cpu_us']:5.1f} us CPU/reply, "
+                f"lost {closed['lost']}, unsigned {closed['unsigned']}, "
+                f"p99 {closed['p99']:.2f} ms")
+        if opts.rate:
+            paced = load(self.addr, self.port, opts.procs, 0, opts.seconds, opts.rate)
+            self.paced.append(paced)
+            line += (f" | paced {opts.rate:,.0f} q/s: sent {paced['sent']}, ok {paced['ok']}, "
+                     f"lost {paced['lost']}, unsigned {paced['unsigned']}, "
+                     f"p50 {paced['p50']:.2f} ms, p99 {paced['p99']:.2f} ms")
+        print(line, flush=True)
+
+    def stop(self) -> None:
+        self.proc.terminate()
         try:
-            proc.wait(10)
+            self.proc.wait(10)
         except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            self.proc.kill()
+        self.log.close()
 
 
-def main() -> None:
+def haskell_binary() -> str | None:
+    """Debian's Haskell ganeti-confd: the unpacked oracle copy, else the installed one."""
+    for path in HASKELL_CANDIDATES:
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def compare(opts: argparse.Namespace, tmp: str) -> int:
+    """Both daemons up at once, measured alternately; the ratio of the medians."""
+    env = write_root(tmp)
+    ours = Daemon("ours", [os.path.join(BIN, "twistd"), "-n", "--pidfile=", "ganeti-confd",
+                           "-b", "127.0.0.41", "-p", str(opts.port)],
+                  dict(env, PYTHONPATH=ROOT), "127.0.0.41", opts.port, tmp)
+    daemons = [ours]
+    haskell = haskell_binary()
+    if haskell is None:
+        print("haskell: not measured (neither " + " nor ".join(HASKELL_CANDIDATES)
+              + " exists; make install-oracle)")
+    else:
+        daemons.append(Daemon("haskell", [haskell, "-f", "--no-user-checks", "-b", "127.0.0.42",
+                                          "-p", str(opts.port)], env, "127.0.0.42", opts.port,
+                              tmp))
+    try:
+        if not all(d.ok for d in daemons):
+            return 1
+        for rnd in range(opts.rounds):
+            # alternate the order, so that neither always runs on a warmer machine
+            for d in (daemons if rnd % 2 == 0 else list(reversed(daemons))):
+                d.run(opts)
+        if len(daemons) < 2:
+            return 0
+        ratios = [o["rps"] / h["rps"] for o, h in zip(ours.closed, daemons[1].closed,
+                                                          strict=True) if h["rps"]]
+        ours_med = statistics.median(r["rps"] for r in ours.closed)
+        hs_med = statistics.median(r["rps"] for r in daemons[1].closed)
+        print(f"ratio ours/haskell (closed loop, replies/s): median of {opts.rounds} rounds "
+              f"{ours_med:,.0f} / {hs_med:,.0f} = {ours_med / hs_med:.2f}x "
+              f"(per round: {', '.join(f'{r:.2f}' for r in ratios)})")
+        ours_cpu = statistics.median(r["cpu_us"] for r in ours.closed)
+        hs_cpu = statistics.median(r["cpu_us"] for r in daemons[1].closed)
+        print(f"CPU per reply (median): ours {ours_cpu:.1f} us, haskell {hs_cpu:.1f} us "
+              f"(replies per CPU-second: {hs_cpu / ours_cpu:.2f}x)")
+        lost = sum(r["lost"] + r["unsigned"] for r in ours.closed)
+        if lost:
+            print(f"ours: {lost} requests lost or answered unsigned")
+        return 0 if ours_med >= hs_med and not lost else 1
+    finally:
+        for d in daemons:
+            d.stop()
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fuzz", type=int, default=0, help="fuzz N datagrams in-process")
-    parser.add_argument("--procs", type=int, default=4)
-    parser.add_argument("--outstanding", type=int, default=16)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--rate", type=float, default=10_000.0)
+    parser.add_argument("--procs", type=int, default=2, help="load processes")
+    parser.add_argument("--outstanding", type=int, default=16,
+                        help="requests in flight per process (closed loop)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="seconds per measurement")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="measurements per daemon, alternating (the ratio is of medians)")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="also measure latency at this many queries/s (0: not)")
     parser.add_argument("--port", type=int, default=18140)
     opts = parser.parse_args()
     if opts.fuzz:
         fuzz(opts.fuzz)
-        return
+        return 0
     tmp = tempfile.mkdtemp(prefix="bench-confd-")
     try:
-        env = write_root(tmp)
-        ours = "127.0.0.41"
-        run_daemon("ours", [os.path.join(BIN, "twistd"), "-n", "--pidfile=", "ganeti-confd",
-                            "-b", ours, "-p", str(opts.port)],
-                   dict(env, PYTHONPATH=ROOT), ours, opts.port, opts, tmp)
-        if os.access(HASKELL, os.X_OK):
-            real = "127.0.0.42"
-            run_daemon("haskell", [HASKELL, "-f", "--no-user-checks", "-b", real,
-                                   "-p", str(opts.port)], env, real, opts.port, opts, tmp)
-        else:
-            print(f"haskell: not measured ({HASKELL} is not unpacked; make install-oracle)")
+        return compare(opts, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,14 +1,17 @@
 """Start, stop and inspect daemons of a node through their pid files.
 
-:data:`NODE_DAEMONS` run on every node, :data:`MASTER_DAEMONS` only on the
-master (``ganeti-masterd``, then ``ganeti-rapi``, its LUXI client).  Start
-the node daemons of every node first and the master daemons last, and stop
-in the reverse order (:func:`start_order`, :func:`stop_order`): the master
-talks to the node daemons, never the other way round.
+:data:`NODE_DAEMONS` run on every node, :data:`CANDIDATE_DAEMONS`
+(``ganeti-confd``) on the master and the master candidates, :data:`MASTER_DAEMONS`
+only on the master (``ganeti-masterd``, then ``ganeti-rapi``, its LUXI
+client).  Start the node daemons of every node first, then confd, and the
+master daemons last; stop the master daemons first (:func:`start_order`,
+:func:`stop_order`): the master talks to the node daemons, never the other
+way round.
 
 :func:`start_on_node` starts a daemon with the arguments it needs on a node
 with a given primary IP.  ``ganeti-noded`` binds ``<ip>:1811`` and
-``ganeti-rapi`` ``<ip>:5080`` (:data:`DAEMON_PORTS`); because twistd returns
+``ganeti-rapi`` ``<ip>:5080``, ``ganeti-confd`` ``<ip>:1814`` (UDP)
+(:data:`DAEMON_PORTS`); because twistd returns
 before the reactor listens, such a daemon that cannot bind would die
 silently after a "successful" start.  So the address is tried before
 starting (:class:`AddressInUse` with the address if it is taken), and after
@@ -30,7 +33,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,16 +44,23 @@ STOPPED, RUNNING, STALE = "stopped", "running", "stale pid file"
 
 #: Daemons every node runs (started first, stopped last).
 NODE_DAEMONS: tuple[str, ...] = (constants.NODED,)
+#: Daemons the master and the master candidates run (after the node daemons).
+CANDIDATE_DAEMONS: tuple[str, ...] = (constants.CONFD,)
 #: Daemons only the master runs (started last, stopped first), in start order.
 MASTER_DAEMONS: tuple[str, ...] = (constants.MASTERD, constants.RAPI)
-#: The TCP port of each daemon that listens on its node's primary IP.
+#: The port of each daemon that listens on its node's primary IP.
 DAEMON_PORTS: dict[str, int] = {constants.NODED: constants.DEFAULT_NODED_PORT,
-                                constants.RAPI: constants.DEFAULT_RAPI_PORT}
+                                constants.RAPI: constants.DEFAULT_RAPI_PORT,
+                                constants.CONFD: constants.DEFAULT_CONFD_PORT}
+#: The daemons whose port is a UDP port (the others listen on TCP).
+UDP_DAEMONS: frozenset[str] = frozenset({constants.CONFD})
 
 #: Seconds a started daemon may take to listen on its port.
 LISTEN_TIMEOUT = 30.0
 #: The state column of a listening socket in /proc/net/tcp.
 TCP_LISTEN = "0A"
+#: The state column of a bound, unconnected socket in /proc/net/udp.
+UDP_UNCONNECTED = "07"
 
 
 class AddressInUse(errors.CommandError):
@@ -165,25 +175,41 @@ def stop(paths: Paths, daemon: str, timeout: float = 30.0) -> bool:
     return True
 
 
-def daemons_of(is_master: bool) -> list[str]:
-    """The daemons a node runs, in start order."""
-    return list(NODE_DAEMONS) + (list(MASTER_DAEMONS) if is_master else [])
+def daemons_of(is_master: bool, is_candidate: bool = False) -> list[str]:
+    """The daemons a node runs, in start order (the master is a candidate too)."""
+    return (list(NODE_DAEMONS) + (list(CANDIDATE_DAEMONS) if is_master or is_candidate else [])
+            + (list(MASTER_DAEMONS) if is_master else []))
 
 
-def start_order(nodes: Sequence[tuple[Any, bool]]) -> list[tuple[Any, str]]:
+def start_order(nodes: Sequence[tuple[Any, bool]],
+                candidates: Collection[Any] = ()) -> list[tuple[Any, str]]:
     """``(node, daemon)`` in start order for ``(node, is_master)`` pairs.
 
-    Every node's node daemons first (in the order given), then the master
-    daemons of the master(s).
+    Every node's node daemons first (in the order given), then the candidate
+    daemons of the master and of the nodes in ``candidates``, then the master
+    daemons of the master(s): Ganeti's order (noded, confd, the master's).
     """
     first = [(node, d) for node, _ in nodes for d in NODE_DAEMONS]
+    middle = [(node, d) for node, is_master in nodes if is_master or node in candidates
+              for d in CANDIDATE_DAEMONS]
     last = [(node, d) for node, is_master in nodes if is_master for d in MASTER_DAEMONS]
-    return first + last
+    return first + middle + last
 
 
 def stop_order(nodes: Sequence[tuple[Any, bool]]) -> list[tuple[Any, str]]:
-    """The reverse of :func:`start_order`."""
-    return list(reversed(start_order(nodes)))
+    """Master daemons first, then every node's node daemons, then the candidate
+    daemons of *every* node.
+
+    Candidate daemons are stopped wherever they run, since a role may have
+    changed since they started; and after the node daemons, since a node
+    daemon started with ``--manage-confd`` may still be starting confd after
+    a role change it was told of (it finishes that before it exits).
+    """
+    first = [(node, d) for node, is_master in reversed(nodes) if is_master
+             for d in reversed(MASTER_DAEMONS)]
+    middle = [(node, d) for node, _ in reversed(nodes) for d in reversed(NODE_DAEMONS)]
+    last = [(node, d) for node, _ in reversed(nodes) for d in reversed(CANDIDATE_DAEMONS)]
+    return first + middle + last
 
 
 def twistd_args(daemon: str, ip: str, port: int | None = None) -> list[str]:
@@ -192,7 +218,9 @@ def twistd_args(daemon: str, ip: str, port: int | None = None) -> list[str]:
 
     ``ganeti-noded`` binds the node's own address (so that many virtual nodes
     share one machine) and does not lock itself into memory: it is a test
-    node, and mlockall in every one of them would pin their whole memory.  Its
+    node, and mlockall in every one of them would pin their whole memory; it
+    starts and stops ``ganeti-confd`` as the node's role changes
+    (``--manage-confd``).  ``ganeti-confd`` binds ``<ip>:1814`` (UDP).  Its
     log goes to ``LOG_DIR/node-daemon.log`` through twistd's ``--logfile`` (see
     :func:`start`), which every daemon opens for appending, at info level, and
     reopens on SIGHUP (:mod:`ganeti.daemon`); noded's own ``--log-file`` is not
@@ -205,22 +233,26 @@ def twistd_args(daemon: str, ip: str, port: int | None = None) -> list[str]:
     if port is None:
         port = DAEMON_PORTS.get(daemon, 0)
     if daemon == constants.NODED:
-        return ["--bind", ip, "--port", str(port), "--no-mlock"]
-    if daemon == constants.RAPI:
+        return ["--bind", ip, "--port", str(port), "--no-mlock", "--manage-confd"]
+    if daemon in (constants.RAPI, constants.CONFD):
         return ["--bind", ip, "--port", str(port)]
     return []
 
 
-def check_address_free(ip: str, port: int) -> None:
+def check_address_free(ip: str, port: int, udp: bool = False) -> None:
     """Raise :class:`AddressInUse` if nothing could listen on ``ip:port`` now.
 
-    Binds with ``SO_REUSEADDR`` as Twisted does, so connections lingering in
-    TIME_WAIT do not count; a listener on the address (or on 0.0.0.0) does.
-    An address this machine does not have is a :class:`errors.CommandError`.
+    TCP binds with ``SO_REUSEADDR`` as Twisted does, so connections lingering
+    in TIME_WAIT do not count; a listener on the address (or on 0.0.0.0)
+    does.  ``udp``: any socket bound there counts (Twisted binds UDP without
+    ``SO_REUSEADDR``).  An address this machine does not have is a
+    :class:`errors.CommandError`.
     """
-    sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET,
+                         socket.SOCK_DGRAM if udp else socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if not udp:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((ip, port))
     except OSError as err:
         if err.errno == errno.EADDRINUSE:
@@ -243,21 +275,23 @@ def accepts_connections(ip: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def pid_listens_on(pid: int, ip: str, port: int) -> bool | None:
-    """Whether process ``pid`` holds a socket listening on ``ip:port`` (IPv4, Linux /proc).
+def pid_listens_on(pid: int, ip: str, port: int, udp: bool = False) -> bool | None:
+    """Whether process ``pid`` holds a socket listening on ``ip:port`` (IPv4, Linux /proc;
+    ``udp``: a UDP socket bound there).
 
     None if that cannot be told (no /proc, or the process's descriptors are not
     readable); a mere connection test could be answered by another process.
     """
     try:
         (value,) = struct.unpack("=I", socket.inet_aton(ip))
-        with open("/proc/net/tcp", encoding="ascii") as f:
+        with open("/proc/net/udp" if udp else "/proc/net/tcp", encoding="ascii") as f:
             rows = [line.split() for line in f.readlines()[1:]]
     except (OSError, ValueError):
         return None
     local = f"{value:08X}:{port:04X}"
+    listening = UDP_UNCONNECTED if udp else TCP_LISTEN
     wanted = {f"socket:[{row[9]}]" for row in rows
-              if len(row) > 9 and row[1] == local and row[3] == TCP_LISTEN}
+              if len(row) > 9 and row[1] == local and row[3] == listening}
     if not wanted:
         return False
     try:
@@ -313,7 +347,7 @@ def _cannot_listen(log: str) -> bool:
 
 
 def wait_listening(paths: Paths, daemon: str, ip: str, port: int, log_offset: int = 0,
-                   timeout: float = LISTEN_TIMEOUT) -> None:
+                   timeout: float = LISTEN_TIMEOUT, udp: bool = False) -> None:
     """Wait until ``daemon`` listens on ``ip:port``; raise a clear error if it cannot.
 
     It cannot when it exits, when its log (after ``log_offset``) says it
@@ -328,9 +362,9 @@ def wait_listening(paths: Paths, daemon: str, ip: str, port: int, log_offset: in
         if pid is None or not pid_alive(pid):
             outcome.append("died")
             return True
-        listens = pid_listens_on(pid, ip, port)
+        listens = pid_listens_on(pid, ip, port, udp)
         if listens is None:  # cannot look at the process: any listener will do
-            listens = accepts_connections(ip, port, timeout=1.0)
+            listens = True if udp else accepts_connections(ip, port, timeout=1.0)
         if listens:
             outcome.append("listening")
             return True
@@ -364,8 +398,9 @@ def start_on_node(paths: Paths, daemon: str, ip: str, port: int | None = None,
         port = DAEMON_PORTS.get(daemon)
     if port is None:
         return start(paths, daemon, twistd_args(daemon, ip))
-    check_address_free(ip, port)
+    udp = daemon in UDP_DAEMONS
+    check_address_free(ip, port, udp)
     offset = _log_size(paths.log_file(daemon))
     pid = start(paths, daemon, twistd_args(daemon, ip, port))
-    wait_listening(paths, daemon, ip, port, offset, timeout)
+    wait_listening(paths, daemon, ip, port, offset, timeout, udp)
     return pid

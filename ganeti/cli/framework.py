@@ -113,18 +113,28 @@ def format_error(err: BaseException) -> tuple[int, str]:
         code = 2  # as Ganeti's tools
     elif isinstance(err, errors.OpExecError):
         msg = f"Failure: command execution error: {err.args[0] if err.args else ''}"
+    elif type(err) is errors.GenericError:
+        # luxid's plain errors ("Queue drained", an unknown filter rule to delete),
+        # as Ganeti's CLI shows them
+        msg = f"Unhandled Ganeti error: {err.args[0] if err.args else ''}"
     elif isinstance(err, errors.JobQueueDrainError):
         msg = ("Failure: the job queue is marked for drain and doesn't accept new requests "
                "(undrain it with 'gnt-cluster queue undrain')")
     elif isinstance(err, errors.JobQueueFull):
         msg = ("Failure: the job queue is full and doesn't accept new job submissions until "
                "old jobs are archived ('gnt-job autoarchive')")
+    elif isinstance(err, errors.ProtocolError) and not isinstance(err, errors.TimeoutError):
+        # (a request the master refused while parsing it, or a broken connection)
+        msg = ("Unhandled protocol error while talking to the master daemon:\n"
+               f"{err.args[0] if err.args else ''}")
     elif isinstance(err, errors.JobLost):
         msg = f"Error checking job status: {err.args[0] if err.args else ''}"
     elif isinstance(err, errors.TagError):
         msg = f"Failure: invalid tag(s) given: {err.args[0] if err.args else ''}"
     elif isinstance(err, errors.ParameterError):
         msg = f"Failure: unknown/wrong parameter name '{err.args[0] if err.args else ''}'"
+    elif isinstance(err, errors.TypeEnforcementError):
+        msg = f"Parameter Error: {err.args[0] if err.args else ''}"
     elif isinstance(err, errors.GenericError):
         detail = ", ".join(str(a) for a in err.args)
         msg = f"{type(err).__name__}: {detail}"

@@ -9,7 +9,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ganeti.cli import daemons, jobs
+from ganeti.cli import (
+    daemons,
+    gnt_cluster_modify,
+    gnt_cluster_verify,
+    gnt_cluster_watcher,
+    jobs,
+)
 from ganeti.cli.framework import (
     Command,
     Context,
@@ -22,7 +28,8 @@ from ganeti.cli.framework import (
 from ganeti.core import bootstrap, constants, errors, params, ssconf, uidpool
 from ganeti.core import config as configmod
 
-DESCRIPTION = ("Ganeti cluster administration: init, info, modify, verify, redist-conf, "
+DESCRIPTION = ("Ganeti cluster administration: init, info, modify, verify, verify-disks, "
+               "redist-conf, "
                "getmaster, version, tags, queue, destroy.")
 
 
@@ -245,83 +252,12 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     if master != paths.hostname:
         ctx.err(f"Run this on the master node ({master}), not on {paths.hostname}.")
         return constants.EXIT_NOTMASTER
-    for daemon in (*daemons.MASTER_DAEMONS, *daemons.NODE_DAEMONS):
+    for daemon in (*daemons.MASTER_DAEMONS, *daemons.NODE_DAEMONS, *daemons.CANDIDATE_DAEMONS):
         if daemons.stop(paths, daemon):
             ctx.out(f"Stopped {daemon}.")
     removed = bootstrap.destroy(paths)
     ctx.out(f"Cluster {name} destroyed ({len(removed)} files and "
             "directories removed).")
-    return constants.EXIT_SUCCESS
-
-
-# --- modify --------------------------------------------------------------------
-
-def _setup_modify(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-C", "--candidate-pool-size", type=int, metavar="N",
-                   help="number of master candidates to keep")
-    p.add_argument("--max-running-jobs", type=int, metavar="N",
-                   help="maximal number of jobs to run simultaneously")
-    p.add_argument("--max-tracked-jobs", type=int, metavar="N",
-                   help="maximal number of jobs the scheduler tracks simultaneously")
-    p.add_argument("-H", "--hypervisor-parameters", action="append", default=[],
-                   metavar="HV:KEY=VAL,...", help="hypervisor defaults (repeatable)")
-    p.add_argument("-B", "--backend-parameters", metavar="KEY=VAL,...",
-                   help="backend defaults (maxmem, minmem, vcpus, auto_balance, ...)")
-    p.add_argument("-N", "--nic-parameters", metavar="KEY=VAL,...",
-                   help="NIC defaults (mode, link, vlan)")
-    p.add_argument("-D", "--disk-parameters", action="append", default=[],
-                   metavar="TEMPLATE:KEY=VAL,...",
-                   help="disk parameter defaults of a disk template (repeatable)")
-    p.add_argument("--uid-pool", metavar="UIDS",
-                   help="set the user-id pool, e.g. 1000-1009,2000 (empty: no uids)")
-    p.add_argument("--add-uids", metavar="UIDS", help="add these uids to the user-id pool")
-    p.add_argument("--remove-uids", metavar="UIDS",
-                   help="remove these uids from the user-id pool")
-    p.add_argument("-I", "--default-iallocator", metavar="NAME",
-                   help="default instance allocator (empty: none)")
-    jobs.add_ipolicy_options(p)
-    jobs.add_job_options(p, dry_run=True)
-
-
-def _uid_ranges(value: str | None) -> list[list[int]] | None:
-    if value is None:
-        return None
-    ranges = uidpool.parse(value)
-    uidpool.check(ranges)
-    return [[lo, hi] for lo, hi in ranges]
-
-
-def modify_opcode(opts: argparse.Namespace) -> dict[str, Any]:
-    """The OP_CLUSTER_SET_PARAMS of ``gnt-cluster modify`` (only what was given)."""
-    op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_SET_PARAMS"}
-    for name in ("candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
-                 "default_iallocator"):
-        if getattr(opts, name) is not None:
-            op[name] = getattr(opts, name)
-    if opts.hypervisor_parameters:
-        op["hvparams"] = _ident_params(opts.hypervisor_parameters)
-    if opts.backend_parameters is not None:
-        op["beparams"] = params.parse_keyval(opts.backend_parameters, "-B")
-    if opts.nic_parameters is not None:
-        op["nicparams"] = params.parse_keyval(opts.nic_parameters, "-N")
-    if opts.disk_parameters:
-        op["diskparams"] = _ident_params(opts.disk_parameters, "-D", "TEMPLATE")
-    for name in ("uid_pool", "add_uids", "remove_uids"):
-        ranges = _uid_ranges(getattr(opts, name))
-        if ranges is not None:
-            op[name] = ranges
-    ipolicy = jobs.ipolicy_value(opts)
-    if ipolicy:
-        op["ipolicy"] = ipolicy
-    return op
-
-
-def cmd_modify(ctx: Context, opts: argparse.Namespace) -> int:
-    """Change cluster parameters: submit OP_CLUSTER_SET_PARAMS and wait."""
-    op = modify_opcode(opts)
-    if len(op) == 1:
-        raise UsageError("Please give at least one of the parameters.")
-    jobs.submit_or_send(ctx, opts, op)
     return constants.EXIT_SUCCESS
 
 
@@ -371,7 +307,10 @@ def cmd_search_tags(ctx: Context, opts: argparse.Namespace) -> int:
     return constants.EXIT_SUCCESS
 
 
-# --- redist-conf, verify --------------------------------------------------------
+# --- redist-conf (verify and verify-disks: gnt_cluster_verify) --------------------
+
+verify_opcode = gnt_cluster_verify.verify_opcode  # where it used to live
+
 
 def _setup_redist_conf(p: argparse.ArgumentParser) -> None:
     jobs.add_job_options(p, dry_run=True)
@@ -394,64 +333,14 @@ def cmd_redist_conf(ctx: Context, opts: argparse.Namespace) -> int:
     return constants.EXIT_SUCCESS
 
 
-def _setup_verify(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-v", "--verbose", action="store_true", help="verbose output")
-    p.add_argument("--error-codes", action="store_true",
-                   help="report errors in parseable form (ETYPE:ECODE:...)")
-    p.add_argument("--debug-simulate-errors", action="store_true",
-                   help="debugging: treat most checks as failed")
-    p.add_argument("--no-nplus1-mem", dest="skip_nplusone_mem", action="store_true",
-                   help="skip the N+1 memory redundancy checks")
-    p.add_argument("-I", "--ignore-errors", action="append", default=[], metavar="ECODE",
-                   help="report this error code as a warning (repeatable)")
-    p.add_argument("-g", "--node-group", dest="nodegroup", metavar="GROUP",
-                   help="verify only this node group (name or UUID)")
-    p.add_argument("--verify-ssh-clutter", dest="verify_clutter", action="store_true",
-                   help="also check the authorized_keys files for clutter")
-    jobs.add_job_options(p, submit=False, dry_run=True)
-
-
-def verify_opcode(opts: argparse.Namespace) -> dict[str, Any]:
-    """The OP_CLUSTER_VERIFY of ``gnt-cluster verify``."""
-    skip = [constants.VERIFY_NPLUSONE_MEM] if opts.skip_nplusone_mem else []
-    return {"OP_ID": "OP_CLUSTER_VERIFY", "verbose": opts.verbose,
-            "error_codes": opts.error_codes,
-            "debug_simulate_errors": opts.debug_simulate_errors,
-            "skip_checks": skip, "ignore_errors": list(opts.ignore_errors),
-            "group_name": opts.nodegroup, "verify_clutter": opts.verify_clutter}
-
-
-def cmd_verify(ctx: Context, opts: argparse.Namespace) -> int:
-    """Verify the cluster: OP_CLUSTER_VERIFY submits the verify jobs, follow each.
-
-    Exit code 1 if a job failed or found errors (its result is false).
-    """
-    result = jobs.submit_opcode(ctx, opts, verify_opcode(opts))
-    submitted = result.get("jobs", []) if isinstance(result, dict) else []
-    results = jobs.wait_for_jobs(ctx, submitted)
-    bad_jobs = sum(1 for success, _ in results if not success)
-    bad_results = sum(1 for success, value in results
-                      if success and not (value and value[0]))
-    if bad_jobs:
-        ctx.out(f"{bad_jobs} job(s) failed while verifying the cluster.")
-    if bad_jobs or bad_results:
-        return constants.EXIT_FAILURE
-    return constants.EXIT_SUCCESS
-
-
 COMMANDS = [
     Command("init", cmd_init, "Initialise a new cluster on this node", _setup_init),
     Command("info", cmd_info, "Show the cluster's parameters"),
     Command("getmaster", cmd_getmaster, "Print the master node's name"),
     Command("version", cmd_version, "Print software and interface versions"),
-    Command("modify", cmd_modify, "Change the cluster's parameters", _setup_modify,
-            "Change cluster parameters: submits OP_CLUSTER_SET_PARAMS with the "
-            "parameters given and waits for the job (unless --submit)."),
-    Command("verify", cmd_verify, "Verify the cluster's configuration and nodes",
-            _setup_verify,
-            "Submit OP_CLUSTER_VERIFY, which submits one job to verify the configuration "
-            "and one per node group; wait for each and show its messages. The exit code "
-            "is 1 if any of them found an error or failed."),
+    Command("modify", gnt_cluster_modify.cmd_modify, "Change the cluster's parameters",
+            gnt_cluster_modify.setup, gnt_cluster_modify.DESCRIPTION),
+    *gnt_cluster_verify.COMMANDS,
     Command("redist-conf", cmd_redist_conf,
             "Push the configuration and ssconf files to all nodes", _setup_redist_conf),
     Command("list-tags", cmd_list_tags, "List the cluster's tags"),
@@ -461,6 +350,8 @@ COMMANDS = [
     Command("search-tags", cmd_search_tags,
             "Search the tags of every object for a pattern (regex)", _setup_search_tags),
     Command("queue", cmd_queue, "Drain, undrain or show the job queue", _setup_queue),
+    Command("watcher", gnt_cluster_watcher.cmd_watcher, "Pause the watcher, end its pause "
+            "or show it", gnt_cluster_watcher.setup, gnt_cluster_watcher.DESCRIPTION),
     Command("destroy", cmd_destroy, "Destroy the cluster (needs --yes-do-it)", _setup_destroy),
 ]
 

@@ -9,10 +9,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from ganeti.cli import jobs, table
-from ganeti.cli.framework import Command, Context, UsageError, run_tool
+from ganeti.cli.framework import Command, Context, UsageError, format_error, run_tool
 from ganeti.core import constants as c
+from ganeti.core import errors, serializer
 
-DESCRIPTION = "Ganeti debugging commands: delay (OP_TEST_DELAY), locks (the lock monitor)."
+DESCRIPTION = ("Ganeti debugging commands: delay (OP_TEST_DELAY), submit-job (jobs from "
+               "JSON files), locks (the lock monitor).")
+
+#: The most bytes read from one opcode file of ``submit-job``.
+MAX_OPCODE_FILE = 16 * 1024 * 1024
 
 #: Fields of ``gnt-debug locks`` without ``-o``.
 LOCKS_DEFAULT_FIELDS = ["name", "mode", "owner", "pending"]
@@ -30,18 +35,18 @@ def _duration(text: str) -> float:
 
 def _setup_delay(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-master", dest="on_master", action="store_false",
-                   help="do not sleep on the master")
+                   help="do not sleep on the master (it still does if no node is given)")
     p.add_argument("-n", dest="on_nodes", action="append", default=[], metavar="NODE",
-                   help="also sleep on this node (repeatable; needs the node daemon)")
+                   help="also sleep on this node, at the same time (repeatable)")
     p.add_argument("-r", "--repeat", type=int, default=0, metavar="N",
-                   help="sleep N more times (default: 0)")
+                   help="sleep N times, logging each iteration (default: 0, once)")
     p.add_argument("-i", "--interruptible", action="store_true",
-                   help="allow interrupting the sleep")
+                   help="allow interrupting the sleep by cancelling the job")
     p.add_argument("-l", "--no-locks", action="store_true",
                    help="take no locks while sleeping (default: the locks are taken)")
     jobs.add_job_options(p, dry_run=True)
     p.add_argument("duration", type=_duration, metavar="DURATION",
-                   help="seconds to sleep (a decimal number)")
+                   help="seconds to sleep (a decimal number greater than zero)")
 
 
 def cmd_delay(ctx: Context, opts: argparse.Namespace) -> int:
@@ -59,6 +64,109 @@ def cmd_delay(ctx: Context, opts: argparse.Namespace) -> int:
     }
     jobs.submit_or_send(ctx, opts, op)
     return c.EXIT_SUCCESS
+
+
+def _setup_submit_job(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print the ids of the submitted jobs")
+    p.add_argument("--op-repeat", dest="rep_op", type=int, default=1, metavar="N",
+                   help="repeat the opcodes of each file N times in its job (default: 1)")
+    p.add_argument("--job-repeat", dest="rep_job", type=int, default=1, metavar="N",
+                   help="submit the jobs N times (default: 1)")
+    p.add_argument("--timing-stats", action="store_true",
+                   help="show counts and the time spent submitting and executing")
+    p.add_argument("--each", action="store_true",
+                   help="submit each job separately (SubmitJob) instead of all at once "
+                        "(SubmitManyJobs)")
+    jobs.add_job_options(p, submit=False, dry_run=True)
+    p.add_argument("files", nargs="+", metavar="OPCODES_FILE",
+                   help="a JSON file holding a list of opcodes (one job per file)")
+
+
+def _load_opcodes(path: str) -> list[dict[str, Any]]:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_OPCODE_FILE + 1)
+    except OSError as err:
+        raise errors.OpPrereqError(f"Cannot read {path}: {err.strerror or err}",
+                                   errors.ECODE_INVAL) from None
+    if len(data) > MAX_OPCODE_FILE:
+        raise errors.OpPrereqError(f"{path} is larger than {MAX_OPCODE_FILE} bytes",
+                                   errors.ECODE_INVAL)
+    try:
+        ops = serializer.load_json(data)
+    except ValueError as err:
+        raise errors.OpPrereqError(f"{path} is not valid JSON: {err}",
+                                   errors.ECODE_INVAL) from None
+    if not isinstance(ops, list) or not all(isinstance(op, dict) and "OP_ID" in op
+                                            for op in ops):
+        raise errors.OpPrereqError(f"{path} must hold a JSON list of opcodes (objects with "
+                                   "an OP_ID)", errors.ECODE_INVAL)
+    return ops
+
+
+def cmd_submit_job(ctx: Context, opts: argparse.Namespace) -> int:
+    """Submit one job per file (times --job-repeat) and wait for them, as Ganeti's
+    ``gnt-debug submit-job`` (its JobExecutor)."""
+    if opts.rep_op < 1 or opts.rep_job < 1:
+        raise UsageError("--op-repeat and --job-repeat must be at least 1")
+    if opts.timing_stats:
+        ctx.out("Loading...")
+    loaded = {path: _load_opcodes(path) for path in dict.fromkeys(opts.files)}
+    queue: list[tuple[str, list[dict[str, Any]]]] = []
+    op_count = 0
+    for job_index in range(opts.rep_job):
+        for path in opts.files:
+            ops = [dict(op) for op in loaded[path] * opts.rep_op]
+            jobs.set_generic_options(ctx, opts, ops)
+            queue.append((f"file {path}/{job_index}", ops))
+            op_count += len(ops)
+    t1 = time.time()
+    if opts.timing_stats:
+        ctx.out("Submitting...")
+    client = ctx.luxi()
+    if opts.each:
+        submitted = [[True, client.call("SubmitJob", ops)] for _, ops in queue]
+    else:
+        submitted = client.call("SubmitManyJobs", [ops for _, ops in queue])
+    t2 = time.time()
+    if opts.timing_stats:
+        ctx.out("Executing...")
+    _wait_named(ctx, [(name, bool(ok), value)
+                      for (name, _), (ok, value) in zip(queue, submitted, strict=True)],
+                opts.verbose)
+    t3 = time.time()
+    if opts.timing_stats:
+        ctx.out(f"C:op     {op_count:4d}")
+        ctx.out(f"C:job    {len(queue):4d}")
+        ctx.out(f"T:submit {t2 - t1:4.4f}")
+        ctx.out(f"T:exec   {t3 - t2:4.4f}")
+        ctx.out(f"T:total  {t3 - t1:4.4f}")
+    return c.EXIT_SUCCESS  # as Ganeti: failed jobs are reported, not in the exit code
+
+
+def _wait_named(ctx: Context, submitted: list[tuple[str, bool, Any]], verbose: bool) -> None:
+    """Ganeti's JobExecutor.GetResults: follow each job, naming it by its file."""
+    if verbose:
+        ok = [str(value) for _, success, value in submitted if success]
+        if ok:
+            ctx.out("Submitted jobs " + ", ".join(ok))
+    for name, success, value in submitted:
+        if not success:
+            ctx.err(f"Failed to submit job for {name}: {value}")
+    for name, success, value in submitted:
+        if not success:
+            continue
+        job_id = int(value)
+        ctx.out(f"Waiting for job {job_id} for {name} ...")
+        try:
+            jobs.poll_job(ctx, job_id)
+        except errors.JobLost:
+            ctx.err(f"Job {job_id} for {name} has been archived, cannot check its result")
+        except errors.NoMasterError:
+            raise
+        except errors.GenericError as err:
+            ctx.err(f"Job {job_id} for {name} has failed: {format_error(err)[1]}")
 
 
 def _dash_if_empty(fn: table.Formatter) -> table.Formatter:
@@ -103,8 +211,16 @@ def cmd_locks(ctx: Context, opts: argparse.Namespace) -> int:
 COMMANDS = [
     Command("delay", cmd_delay, "Run OP_TEST_DELAY (sleep in a job)", _setup_delay,
             "Submit a job with one OP_TEST_DELAY opcode and wait for it. As in Ganeti, "
-            "the opcode takes locks unless -l/--no-locks is given."),
-    Command("locks", cmd_locks, "Show the locks of the master daemon", _setup_locks),
+            "a duration not greater than zero fails the job, and the opcode takes locks "
+            "(the BGL shared, the nodes' exclusively) unless -l/--no-locks is given."),
+    Command("submit-job", cmd_submit_job, "Submit jobs built from JSON files of opcodes",
+            _setup_submit_job,
+            "Submit one job per file, each file holding a JSON list of opcodes, and wait "
+            "for them, printing their output. As in Ganeti, a job that fails is reported "
+            "on standard error but does not change the exit status."),
+    Command("locks", cmd_locks, "Show the locks of the master daemon", _setup_locks,
+            "List the locks that are held or waited for (as Ganeti, not the idle ones), "
+            "with their owners and pending acquisitions (job ids)."),
 ]
 
 

@@ -11,7 +11,6 @@ send every field, so ``replace`` resets what is not given to its default.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -70,24 +69,14 @@ def json_list(text: str) -> list[Any]:
     return value
 
 
-def format_action(action: Any) -> str:
-    """An action as ``--action`` takes it: the word, or ``RATE_LIMIT n``."""
-    if isinstance(action, list) and len(action) == 2:
-        return f"{action[0]} {action[1]}"
-    return str(action)
+def format_value(value: Any) -> str:
+    """A field as Ganeti's gnt-filter prints it: Python's ``str`` of the decoded JSON
+    (``[['jobid', ['>', 'id', 'watermark']]]``, ``['RATE_LIMIT', 3]``)."""
+    return str(value)
 
 
-def format_json(value: Any) -> str:
-    """Predicates and reason trails as JSON (what ``--predicates`` takes)."""
-    return json.dumps(value)
-
-
-#: How ``gnt-filter list`` shows the fields of kind "other".
-LIST_FORMAT: dict[str, tuple[table.Formatter, bool]] = {
-    "predicates": (format_json, False),
-    "action": (format_action, False),
-    "reason_trail": (format_json, False),
-}
+#: How ``gnt-filter list`` shows the fields of kind "other": as Ganeti, plainly.
+LIST_FORMAT: dict[str, tuple[table.Formatter, bool]] = {}
 
 
 # --- add, replace, delete --------------------------------------------------------
@@ -155,8 +144,7 @@ def _setup_list(p: argparse.ArgumentParser) -> None:
     table.add_output_options(p, LIST_DEFAULT_FIELDS)
     p.add_argument("uuids", nargs="*", metavar="UUID",
                    help="rules to list: uuids, glob patterns, or one query filter "
-                        "expression such as 'priority < 3' (default: all, in evaluation "
-                        "order)")
+                        "expression such as 'priority < 3' (default: all, by uuid)")
 
 
 def cmd_list(ctx: Context, opts: argparse.Namespace) -> int:
@@ -181,7 +169,7 @@ def cmd_list_fields(ctx: Context, opts: argparse.Namespace) -> int:
 
 def _setup_info(p: argparse.ArgumentParser) -> None:
     p.add_argument("uuids", nargs="*", metavar="UUID",
-                   help="rules to show (default: all, in evaluation order)")
+                   help="rules to show (default: all, by uuid)")
 
 
 def rule_info(row: Sequence[Any]) -> list[str]:
@@ -190,9 +178,9 @@ def rule_info(row: Sequence[Any]) -> list[str]:
     return [f"UUID: {uuid}",
             f"  Watermark: {watermark}",
             f"  Priority: {priority}",
-            f"  Predicates: {format_json(predicates)}",
-            f"  Action: {format_action(action)}",
-            f"  Reason trail: {format_json(reason_trail)}"]
+            f"  Predicates: {format_value(predicates)}",
+            f"  Action: {format_value(action)}",
+            f"  Reason trail: {format_value(reason_trail)}"]
 
 
 def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
@@ -214,7 +202,7 @@ COMMANDS = [
             "print the uuid."),
     Command("delete", cmd_delete, "Remove a job filter rule", _setup_one_rule),
     Command("list", cmd_list, "List the job filter rules", _setup_list,
-            "List the job filter rules (all, in evaluation order, or those given). The "
+            "List the job filter rules (all, by uuid, or those given). The "
             f"default fields are {', '.join(LIST_DEFAULT_FIELDS)}; 'gnt-filter "
             "list-fields' shows all."),
     Command("list-fields", cmd_list_fields, "List the fields available for filter rules",

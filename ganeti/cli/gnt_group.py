@@ -7,10 +7,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ganeti.cli import jobs, table
+from ganeti.cli import ipolicy_opts, jobs, table
 from ganeti.cli.framework import Command, Context, UsageError, run_tool
 from ganeti.core import constants as c
-from ganeti.core import params
+from ganeti.core import errors, params, qlang
 
 DESCRIPTION = ("Ganeti node group administration: add, remove, rename, modify, list, "
                "list-fields, info, assign-nodes, tags.")
@@ -58,7 +58,7 @@ def _add_param_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-D", "--disk-parameters", dest="diskparams", action="append",
                    default=[], metavar="TEMPLATE:KEY=VAL,...",
                    help="disk parameters of a disk template (repeatable)")
-    jobs.add_ipolicy_options(p)
+    ipolicy_opts.add_ipolicy_options(p, cluster=False)
     jobs.add_job_options(p, dry_run=True)
 
 
@@ -70,7 +70,7 @@ def _param_values(opts: argparse.Namespace) -> dict[str, Any]:
         values["ndparams"] = params.parse_keyval(opts.ndparams, "--node-parameters")
     if opts.diskparams:
         values["diskparams"] = jobs.ident_keyval(opts.diskparams, "-D", "TEMPLATE")
-    ipolicy = jobs.ipolicy_value(opts)
+    ipolicy = ipolicy_opts.ipolicy_value(opts, group=True)
     if ipolicy:
         values["ipolicy"] = ipolicy
     return values
@@ -170,8 +170,22 @@ def cmd_list(ctx: Context, opts: argparse.Namespace) -> int:
     """List the node groups: Query("group", fields, filter) as a table."""
     fields = table.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
     qfilter = table.name_filter(opts.names, force_filter=opts.force_filter)
+    if (qfilter and qfilter[0] == "|"
+            and all(f[:2] == ["==", "name"] for f in qfilter[1:])):  # plain names
+        _check_groups_exist(ctx, opts.names)
     return table.generic_list(ctx, c.QR_GROUP, fields, qfilter, opts.separator,
                               not opts.no_headers, LIST_FORMAT, opts.verbose)
+
+
+def _check_groups_exist(ctx: Context, names: Sequence[str]) -> None:
+    """Ganeti's answer to a list of unknown group names: ``unknown_entity``."""
+    if any(qlang.is_glob(name) for name in names):
+        return
+    known = {value for row in table.query_rows(ctx, c.QR_GROUP, ["name", "uuid"], [])
+             for value in row}
+    for name in names:
+        if name not in known:
+            raise errors.OpPrereqError(f"NodeGroup name {name} not found", errors.ECODE_NOENT)
 
 
 def _setup_list_fields(p: argparse.ArgumentParser) -> None:
@@ -228,9 +242,12 @@ def _setup_names(p: argparse.ArgumentParser) -> None:
 
 def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
     """Show the groups' parameters (all groups without names), YAML-like."""
-    rows = table.query_rows(ctx, c.QR_GROUP, INFO_FIELDS, opts.names)
-    table.check_names_found("Group", opts.names, [row[0] for row in rows])
-    ctx.out(table.format_generic_info([group_info_entries(row) for row in rows]))
+    # Ganeti shows the groups it finds and skips unknown names (exit 0).
+    rows = table.query_rows(ctx, c.QR_GROUP, INFO_FIELDS + ["uuid"], [])
+    if opts.names:
+        rows = [next(r for r in rows if name in (r[0], r[-1])) for name in opts.names
+                if any(name in (r[0], r[-1]) for r in rows)]
+    ctx.out(table.format_generic_info([group_info_entries(row[:-1]) for row in rows]))
     return c.EXIT_SUCCESS
 
 

@@ -62,6 +62,9 @@ def _setup_list(p: argparse.ArgumentParser) -> None:
     _status_option(p, "--running", (c.JOB_STATUS_RUNNING,), "show only running jobs")
     _status_option(p, "--error", (c.JOB_STATUS_ERROR,), "show only failed jobs")
     _status_option(p, "--finished", _FINALIZED, "show only finished jobs")
+    p.add_argument("--archived", action="store_true",
+                   help="include archived jobs in the list (slow and expensive; adds the "
+                        "field 'archived')")
     table.add_filter_option(p)
     p.add_argument("job_ids", nargs="*", metavar="JOB_ID",
                    help="jobs to list: job ids, or one query filter expression such as "
@@ -75,6 +78,8 @@ def cmd_list(ctx: Context, opts: argparse.Namespace) -> int:
     are compared as numbers); a status option is and-ed to them.
     """
     fields = table.parse_fields(opts.output, LIST_DEFAULT_FIELDS)
+    if opts.archived and "archived" not in fields:
+        fields.append("archived")
     qfilter = qlang.make_simple_filter("status", opts.status_filter or ())
     arg_filter = table.name_filter(opts.job_ids, "id", opts.force_filter, numeric=True)
     if arg_filter is not None:

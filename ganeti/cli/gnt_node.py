@@ -7,13 +7,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ganeti.cli import jobs, table
-from ganeti.cli.framework import Command, Context, UsageError, run_tool
+from ganeti.cli import gnt_node_oob, jobs, table
+from ganeti.cli.framework import Command, Context, run_tool
 from ganeti.core import constants as c
 from ganeti.core import errors, params
 
 DESCRIPTION = ("Ganeti node administration: add, remove, modify, list, list-fields, info, "
-               "tags.")
+               "health, power, tags.")
 
 #: Fields of ``gnt-node list`` without ``-o`` (Ganeti's).
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree", "pinst_cnt",
@@ -136,6 +136,9 @@ def _setup_modify(p: argparse.ArgumentParser) -> None:
                    help="change the secondary IP")
     p.add_argument("--auto-promote", action="store_true",
                    help="promote other nodes to master candidates as needed")
+    p.add_argument("--node-powered", dest="powered", type=jobs.yes_no, metavar="yes|no",
+                   help="record whether the node is powered (nodes with an out-of-band "
+                        "program only)")
     _add_ndparams_option(p)
     jobs.add_job_options(p, dry_run=True)
     p.add_argument("node_name", metavar="NODE", help="name of the node")
@@ -149,8 +152,8 @@ def modify_opcode(opts: argparse.Namespace) -> dict[str, Any]:
     """The OP_NODE_SET_PARAMS of ``gnt-node modify`` (only what was given)."""
     op: dict[str, Any] = {"OP_ID": "OP_NODE_SET_PARAMS", "node_name": opts.node_name,
                           "force": opts.force, "auto_promote": opts.auto_promote}
-    for name in _MODIFY_PARAMS:
-        if getattr(opts, name) is not None:
+    for name in (*_MODIFY_PARAMS, "powered"):
+        if getattr(opts, name, None) is not None:
             op[name] = getattr(opts, name)
     ndparams = _ndparams(opts)
     if ndparams is not None:
@@ -162,15 +165,15 @@ def cmd_modify(ctx: Context, opts: argparse.Namespace) -> int:
     """Change a node's flags or parameters (OP_NODE_SET_PARAMS)."""
     op = modify_opcode(opts)
     if not any(name in op for name in (*_MODIFY_PARAMS, "ndparams")):
-        raise UsageError("Please give at least one of the parameters.")
+        ctx.err("Please give at least one of the parameters.")  # as Ganeti: no usage text
+        return c.EXIT_FAILURE
     if op.get("offline") is False and not opts.force:
         question = ("You are setting this node online manually. If the configuration has "
                     "changed, this can cause issues such as split brain. To safely bring a "
                     "node back online, please use --readd instead. If you are confident "
                     "that the configuration hasn't changed, continue?")
         if not jobs.ask_user(question):
-            ctx.err("Not confirmed (use --force to skip the question).")
-            return c.EXIT_FAILURE
+            return c.EXIT_FAILURE  # Ganeti says nothing more
     jobs.print_modified(ctx, f"node {opts.node_name}", jobs.submit_or_send(ctx, opts, op))
     return c.EXIT_SUCCESS
 
@@ -230,9 +233,11 @@ def node_info_entries(row: Sequence[Any]) -> list[table.Entry]:
 
 
 def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
-    """Show the nodes' details (all nodes without names), YAML-like."""
-    rows = table.query_rows(ctx, c.QR_NODE, INFO_FIELDS, opts.names)
-    table.check_names_found("Node", opts.names, [row[0] for row in rows])
+    """Show the nodes' details (all nodes without names), YAML-like.
+
+    As Ganeti's: the classic QueryNodes, which skips unknown names (exit 0).
+    """
+    rows = ctx.luxi().call("QueryNodes", list(opts.names), INFO_FIELDS, False)
     ctx.out(table.format_generic_info([node_info_entries(row) for row in rows]))
     return c.EXIT_SUCCESS
 
@@ -287,6 +292,17 @@ COMMANDS = [
             _setup_list_fields),
     Command("info", cmd_info, "Show information about nodes", _setup_names),
     Command("show", cmd_info, "Show information about nodes (same as info)", _setup_names),
+    Command("health", gnt_node_oob.cmd_health, "Show the health of nodes (out-of-band)",
+            gnt_node_oob.setup_health,
+            "Run the out-of-band program's health command (OP_OOB_COMMAND) for the nodes "
+            "(all without names) and show the items it reports; nodes without the ndparam "
+            "oob_program show (unavail). Exit 1 if a node gave no answer."),
+    Command("power", gnt_node_oob.cmd_power, "Change or show the power state of nodes",
+            gnt_node_oob.setup_power,
+            "Power nodes on, off or cycle them, or show their power state, through the "
+            "out-of-band program (OP_OOB_COMMAND). 'off' first marks the nodes offline "
+            "unless --ignore-status; on, off and cycle ask for confirmation unless -f and "
+            "never act on the master."),
     Command("list-tags", cmd_list_tags, "List the tags of a node", _setup_one_node),
     Command("add-tags", cmd_add_tags, "Add tags to a node", _setup_tags),
     Command("remove-tags", cmd_remove_tags, "Remove tags from a node", _setup_tags),

@@ -123,10 +123,32 @@ def send_job(ctx: Context, ops: list[dict[str, Any]]) -> int:
     return int(ctx.luxi().call("SubmitJob", ops))
 
 
+def safe_encode(text: str) -> str:
+    """``text`` safe for a terminal, as Ganeti's ``SafeEncode``: non-ASCII as
+    backslash escapes, tab and newline as ``\\t``/``\\n``, other control
+    characters as ``\\xNN`` (carriage return as Ganeti writes it, ``\\'r``)."""
+    out = []
+    for char in text.encode("ascii", "backslashreplace").decode("ascii"):
+        code = ord(char)
+        if char == "\t":
+            out.append("\\t")
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\r":
+            out.append("\\'r")
+        elif code < 32 or code >= 127:
+            out.append(f"\\x{code & 0xff:02x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def format_log_message(log_type: str, message: Any) -> str:
-    """The text of a job log entry (non-text messages are shown with str)."""
-    return message if log_type == c.ELOG_MESSAGE and isinstance(message, str) \
+    """The text of a job log entry, escaped as Ganeti's client does (non-text
+    messages are shown with str)."""
+    text = message if log_type == c.ELOG_MESSAGE and isinstance(message, str) \
         else str(message)
+    return safe_encode(text)
 
 
 class Reporter:
@@ -228,7 +250,7 @@ def poll_job(ctx: Context, job_id: int, reporter: Reporter | None = None) -> lis
 def job_results(ctx: Context, job_id: int) -> list[Any]:
     """The opcode results of a finished job, or its error raised (Ganeti's rules)."""
     rows = ctx.luxi().call("QueryJobs", [job_id], ["status", "opstatus", "opresult"])
-    if not rows or rows[0] is None:
+    if not rows or rows[0] is None or rows[0][0] is None:  # (luxid: nulls when missing)
         raise errors.JobLost(f"Job with id {job_id} lost")
     status, opstatus, results = rows[0]
     if status == c.JOB_STATUS_SUCCESS:

@@ -6,8 +6,11 @@ address reaches the loopback device).  Each node's daemons run with
 ``GANETI_ROOTDIR``/``GANETI_HOSTNAME`` set to that node, so every path is
 private to the node, exactly as on separate machines.
 
-Every node runs ``ganeti-noded`` on ``<its ip>:1811``; node 1, the master,
-also runs ``ganeti-masterd`` and ``ganeti-rapi`` (on ``<its ip>:5080``).
+Every node runs ``ganeti-noded`` on ``<its ip>:1811``; the master and the master
+candidates run ``ganeti-confd`` on ``<its ip>:1814`` (UDP); node 1, the master,
+also runs ``ganeti-masterd`` and ``ganeti-rapi`` (on ``<its ip>:5080``).  The
+node daemons run with ``--manage-confd``: a node that becomes a candidate
+starts confd, one that stops being one stops it.
 ``create`` initialises node 1 and adds the other nodes as an administrator
 would: it prepares each node (directories and the cluster certificate, which
 stands in for the SSH step of Ganeti's ``gnt-node add``), starts the
@@ -24,14 +27,13 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ganeti.cli import daemons, jobs, rapicall
+from ganeti.cli import daemons, jobs
 from ganeti.cli.framework import Command, Context, UsageError, format_error, run_tool
 from ganeti.core import bootstrap, constants, errors, fileutil
 from ganeti.core.paths import Paths
@@ -114,17 +116,33 @@ class VCluster:
         """Whether ``node`` is the master."""
         return node.name == self.master
 
-    def daemons_of(self, node: VNode) -> list[str]:
-        """The daemons a node runs, in start order: ganeti-noded, plus ganeti-masterd
-        on the master."""
-        return daemons.daemons_of(self.is_master(node))
+    def candidates(self) -> set[str]:
+        """Names of the master and the master candidates, as the master's config.data
+        says (only the master if it cannot be read)."""
+        try:
+            with open(self.node(None).paths.config_file, encoding="utf-8") as f:
+                raw = json.load(f)
+            names = {n["name"] for n in raw["nodes"].values() if n.get("master_candidate")}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            names = set()
+        return names | {self.master}
+
+    def daemons_of(self, node: VNode, candidates: set[str] | None = None) -> list[str]:
+        """The daemons a node runs, in start order: ganeti-noded, ganeti-confd on the
+        master and the candidates, ganeti-masterd and ganeti-rapi on the master."""
+        if candidates is None:
+            candidates = self.candidates()
+        return daemons.daemons_of(self.is_master(node), node.name in candidates)
 
     def start_order(self) -> list[tuple[VNode, str]]:
-        """``(node, daemon)``: every node's node daemon, then the master daemon."""
-        return daemons.start_order([(n, self.is_master(n)) for n in self.nodes])
+        """``(node, daemon)``: every node's node daemon, confd on the candidates, then
+        the master daemons."""
+        names = self.candidates()
+        return daemons.start_order([(n, self.is_master(n)) for n in self.nodes],
+                                   [n for n in self.nodes if n.name in names])
 
     def stop_order(self) -> list[tuple[VNode, str]]:
-        """The reverse of :meth:`start_order`."""
+        """The master daemons, every node daemon, then confd wherever it runs."""
         return daemons.stop_order([(n, self.is_master(n)) for n in self.nodes])
 
 
@@ -276,6 +294,8 @@ def join_nodes(ctx: Context, vc: VCluster, opts: argparse.Namespace,
         for node in vc.nodes:
             if not vc.is_master(node):
                 add_node(ctx, vc, node, opts)
+        if keep_running:
+            settle_confd(vc, ctx)
         ok = True
     except JoinError as err:
         name, job_id, cause = err.args
@@ -393,8 +413,14 @@ def start_all(vc: VCluster, ctx: Context) -> list[str]:
             try:
                 daemons.start_on_node(paths, daemon, node.ip)
             except daemons.AddressInUse as err:
+                if _started_meanwhile(paths, daemon):
+                    continue
                 raise address_in_use_error(err, node, len(vc.nodes), vc.directory,
                                            creating=False) from None
+            except errors.CommandError:
+                if _started_meanwhile(paths, daemon):
+                    continue
+                raise
             started.append((node, daemon))
             if daemon == constants.MASTERD and not daemons.wait_for(
                     functools.partial(_answers, paths), START_TIMEOUT):
@@ -408,6 +434,37 @@ def start_all(vc: VCluster, ctx: Context) -> list[str]:
             ctx.err(f"Stopped again: {', '.join(undone)}")
         raise
     return [f"{d}@{n.name}" for n, d in started]
+
+
+def _started_meanwhile(paths: Paths, daemon: str) -> bool:
+    """Whether a candidate daemon that failed to start runs anyway: its node daemon
+    (``--manage-confd``) started it at the same moment, on a role change."""
+    return (daemon in daemons.CANDIDATE_DAEMONS
+            and daemons.state(paths, daemon).state == daemons.RUNNING)
+
+
+def _confd_runs(paths: Paths) -> bool:
+    return daemons.state(paths, constants.CONFD).state == daemons.RUNNING
+
+
+#: Seconds a node daemon may take to start confd after its node became a candidate.
+CONFD_SETTLE_TIMEOUT = 30.0
+
+
+def settle_confd(vc: VCluster, ctx: Context, timeout: float = CONFD_SETTLE_TIMEOUT) -> None:
+    """After nodes joined: wait until confd runs on every candidate.
+
+    The node daemons start it themselves when they learn they are candidates;
+    reported here.  Where that did not happen within ``timeout``, start_all
+    starts it.
+    """
+    names = vc.candidates()
+    waiting = [n for n in vc.nodes if n.name in names and not vc.is_master(n)]
+    for node in waiting:
+        if daemons.wait_for(functools.partial(_confd_runs, node.paths), timeout):
+            ctx.out(f"Started {constants.CONFD}@{node.name} (by its node daemon: "
+                    "the node became a master candidate)")
+    start_all(vc, ctx)
 
 
 def stop_all(vc: VCluster, ctx: Context) -> list[str]:
@@ -433,21 +490,31 @@ def cmd_stop(ctx: Context, opts: argparse.Namespace) -> int:
 
 
 def states(vc: VCluster) -> list[tuple[VNode, daemons.DaemonState]]:
-    """State of every daemon of every node, node by node."""
+    """State of every daemon every node should run, node by node."""
+    names = vc.candidates()
     return [(node, daemons.state(node.paths, d)) for node in vc.nodes
-            for d in vc.daemons_of(node)]
+            for d in vc.daemons_of(node, names)]
 
 
 def cmd_status(ctx: Context, opts: argparse.Namespace) -> int:
-    """List the daemons with pid and state; exit 1 if any is not running."""
+    """List the daemons with pid and state, confd on every node (``not a candidate``
+    where it should not run); exit 1 if a daemon that should run does not."""
     vc = VCluster.load(opts.directory)
     ctx.out(f"{'Node':<28} {'IP':<15} {'Daemon':<16} {'PID':>7}  State")
-    rows = states(vc)
-    for node, st in rows:
-        ctx.out(f"{node.name:<28} {node.ip:<15} {st.daemon:<16} {st.pid or '-':>7}  "
-                f"{st.state}")
-    return (constants.EXIT_SUCCESS if all(st.state == daemons.RUNNING for _, st in rows)
-            else constants.EXIT_FAILURE)
+    names = vc.candidates()
+    failed = False
+    for node in vc.nodes:
+        wanted = vc.daemons_of(node, names)
+        shown = wanted if constants.CONFD in wanted else (
+            wanted[:len(daemons.NODE_DAEMONS)] + [constants.CONFD]
+            + wanted[len(daemons.NODE_DAEMONS):])
+        for daemon in shown:
+            st = daemons.state(node.paths, daemon)
+            text = st.state if daemon in wanted else f"{st.state} (not a candidate)"
+            failed = failed or (daemon in wanted and st.state != daemons.RUNNING)
+            ctx.out(f"{node.name:<28} {node.ip:<15} {st.daemon:<16} {st.pid or '-':>7}  "
+                    f"{text}")
+    return constants.EXIT_FAILURE if failed else constants.EXIT_SUCCESS
 
 
 def env_lines(vc: VCluster, node: VNode) -> list[str]:
@@ -480,149 +547,11 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     return constants.EXIT_SUCCESS
 
 
-def _run_shown(ctx: Context, vc: VCluster, argv: list[str], max_lines: int = 0) -> int:
-    env = dict(os.environ)
-    env.update(vc.node(None).paths.env())
-    env["PATH"] = os.path.dirname(os.path.abspath(sys.executable)) + ":" + env.get("PATH", "")
-    ctx.out(f"$ {' '.join(argv)}")
-    try:
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        ctx.out(f"  {argv[0]}: command not found")
-        return 127
-    lines = (proc.stdout + proc.stderr).rstrip("\n").splitlines()
-    shown = lines[:max_lines] if max_lines else lines
-    for line in shown:
-        ctx.out(f"  {line}")
-    if len(shown) < len(lines):
-        ctx.out(f"  ... ({len(lines) - len(shown)} more lines)")
-    return proc.returncode
-
-
-def usage_lines(vc: VCluster) -> list[str]:
-    """How to use, stop and remove the cluster."""
-    tool = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "ganeti-vcluster")
-    d = shlex.quote(vc.directory)
-    others = [n for n in vc.nodes if not vc.is_master(n)]
-    lines = [
-        "Use the cluster from your shell, either with",
-        f"  eval \"$({tool} env {d})\"",
-        "or with these export lines:",
-        *(f"  {line}" for line in env_lines(vc, vc.node(None))),
-        "then try:",
-        "  gnt-cluster info; gnt-node list; gnt-group list; gnt-debug delay 1; gnt-job list; "
-        "gnt-job info 1; gnt-debug locks",
-    ]
-    if others:
-        lines.append(f"Nodes:   {vc.master} (master), {', '.join(n.name for n in others)}; "
-                     f"each under {os.path.join(vc.directory, '<node>')}")
-    master = vc.node(None)
-    rapi = f"{vc.cluster_name}:{constants.DEFAULT_RAPI_PORT}"
-    credentials = shlex.quote(os.path.join(vc.directory, CREDENTIALS_FILE))
-    return lines + [
-        f"RAPI:    curl --cacert {shlex.quote(master.paths.rapi_pem)} --resolve "
-        f"{rapi}:{master.ip} -u \"$(tr ' ' : < {credentials})\" https://{rapi}/2/info",
-        f"         (dashboard: https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/dashboard/)",
-        f"Status:  {tool} status {d}",
-        f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",
-        f"Remove:  {tool} destroy {d}",
-        f"Logs:    {vc.node(None).paths.log_dir} (each node has its own, under "
-        f"{os.path.join(vc.directory, '<node>', 'var/log/ganeti')})",
-    ]
-
-
-#: The job filter rule the demo adds and removes again (a fixed uuid, so that
-#: ``gnt-filter replace`` makes running the demo twice harmless).
-DEMO_FILTER_UUID = "0d3a0000-0000-4000-8000-000000000001"
-
-#: What ``demo`` shows: (argv, at most this many output lines, 0 for all).
-DEMO_COMMANDS: list[tuple[list[str], int]] = [
-    (["gnt-cluster", "getmaster"], 0),
-    (["gnt-cluster", "version"], 0),
-    (["gnt-cluster", "info"], 12),
-    (["gnt-node", "list"], 0),
-    (["gnt-node", "list", "-o", "name,role,pip,master_candidate"], 0),
-    (["gnt-group", "list"], 0),
-    (["gnt-cluster", "add-tags", "demo:yes"], 0),
-    (["gnt-cluster", "list-tags"], 0),
-    (["gnt-filter", "replace", "--priority=10", "--action=RATE_LIMIT 1",
-      '--predicates=[["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]]',
-      "--reason=demo: one delay job at a time", DEMO_FILTER_UUID], 0),
-    (["gnt-filter", "list", "-o", "priority,action,predicates"], 0),
-    (["gnt-debug", "delay", "--repeat", "2", "0.2"], 0),
-    (["gnt-job", "list"], 0),
-    (["gnt-job", "list", '"TEST_DELAY(0.2)" in summary and status == "success"'], 0),
-    (["gnt-filter", "delete", DEMO_FILTER_UUID], 0),
-    (["gnt-debug", "locks"], 0),
-]
-
-
-def _show_rapi(ctx: Context, vc: VCluster) -> int:
-    """One authenticated RAPI request (GET /2/info) over verified HTTPS; 0 if it worked."""
-    master = vc.node(None)
-    url = f"https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/2/info"
-    try:
-        user, password = rapicall.read_credentials(os.path.join(vc.directory,
-                                                                CREDENTIALS_FILE))
-        ctx.out(f"$ GET {url}   (HTTPS checked against rapi.pem, as RAPI user {user!r})")
-        status, info = rapicall.request(
-            master.ip, constants.DEFAULT_RAPI_PORT, "GET", "/2/info",
-            context=rapicall.tls_context(master.paths.rapi_pem),
-            server_hostname=vc.cluster_name, credentials=(user, password))
-    except (OSError, ValueError) as err:
-        ctx.out(f"  failed: {err}")
-        return 1
-    if status != 200 or not isinstance(info, dict):
-        ctx.out(f"  HTTP {status}: {info}")
-        return 1
-    ctx.out(f"  HTTP 200: cluster {info.get('name')}, master {info.get('master')}, "
-            f"software version {info.get('software_version')}")
-    return 0
-
-
-def demonstrate(ctx: Context, vc: VCluster) -> int:
-    """Run :data:`DEMO_COMMANDS` and one RAPI request against the master; the number
-    that failed."""
-    ctx.out("")
-    ctx.out("Demonstration (each command talks LUXI to the master daemon; the tags, the "
-            "delay and the listing are jobs):")
-    failed = sum(_run_shown(ctx, vc, argv, max_lines) != 0
-                 for argv, max_lines in DEMO_COMMANDS)
-    ctx.out("")
-    ctx.out("The same cluster through the remote API (ganeti-rapi, a LUXI client of the "
-            "master daemon):")
-    return failed + _show_rapi(ctx, vc)
-
-
 def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
     """Create (with 3 nodes) and start the cluster if needed, show what works, print how
-    to use it."""
-    directory = os.path.abspath(opts.directory)
-    if not os.path.exists(os.path.join(directory, STATE_FILE)):
-        code = create(ctx, argparse.Namespace(directory=directory, nodes=opts.nodes,
-                                              domain=DEFAULT_DOMAIN, ip_base=opts.ip_base,
-                                              name=None, command=opts.command),
-                      keep_running=True)
-        if code != constants.EXIT_SUCCESS:
-            return code
-        vc = VCluster.load(directory)
-        failures = demonstrate(ctx, vc)
-    else:
-        vc = VCluster.load(directory)
-        if all(st.state == daemons.RUNNING for _, st in states(vc)):
-            ctx.out(f"The virtual cluster in {directory} is already running; leaving it as "
-                    "it is.")
-            failures = 0
-        else:
-            start_all(vc, ctx)
-            failures = demonstrate(ctx, vc)
-    if failures:
-        ctx.err(f"{failures} demonstration command(s) failed")
-        return constants.EXIT_FAILURE
-    ctx.out("")
-    for line in usage_lines(vc):
-        ctx.out(line)
-    return constants.EXIT_SUCCESS
+    to use it (:mod:`ganeti.cli.vcluster_demo`)."""
+    from ganeti.cli import vcluster_demo
+    return vcluster_demo.cmd_demo(ctx, opts)
 
 
 COMMANDS = [

@@ -11,6 +11,8 @@ most one line per reason per interval).
 from __future__ import annotations
 
 import collections
+import json
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +28,8 @@ from ganeti.core.objects import ConfigData, Disk, Instance, Node
 
 Answer = tuple[int, Any, int]
 
-__all__ = ["ConfdAnswerer", "ConfdProtocol", "RateLimitedLog", "ReplayCache", "Stats",
-           "json_pointer"]
+__all__ = ["AnswerCache", "ConfdAnswerer", "ConfdProtocol", "RateLimitedLog", "ReplayCache",
+           "Stats", "json_pointer"]
 
 #: Datagrams larger than this are dropped unread (the client's own limit).
 MAX_DATAGRAM = constants.MAX_UDP_DATA_SIZE
@@ -328,6 +330,60 @@ class ReplayCache:
         return True
 
 
+def _query_key(request: Request) -> Any:
+    query = request.query
+    if query is None or isinstance(query, str):
+        return (request.type, query)
+    # A dict query (string keys after normalisation): its canonical text.
+    return (request.type, json.dumps(query, sort_keys=True, separators=(",", ":")))
+
+
+class AnswerCache:
+    """Encoded reply messages per request, for the current config snapshot only.
+
+    An answer depends on nothing but the snapshot and the request's type and
+    query, so the inner reply text is built once and kept both as a JSON
+    string literal and as UTF-8 (:func:`ganeti.confd.protocol.sign_encoded`);
+    a reply then costs one HMAC over the request's own salt.  The cache
+    empties when the answerer changes (a new config) and whenever it holds
+    :attr:`max_entries` entries or :attr:`max_bytes` bytes.
+    """
+
+    def __init__(self, max_entries: int = 4096, max_bytes: int = 16 * 1024 * 1024) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._owner: ConfdAnswerer | None = None
+        self._entries: dict[Any, tuple[bytes, bytes]] = {}
+        self._bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, answerer: ConfdAnswerer, request: Request) -> tuple[bytes, bytes]:
+        """``(msg as a JSON string literal, msg as UTF-8)`` of the reply to ``request``."""
+        if answerer is not self._owner:
+            self._owner = answerer
+            self._entries = {}
+            self._bytes = 0
+        key = _query_key(request)
+        entry = self._entries.get(key)
+        if entry is not None:
+            self.hits += 1
+            return entry
+        self.misses += 1
+        text = protocol.dump_message(protocol.make_reply(*answerer.answer(request)))
+        entry = (json.dumps(text).encode("ascii"), text.encode("utf-8"))
+        size = len(entry[0]) + len(entry[1])
+        if len(self._entries) >= self.max_entries or self._bytes + size > self.max_bytes:
+            self._entries = {}
+            self._bytes = 0
+        self._entries[key] = entry
+        self._bytes += size
+        return entry
+
+
 @dataclass
 class Stats:
     """Counters of the server protocol (for tests, logs and the benchmark)."""
@@ -358,6 +414,8 @@ class ConfdProtocol(DatagramProtocol):
         self.replays = replays if replays is not None else ReplayCache(window=2 * max_skew)
         self.drops = RateLimitedLog(clock, self.log, log_interval)
         self.stats = Stats()
+        self.answers = AnswerCache()
+        self._sendto: Callable[[bytes, Any], object] | None = None
 
     def _drop(self, reason: str, addr: Any) -> None:
         self.stats.dropped += 1
@@ -385,8 +443,8 @@ class ConfdProtocol(DatagramProtocol):
         if not self.replays.check_and_add(salt + ":" + digest, now):
             self._drop("replayed request", addr)
             return None
-        status, answer, serial = answerer.answer(request)
-        reply = protocol.pack_reply(key, status, answer, serial, request.rsalt)
+        msg_json, msg_utf8 = self.answers.get(answerer, request)
+        reply = protocol.sign_encoded(key, msg_json, msg_utf8, request.rsalt)
         if len(reply) > MAX_REPLY:
             reply = protocol.pack_reply(key, constants.CONFD_REPL_STATUS_ERROR,
                                         "answer too large for one datagram", 0,
@@ -406,6 +464,16 @@ class ConfdProtocol(DatagramProtocol):
             return
         if reply is not None and self.transport is not None:
             try:
-                self.transport.write(reply, addr)
+                (self._sendto or self.transport.write)(reply, addr)
             except OSError as err:
                 self.drops.drop(f"cannot send the reply: {err}", addr)
+
+    def startProtocol(self) -> None:
+        # Replies go to the address a datagram came from, which the kernel
+        # gave us: Twisted's write() would parse it again three times per
+        # reply, so send on the port's socket directly where there is one.
+        sock = getattr(self.transport, "socket", None)
+        self._sendto = sock.sendto if isinstance(sock, socket.socket) else None
+
+    def stopProtocol(self) -> None:
+        self._sendto = None

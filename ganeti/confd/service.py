@@ -134,6 +134,14 @@ class ConfigWatcher(service.Service):
         def failed(failure: Any) -> None:
             # Remember the state so a broken file is logged once, not every second.
             self._seen = current
+            if current[0][0] == -1 and self.protocol.answerer is not None:
+                # config.data is gone: the node was demoted (Ganeti's DemoteFromMC
+                # removes it) or left the cluster; its last copy is no longer kept
+                # up to date, so answering from it would spread stale data.
+                log.warn("{path} was removed; not answering confd queries",
+                         path=self.paths.config_file)
+                self.protocol.answerer = None
+                return
             log.error("Cannot load the config; keeping the previous one: {error}",
                       error=failure.getErrorMessage())
 

@@ -265,6 +265,14 @@ def initialise(paths: Paths, opts: InitOptions, durable: bool = True) -> InitRes
 
     try:
         fileutil.ensure_dirs(_dirs(paths))
+        # As Ganeti's init: the file storage directories of enabled templates exist
+        # (in a virtual cluster only those under the node's root are created)
+        for template, sdir in ((constants.DT_FILE, cfg.cluster.file_storage_dir),
+                               (constants.DT_SHARED_FILE, cfg.cluster.shared_file_storage_dir)):
+            if (template in cfg.cluster.enabled_disk_templates and sdir
+                    and (not paths.root or sdir.startswith(paths.root + "/"))
+                    and not os.path.exists(sdir)):
+                os.makedirs(sdir, 0o750)
         put(paths.server_pem, crypto.generate_self_signed(cfg.cluster.cluster_name), 0o440)
         put(paths.rapi_pem, crypto.generate_self_signed(cfg.cluster.cluster_name), 0o440)
         put(paths.hmac_key, fileutil.generate_secret() + "\n", 0o400)

@@ -157,6 +157,24 @@ ND_OVS_NAME = "ovs_name"
 ND_OVS_LINK = "ovs_link"
 ND_SSH_PORT = "ssh_port"
 ND_CPU_SPEED = "cpu_speed"
+
+# Out-of-band commands (Ganeti's OOB_*), run by the ndparam oob_program
+OOB_POWER_ON = "power-on"
+OOB_POWER_OFF = "power-off"
+OOB_POWER_CYCLE = "power-cycle"
+OOB_POWER_STATUS = "power-status"
+OOB_HEALTH = "health"
+OOB_COMMANDS = frozenset({OOB_POWER_ON, OOB_POWER_OFF, OOB_POWER_CYCLE, OOB_POWER_STATUS,
+                          OOB_HEALTH})
+OOB_POWER_STATUS_POWERED = "powered"
+OOB_TIMEOUT = 60
+OOB_POWER_DELAY = 2.0
+OOB_STATUS_OK = "OK"
+OOB_STATUS_WARNING = "WARNING"
+OOB_STATUS_CRITICAL = "CRITICAL"
+OOB_STATUS_UNKNOWN = "UNKNOWN"
+OOB_STATUSES = frozenset({OOB_STATUS_OK, OOB_STATUS_WARNING, OOB_STATUS_CRITICAL,
+                          OOB_STATUS_UNKNOWN})
 NDC_DEFAULTS: dict[str, object] = {
     ND_OOB_PROGRAM: "",
     ND_SPINDLE_COUNT: 1,

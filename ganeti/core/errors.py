@@ -47,6 +47,14 @@ class ParameterError(GenericError):
     """A parameter (query field, config value) is not known."""
 
 
+class TypeEnforcementError(GenericError):
+    """A parameter value cannot be coerced to its declared type (Ganeti's name)."""
+
+
+class HypervisorError(GenericError):
+    """A hypervisor parameter is not valid for its hypervisor (Ganeti's name)."""
+
+
 class OpPrereqError(GenericError):
     """A prerequisite of an operation does not hold; args are (message, ecode)."""
 

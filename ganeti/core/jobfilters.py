@@ -112,8 +112,19 @@ def check_action(value: Any) -> Any:
                    f"or [\"RATE_LIMIT\", n] with n a positive integer")
 
 
+def check_new_predicates(value: Any) -> list[Any]:
+    """The predicates of a rule being added or replaced, normalised as Ganeti stores
+    them (:func:`normalise_filter`, refusing what Ganeti's luxid cannot parse)."""
+    return [[name, normalise_filter(expr, name, strict=True)]
+            for name, expr in check_predicates(value)]
+
+
 def check_predicates(value: Any) -> list[Any]:
-    """A list of ``[name, filter]``; each filter is checked and compiled once here."""
+    """A list of ``[name, filter]``; each filter is checked and compiled once here.
+
+    Returns them normalised leniently (rules already stored keep values that
+    :func:`check_new_predicates` would refuse, so that an old config loads).
+    """
     if not isinstance(value, list):
         raise _invalid(f"the predicates must be a list, got {_show(value)}")
     for predicate in value:
@@ -128,7 +139,42 @@ def check_predicates(value: Any) -> list[Any]:
         except OpPrereqError as err:
             raise _invalid(f"predicate {name}: {err.args[0]}") from None
         _compile_predicate(name, expr, 0)  # also checks what only evaluation would find
-    return value
+    return [[name, normalise_filter(expr, name)] for name, expr in value]
+
+
+def normalise_filter(expr: Any, where: str = "filter", strict: bool = False) -> Any:
+    """A (checked) predicate filter as Ganeti stores and shows it.
+
+    ``=`` becomes ``==``, a number that is integral becomes an integer.
+    ``strict``: as in Ganeti's luxid, a value must be a string or an
+    integer (a fraction, a boolean or null is refused, ``wrong_input``).
+    """
+    if not isinstance(expr, list) or not expr:
+        return expr
+    op = expr[0]
+    if op in (c.QLANG_OP_AND, c.QLANG_OP_OR):
+        return [op, *(normalise_filter(sub, where, strict) for sub in expr[1:])]
+    if op == c.QLANG_OP_NOT:
+        return [op, normalise_filter(expr[1], where, strict)]
+    if op == c.QLANG_OP_TRUE or len(expr) != 3:
+        return list(expr)
+    if op == c.QLANG_OP_EQUAL_LEGACY:
+        op = c.QLANG_OP_EQUAL
+    return [op, expr[1], _filter_value(expr[2], where, strict)]
+
+
+def _filter_value(value: Any, where: str, strict: bool) -> Any:
+    if isinstance(value, str) or _is_int(value):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not strict:
+        return value
+    if isinstance(value, float):
+        raise _invalid(f"predicate {where}: a filter value must be a string or an integer, "
+                       f"got the fraction {_show(value)}")
+    raise _invalid(f"predicate {where}: a filter value must be a string or an integer, "
+                   f"got {_show(value)}")
 
 
 def check_reason_trail(value: Any) -> list[list[Any]]:

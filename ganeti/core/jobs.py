@@ -273,6 +273,8 @@ class QueuedJob:
     #: Why the job waits (a filter rule, a rate limit, a dependency): runtime
     #: state of the master, never stored in the job file.
     wait_reason: str | None = field(default=None, compare=False)
+    #: Whether the job was read from the archive (query field ``archived``): never stored.
+    archived: bool = field(default=False, compare=False)
 
     @classmethod
     def new(cls, job_id: int, ops: Sequence[dict[str, Any]], received: float) -> QueuedJob:

@@ -178,6 +178,29 @@ class Paths:
         """Holds the time until which the watcher is paused."""
         return os.path.join(self.data_dir, "watcher.pause")
 
+    @property
+    def watcher_lock_file(self) -> str:
+        """Taken (shared) by every ganeti-watcher run; Ganeti's LOCK_DIR/ganeti-watcher.lock."""
+        return self._p("/var/lock/ganeti-watcher.lock")
+
+    def watcher_group_state_file(self, group_uuid: str) -> str:
+        """The watcher's per-group state (boot ids, restart counts), locked while in use."""
+        return os.path.join(self.data_dir, f"watcher.{group_uuid}.data")
+
+    def watcher_group_instance_status_file(self, group_uuid: str) -> str:
+        """The per-group instance status the watcher writes."""
+        return os.path.join(self.data_dir, f"watcher.{group_uuid}.instance-status")
+
+    @property
+    def instance_status_file(self) -> str:
+        """The merged instance status of every group (RUN_DIR/instance-status)."""
+        return os.path.join(self.run_dir, "instance-status")
+
+    @property
+    def watcher_hooks_dir(self) -> str:
+        """Scripts ganeti-watcher runs on every node (CONF_DIR/hooks/watcher)."""
+        return os.path.join(self.conf_dir, "hooks", "watcher")
+
     def ssconf_file(self, key: str) -> str:
         """The ssconf file for ``key`` (e.g. ``master_node``)."""
         return os.path.join(self.data_dir, "ssconf_" + key)

@@ -253,6 +253,8 @@ JOB_FIELDS: dict[str, Field[JobItem]] = field_table([
     Field("end_ts", "End", c.QFT_OTHER,
           "Timestamp of job end (tuple containing seconds and microseconds)",
           _timestamp(lambda j: j.end_timestamp), split_timestamp=True),
+    Field("archived", "Archived", c.QFT_BOOL, "Whether job is archived",
+          _per_job(lambda j: j.archived)),
     Field("wait_reason", "WaitReason", c.QFT_TEXT,
           "Why the queued job waits: a filter rule, a rate limit or a dependency "
           "(empty when it does not wait)", _per_job(lambda j: j.wait_reason or "")),

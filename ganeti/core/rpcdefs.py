@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti.core import serializer
+from ganeti.core import constants, serializer
 
 # Timeout classes, in seconds (Ganeti's RPC_TMO_* values).
 TMO_FAST = 10
@@ -113,6 +113,17 @@ VERIFY_CHECKS: dict[str, Callable[[Any], bool]] = {
     "hostname": lambda v: isinstance(v, bool),
     "time": lambda v: isinstance(v, bool),
     "ssconf": lambda v: isinstance(v, bool),
+    "nodesetup": lambda v: isinstance(v, bool),
+    "client_cert": lambda v: isinstance(v, bool),
+    "hvinfo": lambda v: isinstance(v, bool),
+    "accepted_storage_paths": lambda v: isinstance(v, bool),
+    "userscripts": lambda v: isinstance(v, list) and all(is_wire_path(p) for p in v),
+    "oob_paths": lambda v: isinstance(v, list) and all(is_wire_path(p) for p in v),
+    "file_storage_path": lambda v: is_wire_path(v),
+    "shared_file_storage_path": lambda v: is_wire_path(v),
+    "node_net_test": lambda v: isinstance(v, list) and all(
+        isinstance(e, list) and len(e) == 3 and _is_nonempty_str(e[0])
+        and _is_nonempty_str(e[1]) and _is_int(e[2]) and 0 < e[2] < 65536 for e in v),
 }
 
 
@@ -187,15 +198,31 @@ _CALL_LIST = [
           RpcArg("renames", _is_rename_list, "a list of [old, new] name pairs")),
     _call("jobqueue_purge", TMO_NORMAL, "Remove every job-queue file except the lock."),
     _call("node_verify", TMO_NORMAL,
-          "Answer the checks asked for (version, filelist hashes, hostname, time, ssconf).",
+          "Answer the checks asked for (see ganeti/noded/backend/verify.py).",
           RpcArg("checks", _is_verify_checks,
-                 "an object with the optional keys version, hostname, time, ssconf "
-                 "(true/false) and filelist (a list of absolute normalised paths)"),
+                 "an object with the optional keys version, hostname, time, ssconf, "
+                 "nodesetup, client_cert, hvinfo, accepted_storage_paths (true/false), "
+                 "filelist, userscripts, oob_paths (lists of absolute normalised paths), "
+                 "file_storage_path, shared_file_storage_path (a path) and node_net_test "
+                 "(a list of [name, ip, port])"),
           RpcArg("cluster_name", _is_nonempty_str, "the cluster's name (non-empty string)")),
     _call("node_leave_cluster", TMO_NORMAL,
           "Remove the cluster's files from this node (server.pem last), then stop noded."),
     _call("test_delay", TMO_NORMAL, "Wait the given number of seconds, then succeed.",
           RpcArg("duration", _is_duration, f"a number of seconds (0..{TMO_SLOW})")),
+    _call("node_demote_from_mc", TMO_FAST,
+          "Back up and remove config.data (the node is no longer a master candidate)."),
+    _call("run_oob", TMO_NORMAL,
+          "Run '<oob_program> <command> <node>' with a timeout; its JSON output (or null).",
+          RpcArg("oob_program", is_wire_path, "an absolute normalised path"),
+          RpcArg("command", lambda v: v in constants.OOB_COMMANDS, "an out-of-band command "
+                 "(power-on, power-off, power-cycle, power-status, health)"),
+          RpcArg("remote_node", _is_nonempty_str, "a node name (non-empty string)"),
+          RpcArg("timeout", lambda v: _is_int(v) and 0 < v <= TMO_SLOW,
+                 f"a number of seconds (1..{TMO_SLOW})")),
+    _call("set_watcher_pause", TMO_NORMAL,
+          "Write DATA_DIR/watcher.pause (the end of the pause), or remove it (null).",
+          RpcArg("until", _is_opt_number, "a time in seconds or null")),
 ]
 
 CALLS: dict[str, RpcCall] = {c.name: c for c in _CALL_LIST}

@@ -83,8 +83,9 @@ def NUMBER(name: str) -> Arg:
 
 def JOB_ID(name: str = "job_id") -> Arg:
     """A job id: an integer, or a string of digits (older clients send those)."""
-    return Arg(name, lambda v: _is_int(v) or (isinstance(v, str) and v.isascii() and v.isdigit()),
-               "job id (integer)")
+    return Arg(name, lambda v: (_is_int(v) and v >= 0)
+               or (isinstance(v, str) and v.isascii() and v.isdigit()),
+               "job id (non-negative integer)")
 
 
 def OPT_INT(name: str) -> Arg:
@@ -157,6 +158,9 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("ChangeJobPriority", (JOB_ID(), INT("priority")),
            "Change the priority of a job's unfinished opcodes"),
     Method("SetDrainFlag", (BOOL("drain"),), "Set or clear the queue's drain flag"),
+    Method("SetWatcherPause", (ANY("until", "number or null"),),
+           "Pause ganeti-watcher until a time (seconds since the epoch), or end the "
+           "pause (null); answers the new value"),
     # Job filter rules (seed 000): changed at once, not through the job queue.
     Method("QueryFilters", (OPT_STR_LIST("uuids"), STR_LIST("fields")),
            "Field values of job filter rules (all rules if no uuid is given)"),

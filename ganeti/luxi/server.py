@@ -39,7 +39,27 @@ from ganeti.luxi.stream import Stream, StreamSender
 Implementation = Callable[..., Awaitable[Any] | Any]
 
 
-class UnknownMethod(errors.ProtocolError):
+#: How luxid starts the answer to a request it cannot parse.
+PARSE_FAILURE = "Failed to parse request"
+
+
+class RequestRefused(errors.ProtocolError):
+    """A request refused while it is parsed, as luxid refuses it.
+
+    luxid answers such requests with a plain string (``Failed to parse
+    request: ...``) instead of an encoded exception; Ganeti's clients raise
+    ``RequestError`` with that text.  Wrong argument shapes and ill-typed
+    opcodes of submitted jobs are refused this way.
+    """
+
+    @classmethod
+    def parsing(cls, method: str | None, detail: str) -> RequestRefused:
+        """``Failed to parse request: METHOD: detail`` (no method: no prefix)."""
+        where = f"{method}: " if method else ""
+        return cls(f"{PARSE_FAILURE}: {where}{detail}")
+
+
+class UnknownMethod(RequestRefused):
     """The request names a method this server does not have."""
 
 
@@ -62,12 +82,12 @@ class LuxiDispatcher:
         impl = self.implementations.get(method)
         if spec is None or impl is None:
             return defer.fail(UnknownMethod(
-                "Failed to parse request: Unable to parse LUXI request method: Invalid string "
+                f"{PARSE_FAILURE}: Unable to parse LUXI request method: Invalid string "
                 f"value for type LuxiReq: {json.dumps(method)}"))
         try:
             spec.check_args(args)
         except errors.GenericError as err:
-            return defer.fail(err)
+            return defer.fail(RequestRefused.parsing(None, str(err.args[0])))
 
         async def run() -> Any:
             result = impl(*args)
@@ -267,7 +287,7 @@ class LuxiServerProtocol(protocol.Protocol):
     def _encode_failure(self, method: str, failure: Failure) -> bytes:
         err = failure.value
         assert err is not None
-        if isinstance(err, UnknownMethod):
+        if isinstance(err, RequestRefused):
             # Like Ganeti's luxid: requests it cannot decode get a plain error string.
             return wire.encode_response(False, str(err.args[0]))
         if not isinstance(err, errors.GenericError):

@@ -16,8 +16,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
 from ganeti.core import constants as c
-from ganeti.core import jobfilters, jobs, query
-from ganeti.core.errors import ECODE_NOENT, OpPrereqError
+from ganeti.core import errors, jobfilters, jobs, query
 from ganeti.core.jobfilters import CompiledRule
 from ganeti.core.objects import ConfigData, FilterRule
 from ganeti.master.configwriter import ConfigWriter
@@ -43,8 +42,9 @@ FILTER_FIELDS: dict[str, query.Field[FilterRule]] = query.field_table(
 
 
 def ordered_rules(cfg: ConfigData) -> list[FilterRule]:
-    """The rules of ``cfg`` in evaluation order."""
-    return sorted(cfg.filters.values(), key=lambda r: (r.priority, r.watermark, r.uuid))
+    """The rules of ``cfg`` as Ganeti's luxid lists them: by uuid (not in evaluation
+    order, which is by priority, watermark, then uuid)."""
+    return sorted(cfg.filters.values(), key=lambda r: r.uuid)
 
 
 def compiled_rules(cfg: ConfigData) -> list[CompiledRule]:
@@ -89,14 +89,11 @@ class FilterMethods:
         cfg = self.config.config
         if not uuids:
             return ordered_rules(cfg)
-        missing = [u for u in uuids if u not in cfg.filters]
-        if missing:
-            raise OpPrereqError(f"Filter rule with UUID {missing[0]} does not exist",
-                                ECODE_NOENT)
-        return [cfg.filters[u] for u in uuids]
+        # As Ganeti's luxid: unknown uuids are left out, not an error.
+        return [cfg.filters[u] for u in uuids if u in cfg.filters]
 
     def query_filters(self, uuids: list[str] | None, fields: list[str]) -> list[Any]:
-        """QueryFilters: old-style rows, in the order of ``uuids`` (all: evaluation order)."""
+        """QueryFilters: old-style rows, in the order of ``uuids`` (all: by uuid)."""
         return query.Query(FILTER_FIELDS, fields).old_style(self._lookup(uuids))
 
     def query(self, fields: list[str], qfilter: Any) -> dict[str, Any]:
@@ -116,7 +113,7 @@ class FilterMethods:
         """Add a rule (``uuid`` null) or replace the rule ``uuid`` (added if unknown)."""
         rule_uuid = str(uuidmod.uuid4()) if uuid is None else jobfilters.check_uuid(uuid)
         priority = jobfilters.check_priority(priority)
-        predicates = jobfilters.check_predicates(predicates)
+        predicates = jobfilters.check_new_predicates(predicates)
         action = jobfilters.check_action(action)
         trail = jobfilters.check_reason_trail(reason)
         trail.append(["luxid", "", jobs.time_ns(self.clock.seconds())])
@@ -138,14 +135,13 @@ class FilterMethods:
         return result
 
     async def delete_filter(self, uuid: str) -> None:
-        """Remove rule ``uuid``."""
+        """Remove rule ``uuid`` (an unknown one is a GenericError, as in Ganeti)."""
         if uuid not in self.config.config.filters:
-            raise OpPrereqError(f"Filter rule with UUID {uuid} does not exist", ECODE_NOENT)
+            raise errors.GenericError(f"Filter rule with UUID {uuid} does not exist")
 
         def change(cfg: ConfigData) -> None:
             if cfg.filters.pop(uuid, None) is None:
-                raise OpPrereqError(f"Filter rule with UUID {uuid} does not exist",
-                                    ECODE_NOENT)
+                raise errors.GenericError(f"Filter rule with UUID {uuid} does not exist")
 
         await self.config.update(change)
         await self.queue.rules_settled()

@@ -20,6 +20,7 @@ from twisted.logger import Logger
 from ganeti.core import constants, errors, jobfilters, jobs, opcodes
 from ganeti.core.jobfilters import CompiledRule, JobFacts
 from ganeti.core.jobs import QueuedJob, QueuedOpCode
+from ganeti.core.opcodes.base import echo_form, run_form
 from ganeti.master.events import EventBus
 from ganeti.master.jobstore import JobStore, JobStoreError, Recovered
 from ganeti.master.lu import REGISTRY, LUContext
@@ -27,11 +28,16 @@ from ganeti.master.processor import JobHandle, Preempted, Processor
 from ganeti.master.scheduler import Scheduler
 
 DEFAULT_SIZE_LIMIT = 10000
-#: How many refused job ids are remembered for the dependencies of later jobs.
-REJECTED_REMEMBERED = 10000
 #: Rule tests per reactor turn when many jobs must be evaluated again (about 10 ms).
 EVALUATION_SLICE = 20000
 CRASH_MESSAGE = "Job was running when the master daemon stopped (crash or restart)"
+#: Ganeti's texts: results of cancelled and of skipped opcodes, answers of CancelJob.
+CANCELED_BY_REQUEST = "Job canceled by request"
+PRECEDING_FAILED = "Preceding opcode failed"
+QUEUE_DRAINED = "Queue drained"
+CANCEL_RUNNING = "Job no longer waiting, can't cancel (informed it anyway)"
+CANCEL_WAITING = "Job successfully cancelled"
+CANCEL_KILLED = "SIGKILL send to the process"
 Limits = Callable[[], tuple[int, int]]  # (max_running_jobs, max_tracked_jobs)
 ContextFactory = Callable[[JobHandle, QueuedJob], LUContext]
 
@@ -74,7 +80,6 @@ class JobQueue:
         self.scheduler = Scheduler(self.jobs, self._start, self._reject, self._wait_reason,
                                    self._preempt)
         self._evaluating: IDelayedCall | None = None
-        self.rejected: dict[int, str] = {}  # refused job id -> why (the newest ones)
         self._settled_waiters: list[defer.Deferred[None]] = []
         self._published_log: dict[int, int] = {}
         # A job's opcodes never change: their ids and summaries are computed once.
@@ -131,69 +136,56 @@ class JobQueue:
                 f"in {self.store.queue_dir} on the master; jobs are accepted again as soon as "
                 "it can write (jobs already accepted are kept and go on)")
         if not ignore_drain and self.store.is_drained():
-            raise errors.JobQueueDrainError("Job queue is drained, refusing job")
+            raise errors.GenericError(QUEUE_DRAINED)  # luxid's class and text
         if len(self.jobs) + count > self.size_limit:
             raise errors.JobQueueFull(f"Job queue is full ({len(self.jobs)} jobs, limit "
                                       f"{self.size_limit}); archive finished jobs")
 
     async def submit(self, ops: Any, ignore_drain: bool = False) -> int:
-        """SubmitJob: validate, store durably, return the job id."""
+        """SubmitJob: validate, store durably, return the job id.
+
+        A job that a REJECT filter rule applies to is accepted and stored
+        already cancelled, as luxid does: the client gets its id.
+        """
         validated = opcodes.validate_job(ops)
         self._check_accepting(1, ignore_drain)
-        (result,) = await self._create([validated])
-        if isinstance(result, Exception):
-            raise result
-        return result
+        (job_id,) = await self._create([validated])
+        return job_id
 
     async def submit_many(self, many: Any) -> list[list[Any]]:
-        """SubmitManyJobs: ``[true, id]`` or ``[false, message]`` per job, in order."""
+        """SubmitManyJobs: ``[true, id]`` per job, in order; all jobs or none.
+
+        As luxid parses the whole request before it queues anything, one
+        invalid job refuses the whole request (OpPrereqError naming the job).
+        """
         if not isinstance(many, list):
             raise errors.OpPrereqError("SubmitManyJobs needs a list of jobs",
                                        errors.ECODE_INVAL)
-        checked: list[list[dict[str, Any]] | Exception] = []
-        for ops in many:
+        checked: list[list[dict[str, Any]]] = []
+        for index, ops in enumerate(many):
             try:
                 checked.append(opcodes.validate_job(ops))
             except errors.OpPrereqError as err:
-                checked.append(err)
-        valid = [c for c in checked if not isinstance(c, Exception)]
-        self._check_accepting(len(valid), False)
-        created = iter(await self._create(valid))
-        answer: list[list[Any]] = []
-        for item in checked:
-            result = item if isinstance(item, Exception) else next(created)
-            answer.append([False, str(result.args[0])] if isinstance(result, Exception)
-                          else [True, result])
-        return answer
+                raise errors.OpPrereqError(f"Job {index}: {err.args[0]}",
+                                           errors.ECODE_INVAL) from None
+        self._check_accepting(len(checked), False)
+        return [[True, job_id] for job_id in await self._create(checked)]
 
-    async def _create(self, job_ops: list[list[dict[str, Any]]]) -> list[int | Exception]:
+    async def _create(self, job_ops: list[list[dict[str, Any]]]) -> list[int]:
+        """Store new jobs in one batch (all of them or none); their ids in order."""
         ids = self.store.allocate_ids(len(job_ops))
         now = self.clock.seconds()
-        results: list[int | Exception] = []
         created: list[QueuedJob] = []
         for job_id, ops in zip(ids, job_ops, strict=True):
-            try:
-                prepared = opcodes.prepare_job_ops(ops, job_id, jobs.time_ns(now))
-            except errors.OpPrereqError as err:
-                results.append(err)
-                continue
-            rule = self.scheduler.applying(JobFacts.of(job_id, prepared))
-            why: str | None
-            if rule is not None and rule.kind == jobfilters.REJECT:
-                why = f"Job rejected by {rule.describe()}"
-            else:
-                why = next((f"Job depends on job {dep}, which was not accepted: "
-                            f"{self.rejected[int(dep)]}"
-                            for op in prepared for dep, _ in op.get("depends") or []
-                            if int(dep) in self.rejected), None)
-            if why is not None:
-                self._remember_rejected(job_id, why)
-                results.append(errors.JobQueueError(why))
-                continue
+            prepared = [echo_form(op) for op in
+                        opcodes.prepare_job_ops(ops, job_id, jobs.time_ns(now))]
             job = QueuedJob.new(job_id, prepared, now)
-            self.jobs[job_id] = job
+            rule = self.scheduler.applying(JobFacts.of(job_id, prepared))
+            if rule is not None and rule.kind == jobfilters.REJECT:
+                self._dequeue(job)
             created.append(job)
-            results.append(job_id)
+        for job in created:
+            self.jobs[job.id] = job
         # One batch for the whole submission: all of it is stored, or none of it.
         datas = [job.to_dict(deep=False) for job in created]
         try:
@@ -207,17 +199,11 @@ class JobQueue:
         for job, data in zip(created, datas, strict=True):
             self._show(job, data)
         for job in created:
-            if job.status == jobs.QUEUED:  # not cancelled meanwhile
+            if job.status == jobs.QUEUED:  # not rejected, nor cancelled meanwhile
                 self.scheduler.track(job)
                 self.scheduler.enqueue(job)
         self.schedule()
-        return results
-
-    def _remember_rejected(self, job_id: int, why: str) -> None:
-        """Job ids given out but refused: a job depending on one must not run."""
-        self.rejected[job_id] = why
-        while len(self.rejected) > REJECTED_REMEMBERED:
-            del self.rejected[next(iter(self.rejected))]
+        return ids
 
     # Persistence and visibility
 
@@ -327,10 +313,8 @@ class JobQueue:
         self.schedule()
 
     def _reject(self, job: QueuedJob, rule: CompiledRule) -> None:
-        """A queued job that a REJECT rule applies to is cancelled."""
-        self._end_rest(job, 0, jobs.CANCELED,
-                       errors.OpExecError(f"Job canceled by {rule.describe()}"))
-        job.end_timestamp = jobs.split_time(self.clock.seconds())
+        """A queued job that a REJECT rule applies to is dequeued (cancelled)."""
+        self._dequeue(job)
         self.scheduler.forget(job.id)
         d = defer.Deferred.fromCoroutine(self._persist(job))
         d.addErrback(lambda f: self.log.failure("Storing cancelled job {job} failed", f,
@@ -411,14 +395,11 @@ class JobQueue:
         """None to go on, else (final status, reason) for this opcode."""
         for dep_id, allowed in op.input.get("depends") or []:
             dep = self.jobs.get(int(dep_id))
-            if dep is None and int(dep_id) in self.rejected:
-                return jobs.ERROR, (f"Dependency job {dep_id} was not accepted: "
-                                    f"{self.rejected[int(dep_id)]}")
             if dep is None:
                 continue  # archived, hence finished long ago: Ganeti lets it pass too
             status = dep.status
             if status == jobs.CANCELED and jobs.CANCELED not in allowed:
-                return jobs.CANCELED, f"Dependency job {dep_id} was canceled"
+                return jobs.CANCELED, CANCELED_BY_REQUEST  # (luxid cancels it too)
             if allowed and status not in allowed:
                 return jobs.ERROR, (f"Dependency job {dep_id} ended with status {status}, "
                                     f"not one of {', '.join(allowed)}")
@@ -427,6 +408,8 @@ class JobQueue:
     async def _run(self, job: QueuedJob, handle: JobHandle) -> None:
         now = self.clock.seconds
         job.start_timestamp = jobs.split_time(now())
+        for op in job.ops:  # (a new dict: inputs are never changed in place)
+            op.input = run_form(op.input, opcodes.OPCODES.get(op.op_id))
         index = -1
         while index + 1 < len(job.ops):
             index += 1
@@ -436,7 +419,7 @@ class JobQueue:
             await self._pause_point(job, handle)
             verdict = self._dependency_verdict(op)
             if handle.cancel_requested:
-                verdict = (jobs.CANCELED, "Job canceled by request")
+                verdict = (jobs.CANCELED, CANCELED_BY_REQUEST)
             if verdict is not None:
                 self._end_rest(job, index, verdict[0], errors.OpExecError(verdict[1]))
                 break
@@ -466,7 +449,7 @@ class JobQueue:
                 continue
             except defer.CancelledError:
                 self._end_rest(job, index, jobs.CANCELED,
-                               errors.OpExecError("Job canceled by request"))
+                               errors.OpExecError(CANCELED_BY_REQUEST))
                 break
             except Exception as err:
                 if not isinstance(err, errors.GenericError):
@@ -483,13 +466,35 @@ class JobQueue:
         await self._persist(job)
 
     def _end_rest(self, job: QueuedJob, index: int, status: str, err: Exception) -> None:
+        """Opcode ``index`` ends with ``err``; the later ones end with Ganeti's results.
+
+        A cancel gives every unfinished opcode the plain text "Job canceled by
+        request"; an error gives the later ones "Preceding opcode failed".
+        """
         when = jobs.split_time(self.clock.seconds())
         for i, op in enumerate(job.ops[index:]):
             op.status = status
-            op.result = errors.encode_exception(
-                err if i == 0 else errors.OpExecError(f"Not run: opcode {index} ended "
-                                                      f"with status {status}"))
+            if status == jobs.CANCELED:
+                op.result = CANCELED_BY_REQUEST
+            else:
+                op.result = errors.encode_exception(
+                    err if i == 0 else errors.OpExecError(PRECEDING_FAILED))
             op.end_timestamp = when
+
+    def _dequeue(self, job: QueuedJob) -> None:
+        """A job that never started is cancelled as luxid dequeues it.
+
+        Its unfinished opcodes become canceled with no result and no log, and
+        the job gets an end time but no start time (what Ganeti writes for a
+        job dequeued on request or refused by a REJECT filter rule).
+        """
+        when = jobs.split_time(self.clock.seconds())
+        for op in job.ops:
+            if op.status not in jobs.FINALIZED:
+                op.status = jobs.CANCELED
+                op.result = None
+                op.end_timestamp = when
+        job.end_timestamp = when
 
     def feedback(self, job: QueuedJob, log_type: str, message: Any) -> None:
         """Add a log entry to the running opcode of ``job`` and store it."""
@@ -504,22 +509,33 @@ class JobQueue:
     # Cancel, priority, archive
 
     async def cancel(self, job_id: int, kill: bool) -> list[Any]:
-        """CancelJob: ``[success, message]``."""
+        """CancelJob: ``[success, message]`` with luxid's answers.
+
+        A job that has not started is dequeued (``Dequeued job N``); one
+        waiting for locks, or held between opcodes, is cancelled there; one
+        whose opcode runs is told to stop before its next opcode and the
+        answer is a failure (luxid's "informed it anyway"), unless ``kill``
+        interrupts the running opcode.  Finished and unknown jobs are "not
+        found in queue".
+        """
         job = self.jobs.get(job_id)
-        if job is None:
-            return [False, f"Job {job_id} not found"]
-        if job.finalized:
-            return [False, f"Job {job_id} is finished"]
+        if job is None or job.finalized:
+            return [False, f"Job {job_id} not found in queue"]
         handle = self.running.get(job_id)
         if handle is None:  # queued, or waiting for a dependency or a filter rule
-            self._end_rest(job, 0, jobs.CANCELED, errors.OpExecError("Job canceled by request"))
-            job.end_timestamp = jobs.split_time(self.clock.seconds())
+            self._dequeue(job)
             self.scheduler.forget(job_id)
             await self._persist(job)
             self.schedule()
-            return [True, f"Job {job_id} canceled"]
+            return [True, f"Dequeued job {job_id}"]
+        # An opcode that runs goes on (unless killed or interruptible): told only.
+        informed = job.status == jobs.RUNNING and not handle.interruptible
         handle.request_cancel(kill)
-        return [True, f"Job {job_id} will be canceled"]
+        if kill:
+            return [True, CANCEL_KILLED]
+        if informed:
+            return [False, CANCEL_RUNNING]
+        return [True, CANCEL_WAITING]
 
     async def change_priority(self, job_id: int, priority: int) -> list[Any]:
         """ChangeJobPriority: new priority for the job's unfinished opcodes."""
@@ -528,10 +544,8 @@ class JobQueue:
                                        f"{sorted(constants.OP_PRIO_SUBMIT_VALID)}",
                                        errors.ECODE_INVAL)
         job = self.jobs.get(job_id)
-        if job is None:
-            return [False, f"Job {job_id} not found"]
-        if job.finalized:
-            return [False, f"Job {job_id} is finished"]
+        if job is None or job.finalized:
+            return [False, f"Job {job_id} not found in queue"]  # luxid's answer for both
         for op in job.ops:
             if op.status not in jobs.FINALIZED:
                 op.priority = priority

@@ -56,6 +56,7 @@ from ganeti.master.jobrecovery import (
     error_text,
     fsync_path,
     job_file_name,
+    job_id_of,
     parse_job,
 )
 
@@ -513,6 +514,27 @@ class JobStore:
     def read_archived(self, job_ids: list[int]) -> defer.Deferred[dict[int, dict[str, Any]]]:
         """The stored JSON of archived jobs that exist (unreadable ones are skipped)."""
         return self._run_blocking(self._read_archived_files, list(job_ids))
+
+    def archived_ids(self) -> defer.Deferred[list[int]]:
+        """The ids of all archived jobs (``archive/<n>/job-<id>``), sorted."""
+        return self._run_blocking(self._list_archive)
+
+    def _list_archive(self) -> list[int]:
+        found: list[int] = []
+        archive = self.paths.queue_archive_dir
+        try:
+            subdirs = os.listdir(archive)
+        except OSError:
+            return []
+        for sub in subdirs:
+            if not sub.isascii() or not sub.isdigit():
+                continue
+            try:
+                names = os.listdir(os.path.join(archive, sub))
+            except OSError:
+                continue
+            found.extend(job_id for job_id in map(job_id_of, names) if job_id is not None)
+        return sorted(found)
 
     def _read_archived_files(self, job_ids: list[int]) -> dict[int, dict[str, Any]]:
         found = {}

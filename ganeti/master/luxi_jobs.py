@@ -19,12 +19,16 @@ from twisted.internet.interfaces import IReactorTime
 from ganeti.core import constants, errors, query
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.jobs import QueuedJob
+from ganeti.core.opcodes import luxid
+from ganeti.luxi.server import RequestRefused
 from ganeti.master.events import EventBus
 from ganeti.master.filters import FilterMethods
 from ganeti.master.jobqueue import JobQueue
 from ganeti.master.locking.manager import LOCK_FIELDS, LockManager
 from ganeti.master.nodequeries import NodeQueries
 
+#: luxid's JobLost text for a job it cannot find (WaitForJobChange).
+JOB_FILE_MISSING = "Can't load job file"
 WFJC_MAX_TIMEOUT = 89  # luxid caps WaitForJobChange at (180 - 1) // 2 seconds
 #: Job rows built per reactor turn for a query of many jobs (about 10 ms).
 ROWS_PER_TURN = 500
@@ -62,9 +66,10 @@ class JobMethods:
     def implementations(self) -> dict[str, Callable[..., Any]]:
         """LUXI method name -> implementation."""
         return {
-            "SubmitJob": self.queue.submit,
-            "SubmitJobToDrainedQueue": lambda ops: self.queue.submit(ops, ignore_drain=True),
-            "SubmitManyJobs": self.queue.submit_many,
+            "SubmitJob": lambda ops: self.submit("SubmitJob", ops, False),
+            "SubmitJobToDrainedQueue": lambda ops: self.submit("SubmitJobToDrainedQueue",
+                                                               ops, True),
+            "SubmitManyJobs": self.submit_many,
             "WaitForJobChange": self.wait_for_job_change,
             "QueryJobs": self.query_jobs,
             "Query": self.query,
@@ -77,14 +82,39 @@ class JobMethods:
             "SetDrainFlag": self.set_drain_flag,
         }
 
-    async def _items(self, ids: Any) -> list[query.JobItem]:
-        """The live jobs (ids None or empty, as luxid), or the given ids, archived too."""
+    async def submit(self, method: str, ops: Any, ignore_drain: bool) -> int:
+        """SubmitJob(ToDrainedQueue): an invalid opcode is refused as luxid parses it."""
+        try:
+            return await self.queue.submit(ops, ignore_drain=ignore_drain)
+        except OpPrereqError as err:
+            why = luxid.refusal(ops) or str(err.args[0])
+            raise RequestRefused.parsing(method, why) from None
+
+    async def submit_many(self, many: Any) -> list[list[Any]]:
+        """SubmitManyJobs: all jobs or none; an invalid one refuses the request."""
+        try:
+            return await self.queue.submit_many(many)
+        except OpPrereqError as err:
+            jobs = many if isinstance(many, list) else [None]
+            why = next((r for r in map(luxid.refusal, jobs) if r is not None),
+                       str(err.args[0]))
+            raise RequestRefused.parsing("SubmitManyJobs", why) from None
+
+    async def _items(self, ids: Any, archive: bool = False) -> list[query.JobItem]:
+        """The live jobs (ids None or empty, as luxid; with ``archive`` the archived
+        ones too), or the given ids, archived too."""
+        if not ids and archive:
+            ids = sorted(set(self.queue.visible) | set(await self.queue.store.archived_ids()))
+            if not ids:
+                return []
         if not ids:
             return sorted(self.queue.visible.items())
         if not isinstance(ids, list) or not all(
                 isinstance(i, int) or (isinstance(i, str) and i.isascii() and i.isdigit())
                 for i in ids):
-            raise OpPrereqError("Job ids must be a list of job ids or null", ECODE_INVAL)
+            # (luxid refuses them while parsing the request)
+            raise RequestRefused.parsing("QueryJobs", "job ids must be a list of job ids or "
+                                         f"null, got {str(ids)[:100]}")
         wanted = [int(i) for i in ids]
         missing = [i for i in wanted if i not in self.queue.visible]
         archived: dict[int, QueuedJob] = {}
@@ -94,19 +124,22 @@ class JobMethods:
                     archived[job_id] = QueuedJob.from_dict(data, f"archived job-{job_id}")
                 except errors.JobQueueError:
                     continue
+                archived[job_id].archived = True
         return [(i, self.queue.visible.get(i) or archived.get(i)) for i in wanted]
 
     async def _next_turn(self) -> None:
         await task.deferLater(self.clock, 0, lambda: None)
 
     async def query_jobs(self, ids: Any, fields: list[str]) -> list[Any]:
-        """QueryJobs: old-style rows, null for a job that does not exist."""
-        items = await self._items(ids)
+        """QueryJobs: old-style rows; only the id is known of a job that does not exist."""
+        items = await self._items(ids, isinstance(fields, list) and "archived" in fields)
         rows = query.old_style_rows(items[:ROWS_PER_TURN], fields)  # checks the fields
         for start in range(ROWS_PER_TURN, len(items), ROWS_PER_TURN):
             await self._next_turn()
             rows.extend(query.old_style_rows(items[start:start + ROWS_PER_TURN], fields))
-        return rows
+        # As luxid: a job that does not exist has its id and null for every other field.
+        return [row if row is not None else [job_id if f == "id" else None for f in fields]
+                for (job_id, _), row in zip(items, rows, strict=True)]
 
     async def _query_jobs(self, items: list[query.JobItem], fields: list[str],
                           qfilter: Any) -> dict[str, Any]:
@@ -124,10 +157,12 @@ class JobMethods:
         if what == constants.QR_JOB:
             # Jobs asked for by id are listed even if missing (their fields unavailable),
             # and archived ones are read from the archive.
+            # With the field "archived" (gnt-job list --archived) all archived jobs too.
             wanted = query.requested_job_ids(qfilter) if qfilter is not None else None
-            return await self._query_jobs(await self._items(wanted), fields, qfilter)
+            archive = isinstance(fields, list) and "archived" in fields
+            return await self._query_jobs(await self._items(wanted, archive), fields, qfilter)
         if what == "lock":
-            return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.lock_info())
+            return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.monitor())
         if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:
             return await self.nodes.query(what, fields, qfilter)
         if what == constants.QR_FILTER and self.filters is not None:
@@ -170,7 +205,7 @@ class JobMethods:
         while True:
             job = self.queue.visible.get(jid)
             if job is None:
-                raise errors.JobLost(f"Job {jid} not found")
+                raise errors.JobLost(JOB_FILE_MISSING)
             info = self._job_info(job, fields)
             logs = job.log_entries_since(prev_log_serial)
             if job.finalized or info != prev_info or logs:

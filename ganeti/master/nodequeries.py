@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ganeti.core import constants as c
 from ganeti.core import query
 from ganeti.core.errors import ECODE_NOENT, OpPrereqError
 from ganeti.core.objects import ConfigData, Node, NodeGroup
+from ganeti.core.qlang import hostname_matches
 from ganeti.core.query import NODATA, OFFLINE, UNAVAIL, Field
 from ganeti.master.nodes import find_group, find_node, instance_nodes
+
+T = TypeVar("T")
 
 # --- nodes ---------------------------------------------------------------------------
 
@@ -102,10 +105,23 @@ def _group_name(item: NodeItem) -> Any:
     return NODATA if group is None else group.name
 
 
+#: Titles and kinds of the ``ndp/*`` fields as Ganeti declares them (a parameter not
+#: listed gets its name as title and a kind from its type; strings are "other").
+_NDP_META: dict[str, tuple[str, str]] = {
+    c.ND_OOB_PROGRAM: ("OutOfBandProgram", c.QFT_OTHER),
+    c.ND_SPINDLE_COUNT: ("SpindleCount", c.QFT_NUMBER),
+    c.ND_EXCLUSIVE_STORAGE: ("ExclusiveStorage", c.QFT_BOOL),
+    c.ND_OVS: ("OpenvSwitch", c.QFT_BOOL),
+    c.ND_OVS_NAME: ("OpenvSwitchName", c.QFT_OTHER),
+    c.ND_OVS_LINK: ("OpenvSwitchLink", c.QFT_OTHER),
+}
+
+
 def _ndparam_field(name: str) -> Field[NodeItem]:
-    kind = {bool: c.QFT_BOOL, int: c.QFT_NUMBER, float: c.QFT_NUMBER}.get(
-        type(c.NDC_DEFAULTS[name]), c.QFT_TEXT)
-    return Field(f"ndp/{name}", f"ndp/{name}", kind, f"The \"{name}\" node parameter",
+    kind = {bool: c.QFT_BOOL, int: c.QFT_NUMBER, float: c.QFT_NUMBER_FLOAT}.get(
+        type(c.NDC_DEFAULTS[name]), c.QFT_OTHER)
+    title, kind = _NDP_META.get(name, (f"ndp/{name}", kind))
+    return Field(f"ndp/{name}", title, kind, f"The \"{name}\" node parameter",
                  lambda item: merged_ndparams(item.cfg, item.node).get(name))
 
 
@@ -296,18 +312,72 @@ def needs_live(q: query.Query[Any]) -> bool:
     return bool(wanted & NODE_LIVE_FIELDS)
 
 
+def _known(find: Callable[[ConfigData, str], T], cfg: ConfigData, name: str) -> T | None:
+    try:
+        return find(cfg, name)
+    except OpPrereqError:
+        return None
+
+
 def select_nodes(cfg: ConfigData, names: Iterable[str] | None) -> list[Node]:
-    """Nodes by name or UUID in the order given (all nodes if ``names`` is empty)."""
+    """Nodes named (by name or UUID), in name order; unknown names are skipped.
+
+    All nodes if ``names`` is empty.  As Ganeti's classic QueryNodes, which
+    ``gnt-node info`` uses: an unknown name simply gives no row.
+    """
     if not names:
         return sorted_nodes(cfg)
-    return [find_node(cfg, name) for name in names]
+    found = {n.uuid: n for n in (_known(find_node, cfg, name) for name in names) if n}
+    return [n for n in sorted_nodes(cfg) if n.uuid in found]
 
 
 def select_groups(cfg: ConfigData, names: Iterable[str] | None) -> list[NodeGroup]:
-    """Groups by name or UUID in the order given (all groups if ``names`` is empty)."""
+    """Groups named (by name or UUID), in name order; unknown names are skipped."""
     if not names:
         return sorted_groups(cfg)
-    return [find_group(cfg, name) for name in names]
+    found = {g.uuid: g for g in (_known(find_group, cfg, name) for name in names) if g}
+    return [g for g in sorted_groups(cfg) if g.uuid in found]
+
+
+def requested_names(qfilter: Any) -> list[str] | None:
+    """The names a Query filter asks for by ``name`` alone, duplicates kept, else None.
+
+    As Ganeti's luxid: a filter that is ``["=", "name", N]`` or an ``|`` of such
+    terms names items that must exist; each named item is answered in that
+    order, once per mention.
+    """
+    if not isinstance(qfilter, list) or not qfilter:
+        return None
+    equal = (c.QLANG_OP_EQUAL, c.QLANG_OP_EQUAL_LEGACY)
+    terms = ([qfilter] if qfilter[0] in equal
+             else qfilter[1:] if qfilter[0] == c.QLANG_OP_OR else None)
+    if not terms:
+        return None
+    names = []
+    for term in terms:
+        if not (isinstance(term, list) and len(term) == 3 and term[0] in equal
+                and term[1] == "name" and isinstance(term[2], str)):
+            return None
+        names.append(term[2])
+    return names
+
+
+def resolve_requested(items: list[T], names: list[str], name_of: Callable[[T], str],
+                      label: str, hostname: bool) -> list[T]:
+    """The items named, in order; OpPrereqError(unknown_entity) for the first unknown name.
+
+    ``hostname``: a unique leading part of a name (``node1`` for
+    ``node1.example.com``) names the item too.
+    """
+    found = []
+    for want in names:
+        match = [i for i in items if name_of(i) == want]
+        if not match and hostname:
+            match = [i for i in items if hostname_matches(name_of(i), want)]
+        if len(match) != 1:
+            raise OpPrereqError(f"{label} name {want} not found", ECODE_NOENT)
+        found.append(match[0])
+    return found
 
 
 def unknown_names(kind: str, names: list[str]) -> OpPrereqError:
@@ -338,9 +408,17 @@ class NodeQueries:
         cfg = self._config()
         if what == c.QR_NODE:
             nq = query.Query(NODE_FIELDS, fields, qfilter)
-            return nq.response(await self._node_items(cfg, sorted_nodes(cfg), nq))
+            nodes = sorted_nodes(cfg)
+            wanted = requested_names(qfilter)
+            if wanted is not None:
+                nodes = resolve_requested(nodes, wanted, lambda n: n.name, "Node", True)
+            return nq.response(await self._node_items(cfg, nodes, nq))
         gq = query.Query(GROUP_FIELDS, fields, qfilter)
-        return gq.response(GroupItem(cfg, g) for g in sorted_groups(cfg))
+        groups = sorted_groups(cfg)
+        wanted = requested_names(qfilter)
+        if wanted is not None:
+            groups = resolve_requested(groups, wanted, lambda g: g.name, "NodeGroup", False)
+        return gq.response(GroupItem(cfg, g) for g in groups)
 
     @staticmethod
     def fields_table(what: str) -> dict[str, Field[Any]]:

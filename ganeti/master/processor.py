@@ -79,6 +79,7 @@ class Processor:
         """Run ``lu`` for ``handle``'s job; ``on_running`` records the switch to running."""
         try:
             lu.expand_names()
+            await handle.wait(defer.Deferred.fromCoroutine(lu.before_locks()))
             if lu.uses_locks:
                 try:
                     await self._acquire(lu, handle, priority)

@@ -13,6 +13,7 @@ from twisted.internet.interfaces import IReactorTime
 from ganeti import version
 from ganeti.core import constants
 from ganeti.core.objects import ConfigData
+from ganeti.core.params_merge import ordered_ipolicy
 from ganeti.core.paths import Paths
 
 ConfigSource = Callable[[], ConfigData]
@@ -53,7 +54,7 @@ def cluster_info(cfg: ConfigData) -> dict[str, Any]:
         "os_hvp": cl.os_hvp,
         "beparams": cl.beparams,
         "osparams": cl.osparams,
-        "ipolicy": cl.ipolicy,
+        "ipolicy": ordered_ipolicy(cl.ipolicy),  # Ganeti's key order
         "nicparams": cl.nicparams,
         "ndparams": cl.ndparams,
         "diskparams": cl.diskparams,

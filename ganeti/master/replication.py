@@ -6,8 +6,8 @@ What goes where (seed 001 "Redistribute Config", seed 003 job queue):
 - the ssconf files to every node, whenever their values change (and the
   master's own ssconf files are rewritten locally);
 - ``rapi.pem``, the RAPI users file, ``cluster-domain-secret``, ``hmac.key``
-  and the files named in ``CONF_DIR/redistribute-files`` to the candidates,
-  by ``gnt-cluster redist-conf`` and when a node joins;
+  and the files named in ``CONF_DIR/redistribute-files`` to every node (as
+  Ganeti's ancillary files), by ``gnt-cluster redist-conf`` and when a node joins;
 - every job file write and every archive rename to the candidates.
 
 Offline nodes are never contacted.  Each failure is logged and remembered

@@ -36,7 +36,7 @@ from ganeti.master.events import EventBus, subscribe_events_method
 from ganeti.master.filters import FilterMethods
 from ganeti.master.jobqueue import JobQueue
 from ganeti.master.jobstore import JobStore
-from ganeti.master.locking.manager import LockManager
+from ganeti.master.locking.manager import LockManager, config_monitor_names
 from ganeti.master.lu import LUContext
 from ganeti.master.luxi_jobs import JobMethods
 from ganeti.master.nodequeries import NodeQueries
@@ -44,6 +44,8 @@ from ganeti.master.nodes import target
 from ganeti.master.processor import JobHandle, Processor
 from ganeti.master.queries import ClusterQueries
 from ganeti.master.replication import NodeRpc, Replicator
+from ganeti.master.watcherpause import WatcherPauseMethod
+from ganeti.master.watchersvc import WatcherService, queue_job_access
 from ganeti.rpc.client import RpcClient
 from ganeti.rpc.tls import ClusterCertificate
 
@@ -175,7 +177,8 @@ class MasterDaemon(DaemonService):
                  rpc: NodeRpc | None = None,
                  noded_port: int = constants.DEFAULT_NODED_PORT,
                  daemon_log: DaemonLog | None = None,
-                 install_signal: SignalInstaller | None = None) -> None:
+                 install_signal: SignalInstaller | None = None,
+                 watcher_interval: float = 0.0) -> None:
         """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one);
         ``rpc`` replaces the node RPC client (made from server.pem when first needed);
         ``install_signal`` installs the SIGHUP handler (none on fake reactors)."""
@@ -199,6 +202,7 @@ class MasterDaemon(DaemonService):
                                  nodegroups=[g.name for g in cfg.nodegroups.values()],
                                  instances=[i.name for i in cfg.instances.values()],
                                  networks=[n.name for n in cfg.networks.values()])
+        self.locks.monitor_names = config_monitor_names(lambda: self.config_writer.config)
         self.store = JobStore(paths, run_blocking, reactor, durable=durable)
         self.store.on_written = self.replicator.jobs_written
 
@@ -219,12 +223,21 @@ class MasterDaemon(DaemonService):
         implementations.update(self.job_methods.implementations())
         implementations.update(self.node_queries.implementations())
         implementations.update(self.filters.implementations())
+        implementations.update(WatcherPauseMethod(
+            lambda: self.config_writer.config, paths, self.rpc, run_blocking,
+            durable=durable).implementations())
         implementations["SubscribeEvents"] = subscribe_events_method(self.events)
         dispatcher = LuxiDispatcher(implementations)
         self.luxi = LuxiService(reactor, paths.luxi_socket,
                                 LuxiServerFactory(dispatcher, max_frame, clock=reactor),
                                 queue_service.ready)
         self.luxi.setServiceParent(self)
+        # last: it submits jobs like a client, so it starts after the listener and stops first
+        self.watcher = WatcherService(
+            reactor, paths, lambda: self.config_writer.config, self.job_methods.query,
+            queue_job_access(self.queue, self.events, reactor), run_blocking,
+            interval=watcher_interval)
+        self.watcher.setServiceParent(self)
 
     def rpc(self) -> NodeRpc:
         """The node RPC client, made on first use from DATA_DIR/server.pem."""

@@ -25,6 +25,8 @@ class Options(usage.Options):
         ["max-frame", None, constants.LUXI_MAX_FRAME,
          "Largest LUXI request accepted, in bytes", int],
         ["io-threads", None, 4, "Threads for blocking disk work", int],
+        ["watcher-interval", None, 30.0,
+         "Seconds between two rounds of the watcher service (0: off)", float],
     ]
 
     def postOptions(self) -> None:
@@ -32,6 +34,8 @@ class Options(usage.Options):
             raise usage.UsageError("--max-frame must be at least 1024 bytes")
         if not 1 <= self["io-threads"] <= 64:
             raise usage.UsageError("--io-threads must be between 1 and 64")
+        if not 0 <= self["watcher-interval"] <= 86400:
+            raise usage.UsageError("--watcher-interval must be between 0 and 86400 seconds")
 
 
 def makeService(options: Options) -> service.IService:
@@ -48,4 +52,5 @@ def makeService(options: Options) -> service.IService:
         raise SystemExit(f"ganeti-masterd: cannot start: {err}") from None
     return MasterDaemon(reactor, paths, cfg, max_frame=options["max-frame"],
                         io_threads=options["io-threads"], daemon_log=daemon_log,
-                        install_signal=daemon.sighup_installer(reactor))
+                        install_signal=daemon.sighup_installer(reactor),
+                        watcher_interval=options["watcher-interval"])

@@ -38,6 +38,8 @@ class Options(usage.Options):
                 "(--debug: debug too) to twistd's --logfile, which is reopened on SIGHUP.")
     optFlags = [
         ["no-mlock", None, "Do not lock the daemon into memory when running as root"],
+        ["manage-confd", None, "Start ganeti-confd when this node becomes the master or a "
+         "master candidate and stop it when it stops being one"],
         daemon.DEBUG_FLAG,
     ]
     optParameters = [
@@ -80,7 +82,8 @@ def makeService(options: Options) -> service.IService:
     bind = options["bind"] or ssconf.node_primary_ip(paths) or ANY_ADDRESS
     pool = ThreadPool(minthreads=1, maxthreads=options["io-threads"], name="noded-io")
     ctx = NodeContext(paths=paths, clock=reactor, run=thread_runner(reactor, pool),
-                      shutdown=reactor_stopper(reactor))
+                      shutdown=reactor_stopper(reactor),
+                      manage_confd=bool(options["manage-confd"]))
     site = make_site(ctx, handlers(), max_body=options["max-body"])
     return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
                       port=options["port"], bind=bind,

@@ -190,7 +190,7 @@ def http_error_for(err: BaseException) -> errors.HttpError | None:
 
 def error_response(err: errors.HttpError, user: str | None = None) -> Response:
     """Ganeti's JSON error body (message HTML-escaped) with the error's headers."""
-    body = {"code": err.code, "message": html.escape(err.message, quote=False),
+    body = {"code": err.code, "message": html.escape(err.message),  # quotes too, as Ganeti
             "explain": err.explain}
     headers = [("Content-Type", JSON_TYPE), *err.headers.items()]
     return Response(err.code, json.dumps(body).encode(), headers, user)

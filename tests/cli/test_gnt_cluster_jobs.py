@@ -2,15 +2,13 @@
 
 import argparse
 import io
-import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.cli import gnt_cluster
+from ganeti.cli import gnt_cluster, gnt_cluster_modify
 from ganeti.cli.framework import UsageError, build_parser
 from ganeti.core.errors import OpPrereqError
 from tests.fakes.clirun import MasterCliTestCase
-from tests.fakes.masterd import START_TIME
 
 
 def parse_modify(*argv):
@@ -28,7 +26,7 @@ class ModifyOpcodeTest(SynchronousTestCase):
             "--add-uids", "3000", "--remove-uids", "1000-1009", "-I", "hail",
             "--ipolicy-vcpu-ratio", "2.5", "--ipolicy-spindle-ratio", "8",
             "--ipolicy-disk-templates", "plain,drbd")
-        self.assertEqual(gnt_cluster.modify_opcode(opts), {
+        self.assertEqual(gnt_cluster_modify.modify_opcode(opts), {
             "OP_ID": "OP_CLUSTER_SET_PARAMS",
             "candidate_pool_size": 5, "max_running_jobs": 7, "max_tracked_jobs": 9,
             "hvparams": {"fake": {"migration_mode": "non-live"}, "kvm": {"acpi": "false"}},
@@ -42,19 +40,19 @@ class ModifyOpcodeTest(SynchronousTestCase):
         })
 
     def test_nothing_given(self):
-        self.assertEqual(gnt_cluster.modify_opcode(parse_modify()),
+        self.assertEqual(gnt_cluster_modify.modify_opcode(parse_modify()),
                          {"OP_ID": "OP_CLUSTER_SET_PARAMS"})
 
     def test_empty_uid_pool_clears_it(self):
-        self.assertEqual(gnt_cluster.modify_opcode(parse_modify("--uid-pool", ""))["uid_pool"],
-                         [])
+        op = gnt_cluster_modify.modify_opcode(parse_modify("--uid-pool", ""))
+        self.assertEqual(op["uid_pool"], [])
 
     def test_parse_errors(self):
         for argv in (["-H", "novalue"], ["-D", ":x=1"], ["-C", "many"]):
             with self.assertRaises(UsageError, msg=argv):
-                gnt_cluster.modify_opcode(parse_modify(*argv))
+                gnt_cluster_modify.modify_opcode(parse_modify(*argv))
         with self.assertRaises(OpPrereqError):
-            gnt_cluster.modify_opcode(parse_modify("--uid-pool", "1-2-3"))
+            gnt_cluster_modify.modify_opcode(parse_modify("--uid-pool", "1-2-3"))
 
 
 class ClusterJobsTestCase(MasterCliTestCase):
@@ -75,7 +73,7 @@ class ModifyTest(ClusterJobsTestCase):
         self.assertEqual((cl.candidate_pool_size, cl.max_running_jobs), (5, 3))
         self.assertEqual([list(r) for r in cl.uid_pool], [[1000, 1009], [2000, 2000]])
         self.assertEqual(cl.ipolicy["vcpu-ratio"], 2.0)
-        self.assertIn(f"{time.ctime(START_TIME)} Changed candidate_pool_size to 5\n", r.out)
+        self.assertEqual(r.out, "")  # Ganeti prints nothing for these changes
         op = self.last_job_op()
         self.assertEqual(op["reason"][0][:2], ["gnt:client:gnt-cluster", "modify"])
         self.assertEqual(self.cluster("info").out.count("  candidate pool size: 5\n"), 1)
@@ -83,7 +81,7 @@ class ModifyTest(ClusterJobsTestCase):
     def test_no_changes_is_a_usage_error(self):
         r = self.cluster("modify")
         self.assertEqual(r.code, 1)
-        self.assertEqual(r.err, "Usage error: Please give at least one of the parameters.\n")
+        self.assertEqual(r.err, "Please give at least one of the parameters.\n")
         self.assertEqual(self.master.calls, [])
 
     def test_dry_run_changes_nothing(self):
@@ -101,13 +99,16 @@ class ModifyTest(ClusterJobsTestCase):
     def test_failure_from_the_logical_unit(self):
         r = self.cluster("modify", "-B", "vcpus=lots")
         self.assertEqual(r.code, 1)
-        self.assertTrue(r.err.startswith("Failure: prerequisites not met for this "
-                                         "operation: -B: vcpus must be an integer"), r.err)
+        self.assertEqual(r.err, "Parameter Error: 'vcpus' (value lots) is not a valid "
+                                "integer\n")
 
     def test_refused_at_submission(self):
         r = self.cluster("modify", "-N", "colour=blue")
         self.assertEqual(r.code, 1)
-        self.assertIn("OP_CLUSTER_SET_PARAMS.nicparams", r.err)
+        # as Ganeti's CLI shows luxid's refusal of an ill-typed opcode
+        self.assertTrue(r.err.startswith(
+            "Unhandled protocol error while talking to the master daemon:\n"
+            "Failed to parse request: SubmitJob: Can't parse value for 'nicparams'"), r.err)
 
     def test_bad_uid_pool(self):
         r = self.cluster("modify", "--add-uids", "9-3")
@@ -122,7 +123,8 @@ class QueueTest(ClusterJobsTestCase):
         r = self.cluster("queue", "drain")
         self.assertEqual((r.code, r.out), (0, ""))
         self.assertEqual(self.cluster("queue", "info").out, "The drain flag is set\n")
-        self.assertIn("job queue is marked for drain", self.cluster("add-tags", "a").err)
+        r = self.cluster("add-tags", "a")  # as Ganeti's CLI with its luxid:
+        self.assertEqual((r.code, r.err), (1, "Unhandled Ganeti error: Queue drained\n"))
         self.assertEqual(self.cluster("queue", "undrain").code, 0)
         self.assertEqual(self.cluster("queue", "info").out, "The drain flag is unset\n")
         self.assertEqual([m for m in self.methods() if m != "QueryConfigValues"],

@@ -20,6 +20,7 @@ from tests.fakes.clirun import MasterCliTestCase, Run, delay_op
 FIELDS = gnt_filter.LIST_DEFAULT_FIELDS
 DRAIN = [["jobid", [">", "id", "watermark"]]]
 DRAIN_JSON = json.dumps(DRAIN)
+DRAIN_PY = str(DRAIN)
 NEW_UUID = "0b8c2a3e-6f1d-4c55-9e0a-7d6b5c4a3f21"
 
 
@@ -52,10 +53,11 @@ class OptionTest(SynchronousTestCase):
         self.assertEqual((opts.uuid, opts.priority, opts.predicates, opts.action,
                           opts.reason), (NEW_UUID, 3, DRAIN, ["RATE_LIMIT", 2], "why"))
 
-    def test_formats(self):
-        self.assertEqual(gnt_filter.format_action(["RATE_LIMIT", 4]), "RATE_LIMIT 4")
-        self.assertEqual(gnt_filter.format_action("PAUSE"), "PAUSE")
-        self.assertEqual(gnt_filter.format_json(DRAIN), '[["jobid", [">", "id", "watermark"]]]')
+    def test_formats_are_ganetis(self):
+        # Ganeti's gnt-filter prints Python's str of the values.
+        self.assertEqual(gnt_filter.format_value(["RATE_LIMIT", 4]), "['RATE_LIMIT', 4]")
+        self.assertEqual(gnt_filter.format_value("PAUSE"), "PAUSE")
+        self.assertEqual(gnt_filter.format_value(DRAIN), "[['jobid', ['>', 'id', 'watermark']]]")
 
 
 class FilterCliTestCase(MasterCliTestCase):
@@ -75,7 +77,7 @@ class FilterCliTestCase(MasterCliTestCase):
         return int(self.master.reactor.seconds() * 1_000_000_000)
 
     def finished_job(self) -> int:
-        job_id = self.submit(delay_op(0))
+        job_id = self.submit(delay_op(0.5))
         self.advance(1)
         self.assertEqual(self.job_field(job_id, "status"), "success")
         return job_id
@@ -167,9 +169,8 @@ class AddReplaceDeleteTest(FilterCliTestCase):
         self.assertEqual(self.rules(), [])
         r = self.filt("delete", uid)
         self.assertEqual(r.code, c.EXIT_FAILURE)
-        self.assertTrue(r.err.startswith("Failure: prerequisites not met for this "
-                                         "operation: "), r.err)
-        self.assertIn("unknown_entity", r.err)
+        self.assertEqual(r.err, f"Unhandled Ganeti error: Filter rule with UUID {uid} does "
+                                "not exist\n")  # Ganeti's luxid: a GenericError
 
     def test_the_master_refuses_invalid_rules(self):
         uid = self.add("--priority", "1")
@@ -201,16 +202,21 @@ class ListInfoTest(FilterCliTestCase):
         header, first, second = r.out.splitlines()
         self.assertEqual(header.split(), ["UUID", "Watermark", "Priority", "Predicates",
                                           "Action", "ReasonTrail"])
-        # columns padded with spaces; the watermark is the one finished job
-        self.assertRegex(first, rf'^{self.early} 1 +1 +{re.escape(DRAIN_JSON)} PAUSE +'
-                                r'\[\["gnt:user", "soft drain", \d+\], \["luxid", "", \d+\]\]$')
-        self.assertRegex(second, rf'^{self.late} 1 +5 +\[\] +RATE_LIMIT 2 '
-                                 r'\[\["luxid", "", \d+\]\]$')
+        # Ganeti's layout: rules by uuid, values as Python prints them, left-aligned
+        # (the fields are of kind "other"); the watermark is the one finished job.
+        by_uuid = dict(zip(sorted([self.early, self.late]), (first, second), strict=True))
+        self.assertRegex(by_uuid[self.early],
+                         rf"^{self.early} 1 +1 +{re.escape(DRAIN_PY)} +PAUSE +"
+                         r"\[\['gnt:user', 'soft drain', \d+\], \['luxid', '', \d+\]\]$")
+        self.assertRegex(by_uuid[self.late], rf"^{self.late} 1 +5 +\[\] +\['RATE_LIMIT', 2\] "
+                                             r"\[\['luxid', '', \d+\]\]$")
 
     def test_fields_separator_and_uuids(self):
         r = self.filt("list", "--no-headers", "--separator", "|", "-o",
                       "uuid,priority,action,watermark")
-        self.assertEqual(r.out, f"{self.early}|1|PAUSE|1\n{self.late}|5|RATE_LIMIT 2|1\n")
+        rows = {self.early: f"{self.early}|1|PAUSE|1\n",
+                self.late: f"{self.late}|5|['RATE_LIMIT', 2]|1\n"}
+        self.assertEqual(r.out, "".join(rows[u] for u in sorted(rows)))
         r = self.filt("list", "--no-headers", "-o", "priority", self.late)
         self.assertEqual((r.code, r.out), (0, "5\n"), r.err)
         r = self.filt("list", "--no-headers", "-o", "+priority", "--separator", ",",
@@ -250,15 +256,31 @@ class ListInfoTest(FilterCliTestCase):
         lines = r.out.splitlines()
         self.assertEqual(lines[:5], [f"UUID: {self.late}", "  Watermark: 1",
                                      "  Priority: 5", "  Predicates: []",
-                                     "  Action: RATE_LIMIT 2"])
-        self.assertTrue(lines[5].startswith('  Reason trail: [["luxid", "", '), lines[5])
+                                     "  Action: ['RATE_LIMIT', 2]"])
+        self.assertTrue(lines[5].startswith("  Reason trail: [['luxid', '', "), lines[5])
         self.assertEqual(len(lines), 6)
         every = self.filt("info").out.splitlines()
         self.assertEqual([line for line in every if line.startswith("UUID: ")],
-                         [f"UUID: {self.early}", f"UUID: {self.late}"])
-        self.assertIn(f"  Predicates: {DRAIN_JSON}", every)
+                         sorted([f"UUID: {self.early}", f"UUID: {self.late}"]))
+        self.assertIn(f"  Predicates: {DRAIN_PY}", every)
 
-    def test_info_unknown_uuid(self):
+    def test_predicates_shown_as_ganeti_stores_them(self):
+        uuid = self.add("--predicates",
+                        '[["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]], '
+                        '["jobid", ["|", ["=", "id", 5.0], [">", "id", "watermark"]]]]')
+        r = self.filt("list", "--no-headers", "-o", "predicates", uuid)
+        self.assertEqual(r.out, "[['opcode', ['==', 'OP_ID', 'OP_TEST_DELAY']], "
+                                "['jobid', ['|', ['==', 'id', 5], ['>', 'id', 'watermark']]]]\n")
+        r = self.filt("add", "--predicates", '[["jobid", ["<", "id", 7.5]]]')
+        self.assertEqual((r.code, r.out), (1, ""))
+        self.assertIn("a filter value must be a string or an integer", r.err)
+
+    def test_info_and_delete_unknown_uuid_as_ganeti(self):
+        # Ganeti: info shows nothing for an unknown uuid (exit 0); delete fails (exit 1).
         r = self.filt("info", NEW_UUID)
+        self.assertEqual((r.code, r.out, r.err), (0, "", ""))
+        r = self.filt("info", NEW_UUID, self.late)
+        self.assertEqual(r.out.splitlines()[0], f"UUID: {self.late}")
+        r = self.filt("delete", NEW_UUID)
         self.assertEqual((r.code, r.out), (c.EXIT_FAILURE, ""))
-        self.assertIn("unknown_entity", r.err)
+        self.assertIn(f"Filter rule with UUID {NEW_UUID} does not exist", r.err)

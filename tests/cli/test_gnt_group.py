@@ -167,13 +167,26 @@ class InfoTest(FakeGroupTestCase):
             "    vcpu-ratio: 2",
             "    spindle-ratio: default (32)",
         ]) + "\n")
-        self.assertEqual(self.fake.calls, [("Query", ("group", gnt_group.INFO_FIELDS,
-                                                      None))])
+        self.assertEqual(self.fake.calls, [("Query", ("group", gnt_group.INFO_FIELDS
+                                                      + ["uuid"], None))])
 
     def test_unknown_group(self):
+        # Ganeti's info skips unknown names and exits 0 (an empty line if none is known)
         r = self.group("info", "nowhere")
+        self.assertEqual((r.code, r.out, r.err), (0, "\n", ""))
+        r = self.group("info", "nowhere", "rack2")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertTrue(r.out.startswith("- Node group: rack2\n"), r.out)
+        self.assertEqual(r.out.count("- Node group:"), 1)
+
+    def test_list_of_unknown_name(self):
+        # Ganeti: unknown_entity, exit 1; patterns may match nothing
+        r = self.group("list", "default", "nowhere")
         self.assertEqual(r.code, 1)
-        self.assertIn("Group(s) not known: nowhere", r.err)
+        self.assertIn("NodeGroup name nowhere not found", r.err)
+        self.assertIn("unknown_entity", r.err)
+        r = self.group("list", "no*")
+        self.assertEqual(r.code, 0, r.err)
 
 
 class AddModifyTest(FakeGroupTestCase):
@@ -181,7 +194,7 @@ class AddModifyTest(FakeGroupTestCase):
         r = self.group("add", "--alloc-policy", "unallocable", "-N", "ssh_port=2222",
                        "-D", "plain:stripes=2", "-D", "drbd:resync-rate=1000",
                        "--ipolicy-vcpu-ratio", "2", "--ipolicy-spindle-ratio", "16",
-                       "--ipolicy-disk-templates", "plain, drbd", "--dry-run", "rack3")
+                       "--ipolicy-disk-templates", "plain,drbd", "--dry-run", "rack3")
         self.assertEqual((r.code, r.out, r.err), (0, "", ""))
         self.assertEqual(self.only_op(), {
             "OP_ID": "OP_GROUP_ADD", "group_name": "rack3", "alloc_policy": "unallocable",
@@ -321,8 +334,10 @@ class GroupEndToEndTest(NodesCliTestCase):
 
     def test_modify_and_info(self):
         r = self.group("modify", "--alloc-policy", "unallocable", "default")
-        self.assertEqual(r.code, 0, r.err)
-        self.assertIn("Modified node group default\n - alloc_policy -> unallocable\n", r.out)
+        self.assertEqual((r.code, r.out), (0, ""), r.err)  # Ganeti reports nd/disk params only
+        r = self.group("modify", "-D", "drbd:resync-rate=100", "default")
+        self.assertEqual(r.out, "Modified node group default\n"
+                                " - diskparams -> {'drbd': {'resync-rate': 100}}\n")
         r = self.group("list", "--no-headers", "-o", "alloc_policy")
         self.assertEqual(r.out, "unallocable\n")
         r = self.group("info", "default")

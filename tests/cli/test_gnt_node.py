@@ -84,6 +84,15 @@ class ScriptedMaster(LuxiMethods):
         return {"fields": [defs.get(f, fielddef(f, f, c.QFT_UNKNOWN, "unknown field"))
                            for f in fields], "data": data}
 
+    def _QueryNodes(self, names: list[str] | None, fields: list[str],
+                    use_locking: bool) -> list[Any]:
+        # classic query: names expanded, unknown names skipped, in name order
+        items = self.items["node"]
+        if names:
+            items = [i for i in items
+                     if any(qlang.hostname_matches(i["name"], n) for n in names)]
+        return [[i.get(f) for f in fields] for i in items]
+
     def _QueryFields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
         defs = self.fielddefs[what]
         names = fields if fields is not None else sorted(defs)
@@ -357,7 +366,7 @@ class InfoTest(FakeNodeTestCase):
             "    spindle_count: default (1)",
             "    ssh_port: default (22)",
         ]) + "\n")
-        self.assertEqual(self.fake.calls, [("Query", ("node", gnt_node.INFO_FIELDS, None))])
+        self.assertEqual(self.fake.calls, [("QueryNodes", ([], gnt_node.INFO_FIELDS, False))])
 
     def test_show_is_info_and_names_select(self):
         r = self.node("show", "node2")
@@ -366,10 +375,13 @@ class InfoTest(FakeNodeTestCase):
         self.assertNotIn("node1", r.out)
 
     def test_unknown_node(self):
+        # as Ganeti's: the classic QueryNodes skips unknown names, exit 0
         r = self.node("info", "node1", "node9")
-        self.assertEqual(r.code, 1)
-        self.assertEqual(r.err, "Failure: prerequisites not met for this operation: "
-                                "Node(s) not known: node9 (error type: unknown_entity)\n")
+        self.assertEqual((r.code, r.err), (0, ""))
+        self.assertTrue(r.out.startswith("- Node name: node1.example.com\n"))
+        self.assertNotIn("node2", r.out)
+        r = self.node("info", "node9")  # Ganeti prints one empty line
+        self.assertEqual((r.code, r.out, r.err), (0, "\n", ""))
 
 
 class AddTest(FakeNodeTestCase):
@@ -482,7 +494,7 @@ class ModifyTest(FakeNodeTestCase):
     def test_no_parameters(self):
         r = self.node("modify", "--force", "--auto-promote", "node2")
         self.assertEqual((r.code, r.err),
-                         (1, "Usage error: Please give at least one of the parameters.\n"))
+                         (1, "Please give at least one of the parameters.\n"))  # Ganeti's
         self.assertEqual(self.fake.calls, [])
 
     def test_online_needs_confirmation(self):
@@ -490,7 +502,7 @@ class ModifyTest(FakeNodeTestCase):
         self.patch(jobs, "ask_user", lambda q: questions.append(q) or False)
         r = self.node("modify", "-O", "no", "node2")
         self.assertEqual(r.code, 1)
-        self.assertEqual(r.err, "Not confirmed (use --force to skip the question).\n")
+        self.assertEqual(r.err, "")  # Ganeti says nothing more
         self.assertIn("please use --readd instead", questions[0])
         self.assertEqual(self.fake.calls, [])
         self.patch(jobs, "ask_user", lambda q: True)
@@ -622,9 +634,11 @@ class NodeEndToEndTest(NodesCliTestCase):
             "  primary for instances: "])
         self.assertIn("  node parameters: ", lines)
         self.assertIn("    ssh_port: default (22)", lines)
-        r = self.node("info", "node9")
+        r = self.node("info", "node9")  # Ganeti: an empty line, exit 0
+        self.assertEqual((r.code, r.out, r.err), (0, "\n", ""))
+        r = self.node("list", "node9")  # Ganeti: unknown_entity, exit 1
         self.assertEqual(r.code, 1)
-        self.assertIn("node9", r.err)
+        self.assertIn("Node name node9 not found", r.err)
 
     def test_add_modify_remove(self):
         r = self.node("add", "--primary-ip", "127.0.1.2", "node2.test")
@@ -638,7 +652,8 @@ class NodeEndToEndTest(NodesCliTestCase):
 
         r = self.node("modify", "-D", "yes", "node2")
         self.assertEqual(r.code, 0, r.err)
-        self.assertIn("Modified node node2\n - drained -> True\n", r.out)
+        self.assertIn("Modified node node2\n - master_candidate -> False\n"
+                      " - drained -> True\n", r.out)
         self.assertEqual(self.names("-o", "name,role,drained", "node2"),
                          [["node2.test", "D", "Y"]])
         r = self.node("modify", "-D", "no", "--vm-capable", "no", "node2")

@@ -14,7 +14,7 @@ import sys
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.cli import daemons, vcluster
+from ganeti.cli import daemons, vcluster, vcluster_demo
 from ganeti.cli.framework import build_parser
 from ganeti.core import config as configmod
 from ganeti.core import constants, errors
@@ -22,6 +22,7 @@ from ganeti.core.paths import Paths
 from ganeti.luxi.methods import METHODS
 
 NODED, MASTERD, RAPI = constants.NODED, constants.MASTERD, constants.RAPI
+CONFD = constants.CONFD
 
 
 class FakeDaemons:
@@ -32,6 +33,7 @@ class FakeDaemons:
 
     RUNNING, STOPPED = daemons.RUNNING, daemons.STOPPED
     NODE_DAEMONS, MASTER_DAEMONS = daemons.NODE_DAEMONS, daemons.MASTER_DAEMONS
+    CANDIDATE_DAEMONS = daemons.CANDIDATE_DAEMONS
     AddressInUse = daemons.AddressInUse
     DaemonState = daemons.DaemonState
     daemons_of = staticmethod(daemons.daemons_of)
@@ -65,7 +67,7 @@ class FakeDaemons:
         self.events.append(("stop", paths.hostname, daemon))
         return True
 
-    def check_address_free(self, ip, port):
+    def check_address_free(self, ip, port, udp=False):
         self.checked.append((ip, port))
         if ip in self.taken:
             raise daemons.AddressInUse(f"{ip}:{port} is already in use by another process",
@@ -174,10 +176,13 @@ class VClusterTest(SynchronousTestCase):
         self.assertEqual(code, 0, err)
         starts = [(h, d) for ev, h, d in self.fake.events if ev == "start"]
         stops = [(h, d) for ev, h, d in self.fake.events if ev == "stop"]
+        # the config has only the master as a candidate while the nodes join
         self.assertEqual(starts, [("node1.x.test", NODED), ("node2.x.test", NODED),
-                                  ("node3.x.test", NODED), ("node1.x.test", MASTERD),
-                                  ("node1.x.test", RAPI)])
-        self.assertEqual(stops, list(reversed(starts)))
+                                  ("node3.x.test", NODED), ("node1.x.test", CONFD),
+                                  ("node1.x.test", MASTERD), ("node1.x.test", RAPI)])
+        self.assertEqual(stops, [("node1.x.test", RAPI), ("node1.x.test", MASTERD),
+                                 ("node3.x.test", NODED), ("node2.x.test", NODED),
+                                 ("node1.x.test", NODED), ("node1.x.test", CONFD)])
         self.assertEqual(self.fake.running, {})
         # all addresses were checked before anything was created (RAPI: the master's)
         self.assertEqual(self.fake.checked, [("127.0.9.1", 1811), ("127.0.9.1", 5080),
@@ -230,45 +235,91 @@ class VClusterTest(SynchronousTestCase):
         self.assertFalse(os.path.exists(self.dir))
         self.assertEqual(self.fake.events, [])
 
+    def make_candidate(self, *names):
+        """Add nodes to the master's config.data as master candidates (the fake master
+        does not run OP_NODE_ADD)."""
+        path = os.path.join(self.dir, "node1.x.test/var/lib/ganeti/config.data")
+        with open(path) as f:
+            raw = json.load(f)
+        for name in names:
+            raw["nodes"][f"uuid-{name}"] = {"name": name, "master_candidate": True}
+        with open(path, "w") as f:
+            json.dump(raw, f)
+
     def test_daemons_of(self):
         self.assertEqual(self.create3()[0], 0)
         vc = vcluster.VCluster.load(self.dir)
-        self.assertEqual(vc.daemons_of(vc.node("node1")), [NODED, MASTERD, RAPI])
+        self.assertEqual(vc.candidates(), {"node1.x.test"})
+        self.assertEqual(vc.daemons_of(vc.node("node1")), [NODED, CONFD, MASTERD, RAPI])
         self.assertEqual(vc.daemons_of(vc.node("node2")), [NODED])
+        self.make_candidate("node3.x.test")
+        self.assertEqual(vc.candidates(), {"node1.x.test", "node3.x.test"})
+        self.assertEqual(vc.daemons_of(vc.node("node3")), [NODED, CONFD])
         self.assertEqual([(n.name, d) for n, d in vc.start_order()],
                          [("node1.x.test", NODED), ("node2.x.test", NODED),
-                          ("node3.x.test", NODED), ("node1.x.test", MASTERD),
+                          ("node3.x.test", NODED), ("node1.x.test", CONFD),
+                          ("node3.x.test", CONFD), ("node1.x.test", MASTERD),
                           ("node1.x.test", RAPI)])
-        self.assertEqual(vc.stop_order(), list(reversed(vc.start_order())))
+        # confd is stopped on every node (a role may have changed), after the node daemons
+        self.assertEqual([(n.name, d) for n, d in vc.stop_order()],
+                         [("node1.x.test", RAPI), ("node1.x.test", MASTERD),
+                          ("node3.x.test", NODED), ("node2.x.test", NODED),
+                          ("node1.x.test", NODED), ("node3.x.test", CONFD),
+                          ("node2.x.test", CONFD), ("node1.x.test", CONFD)])
+
+    def test_candidates_without_a_readable_config(self):
+        self.assertEqual(self.create3()[0], 0)
+        vc = vcluster.VCluster.load(self.dir)
+        with open(vc.node(None).paths.config_file, "w") as f:
+            f.write("{not json")
+        self.assertEqual(vc.candidates(), {"node1.x.test"})
 
     def test_start_stop_status_cover_every_daemon_in_order(self):
         self.assertEqual(self.create3()[0], 0)
+        self.make_candidate("node2.x.test")
         self.fake.events.clear()
         code, out, _ = self.run_cli("status", self.dir)
         self.assertEqual(code, constants.EXIT_FAILURE)
-        rows = [line.split() for line in out.splitlines()[1:]]
+        rows = [line.split(None, 4) for line in out.splitlines()[1:]]
         self.assertEqual([(r[0], r[1], r[2], r[-1]) for r in rows],
                          [("node1.x.test", "127.0.9.1", NODED, "stopped"),
+                          ("node1.x.test", "127.0.9.1", CONFD, "stopped"),
                           ("node1.x.test", "127.0.9.1", MASTERD, "stopped"),
                           ("node1.x.test", "127.0.9.1", RAPI, "stopped"),
                           ("node2.x.test", "127.0.9.2", NODED, "stopped"),
-                          ("node3.x.test", "127.0.9.3", NODED, "stopped")])
+                          ("node2.x.test", "127.0.9.2", CONFD, "stopped"),
+                          ("node3.x.test", "127.0.9.3", NODED, "stopped"),
+                          ("node3.x.test", "127.0.9.3", CONFD,
+                           "stopped (not a candidate)")])
         # a daemon already running is left alone
         self.fake.running[("node2.x.test", NODED)] = 7
         code, out, err = self.run_cli("start", self.dir)
         self.assertEqual(code, 0, err)
         self.assertEqual(self.fake.events, [("start", "node1.x.test", NODED),
                                             ("start", "node3.x.test", NODED),
+                                            ("start", "node1.x.test", CONFD),
+                                            ("start", "node2.x.test", CONFD),
                                             ("start", "node1.x.test", MASTERD),
                                             ("start", "node1.x.test", RAPI)])
         self.assertEqual(out, "Started ganeti-noded@node1.x.test\n"
                               "Started ganeti-noded@node3.x.test\n"
+                              "Started ganeti-confd@node1.x.test\n"
+                              "Started ganeti-confd@node2.x.test\n"
                               "Started ganeti-masterd@node1.x.test\n"
                               "Started ganeti-rapi@node1.x.test\n")
         code, out, _ = self.run_cli("status", self.dir)
         self.assertEqual(code, 0)
-        self.assertEqual(out.count(" running"), 5)
+        self.assertEqual(out.count(" running"), 7)
         self.assertEqual(self.run_cli("start", self.dir)[1], "All daemons already running.\n")
+        # a confd where none should run is shown, but is no failure
+        self.fake.running[("node3.x.test", CONFD)] = 9
+        code, out, _ = self.run_cli("status", self.dir)
+        self.assertEqual(code, 0)
+        self.assertIn("running (not a candidate)", out)
+        # a candidate's confd that does not run is a failure
+        del self.fake.running[("node2.x.test", CONFD)]
+        self.assertEqual(self.run_cli("status", self.dir)[0], constants.EXIT_FAILURE)
+        self.fake.running[("node2.x.test", CONFD)] = 8
         self.fake.events.clear()
         code, out, _ = self.run_cli("stop", self.dir)
         self.assertEqual(code, 0)
@@ -276,8 +327,60 @@ class VClusterTest(SynchronousTestCase):
                                             ("stop", "node1.x.test", MASTERD),
                                             ("stop", "node3.x.test", NODED),
                                             ("stop", "node2.x.test", NODED),
-                                            ("stop", "node1.x.test", NODED)])
+                                            ("stop", "node1.x.test", NODED),
+                                            ("stop", "node3.x.test", CONFD),
+                                            ("stop", "node2.x.test", CONFD),
+                                            ("stop", "node1.x.test", CONFD)])
         self.assertEqual(self.run_cli("stop", self.dir)[1], "No daemon was running.\n")
+
+    def test_confd_started_meanwhile_by_the_node_daemon_is_no_failure(self):
+        self.assertEqual(self.create3()[0], 0)
+        self.make_candidate("node2.x.test")
+        err = errors.CommandError("ganeti-confd on node2.x.test failed to start: Another "
+                                  "twistd server is running")
+        self.fake.fail_start[("node2.x.test", CONFD)] = err
+        self.fake.running[("node2.x.test", CONFD)] = 5  # ... because its noded started it
+        self.fake.running[("node2.x.test", NODED)] = 4
+        real_state = self.fake.state
+        calls = []
+
+        def state(paths, daemon):  # not running when first looked at, running after
+            if (paths.hostname, daemon) == ("node2.x.test", CONFD) and not calls:
+                calls.append(1)
+                return daemons.DaemonState(daemon, None, daemons.STOPPED)
+            return real_state(paths, daemon)
+
+        self.fake.state = state
+        code, out, err_text = self.run_cli("start", self.dir)
+        self.assertEqual(code, 0, err_text)
+        self.assertNotIn("ganeti-confd@node2", out)
+        # any other failure still rolls back
+        self.fake.running.clear()
+        self.fake.fail_start[("node2.x.test", CONFD)] = err
+        self.fake.state = real_state
+        code, _, err_text = self.run_cli("start", self.dir)
+        self.assertEqual(code, constants.EXIT_FAILURE)
+        self.assertIn("Another twistd server is running", err_text)
+        self.assertEqual(self.fake.running, {})
+
+    def test_settle_confd_reports_what_the_node_daemons_started(self):
+        self.assertEqual(self.create3()[0], 0)
+        self.make_candidate("node2.x.test", "node3.x.test")
+        vc = vcluster.VCluster.load(self.dir)
+        self.fake.running.update({("node1.x.test", NODED): 1, ("node2.x.test", NODED): 2,
+                                  ("node3.x.test", NODED): 3, ("node1.x.test", CONFD): 4,
+                                  ("node2.x.test", CONFD): 5, ("node1.x.test", MASTERD): 6,
+                                  ("node1.x.test", RAPI): 7})
+        self.fake.events.clear()
+        out = io.StringIO()
+        ctx = vcluster.Context(tool="t", stdout=out, stderr=out, environ={},
+                               luxi_factory=lambda paths: None)
+        vcluster.settle_confd(vc, ctx, timeout=0)
+        self.assertEqual(out.getvalue(),
+                         "Started ganeti-confd@node2.x.test (by its node daemon: the node "
+                         "became a master candidate)\n"
+                         "Started ganeti-confd@node3.x.test\n")  # not by noded in time
+        self.assertEqual(self.fake.events, [("start", "node3.x.test", CONFD)])
 
     def test_start_failure_names_the_address_and_rolls_back(self):
         self.assertEqual(self.create3()[0], 0)
@@ -304,25 +407,26 @@ class VClusterTest(SynchronousTestCase):
         self.assertEqual([e[1:] for e in self.fake.events],
                          [("node1.x.test", RAPI), ("node1.x.test", MASTERD),
                           ("node3.x.test", NODED), ("node2.x.test", NODED),
-                          ("node1.x.test", NODED)])
+                          ("node1.x.test", NODED), ("node1.x.test", CONFD)])
         self.assertFalse(os.path.exists(self.dir))
 
     def test_demo_creates_three_nodes_keeps_them_running_and_lists_nodes(self):
         shown = []
         rapi_shown = []
-        self.patch(vcluster, "_run_shown",
+        self.patch(vcluster_demo, "_run_shown",
                    lambda ctx, vc, argv, max_lines=0: shown.append(argv) or 0)
-        self.patch(vcluster, "_show_rapi", lambda ctx, vc: rapi_shown.append(vc.master) or 0)
+        self.patch(vcluster_demo, "_show_rapi", lambda ctx, vc: rapi_shown.append(vc.master) or 0)
         code, out, err = self.run_cli("demo", self.dir, "--ip-base", "127.0.9.")
         self.assertEqual(code, 0, err)
         self.assertEqual(len(self.master.ops), 2)
-        self.assertEqual(len(self.fake.running), 5)  # left running
+        self.assertEqual(len(self.fake.running), 6)  # left running (confd on the master)
         self.assertEqual(rapi_shown, [vcluster.VCluster.load(self.dir).master])
         self.assertNotIn("stop", [e[0] for e in self.fake.events])
         self.assertIn(["gnt-node", "list"], shown)
         self.assertIn(["gnt-group", "list"], shown)
         self.assertIn(["gnt-node", "list", "-o", "name,role,pip,master_candidate"], shown)
         self.assertIn(["gnt-cluster", "getmaster"], shown)
+        self.assertIn(["ganeti-confd-query", "cluster-master"], shown)
         self.assertIn("Nodes:   node1.vcluster.test (master), node2.vcluster.test, "
                       "node3.vcluster.test;", out)
         # the second run finds it running and changes nothing
@@ -334,9 +438,9 @@ class VClusterTest(SynchronousTestCase):
         self.assertEqual((shown, self.fake.events), ([], []))
 
     def test_demo_reports_failed_commands(self):
-        self.patch(vcluster, "_run_shown",
+        self.patch(vcluster_demo, "_run_shown",
                    lambda ctx, vc, argv, max_lines=0: int(argv[0] == "gnt-group"))
-        self.patch(vcluster, "_show_rapi", lambda ctx, vc: 1)
+        self.patch(vcluster_demo, "_show_rapi", lambda ctx, vc: 1)
         code, _, err = self.run_cli("demo", self.dir, "--nodes", "1", "--ip-base", "127.0.9.")
         self.assertEqual(code, constants.EXIT_FAILURE)
         self.assertIn("2 demonstration command(s) failed", err)
@@ -352,24 +456,24 @@ class VClusterTest(SynchronousTestCase):
             return 200, {"name": vc.cluster_name, "master": vc.master,
                          "software_version": "3.0.2"}
 
-        self.patch(vcluster.rapicall, "request", request)
+        self.patch(vcluster_demo.rapicall, "request", request)
         out = io.StringIO()
         ctx = vcluster.Context(tool="t", stdout=out, stderr=out, environ={},
                                luxi_factory=lambda paths: None)
-        self.assertEqual(vcluster._show_rapi(ctx, vc), 0)
+        self.assertEqual(vcluster_demo._show_rapi(ctx, vc), 0)
         self.assertEqual(sent, [("127.0.9.1", 5080, "GET", "/2/info", "cluster.vcluster.test",
                                  "gnt-admin", ssl.CERT_REQUIRED)])
         self.assertIn("$ GET https://127.0.9.1:5080/2/info", out.getvalue())
         self.assertIn("HTTP 200: cluster cluster.vcluster.test, master node1.vcluster.test",
                       out.getvalue())
-        self.patch(vcluster.rapicall, "request", lambda *a, **kw: (401, {"code": 401}))
-        self.assertEqual(vcluster._show_rapi(ctx, vc), 1)
+        self.patch(vcluster_demo.rapicall, "request", lambda *a, **kw: (401, {"code": 401}))
+        self.assertEqual(vcluster_demo._show_rapi(ctx, vc), 1)
 
         def refused(*a, **kw):
             raise ConnectionRefusedError(111, "Connection refused")
 
-        self.patch(vcluster.rapicall, "request", refused)
-        self.assertEqual(vcluster._show_rapi(ctx, vc), 1)
+        self.patch(vcluster_demo.rapicall, "request", refused)
+        self.assertEqual(vcluster_demo._show_rapi(ctx, vc), 1)
         self.assertIn("failed: [Errno 111] Connection refused", out.getvalue())
 
     def test_env_lines(self):
@@ -463,7 +567,10 @@ class DaemonsTest(SynchronousTestCase):
 
     def test_twistd_args(self):
         self.assertEqual(daemons.twistd_args(NODED, "127.0.3.2"),
-                         ["--bind", "127.0.3.2", "--port", "1811", "--no-mlock"])
+                         ["--bind", "127.0.3.2", "--port", "1811", "--no-mlock",
+                          "--manage-confd"])
+        self.assertEqual(daemons.twistd_args(CONFD, "127.0.3.2"),
+                         ["--bind", "127.0.3.2", "--port", "1814"])
         self.assertEqual(daemons.twistd_args(MASTERD, "127.0.3.1"), [])
         self.assertEqual(daemons.twistd_args(RAPI, "127.0.3.1"),
                          ["--bind", "127.0.3.1", "--port", "5080"])
@@ -471,13 +578,16 @@ class DaemonsTest(SynchronousTestCase):
                          ["--bind", "127.0.3.1", "--port", "8080"])
 
     def test_daemon_lists_and_order(self):
-        self.assertEqual(daemons.daemons_of(True), [NODED, MASTERD, RAPI])
+        self.assertEqual(daemons.daemons_of(True), [NODED, CONFD, MASTERD, RAPI])
         self.assertEqual(daemons.daemons_of(False), [NODED])
-        nodes = [("a", True), ("b", False)]
-        self.assertEqual(daemons.start_order(nodes), [("a", NODED), ("b", NODED),
-                                                      ("a", MASTERD), ("a", RAPI)])
-        self.assertEqual(daemons.stop_order(nodes), [("a", RAPI), ("a", MASTERD),
-                                                     ("b", NODED), ("a", NODED)])
+        self.assertEqual(daemons.daemons_of(False, True), [NODED, CONFD])
+        nodes = [("a", True), ("b", False), ("c", False)]
+        self.assertEqual(daemons.start_order(nodes, ["c"]),
+                         [("a", NODED), ("b", NODED), ("c", NODED), ("a", CONFD),
+                          ("c", CONFD), ("a", MASTERD), ("a", RAPI)])
+        self.assertEqual(daemons.stop_order(nodes),
+                         [("a", RAPI), ("a", MASTERD), ("c", NODED), ("b", NODED),
+                          ("a", NODED), ("c", CONFD), ("b", CONFD), ("a", CONFD)])
 
     def test_check_address_free(self):
         port = self.listener()
@@ -490,6 +600,18 @@ class DaemonsTest(SynchronousTestCase):
         with self.assertRaises(errors.CommandError) as cm2:
             daemons.check_address_free("192.0.2.254", port)
         self.assertIn("not an address of this machine", str(cm2.exception))
+
+    def test_udp_address_checks(self):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(s.close)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        with self.assertRaises(daemons.AddressInUse):
+            daemons.check_address_free("127.0.0.1", port, udp=True)
+        daemons.check_address_free("127.0.0.2", port, udp=True)
+        self.assertTrue(daemons.pid_listens_on(os.getpid(), "127.0.0.1", port, udp=True))
+        self.assertFalse(daemons.pid_listens_on(os.getpid(), "127.0.0.1", port))  # not TCP
+        self.assertFalse(daemons.pid_listens_on(self.dead_pid(), "127.0.0.1", port, udp=True))
 
     def test_pid_listens_on(self):
         port = self.listener()

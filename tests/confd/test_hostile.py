@@ -91,6 +91,14 @@ class HmacBeforeParseTest(SynchronousTestCase):
             return real(text, max_depth, **kw)
 
         self.patch(serializer, "load_json", counting)
+        real_flat = protocol.flat_string_object
+
+        def counting_flat(text):
+            # the envelope's fast path reads string literals only: depth 1
+            self.parsed.append((text, protocol.ENVELOPE_MAX_DEPTH))
+            return real_flat(text)
+
+        self.patch(protocol, "flat_string_object", counting_flat)
 
     def test_wrong_hmac_never_reaches_the_message_parser(self):
         salt = str(int(NOW))
@@ -100,6 +108,7 @@ class HmacBeforeParseTest(SynchronousTestCase):
             self.assertIsNone(self.proto.handle(forged, ("127.0.0.1", 1)))
             # one parse: the envelope, bounded to a flat object; never the msg
             self.assertEqual([d for _, d in self.parsed], [protocol.ENVELOPE_MAX_DEPTH])
+            self.assertTrue(self.parsed[0][0].startswith('{"msg":'))
             self.assertNotIn(text, [t for t, _ in self.parsed])
         self.assertEqual(self.logger.lines, [("bad hmac", 0)])
 

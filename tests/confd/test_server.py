@@ -399,6 +399,16 @@ class WatcherTest(SynchronousTestCase):
         self.assertIsNone(self.proto.answerer)
         self.watcher.stopService()
 
+    def test_removed_config_stops_answering(self):
+        self.watcher.startService()
+        self.finish_loads()
+        self.assertIsNotNone(self.proto.answerer)
+        os.unlink(self.paths.config_file)
+        self.clock.advance(1)
+        self.finish_loads()
+        self.assertIsNone(self.proto.answerer)
+        self.watcher.stopService()
+
     def test_key_change_reloads(self):
         self.watcher.startService()
         self.finish_loads()

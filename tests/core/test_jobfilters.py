@@ -49,6 +49,29 @@ class CheckTest(SynchronousTestCase):
             err = self.assertRaises(OpPrereqError, jobfilters.check_predicates, bad)
             self.assertEqual(err.args[1], "wrong_input", bad)
 
+    def test_predicates_normalised_as_ganeti_stores_them(self):
+        # Ganeti's luxid parses predicates into its filter type: "=" is shown as "==",
+        # integral numbers as integers; fractions, booleans and null are refused.
+        given = [["opcode", ["&", ["=", "OP_ID", "OP_TEST_DELAY"],
+                             ["!", ["=", "duration", 3.0]], ["?", "on_master"]]],
+                 ["jobid", ["|", ["=", "id", "watermark"], [">=", "id", 7]]],
+                 ["reason", ["=[]", "reason", 5]], ["opcode", None]]
+        self.assertEqual(jobfilters.check_new_predicates(given), [
+            ["opcode", ["&", ["==", "OP_ID", "OP_TEST_DELAY"],
+                        ["!", ["==", "duration", 3]], ["?", "on_master"]]],
+            ["jobid", ["|", ["==", "id", "watermark"], [">=", "id", 7]]],
+            ["reason", ["=[]", "reason", 5]], ["opcode", None]])
+        self.assertIsInstance(jobfilters.check_new_predicates(
+            [["jobid", ["<", "id", 3.0]]])[0][1][2], int)
+        for bad in ([["jobid", ["<=", "id", 7.5]]], [["opcode", ["=", "on_master", True]]],
+                    [["opcode", ["&", ["!=", "x", False]]]]):
+            err = self.assertRaises(OpPrereqError, jobfilters.check_new_predicates, bad)
+            self.assertEqual(err.args[1], "wrong_input", bad)
+            self.assertIn("must be a string or an integer", err.args[0])
+            # Stored rules (an older config) still load: the lenient check keeps them.
+            self.assertEqual(jobfilters.check_predicates(bad)[0][0], bad[0][0])
+        self.assertEqual(jobfilters.normalise_filter(["=", "a", "b"]), ["==", "a", "b"])
+
     def test_reason_trail(self):
         self.assertEqual(jobfilters.check_reason_trail([["a", "b", 1]]), [["a", "b", 1]])
         for bad in ("x", [["a", "b"]], [["a", "b", 1.5]], [[1, "b", 1]]):

@@ -22,13 +22,17 @@ GOOD = {
     "OP_TAGS_SET": {"kind": "instance", "name": "inst1", "tags": ["a", "b"]},
     "OP_TAGS_DEL": {"kind": "node", "name": "node1", "tags": ["a"]},
     "OP_TEST_DELAY": {"duration": 2.5},
+    "OP_TEST_JQUEUE": {"notify_exec": True, "log_messages": ["a", ""]},
     "OP_CLUSTER_REDIST_CONF": {},
     "OP_CLUSTER_VERIFY": {"verbose": True},
     "OP_CLUSTER_VERIFY_CONFIG": {},
     "OP_CLUSTER_VERIFY_GROUP": {"group_name": "default"},
+    "OP_CLUSTER_VERIFY_DISKS": {},
+    "OP_GROUP_VERIFY_DISKS": {"group_name": "default"},
     "OP_NODE_ADD": {"node_name": "node2.example.com", "primary_ip": "192.0.2.2"},
     "OP_NODE_REMOVE": {"node_name": "node2.example.com"},
     "OP_NODE_SET_PARAMS": {"node_name": "node2", "offline": True, "auto_promote": True},
+    "OP_OOB_COMMAND": {"command": "health", "node_names": ["node1"]},
     "OP_GROUP_ADD": {"group_name": "rack2", "alloc_policy": "last_resort"},
     "OP_GROUP_REMOVE": {"group_name": "rack2"},
     "OP_GROUP_RENAME": {"group_name": "rack2", "new_name": "rack3"},
@@ -45,13 +49,17 @@ BAD = {
                 "1", [[1, "success"]]],
     "comment": [5, ["x"]],
     "reason": [[["a", "b"]], [["a", "b", "c"]], [[1, "b", 2]], "reason", [["a", "b", 1.5]]],
-    "duration": ["10", -0.5, True, float("nan"), float("inf"), [1]],
+    "duration": ["10", True, float("nan"), float("inf"), [1]],
     "on_master": [1, "true"],
     "on_nodes": ["node1", [""], [1]],
     "on_node_uuids": ["u", [""], [None]],
     "repeat": [-1, 1.0, "2"],
     "interruptible": [0, "no"],
     "no_locks": [1],
+    "notify_waitlock": [1, "yes"],
+    "notify_exec": [0, None.__class__],
+    "log_messages": ["a", [1], [None]],
+    "fail": [1, "true"],
     "candidate_pool_size": [0, -3, "10", 2.0],
     "max_running_jobs": [0, True],
     "max_tracked_jobs": [0, "25"],
@@ -72,7 +80,27 @@ BAD = {
     "group_name": ["", 5, "rack2\n", "rack\n2", " rack2"],
     "new_name": ["", None.__class__, "rack3\n", "rack3\t"],
     "alloc_policy": ["sometimes", 1],
-    "ndparams": [{"spindles": 1}, "x"],
+    "ndparams": ["x", [], 5],  # unknown keys: refused while coercing (TypeEnforcementError)
+    "enabled_hypervisors": ["kvm", ["vmware"], [1]],
+    "enabled_disk_templates": ["plain", ["floppy"]],
+    "maintain_node_health": ["yes", 1],
+    "prealloc_wipe_disks": ["no"],
+    "modify_etc_hosts": [0],
+    "use_external_mip_script": ["true"],
+    "enabled_user_shutdown": [1],
+    "default_iallocator_params": ["x", []],
+    "mac_prefix": [5, ["aa:00:00"]],
+    "reserved_lvs": ["xenvg/root", [""], [1]],
+    "hidden_os": [[["hide", "lenny"]], [["add", ""]], ["lenny"]],
+    "blacklisted_os": [[["add"]], "x"],
+    "file_storage_dir": [5],
+    "shared_file_storage_dir": [[]],
+    "gluster_storage_dir": [1.5],
+    "install_image": [True],
+    "zeroing_image": [5],
+    "compression_tools": ["gzip", [""]],
+    "enabled_data_collectors": [{"lv": "yes"}, []],
+    "data_collector_interval": [{"lv": "5"}, {"lv": 1.5}],
     "nodes": ["node2", [""]],
     "skip_checks": [["everything"], "nplusone_mem"],
     "master_candidate": ["yes", 1],
@@ -88,6 +116,7 @@ BAD = {
     "ignore_errors": ["ENODERPC", [1]],
     "verbose": [2],
     "verify_clutter": ["x"],
+    "is_strict": ["yes", 1],
     "node_uuids": [[""], "u"],
     "group": [5, ""],
     "fields": ["id", [""], [1], {"id": 1}],
@@ -97,6 +126,12 @@ BAD = {
     "name": [5, ["n"]],
     "tags": ["tag", [1], [None]],
     "pattern": ["", "(", 5],
+    "node_names": ["node1", [""], [1]],
+    "command": ["power", "", 1, None.__class__],
+    "timeout": [0, -1, 901, 1.5, "60"],
+    "ignore_status": [1, "yes"],
+    "power_delay": [-1, "2", True],
+    "powered": ["yes", 1],
 }
 
 
@@ -204,12 +239,12 @@ class ValidateGoodTest(SynchronousTestCase):
 
     def test_reserved_parameters_accept_only_defaults(self):
         # Real Ganeti clients send every parameter, mostly null.
-        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", vg_name=None, force=False,
+        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", vg_name=None, hv_state={},
                                         ndparams=None))
         self.assertNotIn("vg_name", result)
-        self.assertNotIn("force", result)
-        for key, value in [("vg_name", "xenvg"), ("force", True), ("force", 0),
-                           ("enabled_hypervisors", ["kvm"])]:
+        self.assertNotIn("hv_state", result)
+        for key, value in [("vg_name", "xenvg"), ("master_netdev", "eth1"),
+                           ("drbd_helper", "/bin/true")]:
             err = self.assertRaises(OpPrereqError, opcodes.validate,
                                     _wire("OP_CLUSTER_SET_PARAMS", **{key: value}))
             self.assertEqual(err.args[1], ECODE_INVAL)
@@ -282,7 +317,7 @@ class ValidateBadTest(SynchronousTestCase):
         self._refused(_wire("OP_TAGS_SEARCH", pattern="a("), "invalid regular expression")
         self._refused(_wire("OP_QUERY", qfilter=["=", "id"]), "OP_QUERY.qfilter",
                       "takes a field and a value")
-        self._refused(_wire("OP_TEST_DELAY", duration=-1), "a number >= 0, got -1")
+        self._refused(_wire("OP_TEST_DELAY", duration="-1"), 'a number, got "-1"')
 
     def test_priority_values(self):
         for prio in (-20, -11, -1, 1, 11, 19):
@@ -311,9 +346,9 @@ class SummaryTest(SynchronousTestCase):
     def test_summaries(self):
         self.assertEqual(self._summary("OP_TEST_DELAY", duration=10), "TEST_DELAY(10.0)")
         self.assertEqual(self._summary("OP_TEST_DELAY", duration=0.01), "TEST_DELAY(1.0e-2)")
-        self.assertEqual(self._summary("OP_TAGS_GET"), "TAGS_GET(None)")
+        self.assertEqual(self._summary("OP_TAGS_GET"), "TAGS_GET(TagKindCluster)")
         self.assertEqual(self._summary("OP_TAGS_GET", kind="instance", name="web1"),
-                         "TAGS_GET(web1)")
+                         "TAGS_GET(TagKindInstance)")
         self.assertEqual(self._summary("OP_TAGS_SET"), "TAGS_SET")
         self.assertEqual(self._summary("OP_TAGS_DEL"), "TAGS_DEL")
         self.assertEqual(self._summary("OP_TAGS_SEARCH"), "TAGS_SEARCH(^web)")

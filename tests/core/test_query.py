@@ -144,7 +144,8 @@ class JobFieldsTest(SynchronousTestCase):
         self.assertEqual(list(query.JOB_FIELDS), [
             "id", "status", "priority", "ops", "opresult", "opstatus", "oplog", "opstart",
             "opexec", "opend", "oppriority", "summary", "received_ts", "start_ts", "end_ts",
-            "wait_reason"])  # the last one is ours: why a queued job waits
+            "archived", "wait_reason"])  # the last one is ours: why a queued job waits
+        self.assertEqual(query.JOB_FIELDS["archived"].kind, "bool")
         self.assertEqual(query.JOB_FIELDS["opresult"].title, "OpCode_result")
         self.assertEqual(query.JOB_FIELDS["id"].kind, "number")
         self.assertEqual(query.JOB_FIELDS["status"].kind, "text")
@@ -211,4 +212,4 @@ class JobFieldsTest(SynchronousTestCase):
         self.assertEqual(result["fields"][0], {"name": "id", "title": "ID", "kind": "number",
                                                "doc": "Job ID"})
         self.assertEqual(result["fields"][2]["kind"], "unknown")
-        self.assertEqual(len(query.query_fields(query.JOB_FIELDS, None)["fields"]), 16)
+        self.assertEqual(len(query.query_fields(query.JOB_FIELDS, None)["fields"]), 17)

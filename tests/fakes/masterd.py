@@ -25,7 +25,7 @@ from ganeti.core.objects import ConfigData
 from ganeti.luxi import wire
 from ganeti.luxi.client import LuxiMethods
 from ganeti.luxi.methods import METHODS
-from ganeti.luxi.server import UnknownMethod
+from ganeti.luxi.server import RequestRefused
 from ganeti.master.service import MasterDaemon
 from tests.fakes.configs import node_paths, small_config
 
@@ -132,7 +132,7 @@ class DaemonLuxiClient(LuxiMethods):
         outcome = self.master.run_until(self.master.dispatcher.dispatch(name, wire_args))
         if isinstance(outcome, Failure):
             err = outcome.value
-            if isinstance(err, UnknownMethod):  # answered with a plain string
+            if isinstance(err, RequestRefused):  # answered with a plain string
                 response = wire.encode_response(False, str(err.args[0]))
             else:
                 response = wire.encode_error(err)

@@ -35,6 +35,7 @@ class FakeNodeNet:
         self.contacted: list[tuple[str, str]] = []  # (node name, call)
         self.handlers = handlers()
         self.stopped: list[str] = []
+        self.setup_problems: dict[str, list[str]] = {}  # node_verify's nodesetup answers
 
     def add(self, name: str, ip: str, paths: Paths | None = None) -> Paths:
         """A node answering at ``ip`` (its root under tmpdir unless ``paths`` is given)."""
@@ -71,7 +72,22 @@ class FakeNodeNet:
             return RpcResult(target.name, False, fail_msg=str(err))
         if call.name == "node_leave_cluster":
             self.down.add(paths.hostname)
+        if call.name == "node_verify" and isinstance(value, dict):
+            value = self._machine_view(paths.hostname, list(args)[0], value)
         return RpcResult(target.name, True, payload=value)
+
+    def _machine_view(self, name: str, checks: dict[str, Any],
+                      value: dict[str, Any]) -> dict[str, Any]:
+        """node_verify's machine checks as this fake network sees them: the setup
+        problems in ``setup_problems``, daemon ports reachable unless a node is down."""
+        if "nodesetup" in value:
+            value["nodesetup"] = list(self.setup_problems.get(name, []))
+        if "node_net_test" in value:
+            value["node_net_test"] = {
+                n: "failure using the primary interface(s)"
+                for n, ip, _ in checks["node_net_test"]
+                if n in self.down or ip not in self.nodes}
+        return value
 
     def call(self, nodes: Any, call_name: str, args: Any = (),
              timeout: float | None = None) -> defer.Deferred[dict[str, RpcResult]]:

@@ -22,7 +22,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.luxi import wire
 from ganeti.luxi.methods import METHODS
-from ganeti.luxi.server import UnknownMethod
+from ganeti.luxi.server import RequestRefused
 from ganeti.rapi import routing
 from ganeti.rapi.routing import READ, WRITE, Request, User
 from tests.fakes.masterd import InProcessMaster
@@ -52,7 +52,7 @@ class MasterLuxi:
         def encode(outcome: Any) -> Any:
             if isinstance(outcome, Failure):
                 err = outcome.value
-                if isinstance(err, UnknownMethod):
+                if isinstance(err, RequestRefused):
                     response = wire.encode_response(False, str(err.args[0]))
                 else:
                     response = wire.encode_error(err)

@@ -1,18 +1,21 @@
-"""ganeti-confd for real on a 3-node virtual cluster: Ganeti's own Python confd client,
-our client and ganeti-confd-query, a stopped candidate, and config changes."""
+"""ganeti-confd for real on a 3-node virtual cluster: the confd daemons ganeti-vcluster
+starts on every master candidate, a role change stopping and starting one (through the
+node daemon), Ganeti's own Python confd client, our client and ganeti-confd-query, a
+stopped candidate, and config changes."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
+from ganeti.cli import daemons
 from ganeti.confd import client
+from ganeti.core import constants
 from ganeti.core.paths import Paths
-from tests.integration.helpers import BIN, ROOT, node_env, run
+from tests.integration.helpers import BIN, ROOT, VCLUSTER, run
 from tests.integration.jobtools import VirtualCluster
 
 PLUGIN = os.path.join(ROOT, "twisted", "plugins", "ganeti_confd.py")
@@ -48,15 +51,6 @@ print(json.dumps(out))
 """
 
 
-def free_udp_port(address):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.bind((address, 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
-
-
 def wait_until(check, timeout):
     """Call ``check`` until it returns something true or ``timeout`` passes; each call
     blocks on the network, so this needs no sleeping."""
@@ -68,19 +62,18 @@ def wait_until(check, timeout):
 
 
 class ConfdClusterTest(SynchronousTestCase):
-    """One cluster and one ganeti-confd per master candidate for the whole class."""
+    """One cluster for the whole class; ``ganeti-vcluster start`` runs ganeti-confd on
+    every master candidate (all three nodes)."""
+
+    port = constants.DEFAULT_CONFD_PORT
 
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(PLUGIN):
             raise SkipTest("twisted/plugins/ganeti_confd.py (the confd server) is absent")
         cls.vc = VirtualCluster(prefix="ganeti-confd-", nodes=3).create()
-        cls.procs = {}
         try:
             cls._make_all_candidates()
-            cls.port = free_udp_port(cls.vc.ips[0])
-            for node, ip in zip(cls.vc.nodes, cls.vc.ips, strict=True):
-                cls._start_confd(node, ip)
             for ip in cls.vc.ips:
                 if not wait_until(lambda ip=ip: cls.ask([ip], "ping", timeout=0.5).answered, 20):
                     raise AssertionError(f"ganeti-confd on {ip} does not answer:\n"
@@ -91,8 +84,6 @@ class ConfdClusterTest(SynchronousTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for proc in cls.procs.values():
-            cls._stop(proc)
         cls.vc.destroy()
 
     @classmethod
@@ -110,30 +101,14 @@ class ConfdClusterTest(SynchronousTestCase):
         return run([os.path.join(BIN, tool), *argv], env=cls.vc.env, check=check)
 
     @classmethod
-    def _start_confd(cls, node, ip):
-        env = dict(os.environ)
-        env.update(node_env(cls.vc.dir, node))
-        log = open(os.path.join(cls.vc.tmp, f"confd-{node}.log"), "wb")
-        cls.procs[node] = subprocess.Popen(
-            [os.path.join(BIN, "twistd"), "-n", "--pidfile=", "ganeti-confd", "-b", ip,
-             "-p", str(cls.port)], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        log.close()
-
-    @staticmethod
-    def _stop(proc):
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    def confd_state(cls, node):
+        return daemons.state(cls.paths(node), constants.CONFD).state
 
     @classmethod
     def confd_logs(cls):
         parts = []
         for node in cls.vc.nodes:
-            path = os.path.join(cls.vc.tmp, f"confd-{node}.log")
+            path = cls.paths(node).log_file(constants.CONFD)
             if os.path.exists(path):
                 with open(path, encoding="utf-8", errors="replace") as f:
                     parts.append(f"--- {node}\n" + "".join(f.readlines()[-15:]))
@@ -248,7 +223,7 @@ class OurClientTest(ConfdClusterTest):
 
     def test_answers_with_one_candidate_stopped(self):
         node3 = self.vc.nodes[2]
-        self._stop(self.procs[node3])
+        self.assertTrue(daemons.stop(self.paths(node3), constants.CONFD))
         try:
             r = client.query_node(self.paths(), "node-role", self.vc.nodes[1], port=self.port,
                                   coverage=-1, timeout=5)
@@ -256,7 +231,7 @@ class OurClientTest(ConfdClusterTest):
             self.assertNotIn(self.vc.ips[2], r.servers)
             self.assertEqual(len(r.servers), 2)  # 3 asked: 2 replies are enough
         finally:
-            self._start_confd(node3, self.vc.ips[2])
+            run([VCLUSTER, "start", self.vc.dir], timeout=60)  # starts what is missing
             self.assertTrue(wait_until(
                 lambda: self.ask([self.vc.ips[2]], "ping", timeout=0.5).answered, 20))
 
@@ -276,3 +251,43 @@ class OurClientTest(ConfdClusterTest):
         tags = self.ask(self.vc.ips, "config-query", "/cluster/tags")
         self.assertIn(f"confd-test-{before}", tags.answer)
         self.assertTrue(tags.consistent)
+
+
+class RoleChangeTest(ConfdClusterTest):
+    """A role change starts or stops confd through the node daemon (--manage-confd)."""
+
+    def status(self):
+        proc = run([VCLUSTER, "status", self.vc.dir], check=False)
+        return proc.returncode, {(r[0], r[2]): " ".join(r[4:]) for r in
+                                 (line.split() for line in proc.stdout.splitlines()[1:])}
+
+    def test_vcluster_runs_confd_on_every_candidate_and_status_shows_it(self):
+        code, rows = self.status()
+        self.assertEqual(code, 0)
+        for node in self.vc.nodes:
+            self.assertEqual(rows[(node, constants.CONFD)], "running")
+            self.assertEqual(self.confd_state(node), daemons.RUNNING)
+
+    def test_demotion_stops_confd_and_promotion_starts_it(self):
+        node3, ip3 = self.vc.nodes[2], self.vc.ips[2]
+        old_pid = daemons.state(self.paths(node3), constants.CONFD).pid
+        self.gnt("gnt-node", "modify", "--master-candidate", "no", "--auto-promote", node3)
+        try:
+            self.assertTrue(wait_until(
+                lambda: self.confd_state(node3) == daemons.STOPPED, 20), self.confd_logs())
+            self.assertFalse(self.ask([ip3], "ping", timeout=0.5).answered)
+            code, rows = self.status()
+            self.assertEqual(code, 0)  # confd should not run there: nothing is missing
+            self.assertEqual(rows[(node3, constants.CONFD)], "stopped (not a candidate)")
+            with open(self.paths(node3).log_file(constants.NODED), encoding="utf-8") as f:
+                self.assertIn("Role change: stopped ganeti-confd", f.read())
+            # the candidates' confd no longer lists node3's IP
+            r = self.ask(self.vc.ips[:2], "mc-pip-list")
+            self.assertEqual(sorted(r.answer), sorted(self.vc.ips[:2]))
+        finally:
+            self.gnt("gnt-node", "modify", "--master-candidate", "yes", node3)
+        self.assertTrue(wait_until(
+            lambda: self.ask([ip3], "node-role", node3, timeout=0.5).answer == 1, 30),
+            self.confd_logs())
+        self.assertNotEqual(daemons.state(self.paths(node3), constants.CONFD).pid, old_pid)
+        self.assertEqual(self.status()[0], 0)

@@ -405,7 +405,8 @@ class DashboardTest(SynchronousTestCase):
         self.assertIsNone(self.js(f"return document.querySelector('[data-log-for=\"{job_id}\"]')"))
         # open its log as a user would, by clicking the job
         self.driver.find_element("css selector", f"{row} button.log-toggle").click()
-        self.assert_ran_live(job_id, [f"Test delay iteration {k}/4" for k in range(1, 5)])
+        # Ganeti's LUTestDelay: repeat=N runs N iterations, logged i/N-1
+        self.assert_ran_live(job_id, [f" - INFO: Test delay iteration {k}/2" for k in range(3)])
         self.assertEqual(self.js(f"return document.querySelector('{row} .job-summary')"
                                  ".textContent"), "TEST_DELAY(0.5)")
         self.assertEqual(self.js(f"return document.querySelector('{row} button.log-toggle')"
@@ -424,7 +425,7 @@ class DashboardTest(SynchronousTestCase):
         self.assertIn("reconnecting", feed_states[feed_states.index("live"):], feed_states)
         self.show_logs_of_new_jobs()
         job_id = self.submit(delay(0.4, repeat=2))
-        self.assert_ran_live(job_id, [f"Test delay iteration {k}/3" for k in range(1, 4)])
+        self.assert_ran_live(job_id, [f" - INFO: Test delay iteration {k}/1" for k in range(2)])
 
     def test_authentication(self):
         self.wait_live()
@@ -443,8 +444,9 @@ class DashboardTest(SynchronousTestCase):
         self.assertIsNone(self.text('#messages [data-key="auth"]'))
         self.wait_live()
         self.show_logs_of_new_jobs()
-        job_id = self.submit(delay(0.3, repeat=1))
-        self.assert_ran_live(job_id, ["Test delay iteration 1/2", "Test delay iteration 2/2"])
+        job_id = self.submit(delay(0.3, repeat=2))
+        self.assert_ran_live(job_id, [" - INFO: Test delay iteration 0/1",
+                                      " - INFO: Test delay iteration 1/1"])
 
     def test_job_list_merges_snapshots_and_feed_events(self):
         out = self.driver.execute_async_script(JOB_STORE_SCRIPT)
@@ -574,5 +576,6 @@ class DashboardTest(SynchronousTestCase):
         self.luxi = self.cluster.client()
         self.addCleanup(self.luxi.close)
         self.show_logs_of_new_jobs()
-        job_id = self.submit(delay(0.3, repeat=1))
-        self.assert_ran_live(job_id, ["Test delay iteration 1/2", "Test delay iteration 2/2"])
+        job_id = self.submit(delay(0.3, repeat=2))
+        self.assert_ran_live(job_id, [" - INFO: Test delay iteration 0/1",
+                                      " - INFO: Test delay iteration 1/1"])

@@ -93,7 +93,7 @@ class LuxiFaultTest(SynchronousTestCase):
         cls.socket = cls.cluster.socket
         with cls.cluster.client() as c:
             ids = [ok_id[1] for ok_id in c.call("SubmitManyJobs",
-                                                [[delay(0)] for _ in range(JOBS)])]
+                                                [[delay(0.01)] for _ in range(JOBS)])]
             wait_for_jobs(c, ids, timeout=120)
 
     @classmethod

@@ -157,7 +157,7 @@ class RapiFaultTest(SynchronousTestCase):
         ids = []
         with self.vc.client(timeout=120) as client:
             for _ in range(JOBS // 500):
-                answer = client.call("SubmitManyJobs", [[delay(0)] for _ in range(500)])
+                answer = client.call("SubmitManyJobs", [[delay(0.01)] for _ in range(500)])
                 ids += [job_id for ok, job_id in answer if ok]
             self.assertEqual(len(ids), JOBS)
             statuses = wait_for_jobs(client, ids, timeout=120)

@@ -2,7 +2,7 @@
 
 One virtual cluster: ganeti-noded, ganeti-masterd and ganeti-rapi as the
 vcluster starts them (twistd with a pid file and ``--logfile``), plus
-ganeti-confd started the same way.
+and ganeti-confd, which the vcluster starts on every candidate.
 
 - SIGHUP (and SIGUSR1) to every daemon, repeated while a job runs (one that sleeps on the
   master and then on the node through noded): each daemon keeps running with
@@ -98,9 +98,8 @@ class SignalsTest(SynchronousTestCase):
                 cls.original_users = f.read()
             with open(cls.paths.hmac_key, "rb") as f:
                 cls.hmac_key = f.read()
-            cls.confd_port = free_udp_port(cls.ip)
-            daemons.start(cls.paths, constants.CONFD,
-                          ["-b", cls.ip, "-p", str(cls.confd_port)])
+            # the virtual cluster runs ganeti-confd on every candidate, the master included
+            cls.confd_port = constants.DEFAULT_CONFD_PORT
             if not poll(cls.confd_answers, timeout=20):
                 raise AssertionError("ganeti-confd does not answer:\n"
                                      + read_text(cls.paths.log_file(constants.CONFD)))
@@ -110,7 +109,6 @@ class SignalsTest(SynchronousTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        daemons.stop(cls.paths, constants.CONFD)
         cls.vc.destroy()
 
     def tearDown(self):
@@ -144,7 +142,7 @@ class SignalsTest(SynchronousTestCase):
         self.assertEqual(self.rapi("/version"), (200, 2))
         self.assertTrue(self.confd_answers())
         # noded: a job that sleeps on the node only goes through its RPC
-        job = client.call("SubmitJob", [delay(0, on_master=False, on_nodes=[self.vc.master])])
+        job = client.call("SubmitJob", [delay(0.01, on_master=False, on_nodes=[self.vc.master])])
         self.assertEqual(wait_for_job(client, job), "success")
 
     def test_sighup_keeps_every_daemon_running_and_a_running_job_succeeds(self):

@@ -252,7 +252,7 @@ class ClusterFeedTest(SynchronousTestCase):
         return client
 
     def run_jobs(self, count, archive=False):
-        ids = self.luxi.call("SubmitManyJobs", [[delay(0)] for _ in range(count)])
+        ids = self.luxi.call("SubmitManyJobs", [[delay(0.01)] for _ in range(count)])
         ids = [jid for ok, jid in ids if ok]
         self.assertEqual(len(ids), count)
         statuses = wait_for_jobs(self.luxi, ids, timeout=120)

@@ -65,7 +65,7 @@ class FiltersCompatTest(SynchronousTestCase):
             return client.call(method, *args)
 
     def rules(self):
-        """Every rule, as our master answers QueryFilters (evaluation order)."""
+        """Every rule, as our master answers QueryFilters (by uuid)."""
         return [dict(zip(FIELDS, row, strict=True))
                 for row in self.luxi("QueryFilters", None, FIELDS)]
 
@@ -77,7 +77,7 @@ class FiltersCompatTest(SynchronousTestCase):
         """Run a job to its end (it raises the watermark); its id."""
         assert self.cluster is not None
         with self.cluster.client() as client:
-            job_id = client.call("SubmitJob", [delay(0)])
+            job_id = client.call("SubmitJob", [delay(0.1)])
             self.assertEqual(wait_for_job(client, job_id), "success")
         return job_id
 

@@ -78,8 +78,9 @@ class MasterdTest(SynchronousTestCase):
         cases = [
             (b"{this is not json\x03", str),
             (b'{"method": "NoSuchMethod", "args": []}\x03', str),
-            (b'{"method": "QueryTags", "args": ["cluster"]}\x03', list),
-            (b'{"method": "QueryConfigValues", "args": [42]}\x03', list),
+            # wrong argument shapes: luxid's plain-text parse failure
+            (b'{"method": "QueryTags", "args": ["cluster"]}\x03', str),
+            (b'{"method": "QueryConfigValues", "args": [42]}\x03', str),
             (b'{"args": []}\x03', str),
             (b"\xff\xfe\x03", str),
         ]
@@ -89,8 +90,6 @@ class MasterdTest(SynchronousTestCase):
             self.assertFalse(resp["success"], payload)
             self.assertIsInstance(resp["result"], kind, payload)
             self.assertFalse(closed, payload)
-            if kind is list:
-                self.assertEqual(resp["result"][0], "OpPrereqError")
         # an oversized frame gets an error and the connection is closed
         data, closed = raw_luxi(self.socket, b"[" * (constants.LUXI_MAX_FRAME + 10),
                                 until_eof=True)

@@ -92,7 +92,7 @@ class Submitter(threading.Thread):
         self.error = None
 
     def _job(self, index):
-        op = delay(self.rng.choice([0, 0.01]))
+        op = delay(self.rng.choice([0.001, 0.01]))
         if index and self.rng.random() < 0.3:
             op["depends"] = [[-1, []]]  # the previous job of the batch, any final status
         return [op]
@@ -202,7 +202,7 @@ class MasterdCrashTest(SynchronousTestCase):
         self.assertGreaterEqual(total, 300)
         self.assertGreaterEqual(running_at_kills, ROUNDS)
         with self.cluster.client() as c:
-            self.assertGreater(c.call("SubmitJob", [delay(0)]), highest)
+            self.assertGreater(c.call("SubmitJob", [delay(0.01)]), highest)
         with open(self.cluster.log_file, encoding="utf-8", errors="replace") as f:
             log = f.read()
         self.assertNotIn("Job queue recovery", log)
@@ -270,7 +270,7 @@ class MasterdStopTest(SynchronousTestCase):
     def test_sigterm_while_the_file_loop_is_busy_exits_cleanly(self):
         cl = self.cluster
         with cl.client() as c:
-            result = c.call("SubmitManyJobs", [[delay(0)] for _ in range(400)])
+            result = c.call("SubmitManyJobs", [[delay(0.01)] for _ in range(400)])
             wait_for_jobs(c, [jid for _, jid in result])
             archived, _ = c.call("AutoArchiveJobs", -1, 30)  # 400 renames for the file loop
         self.assertEqual(archived, 400)

@@ -91,13 +91,14 @@ class NodesAcceptanceTest(SynchronousTestCase):
         self.gnt("gnt-node", "modify", "-O", "yes", self.node3)
         self.assertEqual(self.role(self.node3), "O")
         self.assert_replicated()
-        # demoting node2 would shrink the pool: refused without --auto-promote
-        r = self.gnt("gnt-node", "modify", "-C", "no", self.node2, check=False)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("auto promote", r.stdout + r.stderr)
         # node3 back online promotes itself? the pool is full (2): it stays regular
         self.gnt("gnt-node", "modify", "-O", "no", "-f", self.node3)
         self.assertEqual(self.role(self.node3), "R")
+        # demoting node2 would leave fewer candidates than possible (node3 could be
+        # one): refused without --auto-promote (with node3 offline Ganeti allows it)
+        r = self.gnt("gnt-node", "modify", "-C", "no", self.node2, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("auto promote", r.stdout + r.stderr)
         # now demoting node2 with --auto-promote promotes node3
         self.gnt("gnt-node", "modify", "-C", "no", "--auto-promote", self.node2)
         self.assertEqual(self.role(self.node2), "R")
@@ -113,7 +114,7 @@ class NodesAcceptanceTest(SynchronousTestCase):
         return row[0]
 
     def test_3_job_files_on_candidates_and_archived(self):
-        r = self.gnt("gnt-debug", "delay", "--submit", "0")
+        r = self.gnt("gnt-debug", "delay", "--submit", "0.01")
         job_id = int((r.stdout + r.stderr).split()[-1])
         with self.cluster.client() as c:
             self.assertEqual(wait_for_job(c, job_id), "success")
@@ -147,7 +148,9 @@ class NodesAcceptanceTest(SynchronousTestCase):
             self.cluster.start()  # starts what is not running
         self.gnt("gnt-cluster", "redist-conf")
         self.assert_replicated()
-        r = self.gnt("gnt-cluster", "verify")
+        # -I ENODESETUP: a container without /proc/sysrq-trigger fails Ganeti's node
+        # setup check (real Ganeti reports it too); tests/integration/test_verify.py
+        r = self.gnt("gnt-cluster", "verify", "-I", "ENODESETUP")
         self.assertNotIn("ERROR", r.stdout + r.stderr)
 
     def test_5_bad_input_changes_nothing(self):

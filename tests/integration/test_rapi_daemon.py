@@ -185,7 +185,7 @@ class RapiDaemonTest(SynchronousTestCase):
         self.add_user("viewer {CLEARTEXT}viewerpw read")
         status, _, body = poll(lambda: self.accepted(("viewer", "viewerpw")))
         self.assertEqual(status, 403, body)
-        self.assertIn("lacks the 'write' permission", body["message"])
+        self.assertIn("lacks the &#x27;write&#x27; permission", body["message"])
         status, _, job_id = self.request("PUT", "/2/tags?tag=it:admin", self.admin)
         self.assertEqual(status, 200, job_id)
         with self.vc.client() as client:

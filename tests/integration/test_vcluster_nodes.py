@@ -64,10 +64,16 @@ class VClusterNodesTest(SynchronousTestCase):
         r = run([VCLUSTER, "status", self.cluster.dir], check=False)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         master, *others = zip(self.cluster.nodes, self.cluster.ips, strict=True)
-        expected = [(*master, NODED, "running"), (*master, MASTERD, "running"),
-                    (*master, constants.RAPI, "running")]
-        expected += [(node, ip, NODED, "running") for node, ip in others]
+        # every node is a master candidate (pool size 10): confd runs everywhere
+        expected = [(*master, NODED, "running"), (*master, constants.CONFD, "running"),
+                    (*master, MASTERD, "running"), (*master, constants.RAPI, "running")]
+        for node, ip in others:
+            expected += [(node, ip, NODED, "running"), (node, ip, constants.CONFD, "running")]
         self.assertEqual(status_rows(r.stdout), expected)
+        for node, ip in zip(self.cluster.nodes, self.cluster.ips, strict=True):
+            pid = daemons.read_pid(self.paths(node).pid_file(constants.CONFD))
+            self.assertTrue(daemons.pid_listens_on(pid, ip, constants.DEFAULT_CONFD_PORT,
+                                                   udp=True))
         # each node daemon holds its own node's address
         for node, ip in zip(self.cluster.nodes, self.cluster.ips, strict=True):
             pid = daemons.read_pid(self.paths(node).pid_file(NODED))
@@ -132,13 +138,15 @@ class VClusterNodesTest(SynchronousTestCase):
         out = self.cluster.stop().stdout
         self.assertEqual(out.strip(), "Stopped " + ", ".join(
             [f"{constants.RAPI}@{self.cluster.master}", f"{MASTERD}@{self.cluster.master}"]
-            + [f"{NODED}@{n}" for n in reversed(self.cluster.nodes)]) + ".")
+            + [f"{NODED}@{n}" for n in reversed(self.cluster.nodes)]
+            + [f"{constants.CONFD}@{n}" for n in reversed(self.cluster.nodes)]) + ".")
         r = run([VCLUSTER, "status", self.cluster.dir], check=False)
         self.assertEqual(r.returncode, constants.EXIT_FAILURE)
         self.assertEqual({row[3] for row in status_rows(r.stdout)}, {"stopped"})
         out = self.cluster.start().stdout
         self.assertEqual(out.splitlines(),
                          [f"Started {NODED}@{n}" for n in self.cluster.nodes]
+                         + [f"Started {constants.CONFD}@{n}" for n in self.cluster.nodes]
                          + [f"Started {MASTERD}@{self.cluster.master}",
                             f"Started {constants.RAPI}@{self.cluster.master}"])
         self.assertEqual(len(self.node_rows()), 3)

@@ -80,17 +80,19 @@ class ServerTest(SynchronousTestCase):
                                          '"NoSuchMethod"')
 
     def test_wrong_argument_count(self):
+        # As luxid: a request it cannot parse is answered with a plain string.
         self.send(wire.encode_request("Echo", []))
         (resp,) = responses(self.transport)
-        self.assertEqual(resp["result"][0], "OpPrereqError")
-        self.assertEqual(resp["result"][1][1], "wrong_input")
-        self.assertIn("takes 1 argument", resp["result"][1][0])
+        self.assertFalse(resp["success"])
+        self.assertTrue(resp["result"].startswith("Failed to parse request: "))
+        self.assertIn("takes 1 argument", resp["result"])
 
     def test_wrong_argument_type(self):
         self.send(wire.encode_request("QueryTags", [1, None]))
         (resp,) = responses(self.transport)
-        self.assertEqual(resp["result"][0], "OpPrereqError")
-        self.assertIn("'kind' must be a string", resp["result"][1][0])
+        self.assertFalse(resp["success"])
+        self.assertIn("Failed to parse request: QueryTags: argument 'kind' must be a string",
+                      resp["result"])
 
     def test_internal_error_is_reported_not_fatal(self):
         self.send(wire.encode_request("Crash", []) + wire.encode_request("Echo", ["after"]))

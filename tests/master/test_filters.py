@@ -5,7 +5,7 @@ from twisted.python.failure import Failure
 
 from ganeti.core import errors
 from ganeti.luxi import wire
-from tests.master.test_jobqueue import QueueTestCase, delay
+from tests.master.test_jobqueue import TICK, QueueTestCase, delay
 
 DRAIN = [["jobid", [">", "id", "watermark"]]]
 
@@ -40,8 +40,20 @@ class FilterCase(QueueTestCase):
         return wire.parse_response(frame[:-1])  # raises the decoded error
 
     def reject(self, *ops):
-        d = defer.Deferred.fromCoroutine(self.queue.submit(list(ops)))
-        return self.failureResultOf(d, errors.JobQueueError).value
+        """Submit a job a REJECT rule applies to: as luxid, it gets an id and is
+        stored cancelled (no result, no log, no start); its id."""
+        job_id = self.successResultOf(defer.Deferred.fromCoroutine(self.queue.submit(list(ops))))
+        self.assert_rejected(job_id)
+        return job_id
+
+    def assert_rejected(self, job_id):
+        self.assertEqual(self.status(job_id), "canceled")
+        self.assertEqual(self.field(job_id, "opstatus"), ["canceled"] * len(
+            self.field(job_id, "ops")))
+        self.assertEqual(set(map(repr, self.field(job_id, "opresult"))), {"None"})
+        self.assertEqual(self.field(job_id, "oplog"), [[]] * len(self.field(job_id, "ops")))
+        self.assertIsNone(self.field(job_id, "start_ts"))
+        self.assertIsNotNone(self.field(job_id, "end_ts"))
 
     def running_now(self):
         return sorted(j for j, job in self.queue.visible.items()
@@ -66,8 +78,8 @@ class FilterCase(QueueTestCase):
 
 class LuxiMethodsTest(FilterCase):
     def test_add_query_replace_delete(self):
-        self.submit(delay(0))
-        self.submit(delay(0))
+        self.submit(delay())
+        self.submit(delay())
         uuid = self.luxi("ReplaceFilter", None, 3, DRAIN, "REJECT", [["gnt:user", "x", 5]])
         self.assertEqual(len(uuid), 36)
         (row,) = self.luxi("QueryFilters", None, ["uuid", "watermark", "priority",
@@ -88,11 +100,11 @@ class LuxiMethodsTest(FilterCase):
                                          "reason_trail", "uuid", "watermark"])
         self.assertIsNone(self.luxi("DeleteFilter", uuid))
         self.assertEqual(self.luxi("QueryFilters", None, ["uuid"]), [])
-        err = self.assertRaises(errors.OpPrereqError, self.luxi, "DeleteFilter", uuid)
-        self.assertEqual(err.args[1], "unknown_entity")
-        err = self.assertRaises(errors.OpPrereqError, self.luxi, "QueryFilters", [uuid],
-                                ["uuid"])
-        self.assertEqual(err.args[1], "unknown_entity")
+        # As Ganeti's luxid: deleting an unknown rule is a GenericError, and
+        # QueryFilters leaves unknown uuids out.
+        err = self.assertRaises(errors.GenericError, self.luxi, "DeleteFilter", uuid)
+        self.assertEqual(err.args[0], f"Filter rule with UUID {uuid} does not exist")
+        self.assertEqual(self.luxi("QueryFilters", [uuid], ["uuid"]), [])
 
     def test_upsert_with_a_given_uuid(self):
         given = "6A3F7B0E-9B1C-4C6E-8A52-0B0D5B7E2F11".lower()
@@ -130,11 +142,12 @@ class LuxiMethodsTest(FilterCase):
 
     def test_rules_survive_a_restart(self):
         uuid = self.add("PAUSE", DRAIN)
-        job = self.submit(delay(0))
+        job = self.submit(delay())
         self.crash_and_restart()
         self.assertEqual(self.status(job), "queued")
         self.assertIn(uuid, self.field(job, "wait_reason"))
         self.delete(uuid)
+        self.reactor.advance(TICK)
         self.assertEqual(self.status(job), "success")
 
 
@@ -143,15 +156,16 @@ class SeedExamplesTest(FilterCase):
         self.submit(delay(10))
         queued = [self.submit(delay(1)) for _ in range(2)]
         uuid = self.add("REJECT", DRAIN)
-        err = self.reject(delay(0))
-        self.assertIn(f"rejected by filter rule {uuid}", err.args[0])
+        self.reject(delay(1))
         many = self.successResultOf(defer.Deferred.fromCoroutine(
-            self.queue.submit_many([[delay(0)], [delay(0)]])))
-        self.assertEqual([ok for ok, _ in many], [False, False])
+            self.queue.submit_many([[delay(1)], [delay(1)]])))
+        self.assertEqual([ok for ok, _ in many], [True, True])
+        for _, job_id in many:
+            self.assert_rejected(job_id)
         self.reactor.advance(10)
         self.assertEqual([self.status(j) for j in queued], ["success", "success"])
         self.delete(uuid)
-        self.assertEqual(self.status(self.submit(delay(0))), "success")
+        self.assertEqual(self.status(self.finished(delay())), "success")
 
     def test_soft_drain_pauses_new_jobs(self):
         old = self.submit(delay(5))
@@ -263,17 +277,18 @@ class PauseRunningJobTest(FilterCase):
 class VisibilityTest(FilterCase):
     def test_wait_reason_in_events(self):
         uuid = self.add("PAUSE", DRAIN)
-        job = self.submit(delay(0))
+        job = self.submit(delay())
         reasons = [e.data.get("wait_reason") for e in self.events
                    if e.kind == "job" and e.data["id"] == job]
         self.assertTrue(any(r and uuid in r for r in reasons), reasons)
         self.delete(uuid)
+        self.reactor.advance(TICK)
         last = [e.data for e in self.events if e.kind == "job" and e.data["id"] == job][-1]
         self.assertEqual((last["status"], last["wait_reason"]), ("success", None))
 
     def test_dependency_reason(self):
         first = self.submit(delay(10))
-        second = self.submit(delay(0, depends=[[first, []]]))
+        second = self.submit(delay(depends=[[first, []]]))
         self.assertEqual(self.field(second, "wait_reason"),
                          f"waiting for job {first} to finish")
 
@@ -282,7 +297,7 @@ class ReevaluationTest(FilterCase):
     def test_only_affected_jobs_are_evaluated(self):
         self.add("PAUSE", DRAIN, 5)
         for _ in range(50):
-            self.submit(delay(0))
+            self.submit(delay())
         sched = self.queue.scheduler
         # A rule after the one that applies to every job: nothing to evaluate.
         before = self.add("ACCEPT", [], 9)
@@ -293,6 +308,7 @@ class ReevaluationTest(FilterCase):
         self.add("ACCEPT", [["jobid", ["<", "id", 10]]], 1)
         self.assertEqual(self.daemon.filters.last_evaluated, 50)
         self.reactor.advance(0)
+        self.reactor.advance(TICK)
         self.assertEqual(sum(1 for j in self.queue.visible.values()
                              if j.status == "success"), 9)
         self.delete(before)
@@ -332,11 +348,12 @@ class OneAtATimeTest(FilterCase):
                                    "tags": ["a"]})
         uuid = self.add("REJECT", [["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]], 1)
         self.assertEqual([self.status(j) for j in queued_delay], ["canceled", "canceled"])
-        self.assertIn(f"canceled by filter rule {uuid}",
-                      self.field(queued_delay[0], "opresult")[0][1][0])
+        for job_id in queued_delay:
+            self.assert_rejected(job_id)
+        self.assertIn(uuid, self.luxi("QueryFilters", [uuid], ["uuid"])[0])
         self.assertEqual(self.status(blocker), "running")  # running jobs go on
         self.assertEqual(self.status(queued_tags), "queued")
-        self.reject(delay(0))
+        self.reject(delay(1))
         self.reactor.advance(10)
         self.assertEqual((self.status(blocker), self.status(queued_tags)),
                          ("success", "success"))
@@ -348,7 +365,7 @@ class SlicedEvaluationTest(FilterCase):
         self.patch(jobqueue, "EVALUATION_SLICE", 10)
         hold = self.add("PAUSE", DRAIN)
         self.add("ACCEPT", [["opcode", ["==", "duration", 99]]], 5)
-        ids = [self.submit(delay(0)) for _ in range(30)]
+        ids = [self.submit(delay()) for _ in range(30)]
         slices = []
         original = self.queue._evaluate_slice
         self.queue._evaluate_slice = lambda: slices.append(1) or original()
@@ -360,6 +377,7 @@ class SlicedEvaluationTest(FilterCase):
         self.reactor.advance(0)  # (each slice is a separate turn of a real reactor)
         self.successResultOf(d)
         self.assertEqual(len(slices), 3)
+        self.reactor.pump([TICK, TICK])  # (20 run at a time)
         self.assertEqual({self.status(j) for j in ids}, {"success"})
 
 
@@ -380,32 +398,26 @@ class FoundInIntegrationTest(FilterCase):
     def test_replacing_in_place_reaches_queued_jobs(self):
         everything = [["jobid", [">", "id", 0]]]  # (replacing sets a new watermark)
         uuid = self.add("PAUSE", everything)
-        paused = self.submit(delay(0))
+        paused = self.submit(delay())
         self.add("REJECT", everything, uuid=uuid)
         self.assertEqual(self.status(paused), "canceled")
 
     def test_a_dependency_on_a_rejected_job_does_not_run(self):
         self.add("REJECT", [["opcode", ["==", "comment", "no"]]])
         result = self.successResultOf(defer.Deferred.fromCoroutine(self.queue.submit_many([
-            [delay(0, comment="no")],
-            [delay(0, depends=[[-1, ["success"]]])],
-            [delay(0)]])))
-        self.assertEqual([ok for ok, _ in result], [False, False, True])
-        self.assertIn("which was not accepted", result[1][1])
-        self.assertIn("rejected by filter rule", result[0][1])
-        # A later job depending on the refused id is refused too.
-        first_id = result[2][1] - 2
-        err = self.reject(delay(0, depends=[[first_id, ["success"]]]))
-        self.assertIn(f"depends on job {first_id}, which was not accepted", err.args[0])
-        # Had a dependent been accepted before (the id refused meanwhile), it would
-        # fail when its turn comes rather than run.
-        self.daemon.store.allocate_ids(100)
-        failing = self.submit(delay(1), delay(0, depends=[[99, ["success"]]]))
-        self.queue.rejected[99] = "refused earlier"
+            [delay(1, comment="no")],
+            [delay(1, depends=[[-1, ["success"]]])],
+            [delay(1)]])))
+        self.assertEqual([ok for ok, _ in result], [True, True, True])
+        rejected, dependent, free = (job_id for _, job_id in result)
+        self.assert_rejected(rejected)
+        # The dependency ended canceled: the dependent is cancelled too, as luxid does.
         self.reactor.advance(1)
-        self.assertEqual(self.field(failing, "opstatus"), ["success", "error"])
-        self.assertIn("Dependency job 99 was not accepted: refused earlier",
-                      self.field(failing, "opresult")[1][1][0])
+        self.assertEqual(self.status(dependent), "canceled")
+        self.assertEqual(self.field(dependent, "opresult"), ["Job canceled by request"])
+        self.assertEqual(self.status(free), "success")
+        later = self.submit(delay(1, depends=[[rejected, ["success"]]]))
+        self.assertEqual(self.status(later), "canceled")
 
 
 class PauseLockWaitTest(FilterCase):

@@ -17,7 +17,11 @@ def sync(fn, *args):
     return defer.maybeDeferred(fn, *args)
 
 
-def delay(duration=0.0, **params):
+#: The shortest delay used where a job should just finish (Ganeti refuses 0).
+TICK = 0.001
+
+
+def delay(duration=TICK, **params):
     op = {"OP_ID": "OP_TEST_DELAY", "duration": duration}
     op.update(params)
     return op
@@ -61,6 +65,12 @@ class QueueTestCase(SynchronousTestCase):
     def submit(self, *ops):
         return self.successResultOf(defer.Deferred.fromCoroutine(self.queue.submit(list(ops))))
 
+    def finished(self, *ops):
+        """Submit a job of short delays and let the clock run until it has finished."""
+        jid = self.submit(*ops)
+        self.reactor.advance(sum(op.get("duration", 0) for op in ops))
+        return jid
+
     def status(self, job_id):
         return self.queue.visible[job_id].status
 
@@ -79,16 +89,16 @@ class QueueTestCase(SynchronousTestCase):
 
 class SubmitTest(QueueTestCase):
     def test_job_runs_to_success(self):
-        jid = self.submit(delay(0))
+        jid = self.finished(delay(1.0))
         self.assertEqual(jid, 1)
         self.assertEqual(self.status(jid), "success")
         self.assertEqual(self.field(jid, "opresult"), [None])
-        self.assertEqual(self.field(jid, "summary"), ["TEST_DELAY(0.0)"])
+        self.assertEqual(self.field(jid, "summary"), ["TEST_DELAY(1.0)"])
         kinds = [(e.data["id"], e.data["status"]) for e in self.events if e.kind == "job"]
         self.assertEqual(kinds, [(1, "queued"), (1, "running"), (1, "success")])
         for event in self.events:
             self.assertEqual((event.data["ops"], event.data["summary"]),
-                             (["OP_TEST_DELAY"], ["TEST_DELAY(0.0)"]))
+                             (["OP_TEST_DELAY"], ["TEST_DELAY(1.0)"]))
         reason = self.queue.visible[jid].ops[0].input["reason"]
         self.assertEqual(reason[-1][:2], ["gnt:opcode:test_delay", "job=1;index=0"])
 
@@ -118,29 +128,38 @@ class SubmitTest(QueueTestCase):
         self.assertEqual(self.queue.jobs, {})
         self.assertEqual(self.daemon.store.serial, 0)
 
-    def test_submit_many_mixes_results(self):
+    def test_submit_many_is_all_or_nothing(self):
+        # As luxid: one invalid job refuses the whole request, and nothing is queued.
         d = defer.Deferred.fromCoroutine(self.queue.submit_many(
-            [[delay(0)], [{"OP_ID": "OP_NOPE"}], [delay(0, depends=[[-1, ["success"]]])]]))
-        result = self.successResultOf(d)
-        self.assertEqual(result[0], [True, 1])
-        self.assertFalse(result[1][0])
-        self.assertIn("OP_NOPE", result[1][1])
-        self.assertEqual(result[2], [True, 2])
-        self.assertEqual(self.queue.visible[2].ops[0].input["depends"], [[1, ["success"]]])
+            [[delay(1)], [{"OP_ID": "OP_NOPE"}], [delay(1, depends=[[-1, ["success"]]])]]))
+        err = self.failureResultOf(d, errors.OpPrereqError).value
+        self.assertIn("Job 1: Opcode 0: Unknown opcode 'OP_NOPE'", err.args[0])
+        self.assertEqual(self.queue.jobs, {})
+        d = defer.Deferred.fromCoroutine(self.queue.submit_many(
+            [[delay(1)], [delay(1, depends=[[-1, ["success"]]])]]))
+        first, second = self.successResultOf(d)
+        self.assertEqual([first[0], second[0]], [True, True])
+        self.assertEqual(self.queue.visible[second[1]].ops[0].input["depends"],
+                         [[first[1], ["success"]]])
 
     def test_drain(self):
         self.successResultOf(self.daemon.store.set_drain(True))
-        d = defer.Deferred.fromCoroutine(self.queue.submit([delay(0)]))
-        self.failureResultOf(d, errors.JobQueueDrainError)
+        for submit in (lambda: self.queue.submit([delay(1)]),
+                       lambda: self.queue.submit_many([]),
+                       lambda: self.queue.submit_many([[delay(1)]])):
+            err = self.failureResultOf(defer.Deferred.fromCoroutine(submit()),
+                                       errors.GenericError).value
+            self.assertEqual((type(err), err.args), (errors.GenericError, ("Queue drained",)))
         jid = self.successResultOf(defer.Deferred.fromCoroutine(
-            self.queue.submit([delay(0)], ignore_drain=True)))
+            self.queue.submit([delay(1)], ignore_drain=True)))
+        self.reactor.advance(1)
         self.assertEqual(self.status(jid), "success")
 
     def test_queue_size_limit(self):
         self.queue.size_limit = 2
-        self.submit(delay(0))
-        self.submit(delay(0))
-        d = defer.Deferred.fromCoroutine(self.queue.submit([delay(0)]))
+        self.submit(delay())
+        self.submit(delay())
+        d = defer.Deferred.fromCoroutine(self.queue.submit([delay()]))
         self.failureResultOf(d, errors.JobQueueFull)
 
 
@@ -182,21 +201,22 @@ class SchedulingTest(QueueTestCase):
 class DependencyTest(QueueTestCase):
     def test_waits_for_dependency(self):
         first = self.submit(delay(10))
-        second = self.submit(delay(0, depends=[[first, ["success"]]]))
+        second = self.submit(delay(depends=[[first, ["success"]]]))
         self.assertEqual(self.status(second), "queued")
         self.reactor.advance(10)
+        self.reactor.advance(TICK)
         self.assertEqual(self.status(second), "success")
 
     def test_wrong_status_fails(self):
         first = self.submit(delay(1))
-        second = self.submit(delay(0, depends=[[first, ["error"]]]))
+        second = self.submit(delay(depends=[[first, ["error"]]]))
         self.reactor.advance(1)
         self.assertEqual(self.status(second), "error")
         self.assertIn("not one of error", self.field(second, "opresult")[0][1][0])
 
     def test_canceled_dependency_cancels(self):
         first = self.submit(delay(10))
-        second = self.submit(delay(0, depends=[[first, ["success"]]]))
+        second = self.submit(delay(depends=[[first, ["success"]]]))
         self.successResultOf(defer.Deferred.fromCoroutine(self.queue.cancel(first, True)))
         self.assertEqual(self.status(first), "canceled")
         self.assertEqual(self.status(second), "canceled")
@@ -211,26 +231,35 @@ class CancelTest(QueueTestCase):
     def test_cancel_queued(self):
         self.submit(delay(10))
         queued = self.submit(delay(1))
-        self.assertEqual(self.cancel(queued), [True, f"Job {queued} canceled"])
+        self.assertEqual(self.cancel(queued), [True, f"Dequeued job {queued}"])
         self.assertEqual(self.status(queued), "canceled")
-        self.assertEqual(self.cancel(queued)[0], False)
+        # As luxid dequeues it: no result, no log, an end time but no start time.
+        self.assertEqual(self.field(queued, "opresult"), [None])
+        self.assertEqual(self.field(queued, "oplog"), [[]])
+        self.assertIsNone(self.field(queued, "start_ts"))
+        self.assertIsNotNone(self.field(queued, "end_ts"))
+        self.assertIsNotNone(self.field(queued, "opend")[0])
+        self.assertEqual(self.cancel(queued), [False, f"Job {queued} not found in queue"])
+        self.assertEqual(self.cancel(999), [False, "Job 999 not found in queue"])
 
     def test_kill_running(self):
         jid = self.submit(delay(100))
-        self.assertTrue(self.cancel(jid, kill=True)[0])
+        self.assertEqual(self.cancel(jid, kill=True), [True, "SIGKILL send to the process"])
         self.assertEqual(self.status(jid), "canceled")
         self.assertEqual(self.reactor.getDelayedCalls(), [])
 
     def test_cancel_running_stops_at_the_next_opcode(self):
         jid = self.submit(delay(5), delay(5))
-        self.assertTrue(self.cancel(jid)[0])
+        self.assertEqual(self.cancel(jid), [
+            False, "Job no longer waiting, can't cancel (informed it anyway)"])
         self.assertEqual(self.status(jid), "running")
         self.reactor.advance(5)
         self.assertEqual(self.field(jid, "opstatus"), ["success", "canceled"])
+        self.assertEqual(self.field(jid, "opresult")[1], "Job canceled by request")
 
     def test_interruptible_delay_stops_on_cancel(self):
         jid = self.submit(delay(100, interruptible=True))
-        self.cancel(jid)
+        self.assertEqual(self.cancel(jid), [True, "Job successfully cancelled"])
         self.assertEqual(self.status(jid), "canceled")
 
     def test_cancel_while_waiting_for_locks(self):
@@ -241,8 +270,9 @@ class CancelTest(QueueTestCase):
         holder = self.submit(delay(10, no_locks=False))  # BGL shared
         waiter = self.submit({"OP_ID": "OP_TAGS_SET", "kind": "cluster", "tags": ["b"]})
         self.assertEqual(self.status(waiter), "waiting")  # BGL exclusive, blocked
-        self.cancel(waiter)
+        self.assertEqual(self.cancel(waiter), [True, "Job successfully cancelled"])
         self.assertEqual(self.status(waiter), "canceled")
+        self.assertEqual(self.field(waiter, "opresult"), ["Job canceled by request"])
         self.reactor.advance(10)
         self.assertEqual(self.status(holder), "success")
         self.assertEqual(self.daemon.config_writer.config.cluster.tags, ["a"])
@@ -250,16 +280,17 @@ class CancelTest(QueueTestCase):
 
 class LocksAndUnitsTest(QueueTestCase):
     def test_shared_bgl_jobs_run_together_exclusive_waits(self):
-        a = self.submit(delay(10, no_locks=False))
-        b = self.submit(delay(10, no_locks=False))
+        # (on_master=False: no node lock, only the BGL, shared)
+        a = self.submit(delay(10, no_locks=False, on_master=False))
+        b = self.submit(delay(10, no_locks=False, on_master=False))
         tag = self.submit({"OP_ID": "OP_TAGS_SET", "kind": "cluster", "tags": ["x"]})
         self.assertEqual([self.status(j) for j in (a, b, tag)],
                          ["running", "running", "waiting"])
         rows = self.query("lock", ["name", "mode", "owner", "pending"], None)["data"]
         bgl = next(r for r in rows if r[0][1] == "cluster/BGL")
         self.assertEqual(bgl[1][1], "shared")
-        self.assertEqual(sorted(bgl[2][1]), ["job/1", "job/2"])
-        self.assertEqual(bgl[3][1], [["exclusive", ["job/3"]]])
+        self.assertEqual(sorted(bgl[2][1]), [str(a), str(b)])
+        self.assertEqual(bgl[3][1], [["exclusive", [str(tag)]]])
         self.reactor.advance(10)
         self.assertEqual(self.status(tag), "success")
         self.assertEqual(self.daemon.config_writer.config.cluster.tags, ["x"])
@@ -297,11 +328,11 @@ class LocksAndUnitsTest(QueueTestCase):
         self.assertEqual(self.field(q, "opresult")[0]["data"], [[[0, 1], [0, "success"]]])
 
     def test_log_messages_have_serials(self):
-        jid = self.submit(delay(1, repeat=2))
+        jid = self.submit(delay(1, repeat=3))
         self.reactor.pump([1, 1, 1])
         log = self.field(jid, "oplog")[0]
         self.assertEqual([entry[0] for entry in log], [1, 2, 3])
-        self.assertEqual(log[2][3], "Test delay iteration 3/3")
+        self.assertEqual(log[2][3], " - INFO: Test delay iteration 2/2")
         logs = [e.data["log"] for e in self.events if e.kind == "job" and e.data["log"]]
         self.assertEqual([entry[0] for batch in logs for entry in batch], [1, 2, 3])
 
@@ -335,7 +366,7 @@ class WaitForJobChangeTest(QueueTestCase):
 
 class ArchiveTest(QueueTestCase):
     def test_archive_finished_only(self):
-        done = self.submit(delay(0))
+        done = self.finished(delay())
         running = self.submit(delay(10))
         self.assertTrue(self.successResultOf(defer.Deferred.fromCoroutine(
             self.queue.archive(done))))
@@ -346,12 +377,12 @@ class ArchiveTest(QueueTestCase):
                                                     f"job-{done}")))
         # still queryable by id, from the archive (as luxid)
         self.assertEqual(self.query_jobs([done], ["id", "status"]), [[done, "success"]])
-        self.assertEqual(self.query_jobs([999], ["id"]), [None])
+        self.assertEqual(self.query_jobs([999], ["id", "status"]), [[999, None]])  # as luxid
 
     def test_auto_archive(self):
-        old = self.submit(delay(0))
+        old = self.finished(delay())
         self.reactor.advance(3600)
-        new = self.submit(delay(0))
+        new = self.finished(delay())
         result = self.successResultOf(defer.Deferred.fromCoroutine(
             self.queue.auto_archive(600, 10)))
         self.assertEqual(result, [1, 0])
@@ -365,15 +396,16 @@ class RestartTest(QueueTestCase):
     def test_running_jobs_fail_queued_jobs_run(self):
         self.queue.limits = lambda: (1, 25)
         running = self.submit(delay(100))
-        queued = self.submit(delay(0))
+        queued = self.submit(delay())
         self.crash_and_restart()
         self.assertEqual(self.status(running), "error")
         self.assertIn("master daemon stopped", self.field(running, "opresult")[0][1][0])
+        self.reactor.advance(TICK)
         self.assertEqual(self.status(queued), "success")
-        self.assertEqual(self.submit(delay(0)), 3)  # ids keep growing
+        self.assertEqual(self.submit(delay()), 3)  # ids keep growing
 
     def test_restart_after_clean_stop_keeps_finished_jobs(self):
-        jid = self.submit(delay(0))
+        jid = self.finished(delay())
         self.daemon.stopService()
         self.start()
         self.assertEqual(self.status(jid), "success")
@@ -385,7 +417,7 @@ class RestartTest(QueueTestCase):
 
 class CorruptJobTest(QueueTestCase):
     def test_job_file_failing_the_model_check_is_moved_aside(self):
-        jid = self.submit(delay(0))
+        jid = self.finished(delay())
         self.daemon.stopService()
         path = os.path.join(self.paths.queue_dir, f"job-{jid}")
         with open(path) as f:
@@ -399,12 +431,12 @@ class CorruptJobTest(QueueTestCase):
         self.assertNotIn(jid, self.queue.visible)
         moved = os.path.join(self.paths.queue_dir, "corrupt", f"job-{jid}")
         self.assertTrue(os.path.exists(moved))
-        self.assertEqual(self.submit(delay(0)), jid + 1)  # the id is not reused
+        self.assertEqual(self.submit(delay()), jid + 1)  # the id is not reused
 
 
 class QueryTest(QueueTestCase):
     def test_requested_missing_job_is_listed_unavailable(self):
-        jid = self.submit(delay(0))
+        jid = self.finished(delay())
         result = self.query("job", ["id", "status"],
                                     ["|", ["=", "id", jid], ["=", "id", 99]])
         self.assertEqual(result["data"], [[[0, jid], [0, "success"]], [[0, 99], [3, None]]])

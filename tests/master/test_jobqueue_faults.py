@@ -6,7 +6,7 @@ from twisted.internet import defer
 
 from ganeti.core import errors
 from ganeti.master.jobstore import StoreFailure
-from ganeti.master.lu.verify import LUClusterVerifyConfig
+from ganeti.master.lu.verify_group import LUClusterVerifyGroup
 from ganeti.master.processor import JobHandle
 from tests.master.test_jobqueue import QueueTestCase, delay
 from tests.master.test_jobstore_faults import Disk
@@ -35,24 +35,24 @@ class DiskFullQueueTest(QueueTestCase):
         self.assertEqual(self.status(jid), "running")  # nothing shown that is not durable
         self.assertEqual(self.queue.jobs[jid].status, "success")
         # meanwhile new jobs are refused, clearly
-        err = self.failureResultOf(self.try_submit(delay(0)), errors.JobQueueError)
+        err = self.failureResultOf(self.try_submit(delay()), errors.JobQueueError)
         self.assertIn("cannot store new jobs", str(err.value))
         self.assertIn("No space left on device", str(err.value))
-        many = defer.Deferred.fromCoroutine(self.queue.submit_many([[delay(0)]]))
+        many = defer.Deferred.fromCoroutine(self.queue.submit_many([[delay()]]))
         self.failureResultOf(many, errors.JobQueueError)
         # space returns: the job's end is stored and shown, new jobs are welcome again
         self.disk.free = None
         self.reactor.advance(2)
         self.assertEqual(self.status(jid), "success")
         self.assertEqual(self.seen(jid), ["queued", "running", "success"])
-        later = self.submit(delay(0))
+        later = self.finished(delay())
         self.assertEqual(self.status(later), "success")
         self.flushLoggedErrors()
 
     def test_submission_that_hits_the_full_disk_is_refused_and_never_appears(self):
-        first = self.submit(delay(0))
+        first = self.finished(delay())
         self.disk.free = 50  # the next batch tears after 50 bytes
-        err = self.failureResultOf(self.try_submit(delay(0), delay(0)), errors.JobQueueError)
+        err = self.failureResultOf(self.try_submit(delay(), delay()), errors.JobQueueError)
         self.assertIn("Could not store the job(s)", str(err.value))
         refused = first + 1
         self.assertNotIn(refused, self.queue.jobs)
@@ -69,7 +69,7 @@ class DiskFullQueueTest(QueueTestCase):
         self.disk.free = 0
         # the failure is not known yet: the batch is tried, and all of it is refused
         many = defer.Deferred.fromCoroutine(
-            self.queue.submit_many([[delay(0)], [delay(0)], [delay(0)]]))
+            self.queue.submit_many([[delay()], [delay()], [delay()]]))
         self.failureResultOf(many, errors.JobQueueError)
         self.assertEqual(self.queue.jobs, {})
         self.disk.free = None
@@ -79,7 +79,7 @@ class DiskFullQueueTest(QueueTestCase):
         self.flushLoggedErrors()
 
     def test_restart_while_full_loses_nothing_acknowledged(self):
-        done = self.submit(delay(0))
+        done = self.finished(delay())
         running = self.submit(delay(30))
         self.disk.free = 0
         self.reactor.advance(30)  # finished in memory only
@@ -90,6 +90,20 @@ class DiskFullQueueTest(QueueTestCase):
         self.assertEqual(self.status(running), "error")
         self.flushLoggedErrors()
 
+    def queue_findings(self, error_codes=False):
+        """What the group verify says about the job queue (the master's ENODESETUP)."""
+        op = {"OP_ID": "OP_CLUSTER_VERIFY_GROUP", "group_name": "default",
+              "error_codes": error_codes}
+        verifier = LUClusterVerifyGroup(self.daemon._lu_context(JobHandle(0), None), op)
+        verifier.check_prereq()
+        lines = []
+        verifier.ctx = dataclasses.replace(verifier.ctx,
+                                           feedback=lambda kind, msg: lines.append(msg))
+        cfg = verifier.ctx.config.config
+        master = cfg.nodes[cfg.cluster.master_node]
+        self.successResultOf(defer.Deferred.fromCoroutine(verifier._verify_queue(master, True)))
+        return verifier, lines
+
     def test_cluster_verify_reports_the_episode(self):
         jid = self.submit(delay(5))
         self.disk.free = 0
@@ -97,26 +111,20 @@ class DiskFullQueueTest(QueueTestCase):
         self.disk.free = None
         self.reactor.advance(2)
         self.assertEqual(self.status(jid), "success")
-        verify = self.submit({"OP_ID": "OP_CLUSTER_VERIFY_CONFIG", "error_codes": True})
-        self.assertEqual(self.status(verify), "success")
-        lines = [entry[3] for entry in self.queue.visible[verify].ops[0].log]
+        verifier, lines = self.queue_findings(error_codes=True)
         (line,) = [x for x in lines if "ENODESETUP" in x]
         self.assertTrue(line.startswith("  - WARNING:ENODESETUP:node:"), line)
         self.assertIn("could not write for a while", line)
         self.assertIn("No space left on device", line)
+        self.assertFalse(verifier.bad)  # a past episode is a warning only
         self.flushLoggedErrors()
 
     def test_cluster_verify_errors_while_writes_fail(self):
         self.daemon.store._failures["journal"] = StoreFailure(
             "writing the job queue journal failed: No space left on device (errno 28)",
             self.reactor.seconds())
-        verifier = LUClusterVerifyConfig(self.daemon._lu_context(JobHandle(0), None),
-                                         {"OP_ID": "OP_CLUSTER_VERIFY_CONFIG"})
-        verifier.check_prereq()
-        lines = []
-        verifier.ctx = dataclasses.replace(verifier.ctx,
-                                           feedback=lambda kind, msg: lines.append(msg))
-        self.assertFalse(self.successResultOf(defer.Deferred.fromCoroutine(verifier.exec())))
+        verifier, lines = self.queue_findings()
+        self.assertTrue(verifier.bad)
         self.assertIn("cannot write", "\n".join(x for x in lines if "ERROR" in x))
 
 
@@ -126,7 +134,7 @@ class CrashedJobTest(QueueTestCase):
             raise RuntimeError("bug in the runner")
 
         self.patch(self.queue, "_dependency_verdict", broken)
-        jid = self.submit(delay(0))
+        jid = self.submit(delay())
         self.assertEqual(self.status(jid), "error")
         self.assertIn("bug in the runner", str(self.field(jid, "opresult")))
         self.assertNotIn(jid, self.queue.running)

@@ -1,6 +1,8 @@
 """LockManager: level order, BGL, runtime add/remove, the lock monitor, and seed 001's
 "Operation C" scenario driven by the lock-attempt strategy."""
 
+from unittest import mock
+
 from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -16,6 +18,7 @@ from ganeti.master.locking import (
     LockManager,
     level_index,
 )
+from ganeti.master.locking.manager import config_monitor_names, monitor_owner
 
 FIELDS = ["name", "mode", "owner", "pending"]
 
@@ -97,7 +100,8 @@ class LevelsTest(ManagerTestBase):
         self.lm.release_all("j")
         for level in LEVEL_NAMES:
             self.assertFalse(self.lm.is_owned("j", level))
-        self.assertEqual({r[1] for r in self.lm.query(["name", "mode"])}, {None})
+        self.assertEqual(self.lm.query(["name", "mode"]), [])  # nothing held: none listed
+        self.assertEqual({info[1] for info in self.lm.lock_info()}, {None})
 
     def test_downgrade(self):
         self.take("j", "instance", ["inst1"])
@@ -140,34 +144,72 @@ class AddRemoveTest(ManagerTestBase):
 
 
 class MonitorTest(ManagerTestBase):
-    def test_fields_declared_once(self):
+    def test_fields_declared_once_as_ganeti(self):
         self.assertEqual(list(LOCK_FIELDS), FIELDS)
-        self.assertEqual(LOCK_FIELDS["name"].kind, "text")
+        # Ganeti 3.0's QueryFields("lock"): every field of kind "other".
+        self.assertEqual({f.kind for f in LOCK_FIELDS.values()}, {"other"})
+        self.assertEqual([(f.title, f.doc) for f in LOCK_FIELDS.values()], [
+            ("Name", "Lock name"),
+            ("Mode", "Mode in which the lock is currently acquired (exclusive or shared)"),
+            ("Owner", "Current lock owner(s)"),
+            ("Pending", "Jobs waiting for the lock")])
 
-    def test_rows(self):
-        self.take("job/1", "cluster", shared=True)
-        self.take("job/2", "cluster", shared=True)
+    def test_idle_locks_are_not_listed(self):
+        self.assertEqual(self.lm.query(FIELDS), [])
+        self.assertEqual(len(self.lm.lock_info()), 15)  # the full view stays for debugging
+
+    def test_rows_of_held_and_pending_locks_only(self):
+        self.take("job/1", "cluster", [BGL], shared=True)
+        self.take("job/2", "cluster", [BGL], shared=True)
         self.take("job/1", "instance", ["inst1"])
         self.lm.acquire("job/3", "instance", ["inst1"], shared=True)
         self.lm.acquire("job/4", "instance", ["inst1"], shared=True)
-        self.lm.acquire("job/5", "instance", ["inst1"])
+        self.lm.acquire("job/10", "instance", ["inst1"])
         rows = self.lm.query(FIELDS)
         names = [r[0] for r in rows]
-        self.assertEqual(names, sorted(names))
-        self.assertEqual(names, [
-            "cluster/BGL", "cluster/[lockset]", "instance/[lockset]", "instance/inst1",
-            "instance/inst2", "network/[lockset]", "network/net1", "node-res/[lockset]",
-            "node-res/node1", "node-res/node2", "node/[lockset]", "node/node1", "node/node2",
-            "nodegroup/[lockset]", "nodegroup/g1"])
-        self.assertEqual(self.row("cluster/BGL"),
-                         ["cluster/BGL", "shared", ["job/1", "job/2"], []])
+        # The set lock of each busy level is listed too (idle), as in Ganeti.
+        self.assertEqual(names, ["cluster/BGL", "cluster/[lockset]", "instance/[lockset]",
+                                 "instance/inst1"])
+        self.assertEqual(self.row("cluster/BGL"), ["cluster/BGL", "shared", ["1", "2"], []])
+        self.assertEqual(self.row("cluster/[lockset]"), ["cluster/[lockset]", None, [], []])
         self.assertEqual(self.row("instance/inst1"),
-                         ["instance/inst1", "exclusive", ["job/1"],
-                          [["shared", ["job/3", "job/4"]], ["exclusive", ["job/5"]]]])
-        self.assertEqual(self.row("node/node1"), ["node/node1", None, [], []])
-        self.assertEqual(self.lm.query(["owner", "name"])[0], [["job/1", "job/2"], "cluster/BGL"])
+                         ["instance/inst1", "exclusive", ["1"],
+                          [["shared", ["3", "4"]], ["exclusive", ["10"]]]])
+        self.assertEqual(self.lm.query(["owner", "name"])[0], [["1", "2"], "cluster/BGL"])
 
-    def test_owner_objects_named_by_str(self):
+    def test_owners_sorted_as_numbers(self):
+        for job in ("job/10", "job/9", "job/100"):
+            self.take(job, "cluster", [BGL], shared=True)
+        self.assertEqual(self.row("cluster/BGL")[2], ["9", "10", "100"])
+
+    def test_whole_level_held(self):
+        self.take("job/1", "cluster", [BGL], shared=True)
+        self.take("job/1", "node", None, shared=True)
+        names = {r[0]: r for r in self.lm.query(FIELDS)}
+        self.assertEqual(names["node/[lockset]"], ["node/[lockset]", "shared", ["1"], []])
+        self.assertEqual(names["node/node1"], ["node/node1", "shared", ["1"], []])
+        self.assertNotIn("node-res/[lockset]", names)
+
+    def test_member_names_shown_through_monitor_names(self):
+        self.lm.monitor_names = lambda level, member: (f"{level}-{member}-uuid"
+                                                       if level == "node" else member)
+        self.take("job/1", "cluster", [BGL], shared=True)
+        self.take("job/1", "node", ["node2"])
+        self.assertEqual([r[0] for r in self.lm.query(["name"])],
+                         ["cluster/BGL", "cluster/[lockset]", "node/[lockset]",
+                          "node/node-node2-uuid"])
+
+    def test_config_monitor_names(self):
+        cfg = mock.Mock()
+        cfg.node_by_name = lambda name: mock.Mock(uuid="n-uuid") if name == "node1" else None
+        cfg.group_by_name = lambda name: mock.Mock(uuid="g-uuid") if name == "g1" else None
+        shown = config_monitor_names(lambda: cfg)
+        self.assertEqual([shown("node", "node1"), shown("node-res", "node1"),
+                          shown("node", "gone"), shown("nodegroup", "g1"),
+                          shown("instance", "inst1")],
+                         ["n-uuid", "n-uuid", "gone", "g-uuid", "inst1"])
+
+    def test_other_owners_named_by_str(self):
         class Job:
             def __init__(self, job_id):
                 self.job_id = job_id
@@ -176,7 +218,10 @@ class MonitorTest(ManagerTestBase):
                 return f"job/{self.job_id}"
 
         self.take(Job(7), "instance", ["inst2"])
-        self.assertEqual(self.row("instance/inst2")[2], ["job/7"])
+        self.take("watcher", "instance", ["inst1"])
+        self.assertEqual(self.row("instance/inst2")[2], ["7"])
+        self.assertEqual(self.row("instance/inst1")[2], ["watcher"])
+        self.assertEqual(monitor_owner("job/x"), "job/x")
 
     def test_removed_lock_leaves_the_monitor(self):
         self.take("j", "instance", ["inst2"])

@@ -70,7 +70,7 @@ class SlicedQueryTest(SynchronousTestCase):
     def test_few_jobs_answer_in_the_same_turn(self):
         self.queue.visible = dict(list(self.queue.visible.items())[:10])
         d = defer.Deferred.fromCoroutine(self.methods.query_jobs([1, 2, 99999], ["id"]))
-        self.assertEqual(self.successResultOf(d), [[1], [2], None])
+        self.assertEqual(self.successResultOf(d), [[1], [2], [99999]])
 
     def test_fake_store_matches_the_real_one(self):
         from ganeti.master.jobstore import JobStore

@@ -154,7 +154,10 @@ class VerifyTest(SynchronousTestCase):
         call = rpcdefs.get_call("node_verify")
         self.assertEqual([a.name for a in call.args], ["checks", "cluster_name"])
         self.assertEqual(set(rpcdefs.VERIFY_CHECKS),
-                         {"version", "filelist", "hostname", "time", "ssconf"})
+                         {"version", "filelist", "hostname", "time", "ssconf", "nodesetup",
+                          "client_cert", "hvinfo", "accepted_storage_paths", "userscripts",
+                          "oob_paths", "file_storage_path", "shared_file_storage_path",
+                          "node_net_test"})
         self.assertEqual(rpcdefs.get_call("node_leave_cluster").args, ())
 
 

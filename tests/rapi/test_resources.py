@@ -8,10 +8,12 @@ from typing import Any
 from twisted.internet import defer
 
 from ganeti.core import constants as c
+from ganeti.core import errors as gerrors
 from ganeti.rapi import errors as http
 from ganeti.rapi.resources import ROUTES, jobs
 from ganeti.rapi.resources.cluster import FEATURES
 from ganeti.rapi.routing import READ, WRITE, default_access, match
+from ganeti.rapi.server import http_error_for
 from tests.fakes.clirun import delay_op
 from tests.fakes.rapi import RapiTestCase, make_request, run_handler
 
@@ -102,10 +104,13 @@ class ClusterModifyTest(RapiTestCase):
                            {"reason": [["me", "because", 1]]})
         self.assertEqual(err.message, "Can't overwrite static parameters 'reason'")
 
-    def test_queue_drained_is_503(self):
+    def test_queue_drained_is_500_as_ganeti(self):
+        # Ganeti's luxid refuses with GenericError("Queue drained"); its RAPI answers 500.
         self.master.client().call("SetDrainFlag", True)
-        err = self.refused(http.HttpServiceUnavailable, "PUT", "/2/redistribute-config")
-        self.assertEqual(err.message, "Job queue is drained, cannot submit")
+        err = self.refused(gerrors.GenericError, "PUT", "/2/redistribute-config")
+        mapped = http_error_for(err)
+        assert mapped is not None
+        self.assertEqual((mapped.code, mapped.message), (500, "Queue drained"))
         self.assertEqual(self.luxi.methods(), ["SubmitJob"])  # tried, refused by the queue
 
 
@@ -154,7 +159,7 @@ class ClusterTagsTest(RapiTestCase):
 class JobsTest(RapiTestCase):
     def test_lists(self):
         self.assertEqual(self.get("/2/jobs"), [])
-        ids = [self.master.submit(delay_op(0)) for _ in range(3)]
+        ids = [self.master.submit(delay_op(0.5)) for _ in range(3)]
         for job_id in ids:
             self.wait_job(job_id)
         self.assertEqual(self.get("/2/jobs"),
@@ -162,12 +167,12 @@ class JobsTest(RapiTestCase):
         bulk = self.get("/2/jobs", "bulk=1")
         self.assertEqual([set(job) for job in bulk], [set(jobs.J_FIELDS_BULK)] * 3)
         self.assertEqual([job["id"] for job in bulk], ids)
-        self.assertEqual(bulk[0]["summary"], ["TEST_DELAY(0.0)"])
+        self.assertEqual(bulk[0]["summary"], ["TEST_DELAY(0.5)"])
         self.assertEqual(bulk[0]["status"], "success")
 
     def test_bulk_is_read_in_chunks_of_jobs(self):
         self.patch(jobs, "BULK_CHUNK", 2)
-        ids = [self.master.submit(delay_op(0)) for _ in range(5)]
+        ids = [self.master.submit(delay_op(0.5)) for _ in range(5)]
         for job_id in ids:
             self.wait_job(job_id)
         self.luxi.calls.clear()
@@ -178,28 +183,29 @@ class JobsTest(RapiTestCase):
                          [ids[0:2], ids[2:4], ids[4:5]])
 
     def test_one_job(self):
-        job_id = self.master.submit(delay_op(1.0, repeat=1))
+        job_id = self.master.submit(delay_op(1.0, repeat=2))
         job = self.wait_job(job_id)
         self.assertEqual(set(job), set(jobs.J_FIELDS))
         self.assertEqual((job["id"], job["status"], job["opstatus"], job["opresult"]),
                          (job_id, "success", ["success"], [None]))
         self.assertEqual([entry[3] for entry in job["oplog"][0]],
-                         ["Test delay iteration 1/2", "Test delay iteration 2/2"])
+                         [" - INFO: Test delay iteration 0/1", " - INFO: Test delay iteration 1/1"])
         self.assertEqual(len(job["received_ts"]), 2)
 
-    def test_unknown_job_is_404(self):
-        err = self.refused(http.HttpNotFound, "GET", "/2/jobs/77")
-        self.assertEqual(err.message, "Job 77 not found")
+    def test_unknown_job_is_its_id_and_nulls_as_ganeti(self):
+        job = self.get("/2/jobs/77")
+        self.assertEqual(job, {name: 77 if name == "id" else None for name in jobs.J_FIELDS})
 
     def test_cancel(self):
         blocker = self.master.submit(delay_op(100.0))
-        waiting = self.master.submit(delay_op(0, depends=[[blocker, ["success"]]]))
+        waiting = self.master.submit(delay_op(1, depends=[[blocker, ["success"]]]))
         result = self.call("DELETE", f"/2/jobs/{waiting}")
-        self.assertEqual(result, [True, f"Job {waiting} canceled"])
+        self.assertEqual(result, [True, f"Dequeued job {waiting}"])
         self.assertEqual(self.wait_job(waiting)["status"], "canceled")
         self.assertEqual(self.call("DELETE", f"/2/jobs/{waiting}"),
-                         [False, f"Job {waiting} is finished"])
-        self.assertEqual(self.call("DELETE", "/2/jobs/999"), [False, "Job 999 not found"])
+                         [False, f"Job {waiting} not found in queue"])
+        self.assertEqual(self.call("DELETE", "/2/jobs/999"),
+                         [False, "Job 999 not found in queue"])
         self.assertEqual(self.luxi.calls[0], ("CancelJob", (waiting, False)))
 
 
@@ -208,7 +214,7 @@ class WaitTest(RapiTestCase):
         return self.call("GET", f"/2/jobs/{job_id}/wait", "", body)
 
     def test_finished_job_answers_at_once(self):
-        job_id = self.master.submit(delay_op(0))
+        job_id = self.master.submit(delay_op(0.5))
         self.wait_job(job_id)
         start = self.master.reactor.seconds()
         result = self.wait(job_id, {"fields": ["status", "id"], "previous_job_info": None,
@@ -217,7 +223,7 @@ class WaitTest(RapiTestCase):
         self.assertEqual(self.master.reactor.seconds(), start)
 
     def test_change_and_log_entries(self):
-        job_id = self.master.submit(delay_op(5.0, repeat=2))
+        job_id = self.master.submit(delay_op(5.0, repeat=3))
         seen: list[str] = []
         prev, serial = None, None
         for _ in range(20):
@@ -230,7 +236,7 @@ class WaitTest(RapiTestCase):
             if prev == ["success"]:
                 break
         self.assertEqual(prev, ["success"])
-        self.assertEqual(seen, [f"Test delay iteration {i}/3" for i in (1, 2, 3)])
+        self.assertEqual(seen, [f" - INFO: Test delay iteration {i}/2" for i in (0, 1, 2)])
 
     def test_timeout_is_ten_seconds_and_answers_unchanged(self):
         job_id = self.master.submit(delay_op(100.0))
@@ -243,16 +249,23 @@ class WaitTest(RapiTestCase):
         self.assertAlmostEqual(self.master.reactor.seconds() - start, jobs.WAIT_TIMEOUT)
         self.assertEqual(self.luxi.calls[-1][1][-1], 10)
 
-    def test_unknown_job_is_404(self):
-        self.refused(http.HttpNotFound, "GET", "/2/jobs/42/wait", "", {"fields": ["status"]})
+    def test_unknown_job_is_500_as_ganeti(self):
+        err = self.refused(http.HttpInternalServerError, "GET", "/2/jobs/42/wait", "",
+                           {"fields": ["status"]})
+        self.assertEqual(err.message, "Can't load job file")
+
+    def test_other_body_keys_are_ignored_as_ganeti(self):
+        job_id = self.master.submit(delay_op(1))
+        self.wait_job(job_id)
+        result = self.wait(job_id, {"fields": ["status"], "other": 1})
+        self.assertEqual(result, {"job_info": ["success"], "log_entries": []})
 
     def test_bad_bodies(self):
         job_id = self.master.submit(delay_op(0))
         for body in (None, [], "status", {}, {"fields": "status"}, {"fields": [1]},
                      {"fields": ["status"], "previous_job_info": "x"},
                      {"fields": ["status"], "previous_log_serial": "1"},
-                     {"fields": ["status"], "previous_log_serial": True},
-                     {"fields": ["status"], "other": 1}):
+                     {"fields": ["status"], "previous_log_serial": True}):
             self.refused(http.HttpBadRequest, "GET", f"/2/jobs/{job_id}/wait", "", body)
         self.assertNotIn("WaitForJobChange", self.luxi.methods())
 

@@ -55,7 +55,8 @@ class NodesTest(RapiTestCase):
 
     def test_unknown_node_is_404(self):
         err = self.refused(http.HttpNotFound, "GET", "/2/nodes/nope")
-        self.assertIn("nope", err.message)
+        # as Ganeti's RAPI: QueryNodes skips unknown names, a plain 404
+        self.assertEqual(err.message, "Not Found")
         self.refused(http.HttpNotFound, "GET", "/2/nodes/nope/role")
         self.refused(http.HttpNotFound, "GET", "/2/nodes/nope/tags")
         self.refused(http.HttpBadRequest, "GET", "/2/nodes/node1.test", "lock=yes")
@@ -76,7 +77,8 @@ class NodesTest(RapiTestCase):
                                         "regular"))["ops"]
         self.assertEqual((op["master_candidate"], op["offline"], op["drained"], op["force"]),
                          (False, False, False, False))
-        self.assertEqual(self.get("/2/nodes/node2.test/role"), "regular")
+        # as Ganeti's: a node leaving "drained" promotes itself while the pool wants it
+        self.assertEqual(self.get("/2/nodes/node2.test/role"), "master-candidate")
         self.succeeds(self.call("PUT", "/2/nodes/node2.test/role", "", "master-candidate"))
         self.assertEqual(self.get("/2/nodes/node2.test/role"), "master-candidate")
 

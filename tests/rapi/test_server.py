@@ -242,7 +242,7 @@ class DispatchTest(AppCase):
     def test_error_message_is_html_escaped(self):
         self.luxi.answers["QueryClusterInfo"] = gerrors.OpExecError("<b>&bad</b> 'x'")
         self.assertError(self.process("GET", "/2/info"), 500,
-                         "&lt;b&gt;&amp;bad&lt;/b&gt; 'x'")
+                         "&lt;b&gt;&amp;bad&lt;/b&gt; &#x27;x&#x27;")  # as Ganeti: quotes too
 
     def test_client_gone_cancels_the_luxi_call(self):
         self.luxi.pending["QueryClusterInfo"] = None
@@ -257,11 +257,11 @@ class DispatchTest(AppCase):
 class ErrorMappingTest(AppCase):
     CASES = [
         (gerrors.OpPrereqError("Node 'x' not known", gerrors.ECODE_NOENT), 404,
-         "Node 'x' not known"),
+         "Node &#x27;x&#x27; not known"),
         (gerrors.OpPrereqError("Bad value", gerrors.ECODE_INVAL), 400,
          "Bad value (wrong_input)"),
         (gerrors.OpPrereqError("No code"), 400, "No code"),
-        (gerrors.ParameterError("Unknown field 'zz'"), 400, "Unknown field 'zz'"),
+        (gerrors.ParameterError("Unknown field 'zz'"), 400, "Unknown field &#x27;zz&#x27;"),
         (gerrors.OpCodeUnknown("OP_NOPE"), 400, "OP_NOPE"),
         (gerrors.JobQueueFull(), 503, "Job queue is full, needs archiving"),
         (gerrors.JobQueueDrainError("drained"), 503, "Job queue is drained, cannot submit"),
@@ -343,7 +343,8 @@ class AuthTest(AppCase):
         headers = {"Authorization": basic("reader", "readerpw")}
         response = self.process("PUT", "/2/things/a", headers=headers)
         self.assertError(response, 403,
-                         "User 'reader' lacks the 'write' permission this resource needs")
+                         "User &#x27;reader&#x27; lacks the &#x27;write&#x27; permission this "
+                         "resource needs")
         self.assertError(self.process("PUT", "/2/things/a",
                                       headers={"Authorization": basic("plain", "plainpw")}),
                          403)

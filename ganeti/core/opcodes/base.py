@@ -256,6 +256,43 @@ COMMON_PARAMS: tuple[Param, ...] = (
 )
 
 
+#: Parameters that Ganeti's luxid writes as null when unset; it leaves out
+#: every other unset (optional) parameter of a stored opcode.
+NULL_SERIALISED = frozenset({"depends", "comment"})
+
+
+def echo_form(op: Mapping[str, Any]) -> dict[str, Any]:
+    """The opcode as luxid stores and echoes it: unset (null) parameters left out.
+
+    ``op`` is a stored form (:meth:`OpCode.validate`, defaults filled in);
+    only ``depends`` and ``comment`` stay when null, as in Ganeti's job files.
+    """
+    return {k: v for k, v in op.items() if v is not None or k in NULL_SERIALISED}
+
+
+def with_unset(op: Mapping[str, Any], declared: OpCode | None) -> dict[str, Any]:
+    """``op`` (an echo form) with every declared parameter it leaves out set to null.
+
+    Logical units read the full stored form; job files hold the echo form.
+    """
+    result = {p.name: None for p in declared.stored_params} if declared is not None else {}
+    result.update(op)
+    return result
+
+
+def run_form(op: Mapping[str, Any], declared: OpCode | None) -> dict[str, Any]:
+    """The opcode as Ganeti stores it once its job has started.
+
+    Ganeti's job process rewrites the job file when the job starts, with every
+    parameter of every opcode (unset ones as null) and ``debug_level`` 0 when
+    it was not given; until then the file holds luxid's :func:`echo_form`.
+    """
+    result = with_unset(op, declared)
+    if result.get("debug_level") is None:
+        result["debug_level"] = 0
+    return result
+
+
 # --- dependencies and reason trail -------------------------------------------
 
 def resolve_depends(depends: Any, own_job_id: int) -> list[list[Any]] | None:

@@ -58,8 +58,25 @@ def _check_filter(value: Any) -> Any:
 QUERY_FILTER = Kind("a query filter", _check_filter)
 
 
-def _tag_owner(value: Any) -> str:
-    return "None" if value is None else str(value)
+#: luxid shows a tag kind in summaries by its Haskell constructor (``TAGS_GET(TagKindNode)``).
+_TAG_KIND_SHOWN = {"cluster": "TagKindCluster", "node": "TagKindNode",
+                   "instance": "TagKindInstance", "nodegroup": "TagKindGroup",
+                   "network": "TagKindNetwork"}
+
+
+def _tag_kind(value: Any) -> str | None:
+    return _TAG_KIND_SHOWN.get(value, str(value)) if value is not None else None
+
+
+_HV_LIST = kinds.list_of(kinds.one_of(c.HYPER_TYPES, "a hypervisor:"),
+                         name="a list of hypervisors")
+_DT_LIST = kinds.list_of(kinds.one_of(c.DISK_TEMPLATES, "a disk template:"),
+                         name="a list of disk templates")
+_NAMES = kinds.list_of(kinds.NON_EMPTY_STRING, name="a list of non-empty strings")
+_OS_MODS = kinds.list_of(kinds.tuple_of(kinds.one_of(("add", "remove"), "add or remove:"),
+                                        kinds.NON_EMPTY_STRING,
+                                        name="a pair [add|remove, OS name]"),
+                         name="a list of [add|remove, OS name] pairs")
 
 
 # --- the declarations -------------------------------------------------------
@@ -88,17 +105,40 @@ OP_CLUSTER_SET_PARAMS = OpCode(
         opt("default_iallocator", kinds.maybe(kinds.STRING),
             "Default instance allocator (empty string: none)"),
         opt("ipolicy", kinds.maybe(kinds.OBJECT), "Cluster-wide instance policy"),
-        reserved("force", "Force the operation", False),
+        opt("force", kinds.BOOL, "Force the operation", False),
+        opt("ndparams", kinds.maybe(kinds.OBJECT), "Cluster-wide node parameter defaults"),
+        opt("enabled_hypervisors", kinds.maybe(_HV_LIST), "List of enabled hypervisors"),
+        opt("enabled_disk_templates", kinds.maybe(_DT_LIST), "List of enabled disk templates"),
+        *(opt(name, kinds.maybe(kinds.BOOL), doc) for name, doc in (
+            ("maintain_node_health", "Whether to automatically maintain node health"),
+            ("prealloc_wipe_disks", "Whether to wipe disks before allocating them"),
+            ("modify_etc_hosts", "Whether the cluster maintains /etc/hosts"),
+            ("use_external_mip_script", "Whether to use an external master IP script"),
+            ("enabled_user_shutdown", "Whether user shutdown is enabled cluster wide"))),
+        opt("default_iallocator_params", kinds.maybe(kinds.OBJECT),
+            "Default iallocator parameters"),
+        opt("mac_prefix", kinds.maybe(kinds.STRING), "MAC prefix of instance NICs (XX:XX:XX)"),
+        opt("reserved_lvs", kinds.maybe(_NAMES), "Logical volumes cluster verify ignores"),
+        opt("hidden_os", kinds.maybe(_OS_MODS), "Add/remove hidden operating systems"),
+        opt("blacklisted_os", kinds.maybe(_OS_MODS),
+            "Add/remove blacklisted operating systems"),
+        *(opt(name, kinds.maybe(kinds.STRING), doc) for name, doc in (
+            ("file_storage_dir", "Directory of file-based disks"),
+            ("shared_file_storage_dir", "Directory of shared-file disks"),
+            ("gluster_storage_dir", "Gluster storage directory (ignored, as by Ganeti)"),
+            ("install_image", "OS image for running OS scripts safely"),
+            ("zeroing_image", "OS image used to zero instance disks"))),
+        opt("compression_tools", kinds.maybe(_NAMES), "Allowed compression tools"),
+        opt("enabled_data_collectors",
+            kinds.maybe(kinds.dict_of(kinds.STRING, kinds.BOOL)),
+            "Activate or deactivate data collectors"),
+        opt("data_collector_interval",
+            kinds.maybe(kinds.dict_of(kinds.STRING, kinds.INT)),
+            "Intervals of the data collectors (microseconds)"),
         *(reserved(name, "Ganeti parameter, not supported yet") for name in (
-            "hv_state", "disk_state", "vg_name", "enabled_hypervisors", "os_hvp", "osparams",
-            "osparams_private_cluster", "maintain_node_health", "prealloc_wipe_disks",
-            "ndparams", "drbd_helper", "default_iallocator_params", "mac_prefix",
-            "master_netdev", "master_netmask", "reserved_lvs", "hidden_os",
-            "blacklisted_os", "use_external_mip_script", "enabled_disk_templates",
-            "modify_etc_hosts", "file_storage_dir", "shared_file_storage_dir",
-            "gluster_storage_dir", "install_image", "instance_communication_network",
-            "zeroing_image", "compression_tools", "enabled_user_shutdown",
-            "enabled_data_collectors", "data_collector_interval")),
+            "hv_state", "disk_state", "vg_name", "os_hvp", "osparams",
+            "osparams_private_cluster", "drbd_helper", "master_netdev", "master_netmask",
+            "instance_communication_network")),
     ))
 
 OP_QUERY = OpCode(
@@ -126,7 +166,7 @@ OP_TAGS_GET = OpCode(
         opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
         opt("use_locking", kinds.BOOL, "Whether to use synchronization", False),
     ),
-    summary_param="name", summary_format=_tag_owner)
+    summary_param="kind", summary_format=_tag_kind)
 
 OP_TAGS_SEARCH = OpCode(
     "OP_TAGS_SEARCH", "Search all tags of the cluster for a pattern",
@@ -152,16 +192,27 @@ OP_TAGS_DEL = OpCode(
 OP_TEST_DELAY = OpCode(
     "OP_TEST_DELAY", "Sleep for a while (for testing)",
     (
-        req("duration", kinds.float_kind(0.0), "Seconds to sleep"),
+        req("duration", kinds.FLOAT, "Seconds to sleep (the opcode fails unless > 0)"),
         opt("on_master", kinds.BOOL, "Sleep on the master", True),
-        opt("on_nodes", NAME_LIST, "Nodes to sleep on (after the master)", []),
+        opt("on_nodes", NAME_LIST, "Nodes to sleep on (with the master)", []),
         opt("on_node_uuids", kinds.maybe(NAME_LIST), "UUIDs of the nodes to sleep on"),
-        opt("repeat", kinds.int_range(0), "How many more times to sleep", 0),
+        opt("repeat", kinds.int_range(0), "How many times to sleep (0: once)", 0),
         opt("interruptible", kinds.BOOL, "Allow interrupting the sleep through a socket",
             False),
         opt("no_locks", kinds.BOOL, "Take no locks while sleeping", True),
     ),
     summary_param="duration")
+
+OP_TEST_JQUEUE = OpCode(
+    "OP_TEST_JQUEUE", "Test the job queue (gnt-debug test-jobqueue)",
+    (
+        opt("notify_waitlock", kinds.BOOL, "Notify the client while waiting for locks",
+            False),
+        opt("notify_exec", kinds.BOOL, "Notify the client when executing", False),
+        opt("log_messages", kinds.list_of(kinds.STRING, name="a list of strings"),
+            "Test messages to log", []),
+        opt("fail", kinds.BOOL, "Fail the opcode at the end", False),
+    ))
 
 
 # --- nodes, groups, cluster-wide node operations -----------------------------
@@ -238,16 +289,33 @@ OP_NODE_SET_PARAMS = OpCode(
         opt("ndparams", kinds.maybe(ND_PARAMS), "Node parameters to change"),
         reserved("hv_state", "Ganeti parameter, not supported yet"),
         reserved("disk_state", "Ganeti parameter, not supported yet"),
-        reserved("powered", "Ganeti parameter, not supported yet"),
+        opt("powered", kinds.maybe(kinds.BOOL),
+            "Whether the node should be marked as powered (out-of-band nodes only)"),
     ),
     summary_param="node_name", summary_format=_node_name)
+
+OP_OOB_COMMAND = OpCode(
+    "OP_OOB_COMMAND", "Run an out-of-band command (the ndparam oob_program) for nodes",
+    (
+        opt("node_names", NAME_LIST, "Nodes to run the command for (default: all)", []),
+        opt("node_uuids", kinds.maybe(NAME_LIST), "UUIDs of the nodes"),
+        req("command", kinds.one_of(c.OOB_COMMANDS, "an out-of-band command:"),
+            "The command (power-on, power-off, power-cycle, power-status, health)"),
+        opt("timeout", kinds.int_range(1, 900),
+            "Seconds before the out-of-band program is killed", c.OOB_TIMEOUT),
+        opt("ignore_status", kinds.BOOL,
+            "Power off even nodes that are not marked offline", False),
+        opt("power_delay", kinds.float_kind(0.0),
+            "Seconds to wait between powering on nodes", c.OOB_POWER_DELAY),
+    ))
 
 # Group names become ssconf lines ("<uuid> <name>"): one printable line only.
 GROUP_NAME = kinds.PRINTABLE_NAME
 
 _GROUP_PARAMS = (
     opt("alloc_policy", kinds.maybe(ALLOC_POLICY), "Instance allocation policy"),
-    opt("ndparams", kinds.maybe(ND_PARAMS), "Default node parameters for the group"),
+    # an object: unknown keys are refused while coercing, with Ganeti's error
+    opt("ndparams", kinds.maybe(kinds.OBJECT), "Default node parameters for the group"),
     opt("diskparams", kinds.maybe(DISK_PARAMS), "Disk parameters, per disk template"),
     opt("ipolicy", kinds.maybe(kinds.OBJECT), "Group-specific instance policy"),
     reserved("hv_state", "Ganeti parameter, not supported yet"),
@@ -269,8 +337,7 @@ OP_GROUP_RENAME = OpCode(
     (
         req("group_name", GROUP_NAME, "Name or UUID of the group"),
         req("new_name", GROUP_NAME, "New name of the group"),
-    ),
-    summary_param="group_name")
+    ))  # luxid shows no argument in its summary
 
 OP_GROUP_SET_PARAMS = OpCode(
     "OP_GROUP_SET_PARAMS", "Change the parameters of a node group",
@@ -322,11 +389,26 @@ OP_CLUSTER_VERIFY_GROUP = OpCode(
     ),
     summary_param="group_name")
 
+OP_CLUSTER_VERIFY_DISKS = OpCode(
+    "OP_CLUSTER_VERIFY_DISKS", "Verify the disks of the cluster: submits one job per group",
+    (
+        opt("group_name", kinds.maybe(GROUP_NAME), "Verify only this node group"),
+        opt("is_strict", kinds.BOOL, "Whether verification is strict", True),
+    ))
+
+OP_GROUP_VERIFY_DISKS = OpCode(
+    "OP_GROUP_VERIFY_DISKS", "Verify the disks of the instances of one node group",
+    (req("group_name", GROUP_NAME, "Name or UUID of the group"),
+     opt("is_strict", kinds.BOOL, "Whether verification is strict", True)),
+    summary_param="group_name")
+
 #: Every declared opcode, in the order of the reference.
 ALL: tuple[OpCode, ...] = (
     OP_CLUSTER_QUERY, OP_CLUSTER_SET_PARAMS, OP_QUERY, OP_QUERY_FIELDS, OP_TAGS_GET,
-    OP_TAGS_SEARCH, OP_TAGS_SET, OP_TAGS_DEL, OP_TEST_DELAY,
+    OP_TAGS_SEARCH, OP_TAGS_SET, OP_TAGS_DEL, OP_TEST_DELAY, OP_TEST_JQUEUE,
     OP_CLUSTER_REDIST_CONF, OP_CLUSTER_VERIFY, OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_GROUP,
+    OP_CLUSTER_VERIFY_DISKS, OP_GROUP_VERIFY_DISKS,
     OP_NODE_ADD, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_GROUP_ADD, OP_GROUP_REMOVE,
+    OP_OOB_COMMAND,
     OP_GROUP_RENAME, OP_GROUP_SET_PARAMS, OP_GROUP_ASSIGN_NODES,
 )

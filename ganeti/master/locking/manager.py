@@ -9,15 +9,15 @@ inside a level rules out deadlocks between owners that follow the rules.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 
 from ganeti.core.errors import ECODE_INVAL, LockError, OpPrereqError
-from ganeti.master.locking.lockset import LockSet, Names
-from ganeti.master.locking.sharedlock import HandoffQueue, LockInfo, Owner
+from ganeti.master.locking.lockset import SET_LOCK_SUFFIX, LockSet, Names
+from ganeti.master.locking.sharedlock import MODE_DELETED, HandoffQueue, LockInfo, Owner
 
 LEVEL_CLUSTER = 0
 LEVEL_INSTANCE = 1
@@ -47,15 +47,49 @@ class LockField(NamedTuple):
     doc: str
 
 
-#: The fields of query resource "lock", declared once.
+#: The fields of query resource "lock", declared once (kinds, titles and
+#: descriptions as Ganeti 3.0's lock monitor).
 LOCK_FIELDS: dict[str, LockField] = {f.name: f for f in (
-    LockField("name", "Name", "text", "Name of the lock"),
+    LockField("name", "Name", "other", "Lock name"),
     LockField("mode", "Mode", "other",
-              "How the lock is held now: exclusive, shared, deleted, or null if free"),
-    LockField("owner", "Owner", "other", "Names of the current holders"),
-    LockField("pending", "Pending", "other",
-              "Waiting acquires in grant order, as [mode, [owner names]] per group"),
+              "Mode in which the lock is currently acquired (exclusive or shared)"),
+    LockField("owner", "Owner", "other", "Current lock owner(s)"),
+    LockField("pending", "Pending", "other", "Jobs waiting for the lock"),
 )}
+
+#: How the monitor shows a member lock: ``(level name, member) -> shown name``
+#: (Ganeti shows node and node group locks by UUID).
+MonitorNames = Callable[[str, str], str]
+
+
+def monitor_owner(owner: str) -> str:
+    """An owner as the lock monitor shows it: a job ``job/N`` as ``N``."""
+    if owner.startswith("job/") and owner[4:].isascii() and owner[4:].isdigit():
+        return owner[4:]
+    return owner
+
+
+def _owner_key(owner: str) -> tuple[int, int, str]:
+    return (0, int(owner), "") if owner.isascii() and owner.isdigit() else (1, 0, owner)
+
+
+def _monitor_owners(owners: Iterable[str]) -> list[str]:
+    return sorted((monitor_owner(o) for o in owners), key=_owner_key)
+
+
+def config_monitor_names(config: Callable[[], Any]) -> MonitorNames:
+    """:attr:`LockManager.monitor_names` showing node, node-res and node group locks
+    by UUID, as Ganeti does, looked up in the current config (``config()``)."""
+    def shown(level: str, member: str) -> str:
+        cfg = config()
+        if level in ("node", "node-res"):
+            node = cfg.node_by_name(member)
+            return member if node is None else str(node.uuid)
+        if level == "nodegroup":
+            group = cfg.group_by_name(member)
+            return member if group is None else str(group.uuid)
+        return member
+    return shown
 
 
 _LEVEL_KEYS: dict[Level, int] = {**{n: i for i, n in enumerate(LEVEL_NAMES)},
@@ -78,6 +112,8 @@ class LockManager:
                  networks: Iterable[str] = ()) -> None:
         self._clock = clock
         self._handoff = HandoffQueue()
+        #: How the lock monitor shows member locks (None: by their names).
+        self.monitor_names: MonitorNames | None = None
         nodes = list(nodes)
         members: tuple[Iterable[str], ...] = ([BGL], instances, nodegroups, nodes, nodes,
                                               networks)
@@ -181,13 +217,46 @@ class LockManager:
     # -- lock monitor ----------------------------------------------------------
 
     def lock_info(self) -> list[LockInfo]:
-        """Every lock's ``(name, mode, owners, pending)``, sorted by name."""
+        """Every lock's ``(name, mode, owners, pending)``, sorted by name (idle ones too,
+        owners as the lock manager knows them: for tests and debugging)."""
         infos = [lock.info() for lockset in self._sets for lock in lockset.all_locks()]
         infos.sort(key=lambda info: info[0])
         return infos
 
+    def monitor(self) -> list[LockInfo]:
+        """The lock monitor's rows, as Ganeti's: ``(name, mode, owners, pending)``.
+
+        Only locks that are held or waited for are listed, and with them the
+        set lock (``<level>/[lockset]``) of each level that has one (idle
+        unless the whole level is held); deleted locks are not listed.  Owners
+        are job ids; member names go through :attr:`monitor_names`.
+        """
+        rows: list[LockInfo] = []
+        for level, lockset in enumerate(self._sets):
+            level_name = LEVEL_NAMES[level]
+            busy = []
+            set_row: LockInfo | None = None
+            for lock in lockset.all_locks():
+                name, mode, owners, pending = lock.info()
+                member = name[len(level_name) + 1:]
+                if member == SET_LOCK_SUFFIX:
+                    set_row = (name, mode, _monitor_owners(owners),
+                               [(pmode, _monitor_owners(who)) for pmode, who in pending])
+                    continue
+                if mode == MODE_DELETED or (mode is None and not pending):
+                    continue
+                if self.monitor_names is not None:
+                    name = f"{level_name}/{self.monitor_names(level_name, member)}"
+                busy.append((name, mode, _monitor_owners(owners),
+                             [(pmode, _monitor_owners(who)) for pmode, who in pending]))
+            if set_row is not None and (busy or set_row[1] is not None or set_row[3]):
+                rows.append(set_row)
+            rows.extend(busy)
+        rows.sort(key=lambda info: info[0])
+        return rows
+
     def query(self, fields: Sequence[str]) -> list[list[Any]]:
-        """Rows of query resource "lock" with ``fields``, sorted by lock name.
+        """Rows of query resource "lock" (:meth:`monitor`) with ``fields``, by lock name.
 
         ``owner`` is a list of owner names, ``pending`` a list of
         ``[mode, [owner names]]``; unknown fields fail with ``OpPrereqError``.
@@ -196,7 +265,7 @@ class LockManager:
         if unknown:
             raise OpPrereqError(f"Unknown lock field(s): {', '.join(unknown)}", ECODE_INVAL)
         rows = []
-        for name, mode, owners, pending in self.lock_info():
+        for name, mode, owners, pending in self.monitor():
             values: dict[str, Any] = {
                 "name": name, "mode": mode, "owner": owners,
                 "pending": [[pmode, names] for pmode, names in pending],

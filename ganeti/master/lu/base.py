@@ -74,6 +74,10 @@ class LogicalUnit:
         self.needed_locks[LEVEL_CLUSTER] = ["BGL"]
         self.share_locks[LEVEL_CLUSTER] = not self.REQ_BGL
 
+    async def before_locks(self) -> None:
+        """Work after :meth:`expand_names`, before the locks are taken, while the
+        opcode is waiting (OP_TEST_JQUEUE's notification); the default: none."""
+
     def declare_locks(self, level: int) -> None:
         """Refine ``needed_locks[level]`` once the previous levels are held."""
 

@@ -7,58 +7,124 @@ import uuid as uuidmod
 from typing import Any
 
 from ganeti.core import constants
-from ganeti.core.errors import ECODE_EXISTS, ECODE_INVAL, ECODE_STATE, OpPrereqError
-from ganeti.core.objects import ConfigData, NodeGroup
+from ganeti.core.errors import (
+    ECODE_EXISTS,
+    ECODE_INVAL,
+    ECODE_STATE,
+    ConfigurationError,
+    OpPrereqError,
+)
+from ganeti.core.objects import Cluster, ConfigData, NodeGroup
+from ganeti.core.params_merge import (
+    check_disk_access_modes,
+    check_ipolicy_syntax,
+    check_ipolicy_vs_disk_templates,
+    fill_dict,
+    fill_ipolicy,
+    get_updated_ipolicy,
+    get_updated_params,
+    verify_dict_options,
+)
+from ganeti.core.params_types import (
+    DISK_DT_TYPES,
+    ISPECS_PARAMETER_TYPES,
+    NDS_PARAMETER_TYPES,
+    force_dict_type,
+)
 from ganeti.master import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODEGROUP
 from ganeti.master.lu.base import LogicalUnit
-from ganeti.master.lu.cluster import merge_ipolicy
-from ganeti.master.lu.node import check_ndparams
-
-
-def _check_diskparams(values: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for template, params in (values or {}).items():
-        defaults = constants.DISK_DT_DEFAULTS.get(template)
-        if defaults is None:
-            raise OpPrereqError(f"Disk template {template!r} is not known", ECODE_INVAL)
-        unknown = sorted(set(params) - set(defaults))
-        if unknown:
-            raise OpPrereqError(f"Unknown disk parameter(s) for {template}: "
-                                f"{', '.join(unknown)}", ECODE_INVAL)
-        out[template] = dict(params)
-    return out
 
 
 def _check_new_name(cfg: ConfigData, name: str) -> None:
-    if cfg.group_by_name(name) is not None:
-        raise OpPrereqError(f"Desired group name '{name}' already exists as a node group",
-                            ECODE_EXISTS)
+    existing = cfg.group_by_name(name)
+    if existing is not None:
+        raise OpPrereqError(f"Desired group name '{name}' already exists as a node group "
+                            f"(UUID: {existing.uuid})", ECODE_EXISTS)
 
 
-class _GroupParamsMixin:
-    op: dict[str, Any]
+def _verify_diskparams(diskparams: dict[str, Any]) -> None:
+    try:
+        verify_dict_options(diskparams, constants.DISK_DT_DEFAULTS)
+    except OpPrereqError as err:
+        raise OpPrereqError(f"While verify diskparams options: {err.args[0]}",
+                            ECODE_INVAL) from None
 
-    def _params(self, group: NodeGroup, cluster_ipolicy: dict[str, Any]) -> list[list[str]]:
-        op = self.op
-        result: list[list[str]] = []
-        if op.get("alloc_policy"):
-            group.alloc_policy = op["alloc_policy"]
-            result.append(["alloc_policy", op["alloc_policy"]])
-        if op.get("ndparams"):
-            group.ndparams.update(check_ndparams(op["ndparams"]))
-            result.append(["ndparams", str(group.ndparams)])
-        if op.get("diskparams"):
-            for template, params in _check_diskparams(op["diskparams"]).items():
-                group.diskparams.setdefault(template, {}).update(params)
-            result.append(["diskparams", str(group.diskparams)])
-        if op.get("ipolicy"):
-            merged = merge_ipolicy(copy.deepcopy(cluster_ipolicy) | group.ipolicy,
-                                   op["ipolicy"])
-            group.ipolicy = {k: v for k, v in merged.items()
-                             if k in op["ipolicy"] or k in group.ipolicy}
-            result.append(["ipolicy", str(group.ipolicy)])
-        return result
+
+def _check_group_ipolicy(cluster: Cluster, ipolicy: dict[str, Any]) -> None:
+    """The group's policy filled from the cluster's: valid, and allowing only
+    enabled templates."""
+    full = fill_ipolicy(cluster.ipolicy, ipolicy)
+    try:
+        check_ipolicy_syntax(full, False)
+    except ConfigurationError as err:
+        raise OpPrereqError(f"Invalid instance policy: {err.args[0]}", ECODE_INVAL) from None
+    check_ipolicy_vs_disk_templates(full, cluster.enabled_disk_templates)
+
+
+def new_group_params(group: NodeGroup, cluster: Cluster,
+                     op: dict[str, Any]) -> list[list[str]]:
+    """Apply OP_GROUP_SET_PARAMS to ``group`` in place, as LUGroupSetParams does.
+
+    Changes merge into what the group has (``"default"`` drops a key); values
+    are coerced to their declared types.  Returns the ``[param, new value]``
+    pairs Ganeti reports (node and disk parameters only).
+    """
+    if op.get("diskparams"):
+        check_disk_access_modes(op["diskparams"])
+    new_nd = new_disk = new_ipolicy = None
+    if op.get("ndparams"):
+        new_nd = force_dict_type(get_updated_params(group.ndparams, op["ndparams"]),
+                                 NDS_PARAMETER_TYPES)
+    if op.get("diskparams"):
+        per_template = {
+            template: force_dict_type(
+                get_updated_params(group.diskparams.get(template, {}),
+                                   op["diskparams"][template]), DISK_DT_TYPES)
+            for template in sorted(constants.DISK_TEMPLATES) if template in op["diskparams"]}
+        new_disk = fill_dict(group.diskparams, per_template)
+        _verify_diskparams(new_disk)
+    if op.get("ipolicy"):
+        new_ipolicy = get_updated_ipolicy(group.ipolicy, op["ipolicy"], group_policy=True)
+        _check_group_ipolicy(cluster, new_ipolicy)
+    result: list[list[str]] = []
+    if new_nd is not None:
+        group.ndparams = new_nd
+        result.append(["ndparams", str(new_nd)])
+    if new_disk is not None:
+        group.diskparams = new_disk
+        result.append(["diskparams", str(new_disk)])
+    if op.get("alloc_policy"):
+        group.alloc_policy = op["alloc_policy"]
+    if new_ipolicy is not None:
+        group.ipolicy = new_ipolicy
+    return result
+
+
+def add_group_params(group: NodeGroup, cluster: Cluster, op: dict[str, Any]) -> None:
+    """Fill a new group's parameters from OP_GROUP_ADD, checked as LUGroupAdd does."""
+    if op.get("ndparams"):
+        group.ndparams = force_dict_type(copy.deepcopy(op["ndparams"]), NDS_PARAMETER_TYPES)
+    if op.get("diskparams"):
+        diskparams = copy.deepcopy(op["diskparams"])
+        for values in diskparams.values():
+            force_dict_type(values, DISK_DT_TYPES)
+        _verify_diskparams(diskparams)
+        group.diskparams = diskparams
+    if op.get("ipolicy"):
+        # Ganeti's LUGroupAdd, unlike LUGroupSetParams, accepts a standard spec.
+        policy = dict(op["ipolicy"])
+        std = policy.pop(constants.IPOLICY_STD, None)
+        group.ipolicy = get_updated_ipolicy({}, policy, group_policy=True)
+        if std is not None:
+            if not isinstance(std, dict):
+                raise OpPrereqError(f"Invalid value for attribute 'std': '{std}'",
+                                    ECODE_INVAL)
+            group.ipolicy[constants.IPOLICY_STD] = force_dict_type(dict(std),
+                                                                   ISPECS_PARAMETER_TYPES)
+        _check_group_ipolicy(cluster, group.ipolicy)
+    if op.get("alloc_policy"):
+        group.alloc_policy = op["alloc_policy"]
 
 
 class _OneGroupLU(LogicalUnit):
@@ -71,7 +137,7 @@ class _OneGroupLU(LogicalUnit):
         self.needed_locks[LEVEL_NODEGROUP] = [self.group.name]
 
 
-class LUGroupAdd(_GroupParamsMixin, LogicalUnit):
+class LUGroupAdd(LogicalUnit):
     """OP_GROUP_ADD."""
 
     OP_ID = "OP_GROUP_ADD"
@@ -79,7 +145,7 @@ class LUGroupAdd(_GroupParamsMixin, LogicalUnit):
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         _check_new_name(cfg, self.op["group_name"])
-        self._params(NodeGroup(uuid="x", name="x"), cfg.cluster.ipolicy)  # validate only
+        add_group_params(NodeGroup(uuid="x", name="x"), cfg.cluster, self.op)  # check only
 
     async def exec(self) -> Any:
         if self.op.get("dry_run"):
@@ -90,7 +156,7 @@ class LUGroupAdd(_GroupParamsMixin, LogicalUnit):
         def change(cfg: ConfigData) -> None:
             _check_new_name(cfg, name)
             group = NodeGroup(uuid=str(uuidmod.uuid4()), name=name, ctime=now, mtime=now)
-            self._params(group, cfg.cluster.ipolicy)
+            add_group_params(group, cfg.cluster, self.op)
             cfg.nodegroups[group.uuid] = group
 
         await self.ctx.config.update(change)
@@ -156,17 +222,18 @@ class LUGroupRename(_OneGroupLU):
         return new
 
 
-class LUGroupSetParams(_GroupParamsMixin, _OneGroupLU):
+class LUGroupSetParams(_OneGroupLU):
     """OP_GROUP_SET_PARAMS: result is a list of [param, new value]."""
 
     OP_ID = "OP_GROUP_SET_PARAMS"
 
     def check_prereq(self) -> None:
-        if not any(self.op.get(k) for k in ("alloc_policy", "ndparams", "diskparams",
-                                            "ipolicy")):
+        if all(self.op.get(k) is None for k in ("alloc_policy", "ndparams", "diskparams",
+                                                "ipolicy", "hv_state", "disk_state")):
             raise OpPrereqError("Please pass at least one modification", ECODE_INVAL)
         cfg = self.ctx.config.config
-        self._params(copy.deepcopy(cfg.nodegroups[self.group.uuid]), cfg.cluster.ipolicy)
+        new_group_params(copy.deepcopy(cfg.nodegroups[self.group.uuid]), cfg.cluster,
+                         self.op)
 
     async def exec(self) -> Any:
         uuid = self.group.uuid
@@ -176,7 +243,7 @@ class LUGroupSetParams(_GroupParamsMixin, _OneGroupLU):
 
         def change(cfg: ConfigData) -> list[list[str]]:
             group = cfg.nodegroups[uuid]
-            result = self._params(group, cfg.cluster.ipolicy)
+            result = new_group_params(group, cfg.cluster, self.op)
             group.serial_no += 1
             group.mtime = now
             return result

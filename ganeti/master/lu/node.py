@@ -1,4 +1,4 @@
-"""Node logical units: add, remove and change nodes (seed 003 node flags).
+"""Node logical units: add and remove nodes (changing one: node_modify.py).
 
 Every unit takes the Big Ganeti Lock exclusively: node membership and roles
 change what every other job may assume.  Checks that need only the config
@@ -21,7 +21,6 @@ from ganeti.core.errors import (
     ECODE_NOENT,
     ECODE_NOTUNIQUE,
     ECODE_RESOLVER,
-    ECODE_STATE,
     OpPrereqError,
 )
 from ganeti.core.objects import ConfigData, Node
@@ -53,8 +52,12 @@ def check_ips_free(cfg: ConfigData, ips: list[str | None], skip: str | None = No
                                 ECODE_NOTUNIQUE)
 
 
-async def welcome_candidates(ctx: LUContext, names: list[str]) -> None:
-    """Give nodes that just became candidates the ancillary files and the job queue."""
+async def welcome_candidates(ctx: LUContext, names: list[str], announce: bool = True) -> None:
+    """Give nodes that just became candidates the job queue (and the ancillary files,
+    which every node gets, in case they missed them).
+
+    ``announce``: say so in the job's feedback (node modify does not, as Ganeti's).
+    """
     if not names or ctx.replicator is None:
         return
     cfg = ctx.config.config
@@ -67,7 +70,7 @@ async def welcome_candidates(ctx: LUContext, names: list[str]) -> None:
     for result in failed:
         ctx.feedback("message", f"Warning: copying the job queue to {result.node} failed: "
                                 f"{result.fail_msg}")
-    for name in names:
+    for name in names if announce else []:
         ctx.feedback("message", f"Node {name} is now a master candidate")
 
 
@@ -180,6 +183,10 @@ class LUNodeAdd(LogicalUnit):
                      else f"Re-added node {name} ({primary_ip})")
         if candidate:
             await welcome_candidates(ctx, [name])
+        elif ctx.replicator is not None:
+            added = nodesmod.find_node(ctx.config.config, name)
+            if not added.offline:  # Ganeti gives every node the ancillary files
+                await ctx.replicator.push_ancillary([added])
         return None
 
 
@@ -239,122 +246,3 @@ class LUNodeRemove(_OneNodeLU):
                                         "Ganeti files by hand")
         await welcome_candidates(ctx, promoted)
         return None
-
-
-class LUNodeSetParams(_OneNodeLU):
-    """OP_NODE_SET_PARAMS: flags (seed 003 rules), capabilities and node parameters."""
-
-    OP_ID = "OP_NODE_SET_PARAMS"
-    _FLAGS = ("master_candidate", "offline", "drained")
-
-    def check_prereq(self) -> None:
-        cfg = self.ctx.config.config
-        op = self.op
-        node = cfg.nodes[self.node.uuid]
-        changes = {f: op[f] for f in (*self._FLAGS, "master_capable", "vm_capable",
-                                      "secondary_ip", "ndparams") if op.get(f) is not None}
-        if not changes:
-            raise OpPrereqError("Please pass at least one modification", ECODE_INVAL)
-        if sum(1 for f in self._FLAGS if op.get(f) is True) > 1:
-            raise OpPrereqError("Can't set the node into more than one state at the same "
-                                "time", ECODE_INVAL)
-        is_master = node.uuid == cfg.cluster.master_node
-        if is_master and (op.get("master_candidate") is False or op.get("offline") is True
-                          or op.get("drained") is True or op.get("master_capable") is False):
-            raise OpPrereqError(f"The master role can be changed only via master-failover; "
-                                f"{node.name} is the master, it cannot be offline, drained, "
-                                "demoted or not master capable", ECODE_INVAL)
-        if op.get("offline") is True:
-            owned = sorted(i.name for i in cfg.instances.values()
-                           if i.primary_node == node.uuid)
-            if owned:
-                raise OpPrereqError(f"Can't set the node offline: it is the primary node of "
-                                    f"{', '.join(owned)}", ECODE_STATE)
-        trial = copy.deepcopy(cfg)
-        tnode = trial.nodes[node.uuid]
-        self.result = self._apply(trial, tnode)
-        if op.get("master_candidate") is True and not tnode.master_candidate:
-            raise OpPrereqError(f"Node {node.name} cannot become a master candidate: it is "
-                                "not master capable, offline or drained", ECODE_STATE)
-        was_candidate = node.master_candidate
-        if was_candidate and not tnode.master_candidate:
-            current, desired = nodesmod.candidate_stats(trial)
-            if current < desired and not op.get("auto_promote"):
-                raise OpPrereqError(
-                    "Not enough master candidates, please pass auto promote option to allow "
-                    "promotion (--auto-promote or RAPI auto_promote=True)", ECODE_STATE)
-        check_ips_free(cfg, [op.get("secondary_ip")], node.uuid)
-
-    def _apply(self, cfg: ConfigData, node: Node) -> list[list[str]]:
-        """Apply the change to ``node`` in ``cfg``; the [param, value] pairs to report."""
-        op = self.op
-        result: list[list[str]] = []
-        for flag in ("offline", "drained"):
-            value = op.get(flag)
-            if value is None or value == getattr(node, flag):
-                continue
-            setattr(node, flag, value)
-            result.append([flag, str(value)])
-            if value:
-                if node.master_candidate:
-                    node.master_candidate = False
-                    result.append(["master_candidate", f"auto-demotion due to {flag}"])
-                other = "drained" if flag == "offline" else "offline"
-                if getattr(node, other):
-                    setattr(node, other, False)
-                    result.append([other, f"clear {other} status due to {flag}"])
-        for flag in ("master_capable", "vm_capable"):
-            value = op.get(flag)
-            if value is not None and value != getattr(node, flag):
-                setattr(node, flag, value)
-                result.append([flag, str(value)])
-                if flag == "master_capable" and not value and node.master_candidate:
-                    node.master_candidate = False
-                    result.append(["master_candidate", "auto-demotion due to not being "
-                                                       "master capable"])
-        mc = op.get("master_candidate")
-        if mc is not None and mc != node.master_candidate:
-            if not mc or nodesmod.may_be_candidate(node):
-                node.master_candidate = mc
-                result.append(["master_candidate", str(mc)])
-        elif mc is None and (op.get("offline") is False or op.get("drained") is False):
-            # a node coming back promotes itself if the pool needs it
-            current, desired = nodesmod.candidate_stats(cfg, frozenset({node.uuid}))
-            if nodesmod.may_be_candidate(node) and not node.master_candidate and (
-                    current < cfg.cluster.candidate_pool_size):
-                node.master_candidate = True
-                result.append(["master_candidate", "auto-promotion"])
-        if op.get("secondary_ip") and op["secondary_ip"] != node.secondary_ip:
-            node.secondary_ip = op["secondary_ip"]
-            result.append(["secondary_ip", op["secondary_ip"]])
-        if op.get("ndparams"):
-            node.ndparams.update(check_ndparams(op["ndparams"]))
-            result.append(["ndparams", str(node.ndparams)])
-        return result
-
-    async def exec(self) -> Any:
-        ctx = self.ctx
-        if self.op.get("dry_run"):
-            return self.result
-        now = ctx.clock.seconds()
-        name = self.node.name
-
-        def change(cfg: ConfigData) -> tuple[list[list[str]], list[str], bool]:
-            node = cfg.nodes[self.node.uuid]
-            was = node.master_candidate
-            result = self._apply(cfg, node)
-            node.serial_no += 1
-            node.mtime = now
-            # refill the pool (check_prereq refused shrinking it without auto_promote)
-            promoted = nodesmod.fill_candidate_pool(cfg, now, frozenset({node.uuid}))
-            cfg.cluster.serial_no += 1
-            cfg.cluster.mtime = now
-            return result, promoted, not was and node.master_candidate
-
-        result, promoted, became = await ctx.config.update(change)
-        for param, value in result:
-            ctx.feedback("message", f"{name}: {param} -> {value}")
-        for other in promoted:
-            result.append(["master_candidate", f"{other}: auto-promotion"])
-        await welcome_candidates(ctx, ([name] if became else []) + promoted)
-        return result

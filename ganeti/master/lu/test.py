@@ -1,4 +1,30 @@
-"""OP_TEST_DELAY: sleep on the master, to test the queue, locks and cancellation."""
+"""OP_TEST_DELAY: sleep on the master and/or nodes, to test the queue, locks and cancellation.
+
+As Ganeti 3.0's LUTestDelay:
+
+- a duration that is not greater than zero fails the opcode (OpPrereqError
+  "Duration must be greater than zero", without an error code);
+- the nodes to sleep on are ``on_nodes`` plus the master if ``on_master``;
+  without any (``--no-master`` and no ``-n``) the master sleeps anyway;
+- ``repeat`` 0 sleeps once; ``repeat`` N > 0 sleeps N times, logging
+  "Test delay iteration i/N-1" (i from 0) before each;
+- the sleeps of one iteration run at the same time on all nodes.
+
+With ``interruptible`` the master waits on a test socket instead
+(:mod:`ganeti.master.lu.testsocket`, the path logged as ``delay-test``): a
+client that connects and then sends a byte or closes stops the delay, and
+the remaining iterations.
+
+OP_TEST_JQUEUE is Ganeti's LUTestJqueue, which ``gnt-debug test-jobqueue``
+drives: it notifies the client through a test socket (log type
+``jqueue-test``) while waiting for its lock and when executing, logs the
+given messages (prefixed ``TESTMSG=``) and fails if asked to.
+
+Differences (docs/compat.md): the master's own sleep happens in masterd, not
+through its node daemon; ``no_locks`` is honoured (Ganeti 3.0 overwrites the
+lock list it computed from it, so it always locks the nodes); and a
+CancelJob also stops an interruptible sleep.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +33,30 @@ from typing import Any
 
 from twisted.internet import defer, task
 
+from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, OpExecError, OpPrereqError
+from ganeti.core.objects import Node
 from ganeti.core.rpcdefs import TMO_FAST, TMO_SLOW
 from ganeti.master.locking.manager import LEVEL_NODE
 from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.testsocket import SocketTimeout, TestSocket
 from ganeti.master.nodes import find_node, target
+
+#: Ganeti's test notifications of OP_TEST_JQUEUE (constants.JQT_*).
+JQT_EXPANDNAMES = "expandnames"
+JQT_EXEC = "exec"
+JQT_STARTMSG = "startmsg"
+JQT_LOGMSG = "logmsg"
+JQT_MSGPREFIX = "TESTMSG="
+
+
+def log_info(lu: LogicalUnit, text: str) -> None:
+    """Ganeti's LogInfo: a message `` - INFO: text``."""
+    lu.ctx.feedback(c.ELOG_MESSAGE, f" - INFO: {text}")
 
 
 class LUTestDelay(LogicalUnit):
-    """Sleeps ``duration`` seconds, ``repeat`` + 1 times (without locks if ``no_locks``)."""
+    """Sleeps ``duration`` seconds, ``max(repeat, 1)`` times (without locks if ``no_locks``)."""
 
     OP_ID = "OP_TEST_DELAY"
     REQ_BGL = False
@@ -25,13 +66,29 @@ class LUTestDelay(LogicalUnit):
         return not self.op.get("no_locks", True)
 
     def expand_names(self) -> None:
+        if not float(self.op["duration"]) > 0:
+            raise OpPrereqError("Duration must be greater than zero")
         super().expand_names()
         cfg = self.ctx.config.config
-        wanted = list(self.op.get("on_nodes") or []) + list(self.op.get("on_node_uuids") or [])
-        self.nodes = [copy.deepcopy(find_node(cfg, name)) for name in wanted]
-        if self.nodes:
-            self.needed_locks[LEVEL_NODE] = sorted({n.name for n in self.nodes})
-            self.share_locks[LEVEL_NODE] = True
+        wanted: dict[str, Node] = {}
+        for name in list(self.op.get("on_nodes") or []) + list(self.op.get("on_node_uuids")
+                                                                or []):
+            node = find_node(cfg, name)
+            wanted.setdefault(node.uuid, copy.deepcopy(node))
+        master = cfg.nodes.get(cfg.cluster.master_node)
+        #: Whether masterd sleeps itself: for the master, or when no node is named at all.
+        self.local = bool(self.op.get("on_master", True)) or not wanted
+        if self.op.get("on_master", True) and master is not None:
+            wanted.pop(master.uuid, None)
+            lock_nodes = [master.name]
+        else:
+            lock_nodes = []
+        #: The other nodes, reached through their node daemons.
+        self.nodes = sorted(wanted.values(), key=lambda n: n.name)
+        lock_nodes.extend(n.name for n in self.nodes)
+        if lock_nodes:
+            self.needed_locks[LEVEL_NODE] = sorted(set(lock_nodes))
+            self.share_locks[LEVEL_NODE] = False  # as Ganeti: exclusive
 
     def check_prereq(self) -> None:
         if self.op["duration"] > TMO_SLOW and self.nodes:
@@ -41,23 +98,127 @@ class LUTestDelay(LogicalUnit):
     async def exec(self) -> Any:
         duration = float(self.op["duration"])
         repeat = int(self.op.get("repeat") or 0)
-        for i in range(repeat + 1):
-            if repeat:
-                self.ctx.feedback("message", f"Test delay iteration {i + 1}/{repeat + 1}")
-            if self.op.get("on_master", True) and duration > 0:
-                await self._sleep(duration)
-            if self.nodes:
-                await self._on_nodes(duration)
+        if repeat == 0:
+            await self._delay(duration)
+            return None
+        for i in range(repeat):
+            log_info(self, f"Test delay iteration {i}/{repeat - 1}")
+            if await self._delay(duration):
+                break  # interrupted
         return None
+
+    async def _delay(self, duration: float) -> bool:
+        """One iteration; whether it was interrupted (``interruptible`` only)."""
+        if self.op.get("interruptible"):
+            return await self._interruptible(duration)
+        await self._uninterruptible(duration)
+        return False
+
+    async def _interruptible(self, duration: float) -> bool:
+        """Wait on a test socket for at most ``duration`` seconds (no node sleeps)."""
+        clock = self.ctx.clock
+        try:
+            sock = TestSocket(clock, self.ctx.run_blocking)
+        except SocketTimeout as err:
+            raise OpExecError(str(err)) from None
+        try:
+            path = await sock.open()
+            self.ctx.feedback(c.ELOG_DELAY_TEST, [path])
+            start = clock.seconds()
+            if not await sock.wait_connect(duration):
+                return False
+            time_to_go = duration - (clock.seconds() - start)
+            self.ctx.feedback(c.ELOG_MESSAGE,
+                              f"Received connection, time to go is {int(time_to_go)}")
+            if not await sock.wait_confirm(max(time_to_go, 0.0)):
+                return False
+            self.ctx.feedback(c.ELOG_MESSAGE, "Interrupted, time spent waiting: "
+                                              f"{int(clock.seconds() - start)}")
+            return True
+        finally:
+            await sock.close()
+
+    async def _uninterruptible(self, duration: float) -> None:
+        """One iteration: the master's sleep and the nodes' at the same time."""
+        waits: list[defer.Deferred[Any]] = []
+        if self.local:
+            waits.append(self._sleep(duration))
+        if self.nodes:
+            waits.append(defer.Deferred.fromCoroutine(self._on_nodes(duration)))
+        if len(waits) == 1:
+            await waits[0]
+            return
+        try:
+            await defer.gatherResults(waits, consumeErrors=True)
+        except defer.FirstError as err:
+            for d in waits:
+                d.cancel()
+            err.subFailure.raiseException()
+        except defer.CancelledError:
+            for d in waits:
+                d.cancel()
+            raise
 
     async def _on_nodes(self, duration: float) -> None:
         results = await self.ctx.rpc().call([target(n) for n in self.nodes], "test_delay",
                                             [duration], timeout=duration + TMO_FAST)
-        failed = [f"{name}: {r.fail_msg}" for name, r in sorted(results.items())
-                  if not r.success]
-        if failed:
-            raise OpExecError("Failure executing TEST_DELAY on nodes: " + "; ".join(failed))
+        for name, result in sorted(results.items()):
+            if not result.success:
+                raise OpExecError(f"Failure during rpc call to node {name}: {result.fail_msg}")
 
     def _sleep(self, duration: float) -> defer.Deferred[None]:
         # Cancelling the sleep (CancelJob with kill, or interruptible) stops it at once.
         return task.deferLater(self.ctx.clock, duration, lambda: None)
+
+
+class LUTestJqueue(LogicalUnit):
+    """Ganeti's job queue test opcode: notifications, test messages, failure."""
+
+    OP_ID = "OP_TEST_JQUEUE"
+    REQ_BGL = False
+
+    def expand_names(self) -> None:
+        super().expand_names()
+        # As Ganeti: the master's node lock, just to wait for a lock.
+        cfg = self.ctx.config.config
+        master = cfg.nodes.get(cfg.cluster.master_node)
+        if master is not None:
+            self.needed_locks[LEVEL_NODE] = [master.name]
+            self.share_locks[LEVEL_NODE] = False
+
+    async def before_locks(self) -> None:
+        if self.op.get("notify_waitlock"):
+            await self._notify(True, JQT_EXPANDNAMES, None)
+        log_info(self, "Expanding names")
+
+    async def exec(self) -> Any:
+        if self.op.get("notify_exec"):
+            await self._notify(False, JQT_EXEC, None)
+        log_info(self, "Executing")
+        messages = list(self.op.get("log_messages") or [])
+        if messages:
+            await self._notify(False, JQT_STARTMSG, len(messages))
+            for index, message in enumerate(messages, start=1):
+                log_info(self, f"Sending log message {index}")
+                self.ctx.feedback(c.ELOG_MESSAGE, JQT_MSGPREFIX + message)
+                await self._notify(False, JQT_LOGMSG, index)
+        if self.op.get("fail"):
+            raise OpExecError("Opcode failure was requested")
+        return True
+
+    async def _notify(self, prereq: bool, test: str, arg: Any) -> None:
+        """Tell the client through a test socket and wait until it has looked."""
+        error = OpPrereqError if prereq else OpExecError
+        try:
+            sock = TestSocket(self.ctx.clock, self.ctx.run_blocking)
+        except SocketTimeout as err:
+            raise error(str(err)) from None
+        try:
+            path = await sock.open()
+            self.ctx.feedback(c.ELOG_JQUEUE_TEST, [path, test, arg])
+            if not await sock.wait_connect():
+                raise error("Client didn't connect in time (timed out)")
+            if not await sock.wait_confirm():
+                raise error("Client failed to confirm notification (timed out)")
+        finally:
+            await sock.close()

@@ -1,63 +1,29 @@
 """Cluster verification and redistribution of the config and ancillary files.
 
 ``OP_CLUSTER_VERIFY`` submits one ``OP_CLUSTER_VERIFY_CONFIG`` job and one
-``OP_CLUSTER_VERIFY_GROUP`` job per node group and returns their ids, as in
-Ganeti; each verify job reports its findings as log lines in Ganeti's form
-(``  - ERROR: node node2: ...``) and returns True when it found no error.
+``OP_CLUSTER_VERIFY_GROUP`` job per node group (by UUID, each depending on
+the config job) and returns their ids, as in Ganeti.  Each verify job
+reports its findings as log lines in Ganeti's form (see
+:mod:`ganeti.master.lu.verify_report`) and returns True when it found no
+error.  The group verification lives in :mod:`ganeti.master.lu.verify_group`.
 """
 
 from __future__ import annotations
 
-import hashlib
+import os
 from typing import Any
 
+from ganeti.core import certverify, constants
 from ganeti.core import config as configmod
-from ganeti.core import constants, ssconf
+from ganeti.core import verifycodes as cv
 from ganeti.core.errors import ECODE_ENVIRON, OpExecError
-from ganeti.core.objects import ConfigData, Node
+from ganeti.core.objects import ConfigData
 from ganeti.master import nodes as nodesmod
 from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.verify_report import VerifyReporter, submitted_by
 
-#: Largest clock difference between the master and a node before verify complains.
-MAX_CLOCK_SKEW = 150.0
-
-# Ganeti's error codes (cluster verify): (type, code)
-ECLUSTERCFG = ("cluster", "ECLUSTERCFG")
-ECLUSTERFILECHECK = ("cluster", "ECLUSTERFILECHECK")
-ENODERPC = ("node", "ENODERPC")
-ENODEVERSION = ("node", "ENODEVERSION")
-ENODETIME = ("node", "ENODETIME")
-ENODESSCONF = ("node", "ENODESSCONF")
-ENODEHOSTNAME = ("node", "ENODEHOSTNAME")
-ENODEREPLICATION = ("node", "ENODEREPLICATION")
-ENODESETUP = ("node", "ENODESETUP")
-
-
-class _Verifier(LogicalUnit):
-    REQ_BGL = False
-
-    @property
-    def uses_locks(self) -> bool:
-        return False
-
-    def check_prereq(self) -> None:
-        self.bad = False
-
-    def _report(self, ecode: tuple[str, str], item: str, msg: str,
-                warning: bool = False) -> None:
-        kind, code = ecode
-        ignored = code in (self.op.get("ignore_errors") or [])
-        level = "WARNING" if warning or ignored else "ERROR"
-        if self.op.get("error_codes"):
-            line = f"  - {level}:{code}:{kind}:{item}:{msg}"
-        else:
-            line = f"  - {level}: {kind} {item}: {msg}" if item else f"  - {level}: {msg}"
-        self.ctx.feedback("message", line)
-        if level == "ERROR":
-            self.bad = True
-
-    def _step(self, text: str) -> None:
-        self.ctx.feedback("message", f"* {text}")
+_COMMON = ("debug_simulate_errors", "verbose", "error_codes", "skip_checks")
+_TRUE_WORDS = {"true", "false"}
 
 
 class LUClusterVerify(LogicalUnit):
@@ -73,152 +39,158 @@ class LUClusterVerify(LogicalUnit):
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         if self.op.get("group_name"):
-            self.groups = [nodesmod.find_group(cfg, self.op["group_name"]).name]
-        else:
-            self.groups = [g.name for g in sorted(cfg.nodegroups.values(),
-                                                  key=lambda g: g.name)]
+            nodesmod.find_group(cfg, self.op["group_name"])  # unknown_entity if missing
 
     async def exec(self) -> Any:
-        common: dict[str, Any] = {k: self.op[k] for k in ("debug_simulate_errors", "error_codes",
-                                          "skip_checks", "ignore_errors", "verbose")
-                  if k in self.op}
+        cfg = self.ctx.config.config
+        common = {k: self.op[k] for k in _COMMON if k in self.op}
+        ignore = list(self.op.get("ignore_errors") or [])
         jobs: list[list[dict[str, Any]]] = []
-        if not self.op.get("group_name"):
-            jobs.append([{"OP_ID": "OP_CLUSTER_VERIFY_CONFIG", **common}])
-        for name in self.groups:
-            jobs.append([{"OP_ID": "OP_CLUSTER_VERIFY_GROUP", "group_name": name, **common}])
+        if self.op.get("group_name"):
+            groups = [self.op["group_name"]]
+        else:
+            groups = list(cfg.nodegroups)
+            jobs.append([submitted_by(self.op, {"OP_ID": "OP_CLUSTER_VERIFY_CONFIG",
+                                                "ignore_errors": ignore, **common})])
+        for group in groups:
+            op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_VERIFY_GROUP", "group_name": group,
+                                  "ignore_errors": ignore,
+                                  "verify_clutter": bool(self.op.get("verify_clutter")),
+                                  **common}
+            if not self.op.get("group_name"):
+                op["depends"] = [[-len(jobs), []]]  # always after the config job
+            jobs.append([submitted_by(self.op, op)])
         if self.ctx.submit_jobs is None:
             raise OpExecError("this master cannot submit jobs from a job", ECODE_ENVIRON)
         return {"jobs": await self.ctx.submit_jobs(jobs)}
 
 
-class LUClusterVerifyConfig(_Verifier):
-    """OP_CLUSTER_VERIFY_CONFIG: the config's consistency and the candidate pool."""
+def hv_syntax_problem(params: dict[str, Any], defaults: dict[str, Any]) -> str | None:
+    """The first syntax problem of hypervisor parameters (Ganeti's ForceDictType)."""
+    for key, value in params.items():
+        if key not in defaults:
+            return f"Unknown parameter '{key}'"
+        default = defaults[key]
+        if isinstance(default, bool):
+            if isinstance(value, str) and value and value.lower() not in _TRUE_WORDS:
+                return f"'{key}' (value {value}) is not a valid boolean"
+        elif isinstance(default, int):
+            try:
+                int(value)
+            except (TypeError, ValueError):
+                return f"'{key}' (value {value}) is not a valid integer"
+        elif isinstance(default, float):
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                return f"'{key}' (value {value}) is not a valid float"
+        elif isinstance(default, str):
+            if not isinstance(value, str) and value is not False:
+                return f"'{key}' (value {value}) is not a valid string"
+    mode = params.get("migration_mode")
+    if mode is not None and mode not in ("live", "non-live"):
+        return f"Invalid migration mode '{mode}', must be one of live, non-live"
+    return None
+
+
+def hv_parameter_sets(cfg: ConfigData) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(origin, hypervisor, filled parameters)`` to check, as Ganeti's."""
+    cluster = cfg.cluster
+    out = []
+    for hv in cluster.enabled_hypervisors:
+        out.append(("cluster", hv, {**constants.HVC_DEFAULTS.get(hv, {}),
+                                    **cluster.hvparams.get(hv, {})}))
+    for os_name, os_hvp in sorted(cluster.os_hvp.items()):
+        for hv, params in sorted(os_hvp.items()):
+            if params:
+                out.append((f"os {os_name}", hv, {**constants.HVC_DEFAULTS.get(hv, {}),
+                                                   **cluster.hvparams.get(hv, {}), **params}))
+    for inst in sorted(cfg.instances.values(), key=lambda i: i.name):
+        if inst.hvparams:
+            hv = inst.hypervisor
+            out.append((f"instance {inst.name}", hv,
+                        {**constants.HVC_DEFAULTS.get(hv, {}), **cluster.hvparams.get(hv, {}),
+                         **inst.hvparams}))
+    return out
+
+
+class LUClusterVerifyConfig(VerifyReporter, LogicalUnit):
+    """OP_CLUSTER_VERIFY_CONFIG: config, certificates, hypervisor parameters, groups."""
 
     OP_ID = "OP_CLUSTER_VERIFY_CONFIG"
+    REQ_BGL = False
+
+    @property
+    def uses_locks(self) -> bool:
+        return False
+
+    def check_prereq(self) -> None:
+        self.bad = False
+
+    def _cert_files(self) -> list[tuple[str, bytes | None]]:
+        """The master's certificates (blocking): ``(path, content or None)``."""
+        paths = self.ctx.replicator.paths if self.ctx.replicator else None
+        if paths is None:
+            return []
+        out: list[tuple[str, bytes | None]] = []
+        for path in (paths.server_pem, paths.rapi_pem):
+            try:
+                with open(path, "rb") as f:
+                    out.append((path, f.read()))
+            except FileNotFoundError:
+                out.append((path, None))
+        return out
 
     async def exec(self) -> Any:
         cfg = self.ctx.config.config
-        self._step("Verifying cluster config")
-        for problem in configmod.verify(cfg):
-            self._report(ECLUSTERCFG, "", problem)
+        self.step("Verifying cluster config")
+        problems = list(configmod.verify(cfg))
         current, desired = nodesmod.candidate_stats(cfg)
         if current < desired:
-            self._report(ECLUSTERCFG, "", f"not enough master candidates: {current}, "
-                                          f"desired {desired} (candidate_pool_size "
-                                          f"{cfg.cluster.candidate_pool_size})")
-        offline = sorted(n.name for n in cfg.nodes.values() if n.offline)
-        if offline:
-            self.ctx.feedback("message", f"  - NOTICE: {len(offline)} offline node(s) found: "
-                                         f"{', '.join(offline)}")
-        self._step("Verifying the job queue")
-        master = cfg.nodes.get(cfg.cluster.master_node)
-        for is_error, message in await self.ctx.run_blocking(self.ctx.queue_health):
-            self._report(ENODESETUP, master.name if master else "", message,
-                         warning=not is_error)
-        if self.op.get("debug_simulate_errors"):
-            self._report(ECLUSTERCFG, "", "simulated error")
+            problems.append(f"Not enough master candidates: actual {current}, "
+                            f"target {desired}")
+        self.report(cv.ECLUSTERCFG, None, problems)
+        self.step("Verifying cluster certificate files")
+        now = self.ctx.clock.seconds()
+        certs = await self.ctx.run_blocking(self._cert_files)
+        for path, pem in certs:
+            level, msg = certverify.verify_certificate(pem, path, now)
+            self.error_if(level, cv.ECLUSTERCERT, None, str(msg),
+                          warning=level == cv.WARNING)
+        if certs:
+            server_pem = certs[0][0]
+            readable = await self.ctx.run_blocking(os.access, server_pem, os.R_OK)
+            self.error_if(not readable, cv.ECLUSTERCERT, None,
+                          f"{server_pem} must be accessible by the master daemon's user")
+        self.step("Verifying hypervisor parameters")
+        for origin, hv, params in hv_parameter_sets(cfg):
+            problem = hv_syntax_problem(params, constants.HVC_DEFAULTS.get(hv, {}))
+            if hv not in constants.HVC_DEFAULTS:
+                problem = f"Unknown hypervisor '{hv}'"
+            # Ganeti names origin and hypervisor the other way round; kept as it prints
+            self.error_if(problem, cv.ECLUSTERCFG, None,
+                          f"hypervisor {origin} parameters syntax check (source {hv}): "
+                          f"{problem}")
+        self.step("Verifying all nodes belong to an existing group")
+        dangling = sorted((n for n in cfg.nodes.values() if n.group not in cfg.nodegroups),
+                          key=lambda n: n.name)
+        dangling_ids = {n.uuid for n in dangling}
+        by_node: dict[str, list[str]] = {}
+        no_node: list[str] = []
+        for inst in cfg.instances.values():
+            if inst.primary_node in dangling_ids:
+                by_node.setdefault(inst.primary_node, []).append(inst.name)
+            elif inst.primary_node not in cfg.nodes:
+                no_node.append(inst.name)
+        pretty = ", ".join(f"{n.name} ({', '.join(sorted(by_node.get(n.uuid, [])))})"
+                           for n in dangling)
+        self.error_if(dangling, cv.ECLUSTERDANGLINGNODES, None,
+                      "the following nodes (and their instances) belong to a non existing "
+                      f"group: {pretty}")
+        self.error_if(no_node, cv.ECLUSTERDANGLINGINST, None,
+                      "the following instances have a non-existing primary-node: "
+                      f"{', '.join(sorted(no_node))}")
         return not self.bad
-
-
-def sha1_file(path: str) -> str | None:
-    """The SHA-1 hex digest of a file, None if it does not exist."""
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha1(f.read()).hexdigest()
-    except FileNotFoundError:
-        return None
-
-
-class LUClusterVerifyGroup(_Verifier):
-    """OP_CLUSTER_VERIFY_GROUP: reachability, versions, clocks, files and ssconf of nodes."""
-
-    OP_ID = "OP_CLUSTER_VERIFY_GROUP"
-
-    def check_prereq(self) -> None:
-        super().check_prereq()
-        self.group = nodesmod.find_group(self.ctx.config.config, self.op["group_name"])
-
-    def _candidate_files(self) -> list[tuple[str, str | None]]:
-        """``(path, sha1)`` of config.data and the ancillary files (blocking)."""
-        rep = self.ctx.replicator
-        files = [self.ctx.config.path]
-        if rep is not None:
-            files += [path for path, _ in rep.ancillary_files()]
-        return [(path, sha1_file(path)) for path in files]
-
-    async def exec(self) -> Any:
-        ctx = self.ctx
-        cfg = ctx.config.config
-        members = sorted((n for n in cfg.nodes.values() if n.group == self.group.uuid),
-                         key=lambda n: n.name)
-        online = [n for n in members if not n.offline]
-        self._step(f"Verifying node group {self.group.name} ({len(members)} nodes, "
-                   f"{len(members) - len(online)} offline)")
-        rep = ctx.replicator
-        expected = {rep.wire(path) if rep else path: digest
-                    for path, digest in await ctx.run_blocking(self._candidate_files)}
-        checks = {"version": True, "hostname": True, "time": True, "ssconf": True,
-                  "filelist": list(expected)}
-        results = await ctx.rpc().call([nodesmod.target(n) for n in online], "node_verify",
-                                       [checks, cfg.cluster.cluster_name])
-        want_ssconf = {k: ssconf.file_content(v) for k, v in ssconf.compute(cfg).items()}
-        now = ctx.clock.seconds()
-        for node in online:
-            self._verify_node(cfg, node, results[node.name], expected, want_ssconf, now)
-        if rep is not None:
-            for node in members:
-                for failure in rep.failures.get(node.name, {}).values():
-                    self._report(ENODEREPLICATION, node.name,
-                                 f"replication of {failure.what} failed: {failure.message}",
-                                 warning=True)
-        if self.op.get("debug_simulate_errors"):
-            self._report(ENODERPC, "(simulated)", "simulated error")
-        return not self.bad
-
-    def _verify_node(self, cfg: ConfigData, node: Node, result: Any,
-                     expected: dict[str, str | None], want_ssconf: dict[str, str],
-                     now: float) -> None:
-        if not result.success:
-            self._report(ENODERPC, node.name, f"while contacting node: {result.fail_msg}")
-            return
-        data = result.payload if isinstance(result.payload, dict) else {}
-        version = data.get("version")
-        if not isinstance(version, list) or not version or (
-                version[0] != constants.PROTOCOL_VERSION):
-            self._report(ENODEVERSION, node.name, f"incompatible protocol version: master "
-                                                  f"{constants.PROTOCOL_VERSION}, node "
-                                                  f"{version}")
-        elif len(version) > 1 and version[1] != constants.RELEASE_VERSION:
-            self._report(ENODEVERSION, node.name, f"software version mismatch: master "
-                                                  f"{constants.RELEASE_VERSION}, node "
-                                                  f"{version[1]}", warning=True)
-        if data.get("hostname") not in (None, node.name):
-            self._report(ENODEHOSTNAME, node.name,
-                         f"node calls itself {data.get('hostname')!r}")
-        node_time = data.get("time")
-        if isinstance(node_time, (int, float)) and abs(node_time - now) > MAX_CLOCK_SKEW:
-            self._report(ENODETIME, node.name, f"clock skew of {node_time - now:.1f}s "
-                                               "with the master")
-        if node.master_candidate or node.uuid == cfg.cluster.master_node:
-            got = data.get("filelist") or {}
-            for path, digest in expected.items():
-                if digest is None:
-                    continue
-                theirs = got.get(path)
-                if theirs is None:
-                    self._report(ECLUSTERFILECHECK, node.name, f"file {path} is missing")
-                elif theirs != digest:
-                    self._report(ECLUSTERFILECHECK, node.name,
-                                 f"file {path} differs from the master's copy; run "
-                                 "'gnt-cluster redist-conf'")
-        theirs_ss = data.get("ssconf")
-        if isinstance(theirs_ss, dict):
-            stale = sorted(k for k, v in want_ssconf.items() if theirs_ss.get(k) != v)
-            if stale:
-                shown = ", ".join(stale[:5]) + (" ..." if len(stale) > 5 else "")
-                self._report(ENODESSCONF, node.name, f"{len(stale)} ssconf file(s) differ "
-                                                     f"from the master's: {shown}")
 
 
 class LUClusterRedistConf(LogicalUnit):
@@ -234,8 +206,9 @@ class LUClusterRedistConf(LogicalUnit):
         problem = await ctx.config.redistribute()
         if rep is None:
             return None
-        cands = [n for n in nodesmod.candidates(cfg) if not n.offline]
-        failed_files = await rep.push_ancillary(cands)
+        # Ganeti's rule: the ancillary files go to every node, config.data to candidates
+        failed_files = await rep.push_ancillary(
+            [n for n in nodesmod.others(cfg) if not n.offline])
         failures: list[str] = []
         for node in nodesmod.others(cfg):
             for failure in rep.failures.get(node.name, {}).values():

@@ -43,13 +43,15 @@ class NodeContext:
     """What handlers may use: the node's paths, a clock and the blocking-work runner.
 
     ``shutdown`` stops the daemon (``node_leave_cluster`` schedules it on
-    ``clock``); None where there is no daemon to stop.
+    ``clock``); None where there is no daemon to stop.  ``manage_confd``:
+    start and stop ganeti-confd with the node's role (``confd_role``).
     """
 
     paths: Paths
     clock: IReactorTime
     run: Runner
     shutdown: Callable[[], object] | None = None
+    manage_confd: bool = False
 
 
 Handler = Callable[..., Any]
@@ -57,7 +59,18 @@ Handler = Callable[..., Any]
 
 def handlers() -> dict[str, Handler]:
     """Every implemented call, by name."""
-    from ganeti.noded.backend import cluster, delay, files, info, jobqueue, ssconf, verify
+    from ganeti.noded.backend import (
+        cluster,
+        delay,
+        files,
+        info,
+        jobqueue,
+        oob,
+        roles,
+        ssconf,
+        verify,
+        watcher,
+    )
     return {
         "version": info.version,
         "node_info": info.node_info,
@@ -70,4 +83,7 @@ def handlers() -> dict[str, Handler]:
         "jobqueue_update_many": jobqueue.update_many,
         "jobqueue_purge": jobqueue.purge,
         "test_delay": delay.test_delay,
+        "set_watcher_pause": watcher.set_watcher_pause,
+        "run_oob": oob.run_oob,
+        "node_demote_from_mc": roles.node_demote_from_mc,
     }

@@ -10,7 +10,7 @@ from twisted.internet import defer
 from ganeti.core import fileutil
 from ganeti.core import ssconf as ssconfmod
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext
+from ganeti.noded.backend import NodeContext, confd_role
 
 SSCONF_PREFIX = "ssconf_"
 #: Matched whole (fullmatch), so that ``ssconf_x\n`` is no ssconf file.
@@ -35,4 +35,5 @@ def _write_all(paths: Paths, values: dict[str, str]) -> None:
 
 def write_ssconf_files(ctx: NodeContext, values: dict[str, str]) -> defer.Deferred[None]:
     """Write every file given (keys were checked by the call table: ``[a-z0-9_-]+``)."""
-    return ctx.run(_write_all, ctx.paths, values)
+    return ctx.run(_write_all, ctx.paths, values).addCallback(
+        lambda result: confd_role.after(ctx, result))

@@ -10,8 +10,22 @@ unknown keys and wrong shapes):
 - ``"time": true``: this node's clock, in seconds since the epoch
 - ``"ssconf": true``: ``{key: content}`` of every ``ssconf_<key>`` file
 
+- ``"nodesetup": true``: ``[problem, ...]`` of this machine (procfs, sysfs)
+- ``"client_cert": true``: ``[null, digest]`` of the node certificate
+  (``server.pem``) when it is good, else ``[level, message]``
+- ``"hvinfo": true``: ``{"memory_free": MiB, "memory_total": MiB}``
+- ``"userscripts": [path, ...]``: those that are not executable files
+- ``"oob_paths": [path, ...]``: per path null or what is wrong with it
+- ``"file_storage_path"``/``"shared_file_storage_path": path``: present only
+  when the directory is unusable: why
+- ``"accepted_storage_paths": true``: the forbidden paths among those
+  listed in ``CONF_DIR/file-storage-paths``
+- ``"node_net_test": [[name, ip, port], ...]``: ``{name: message}`` of the
+  nodes whose node daemon port this node cannot connect to
+
 A node that holds ``ssconf_cluster_name`` refuses to answer for another
-cluster.  Reading and hashing files happens in the thread pool.
+cluster.  Everything that touches the disk or the network runs in the
+thread pool.
 """
 
 from __future__ import annotations
@@ -26,7 +40,7 @@ from twisted.internet import defer
 
 from ganeti.core import constants, rpcdefs
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, RPCFail
+from ganeti.noded.backend import NodeContext, RPCFail, nodechecks
 from ganeti.noded.backend.ssconf import ssconf_files
 
 CHUNK = 1024 * 1024
@@ -79,8 +93,9 @@ def read_ssconf(paths: Paths) -> dict[str, str]:
     return out
 
 
-def collect(paths: Paths, checks: dict[str, Any], cluster_name: str) -> dict[str, Any]:
-    """The file-based part of node_verify (blocking)."""
+def collect(paths: Paths, checks: dict[str, Any], cluster_name: str,
+            now: float = 0.0) -> dict[str, Any]:
+    """The blocking part of node_verify (``now``: the node's clock, for certificates)."""
     check_cluster_name(paths, cluster_name)
     result: dict[str, Any] = {}
     if checks.get("version"):
@@ -90,6 +105,7 @@ def collect(paths: Paths, checks: dict[str, Any], cluster_name: str) -> dict[str
                               for p in checks["filelist"]}
     if checks.get("ssconf"):
         result["ssconf"] = read_ssconf(paths)
+    nodechecks.collect_more(paths, checks, result, now)
     return result
 
 
@@ -102,5 +118,6 @@ def node_verify(ctx: NodeContext, checks: dict[str, Any],
         if checks.get("time"):
             result["time"] = ctx.clock.seconds()
         return result
-    d: defer.Deferred[dict[str, Any]] = ctx.run(collect, ctx.paths, checks, cluster_name)
+    d: defer.Deferred[dict[str, Any]] = ctx.run(collect, ctx.paths, checks, cluster_name,
+                                                ctx.clock.seconds())
     return d.addCallback(add_local)

@@ -67,8 +67,8 @@ def rule_arguments(body: Any) -> tuple[Any, Any, Any, Any]:
 
 
 async def get_filters(request: Request) -> list[dict[str, Any]]:
-    """``[{uuid, uri}]`` sorted by uuid, or with ``?bulk=1`` every rule's fields in
-    evaluation order."""
+    """``[{uuid, uri}]``, or with ``?bulk=1`` every rule's fields; both sorted by uuid
+    (as the master lists them)."""
     if request.flag(BULK):
         rows = await request.luxi.call("QueryFilters", None, list(FILTER_RULE_FIELDS))
         return [map_fields(FILTER_RULE_FIELDS, row) for row in rows]
@@ -83,10 +83,18 @@ async def add_filter(request: Request) -> str:
                                        action, reason))
 
 
+def _unknown_rule(uuid: str) -> http.HttpNotFound:
+    return http.HttpNotFound(f"Filter rule with UUID {uuid} does not exist")
+
+
 async def get_filter(request: Request) -> dict[str, Any]:
-    """One rule's fields; 404 if there is no such rule."""
+    """One rule's fields; 404 if there is no such rule (the master leaves unknown
+    uuids out of its answer, as Ganeti's luxid; Ganeti's RAPI then fails with 500)."""
+    uuid = request.params[UUID]
     rows = await not_found_if_unknown(request.luxi.call(
-        "QueryFilters", [request.params[UUID]], list(FILTER_RULE_FIELDS)))
+        "QueryFilters", [uuid], list(FILTER_RULE_FIELDS)), empty_ok=True)
+    if not rows:
+        raise _unknown_rule(uuid)
     return map_fields(FILTER_RULE_FIELDS, rows[0])
 
 
@@ -100,9 +108,17 @@ async def replace_filter(request: Request) -> str:
 async def delete_filter(request: Request) -> None:
     """Remove a rule; null (404 if there is no such rule).  Ganeti's client sends
     ``{}`` as the body: an empty object (or no body) is accepted, anything else is
-    a 400."""
+    a 400.
+
+    The master answers an unknown uuid with a GenericError, as Ganeti's luxid
+    (whose RAPI then answers 500); the rule is looked up first to answer 404.
+    """
     if request.body is not None:
         refuse_unknown_keys(require_dict(request.body), ())
+    uuid = request.params[UUID]
+    if not await not_found_if_unknown(request.luxi.call("QueryFilters", [uuid], ["uuid"]),
+                                      empty_ok=True):
+        raise _unknown_rule(uuid)
     await not_found_if_unknown(request.luxi.call("DeleteFilter", request.params[UUID]),
                                empty_ok=True)
 

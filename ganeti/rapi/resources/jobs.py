@@ -12,7 +12,6 @@ from ganeti.rapi.resources.common import (
     SchemaHandler,
     is_str_list,
     map_fields,
-    refuse_unknown_keys,
     require_dict,
     uri_list,
 )
@@ -34,6 +33,9 @@ WAIT_KEYS = ("fields", "previous_job_info", "previous_log_serial")
 
 #: WaitForJobChange's legacy "nothing changed" answer (older Ganeti masters).
 JOB_NOTCHANGED = "nochange"
+
+#: Ganeti's answer (500) for waiting on a job that does not exist.
+JOB_FILE_MISSING = "Can't load job file"
 
 
 def _job_id(request: Request) -> int:
@@ -63,11 +65,11 @@ async def get_jobs(request: Request) -> list[Any]:
 
 
 async def get_job(request: Request) -> dict[str, Any]:
-    """One job's J_FIELDS; 404 for a job that does not exist."""
+    """One job's J_FIELDS; for a job that does not exist, its id and nulls (as Ganeti)."""
     job_id = _job_id(request)
     (row,) = await request.luxi.call("QueryJobs", [job_id], list(J_FIELDS))
-    if row is None:
-        raise http.HttpNotFound(f"Job {job_id} not found")
+    if row is None:  # (a master that answers null for a missing job)
+        row = [job_id if name == "id" else None for name in J_FIELDS]
     return map_fields(J_FIELDS, row)
 
 
@@ -81,16 +83,18 @@ async def wait_job(request: Request) -> dict[str, Any] | None:
 
     Answers ``{job_info, log_entries}`` (on a timeout the unchanged values
     and no log entries, as Ganeti's luxid answers), null for the legacy
-    "nochange" answer, 404 for a job that does not exist.
+    "nochange" answer.  As Ganeti's RAPI: other body keys are ignored, and a
+    job that does not exist is a 500 error "Can't load job file".
     """
     job_id = _job_id(request)
     body = require_dict(request.body)
-    refuse_unknown_keys(body, WAIT_KEYS)
     if "fields" not in body:
         raise http.HttpBadRequest("Required parameter 'fields' is missing")
     fields = body["fields"]
     prev_info = body.get("previous_job_info")
     prev_serial = body.get("previous_log_serial")
+    if not isinstance(fields, list):
+        raise http.HttpBadRequest("The 'fields' parameter should be a list")
     if not is_str_list(fields):
         raise http.HttpBadRequest("The 'fields' parameter should be a list of strings")
     if prev_info is not None and not isinstance(prev_info, list):
@@ -101,10 +105,11 @@ async def wait_job(request: Request) -> dict[str, Any] | None:
     try:
         result = await request.luxi.call("WaitForJobChange", job_id, fields, prev_info,
                                          prev_serial, WAIT_TIMEOUT)
-    except errors.JobLost:
-        raise http.HttpNotFound(f"Job {job_id} not found") from None
+    except errors.JobLost as err:
+        raise http.HttpInternalServerError(str(err.args[0]) if err.args else
+                                           JOB_FILE_MISSING) from None
     if not result:
-        raise http.HttpNotFound(f"Job {job_id} not found")
+        raise http.HttpInternalServerError(JOB_FILE_MISSING)
     if result == JOB_NOTCHANGED:
         return None
     job_info, log_entries = result
@@ -133,7 +138,7 @@ JOB = {"type": "object", "properties": {k: _JOB_PROPERTIES[k] for k in J_FIELDS}
 ID_LIST = {"type": "array", "items": {"type": "object", "properties": {
     "id": {"type": "integer"}, "uri": {"type": "string"}}}}
 WAIT_BODY = {
-    "type": "object", "required": ["fields"], "additionalProperties": False,
+    "type": "object", "required": ["fields"],
     "properties": {
         "fields": {"type": "array", "items": {"type": "string"},
                    "description": "Job fields to watch (e.g. status)"},

@@ -1,0 +1,134 @@
+"""Instance-policy options of gnt-cluster and gnt-group, parsed as Ganeti's tools do.
+
+``--ipolicy-bounds-specs min:memory-size=128,...,/max:...//min:.../max:...``
+gives the bounds (every spec must be complete); ``--ipolicy-std-specs`` (cluster
+only) gives the keys of the standard spec to change; sizes take units.  For a
+group, ``default`` as a value drops the group's own setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ganeti.core import constants as c
+from ganeti.core import errors
+from ganeti.core.params_merge import ISPECS_MINMAX_KEYS
+from ganeti.core.params_types import (
+    ISPECS_PARAMETER_TYPES,
+    VALUE_DEFAULT,
+    UnitParseError,
+    force_dict_type,
+    parse_unit,
+)
+
+
+def _maybe_float(value: str) -> float | str:
+    if value.lower() == VALUE_DEFAULT:
+        return VALUE_DEFAULT
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {value!r}") from None
+
+
+def add_ipolicy_options(p: argparse.ArgumentParser, cluster: bool) -> None:
+    """The instance-policy options (``cluster``: also --ipolicy-std-specs)."""
+    if cluster:
+        p.add_argument("--ipolicy-std-specs", metavar="SPEC=VAL,...",
+                       help="instance policy: standard instance specs to change "
+                            "(memory-size, cpu-count, disk-count, disk-size, nic-count, "
+                            "spindle-use)")
+    p.add_argument("--ipolicy-bounds-specs", metavar="BOUNDS",
+                   help="instance policy: complete min/max specs, e.g. "
+                        "min:memory-size=128,...,spindle-use=1/max:...; several pairs "
+                        "separated by //" + ("" if cluster else "; 'default' drops them"))
+    p.add_argument("--ipolicy-disk-templates", metavar="TEMPLATES",
+                   help="instance policy: comma-separated allowed disk templates")
+    p.add_argument("--ipolicy-vcpu-ratio", type=_maybe_float, metavar="RATIO",
+                   help="instance policy: maximal vcpu-to-cpu ratio")
+    p.add_argument("--ipolicy-spindle-ratio", type=_maybe_float, metavar="RATIO",
+                   help="instance policy: maximal instances-to-spindle ratio")
+
+
+def _split_keyval(text: str, opt: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for elem in text.split(",") if text else []:
+        if "=" not in elem:
+            raise errors.ParameterError(f"Missing value for key '{elem}' in option {opt}")
+        key, value = elem.split("=", 1)
+        if key in result:
+            raise errors.ParameterError(f"Duplicate key '{key}' in option {opt}")
+        result[key] = value
+    return result
+
+
+def parse_bounds(text: str, opt: str = "--ipolicy-bounds-specs") -> list[dict[str, Any]]:
+    """``ident:key=val,.../ident:...//...`` into a list of {ident: {key: val}}."""
+    result = []
+    for line in text.split("//"):
+        pair: dict[str, Any] = {}
+        for elem in line.split("/"):
+            if not elem:
+                raise errors.ParameterError(f"Empty section in option '{opt}'")
+            ident, _, rest = elem.partition(":")
+            if ident in pair:
+                raise errors.ParameterError(f"Duplicated parameter '{ident}' in parsing "
+                                            f"{opt}: {elem}")
+            pair[ident] = _split_keyval(rest, opt)
+        result.append(pair)
+    return result
+
+
+def _parse_spec(spec: dict[str, Any], keyname: str, required: bool) -> dict[str, Any]:
+    out = dict(spec)
+    for key in (c.ISPEC_DISK_SIZE, c.ISPEC_MEM_SIZE):
+        if key in out:
+            try:
+                out[key] = parse_unit(out[key])
+            except UnitParseError as err:
+                raise errors.OpPrereqError(f"Invalid parameter {key} ({out[key]}) in "
+                                           f"{keyname} instance specs: {err}",
+                                           errors.ECODE_INVAL) from None
+    force_dict_type(out, ISPECS_PARAMETER_TYPES)
+    missing = [k for k in sorted(c.ISPECS_PARAMETERS) if k not in out]
+    if required and missing:
+        raise errors.OpPrereqError(f"Missing parameters in ipolicy spec {keyname}: "
+                                   f"{', '.join(missing)}", errors.ECODE_INVAL)
+    return out
+
+
+def ipolicy_value(opts: argparse.Namespace, group: bool) -> dict[str, Any]:
+    """The ``ipolicy`` change the options ask for (empty: none)."""
+    ipolicy: dict[str, Any] = {}
+    bounds = opts.ipolicy_bounds_specs
+    if bounds is not None:
+        parsed = parse_bounds(bounds)
+        if (group and len(parsed) == 1 and len(parsed[0]) == 1
+                and VALUE_DEFAULT in parsed[0] and not parsed[0][VALUE_DEFAULT]):
+            ipolicy[c.IPOLICY_MINMAX] = VALUE_DEFAULT
+        else:
+            out = []
+            for pair in parsed:
+                checked = {}
+                for key, spec in pair.items():
+                    if key not in ISPECS_MINMAX_KEYS:
+                        raise errors.OpPrereqError("Invalid key in bounds instance "
+                                                   f"specifications: {key}",
+                                                   errors.ECODE_INVAL)
+                    checked[key] = _parse_spec(spec, key, True)
+                out.append(checked)
+            ipolicy[c.IPOLICY_MINMAX] = out
+    std = getattr(opts, "ipolicy_std_specs", None)
+    if std is not None:
+        ipolicy[c.IPOLICY_STD] = _parse_spec(_split_keyval(std, "--ipolicy-std-specs"),
+                                             "std", False)
+    templates = opts.ipolicy_disk_templates
+    if templates is not None:
+        # ["default"] drops a group's own list (the server refuses it for the cluster)
+        ipolicy[c.IPOLICY_DTS] = [t for t in templates.split(",") if t] if templates else []
+    for key, value in ((c.IPOLICY_VCPU_RATIO, opts.ipolicy_vcpu_ratio),
+                       (c.IPOLICY_SPINDLE_RATIO, opts.ipolicy_spindle_ratio)):
+        if value is not None:
+            ipolicy[key] = value
+    return ipolicy

@@ -1,0 +1,163 @@
+"""ganeti-vcluster demo: create and start a cluster if needed, run a few commands against
+it (gnt-* over LUXI, one RAPI request, and confd queries), print how to use it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+
+from ganeti.cli import rapicall, vcluster
+from ganeti.cli.framework import Context
+from ganeti.core import constants
+
+
+def _run_shown(ctx: Context, vc: vcluster.VCluster, argv: list[str], max_lines: int = 0) -> int:
+    env = dict(os.environ)
+    env.update(vc.node(None).paths.env())
+    env["PATH"] = os.path.dirname(os.path.abspath(sys.executable)) + ":" + env.get("PATH", "")
+    ctx.out(f"$ {' '.join(argv)}")
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        ctx.out(f"  {argv[0]}: command not found")
+        return 127
+    lines = (proc.stdout + proc.stderr).rstrip("\n").splitlines()
+    shown = lines[:max_lines] if max_lines else lines
+    for line in shown:
+        ctx.out(f"  {line}")
+    if len(shown) < len(lines):
+        ctx.out(f"  ... ({len(lines) - len(shown)} more lines)")
+    return proc.returncode
+
+
+def usage_lines(vc: vcluster.VCluster) -> list[str]:
+    """How to use, stop and remove the cluster."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "ganeti-vcluster")
+    d = shlex.quote(vc.directory)
+    others = [n for n in vc.nodes if not vc.is_master(n)]
+    lines = [
+        "Use the cluster from your shell, either with",
+        f"  eval \"$({tool} env {d})\"",
+        "or with these export lines:",
+        *(f"  {line}" for line in vcluster.env_lines(vc, vc.node(None))),
+        "then try:",
+        "  gnt-cluster info; gnt-node list; gnt-group list; gnt-debug delay 1; gnt-job list; "
+        "gnt-job info 1; gnt-debug locks",
+    ]
+    if others:
+        lines.append(f"Nodes:   {vc.master} (master), {', '.join(n.name for n in others)}; "
+                     f"each under {os.path.join(vc.directory, '<node>')}")
+    master = vc.node(None)
+    rapi = f"{vc.cluster_name}:{constants.DEFAULT_RAPI_PORT}"
+    credentials = shlex.quote(os.path.join(vc.directory, vcluster.CREDENTIALS_FILE))
+    return lines + [
+        f"RAPI:    curl --cacert {shlex.quote(master.paths.rapi_pem)} --resolve "
+        f"{rapi}:{master.ip} -u \"$(tr ' ' : < {credentials})\" https://{rapi}/2/info",
+        f"         (dashboard: https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/dashboard/)",
+        f"Status:  {tool} status {d}",
+        f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",
+        f"Remove:  {tool} destroy {d}",
+        f"Logs:    {vc.node(None).paths.log_dir} (each node has its own, under "
+        f"{os.path.join(vc.directory, '<node>', 'var/log/ganeti')})",
+    ]
+
+
+#: The job filter rule the demo adds and removes again (a fixed uuid, so that
+#: ``gnt-filter replace`` makes running the demo twice harmless).
+DEMO_FILTER_UUID = "0d3a0000-0000-4000-8000-000000000001"
+
+#: What ``demo`` shows: (argv, at most this many output lines, 0 for all).
+DEMO_COMMANDS: list[tuple[list[str], int]] = [
+    (["gnt-cluster", "getmaster"], 0),
+    (["gnt-cluster", "version"], 0),
+    (["gnt-cluster", "info"], 12),
+    (["gnt-node", "list"], 0),
+    (["gnt-node", "list", "-o", "name,role,pip,master_candidate"], 0),
+    (["gnt-group", "list"], 0),
+    (["gnt-cluster", "add-tags", "demo:yes"], 0),
+    (["gnt-cluster", "list-tags"], 0),
+    (["gnt-filter", "replace", "--priority=10", "--action=RATE_LIMIT 1",
+      '--predicates=[["opcode", ["=", "OP_ID", "OP_TEST_DELAY"]]]',
+      "--reason=demo: one delay job at a time", DEMO_FILTER_UUID], 0),
+    (["gnt-filter", "list", "-o", "priority,action,predicates"], 0),
+    (["gnt-debug", "delay", "--repeat", "2", "0.2"], 0),
+    (["gnt-job", "list"], 0),
+    (["gnt-job", "list", '"TEST_DELAY(0.2)" in summary and status == "success"'], 0),
+    (["gnt-filter", "delete", DEMO_FILTER_UUID], 0),
+    (["gnt-debug", "locks"], 0),
+    # confd: signed UDP queries to every master candidate, answered from its copy of
+    # config.data (not through the master daemon)
+    (["ganeti-confd-query", "cluster-master"], 0),
+    (["ganeti-confd-query", "mc-pip-list"], 0),
+]
+
+
+def _show_rapi(ctx: Context, vc: vcluster.VCluster) -> int:
+    """One authenticated RAPI request (GET /2/info) over verified HTTPS; 0 if it worked."""
+    master = vc.node(None)
+    url = f"https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/2/info"
+    try:
+        user, password = rapicall.read_credentials(os.path.join(vc.directory,
+                                                                vcluster.CREDENTIALS_FILE))
+        ctx.out(f"$ GET {url}   (HTTPS checked against rapi.pem, as RAPI user {user!r})")
+        status, info = rapicall.request(
+            master.ip, constants.DEFAULT_RAPI_PORT, "GET", "/2/info",
+            context=rapicall.tls_context(master.paths.rapi_pem),
+            server_hostname=vc.cluster_name, credentials=(user, password))
+    except (OSError, ValueError) as err:
+        ctx.out(f"  failed: {err}")
+        return 1
+    if status != 200 or not isinstance(info, dict):
+        ctx.out(f"  HTTP {status}: {info}")
+        return 1
+    ctx.out(f"  HTTP 200: cluster {info.get('name')}, master {info.get('master')}, "
+            f"software version {info.get('software_version')}")
+    return 0
+
+
+def demonstrate(ctx: Context, vc: vcluster.VCluster) -> int:
+    """Run :data:`DEMO_COMMANDS` and one RAPI request against the master; the number
+    that failed."""
+    ctx.out("")
+    ctx.out("Demonstration (each command talks LUXI to the master daemon; the tags, the "
+            "delay and the listing are jobs):")
+    failed = sum(_run_shown(ctx, vc, argv, max_lines) != 0
+                 for argv, max_lines in DEMO_COMMANDS)
+    ctx.out("")
+    ctx.out("The same cluster through the remote API (ganeti-rapi, a LUXI client of the "
+            "master daemon):")
+    return failed + _show_rapi(ctx, vc)
+
+
+def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
+    """Create (with 3 nodes) and start the cluster if needed, show what works, print how
+    to use it."""
+    directory = os.path.abspath(opts.directory)
+    if not os.path.exists(os.path.join(directory, vcluster.STATE_FILE)):
+        code = vcluster.create(ctx, argparse.Namespace(directory=directory, nodes=opts.nodes,
+                                              domain=vcluster.DEFAULT_DOMAIN, ip_base=opts.ip_base,
+                                              name=None, command=opts.command),
+                      keep_running=True)
+        if code != constants.EXIT_SUCCESS:
+            return code
+        vc = vcluster.VCluster.load(directory)
+        failures = demonstrate(ctx, vc)
+    else:
+        vc = vcluster.VCluster.load(directory)
+        if all(st.state == vcluster.daemons.RUNNING for _, st in vcluster.states(vc)):
+            ctx.out(f"The virtual cluster in {directory} is already running; leaving it as "
+                    "it is.")
+            failures = 0
+        else:
+            vcluster.start_all(vc, ctx)
+            failures = demonstrate(ctx, vc)
+    if failures:
+        ctx.err(f"{failures} demonstration command(s) failed")
+        return constants.EXIT_FAILURE
+    ctx.out("")
+    for line in usage_lines(vc):
+        ctx.out(line)
+    return constants.EXIT_SUCCESS

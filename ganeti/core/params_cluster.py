@@ -1,0 +1,332 @@
+"""The cluster after an OP_CLUSTER_SET_PARAMS, computed as Ganeti computes it.
+
+:func:`compute_cluster_change` follows Ganeti's LUClusterSetParams: the
+argument checks, then the prerequisite checks, then the changes in Ganeti's
+order (so ``add_uids``, then ``remove_uids``, then ``uid_pool``, the last
+winning).  It works on a copy and returns it with the feedback lines Ganeti
+prints; an error leaves the stored cluster untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ganeti.core import constants
+from ganeti.core.errors import (
+    ECODE_INVAL,
+    ECODE_NOENT,
+    ConfigurationError,
+    HypervisorError,
+    OpPrereqError,
+)
+from ganeti.core.objects import Cluster, ConfigData
+from ganeti.core.params_merge import (
+    check_compression_tools,
+    check_disk_access_modes,
+    check_ipolicy_vs_disk_templates,
+    fill_dict,
+    force_diskparams,
+    get_updated_ipolicy,
+    normalize_mac_prefix,
+    verify_dict_options,
+)
+from ganeti.core.params_types import (
+    BE_MEMORY,
+    BES_PARAMETER_TYPES,
+    HVS_PARAMETER_TYPES,
+    NDS_PARAMETER_TYPES,
+    NICS_PARAMETER_TYPES,
+    force_dict_type,
+)
+
+DEFAULT = "default"  # the key of the cluster's be/nic defaults
+LVM_TEMPLATES = frozenset({constants.DT_PLAIN, constants.DT_DRBD8})
+_URL_RE = re.compile(r"^(https?|ftp)://", re.I)
+
+#: Parameters of OP_CLUSTER_SET_PARAMS that change something here.
+CHANGING_PARAMS = (
+    "hvparams", "beparams", "nicparams", "ndparams", "diskparams", "ipolicy",
+    "candidate_pool_size", "max_running_jobs", "max_tracked_jobs", "uid_pool", "add_uids",
+    "remove_uids", "default_iallocator", "default_iallocator_params", "mac_prefix",
+    "reserved_lvs", "compression_tools", "prealloc_wipe_disks", "maintain_node_health",
+    "modify_etc_hosts", "use_external_mip_script", "enabled_user_shutdown", "install_image",
+    "zeroing_image", "enabled_hypervisors", "enabled_disk_templates", "file_storage_dir",
+    "shared_file_storage_dir", "gluster_storage_dir", "hidden_os", "blacklisted_os",
+    "enabled_data_collectors", "data_collector_interval",
+)
+
+
+#: Where Ganeti looks for instance allocators (not below GANETI_ROOTDIR, as in Ganeti).
+IALLOCATOR_SEARCH_PATH = ("/usr/local/lib/ganeti/iallocators", "/usr/lib/ganeti/iallocators")
+_PLUGIN_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def find_iallocator(name: str, search_path: tuple[str, ...] = IALLOCATOR_SEARCH_PATH) -> None:
+    """Refuse an allocator name that is no file in the search path (blocking: stats files)."""
+    if _PLUGIN_NAME_RE.match(name):
+        for directory in search_path:
+            if os.path.isfile(os.path.join(directory, name)):
+                return
+    raise OpPrereqError(f"Invalid default iallocator script '{name}' specified", ECODE_INVAL)
+
+
+@dataclass
+class ClusterChange:
+    """The new cluster and the feedback lines (``" - WARNING: ..."`` included)."""
+
+    cluster: Cluster
+    feedback: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        """Ganeti's LogWarning."""
+        self.feedback.append(f" - WARNING: {message}")
+
+
+def _check_image(image: str | None, message: str) -> None:
+    if image is not None and not (_URL_RE.match(image) or os.path.isabs(image)):
+        raise OpPrereqError(message)
+
+
+def _check_arguments(op: dict[str, Any]) -> None:
+    if op.get("mac_prefix"):
+        op["mac_prefix"] = normalize_mac_prefix(op["mac_prefix"])
+    if op.get("diskparams"):
+        force_diskparams(op["diskparams"])
+        try:
+            verify_dict_options(op["diskparams"], constants.DISK_DT_DEFAULTS)
+            check_disk_access_modes(op["diskparams"])
+        except OpPrereqError as err:
+            raise OpPrereqError(f"While verify diskparams options: {err.args[0]}",
+                                ECODE_INVAL) from None
+    _check_image(op.get("install_image"),
+                 "Install image must be an absolute path or a URL")
+
+
+def _disk_templates(cfg: ConfigData, ch: ClusterChange,
+                    op: dict[str, Any]) -> list[str]:
+    cl = ch.cluster
+    old = list(cl.enabled_disk_templates)
+    wanted = op.get("enabled_disk_templates")
+    if not wanted:
+        return old
+    new = sorted(set(wanted) - set(old))
+    disabled = sorted(set(old) - set(wanted))
+    for template in disabled:
+        using = [d for d in cfg.disks.values() if d.dev_type == template]
+        if using:
+            names = "\n * ".join(f"{d.uuid} ({_disk_owner(cfg, d.uuid)})" for d in using)
+            raise OpPrereqError(f"Cannot disable disk template '{template}', because there "
+                                f"is at least one disk using it:\n * {names}",
+                                "wrong_state")
+    if constants.DT_DISKLESS in disabled:
+        for inst in cfg.instances.values():
+            if not getattr(inst, "disks", None):
+                raise OpPrereqError("Cannot disable disk template 'diskless', because there "
+                                    f"is at least one instance using it:\n * {inst.name}",
+                                    "wrong_state")
+    gets_lvm = sorted(set(new) & LVM_TEMPLATES)
+    if gets_lvm:
+        if cl.volume_group_name is None:
+            raise OpPrereqError("Please specify a volume group when enabling lvm-based "
+                                "disk-templates.", ECODE_INVAL)
+        # Ganeti asks every node for its volume groups (and the DRBD helper)
+        # here; this version has no such node call yet.
+        raise OpPrereqError(f"Enabling {', '.join(gets_lvm)} needs a check of the volume "
+                            "group on every node, which this version cannot do yet",
+                            ECODE_INVAL)
+    return list(wanted)
+
+
+def _disk_owner(cfg: ConfigData, disk_uuid: str) -> str:
+    for inst in cfg.instances.values():
+        if disk_uuid in (getattr(inst, "disks", None) or []):
+            return f"on {inst.name}"
+    return "detached"
+
+
+def _storage_dirs(ch: ClusterChange, op: dict[str, Any], enabled: list[str]) -> None:
+    for param, template in (("file_storage_dir", constants.DT_FILE),
+                            ("shared_file_storage_dir", constants.DT_SHARED_FILE)):
+        value = op.get(param)
+        if value is None:
+            continue
+        if value == "":
+            if template in enabled:
+                raise OpPrereqError(f"Unsetting the '{template}' storage directory while "
+                                    f"having '{template}' storage enabled is not permitted.",
+                                    ECODE_INVAL)
+        elif template not in enabled:
+            ch.warn(f"Specified a {template} storage directory, although {template} "
+                    "storage is not enabled.")
+
+
+def _hv_params(ch: ClusterChange, op: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    cl = ch.cluster
+    new = copy.deepcopy(cl.hvparams)
+    for hv, values in (op.get("hvparams") or {}).items():
+        new.setdefault(hv, {}).update(values)
+    for hv in op.get("enabled_hypervisors") or []:
+        if hv not in constants.ENABLED_HYPERVISOR_CHOICES:
+            raise OpPrereqError(f"Hypervisor {hv!r} is not available in this version "
+                                f"(available: "
+                                f"{', '.join(sorted(constants.ENABLED_HYPERVISOR_CHOICES))})",
+                                ECODE_INVAL)
+        new[hv] = fill_dict(constants.HVC_DEFAULTS[hv], new.get(hv, {}))
+        force_dict_type(new[hv], HVS_PARAMETER_TYPES)
+    touched = set(op.get("hvparams") or {}) | set(op.get("enabled_hypervisors") or [])
+    for hv in sorted(touched):
+        defaults = constants.HVC_DEFAULTS.get(hv)
+        if defaults is None:
+            raise OpPrereqError(f"Hypervisor {hv!r} is not known", ECODE_NOENT)
+        force_dict_type(new[hv], HVS_PARAMETER_TYPES)
+        for key in new[hv]:
+            if key not in defaults:
+                raise HypervisorError(f"Parameter '{key}' is not supported")
+    return new
+
+
+def _os_list(ch: ClusterChange, attr: str, mods: list[Any], desc: str) -> None:
+    desc += " OS list"
+    lst: list[str] = getattr(ch.cluster, attr)
+    for action, name in mods:
+        if action == "add":
+            if name in lst:
+                ch.feedback.append(f"OS {name} already in {desc}, ignoring")
+            else:
+                lst.append(name)
+        elif name in lst:
+            lst.remove(name)
+        else:
+            ch.feedback.append(f"OS {name} not found in {desc}, ignoring")
+
+
+def _data_collectors(cl: Cluster, op: dict[str, Any]) -> None:
+    for param in ("enabled_data_collectors", "data_collector_interval"):
+        unknown = sorted(set(op.get(param) or {}) - set(cl.data_collectors))
+        if unknown:
+            raise OpPrereqError(f"Data collector names not recognized: {', '.join(unknown)}",
+                                ECODE_INVAL)
+    for name, active in (op.get("enabled_data_collectors") or {}).items():
+        cl.data_collectors[name]["active"] = active
+    for name, interval in (op.get("data_collector_interval") or {}).items():
+        cl.data_collectors[name]["interval"] = int(interval)
+
+
+def _uid_pool(cl: Cluster, op: dict[str, Any]) -> None:
+    pool = [[lo, hi] for lo, hi in cl.uid_pool]
+    for rng in op.get("add_uids") or []:
+        if list(rng) not in pool:
+            pool.append(list(rng))
+    pool.sort()
+    for rng in op.get("remove_uids") or []:
+        if list(rng) not in pool:
+            raise OpPrereqError("User-id range to be removed is not found in the current "
+                                f"user-id pool: {list(rng)}", ECODE_INVAL)
+        pool.remove(list(rng))
+    if op.get("uid_pool") is not None:
+        pool = [list(r) for r in op["uid_pool"]]
+    cl.uid_pool = pool
+
+
+def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange:
+    """The cluster after ``op`` (a validated OP_CLUSTER_SET_PARAMS), or an error."""
+    op = copy.deepcopy(op)
+    _check_arguments(op)
+    ch = ClusterChange(copy.deepcopy(cfg.cluster))
+    cl = ch.cluster
+    enabled = _disk_templates(cfg, ch, op)
+    _storage_dirs(ch, op, enabled)
+    if op.get("diskparams") and constants.DT_DRBD8 in op["diskparams"]:
+        ch.warn("Changing DRBD parameters only affects devices created in the future, not "
+                "existing ones")
+        ch.warn("You need to shutdown and start (not reboot!) existing instances to adopt "
+                "the changes")
+        ch.warn("Alternatively you can swap the secondary node by running `gnt-instance "
+                "replace-disks --new-secondary $instance`")
+    new_be = new_nd = new_nic = new_ipolicy = None
+    if op.get("beparams"):
+        be = op["beparams"]
+        if BE_MEMORY in be:
+            be[constants.BE_MAXMEM] = be[constants.BE_MINMEM] = be.pop(BE_MEMORY)
+        force_dict_type(be, BES_PARAMETER_TYPES)
+        new_be = fill_dict(cl.beparams.get(DEFAULT, {}), be)
+    if op.get("ndparams"):
+        force_dict_type(op["ndparams"], NDS_PARAMETER_TYPES)
+        new_nd = fill_dict(cl.ndparams, op["ndparams"])
+        if new_nd.get(constants.ND_OOB_PROGRAM) == "":
+            new_nd[constants.ND_OOB_PROGRAM] = constants.NDC_DEFAULTS[constants.ND_OOB_PROGRAM]
+    if op.get("ipolicy"):
+        new_ipolicy = get_updated_ipolicy(cl.ipolicy, op["ipolicy"], group_policy=False)
+        check_ipolicy_vs_disk_templates(new_ipolicy, enabled)
+    else:
+        check_ipolicy_vs_disk_templates(cl.ipolicy, enabled)
+    if op.get("nicparams"):
+        force_dict_type(op["nicparams"], NICS_PARAMETER_TYPES)
+        new_nic = fill_dict(cl.nicparams.get(DEFAULT, {}), op["nicparams"])
+        mode = new_nic.get(constants.NIC_MODE)
+        if mode not in constants.NIC_VALID_MODES and mode != "auto":
+            raise ConfigurationError(f"Invalid NIC mode '{mode}'")
+        if mode == constants.NIC_MODE_BRIDGED and not new_nic.get(constants.NIC_LINK):
+            raise ConfigurationError("Missing bridged NIC link")
+    new_hv = _hv_params(ch, op)
+    if op.get("compression_tools"):
+        check_compression_tools(op["compression_tools"])
+
+    # Exec: the changes, in Ganeti's order.
+    if op.get("enabled_disk_templates"):
+        cl.enabled_disk_templates = list(op["enabled_disk_templates"])
+    for param in ("file_storage_dir", "shared_file_storage_dir"):
+        value = op.get(param)
+        if value is not None:
+            if getattr(cl, param) == value:
+                what = "Global file" if param == "file_storage_dir" else "Global shared file"
+                ch.feedback.append(f"{what} storage dir already set to value '{value}'")
+            else:
+                setattr(cl, param, value)
+    _data_collectors(cl, op)
+    if op.get("hvparams") or op.get("enabled_hypervisors") is not None:
+        cl.hvparams = new_hv
+    if op.get("enabled_hypervisors") is not None:
+        if not op["enabled_hypervisors"]:
+            raise OpPrereqError("At least one hypervisor must be enabled", ECODE_INVAL)
+        cl.enabled_hypervisors = list(op["enabled_hypervisors"])
+    if new_be is not None:
+        cl.beparams[DEFAULT] = new_be
+    if new_nic is not None:
+        cl.nicparams[DEFAULT] = new_nic
+    if new_ipolicy is not None:
+        cl.ipolicy = new_ipolicy
+    if new_nd is not None:
+        cl.ndparams = new_nd
+    if op.get("diskparams"):
+        new_disk = copy.deepcopy(cl.diskparams)
+        for template, values in op["diskparams"].items():
+            new_disk.setdefault(template, {}).update(values)
+        cl.diskparams = new_disk
+    for name in ("candidate_pool_size", "max_running_jobs", "max_tracked_jobs",
+                 "maintain_node_health", "modify_etc_hosts", "prealloc_wipe_disks"):
+        if op.get(name) is not None:
+            setattr(cl, name, op[name])
+    _uid_pool(cl, op)
+    for name in ("default_iallocator", "default_iallocator_params", "reserved_lvs",
+                 "use_external_mip_script", "enabled_user_shutdown"):
+        if op.get(name) is not None:
+            setattr(cl, name, copy.deepcopy(op[name]))
+    if op.get("hidden_os"):
+        _os_list(ch, "hidden_os", op["hidden_os"], "hidden")
+    if op.get("blacklisted_os"):
+        _os_list(ch, "blacklisted_os", op["blacklisted_os"], "blacklisted")
+    if op.get("mac_prefix"):
+        cl.mac_prefix = op["mac_prefix"]
+    if op.get("install_image"):
+        cl.install_image = op["install_image"]
+    if op.get("zeroing_image") is not None:
+        _check_image(op["zeroing_image"], "Zeroing image must be an absolute path or a URL")
+        cl.zeroing_image = op["zeroing_image"]
+    if op.get("compression_tools") is not None:
+        cl.compression_tools = list(op["compression_tools"])
+    return ch

@@ -1,0 +1,87 @@
+"""How the verify units report: Ganeti's message lines, error codes and outcome.
+
+A finding is a line of the job's log, in one of Ganeti's two forms::
+
+    "  - ERROR: node node2.example.com: node setup error: ..."
+    "  - ERROR:ENODESETUP:node:node2.example.com:node setup error: ..."
+
+(the second with ``error_codes``).  A code listed in the opcode's
+``ignore_errors`` is reported as a WARNING; only ERROR lines make the
+unit's result false.  With ``debug_simulate_errors`` every conditional
+check reports its finding as if it had failed, as in Ganeti.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ganeti.core import verifycodes
+from ganeti.core.verifycodes import ErrorCode
+from ganeti.master.lu.base import LUContext
+
+
+def format_finding(ecode: ErrorCode, item: str | None, message: str, level: str,
+                   error_codes: bool) -> str:
+    """One finding as Ganeti prints it (``item`` None prints as ``None``/nothing)."""
+    if error_codes:
+        return f"  - {level}:{ecode.code}:{ecode.kind}:{item}:{message}"
+    return f"  - {level}: {ecode.kind} {item or ''}: {message}"
+
+
+class VerifyReporter:
+    """Mix-in for the verify units: ``bad`` becomes True on the first ERROR."""
+
+    op: dict[str, Any]
+    ctx: LUContext
+    bad: bool = False
+
+    def step(self, text: str) -> None:
+        """A ``* Verifying ...`` progress line."""
+        self.ctx.feedback("message", f"* {text}")
+
+    def note(self, text: str) -> None:
+        """A line as it is (``  - NOTICE: ...``, hook output)."""
+        self.ctx.feedback("message", text)
+
+    def report(self, ecode: ErrorCode, item: str | None, messages: str | list[str],
+               warning: bool = False) -> None:
+        """Report one or more findings of ``ecode`` about ``item``."""
+        if isinstance(messages, str):
+            messages = [messages]
+        if not messages:
+            return
+        level = verifycodes.WARNING if warning else verifycodes.ERROR
+        if ecode.code in (self.op.get("ignore_errors") or []):
+            level = verifycodes.WARNING
+        for message in messages:
+            self.ctx.feedback("message", format_finding(ecode, item, message, level,
+                                                        bool(self.op.get("error_codes"))))
+        if level == verifycodes.ERROR:
+            self.bad = True
+
+    def error_if(self, cond: Any, ecode: ErrorCode, item: str | None, message: str,
+                 warning: bool = False) -> bool:
+        """Report ``message`` if ``cond`` holds (or errors are simulated); ``bool(cond)``."""
+        if cond or self.op.get("debug_simulate_errors"):
+            self.report(ecode, item, message, warning=warning)
+        return bool(cond)
+
+
+def submitted_by(src: dict[str, Any], dst: dict[str, Any]) -> dict[str, Any]:
+    """``dst``, an opcode a unit submits, with Ganeti's fields copied from ``src``.
+
+    As Ganeti's processor: the comment ``Submitted by <OP_ID>`` unless one is
+    set, the priority unless set, the debug level, and the reason trail of
+    ``src`` appended to that of ``dst``.
+    """
+    out = copy.deepcopy(dst)
+    if "debug_level" in src:
+        out["debug_level"] = src["debug_level"]
+    if out.get("priority") is None and "priority" in src:
+        out["priority"] = src["priority"]
+    if not out.get("comment"):
+        out["comment"] = f"Submitted by {src['OP_ID']}"
+    if "reason" in src:
+        out["reason"] = list(out.get("reason") or []) + copy.deepcopy(list(src["reason"]))
+    return out
