@@ -106,6 +106,23 @@ class InProcessMaster:
         """Submit a job directly (not through a tool); its id."""
         return int(self.client().call("SubmitJob", list(ops)))
 
+    def finish(self, job_id: int) -> tuple[str, list[Any], list[str]]:
+        """Advance the clock until the job is final and replicated;
+        ``(status, [results], [log messages])``."""
+        queue = self.daemon.queue
+        for _ in range(100000):
+            job = queue.visible.get(job_id)
+            if job is not None and job.finalized:
+                break
+            pending = [d.getTime() for d in self.reactor.getDelayedCalls() if d.active()]
+            if not pending:
+                raise AssertionError(f"job {job_id} waits for nothing")
+            self.reactor.advance(max(0.0, min(pending) - self.reactor.seconds()))
+        self.run_until(self.daemon.replicator.jobs_idle())
+        status, results, log = self.client().call("QueryJobs", [job_id],
+                                                  ["status", "opresult", "oplog"])[0]
+        return status, results, [entry[3] for entries in log for entry in entries]
+
 
 class DaemonLuxiClient(LuxiMethods):
     """The real LuxiClient's public interface, answered by an :class:`InProcessMaster`."""

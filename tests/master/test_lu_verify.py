@@ -61,22 +61,7 @@ class VerifyCase(TestCase):
         self.ok({"OP_ID": "OP_CLUSTER_REDIST_CONF"})
 
     def run_job(self, *ops):
-        job_id = self.master.submit(*ops)
-        return self.wait(job_id)
-
-    def wait(self, job_id):
-        queue = self.master.daemon.queue
-        for _ in range(100000):
-            job = queue.visible.get(job_id)
-            if job is not None and job.finalized:
-                break
-            pending = [d.getTime() for d in self.master.reactor.getDelayedCalls() if d.active()]
-            self.assertTrue(pending, "the job waits for nothing")
-            self.master.reactor.advance(max(0.0, min(pending) - self.master.reactor.seconds()))
-        self.master.run_until(self.master.daemon.replicator.jobs_idle())
-        status, results, log = self.client.call("QueryJobs", [job_id],
-                                                ["status", "opresult", "oplog"])[0]
-        return status, results, [e[3] for entries in log for e in entries]
+        return self.master.finish(self.master.submit(*ops))
 
     def ok(self, *ops):
         status, results, log = self.run_job(*ops)
@@ -89,7 +74,7 @@ class VerifyCase(TestCase):
         outcomes, lines, inputs = [], [], []
         for ok, job_id in result["jobs"]:
             self.assertTrue(ok)
-            status, results, log = self.wait(job_id)
+            status, results, log = self.master.finish(job_id)
             self.assertEqual(status, "success", f"{results} {log}")
             outcomes.append(results[0])
             lines += log

@@ -49,19 +49,7 @@ class NodesTestCase(TestCase):
 
     def run_job(self, *ops):
         """Submit, wait; (status, [results], [log messages])."""
-        job_id = self.master.submit(*ops)
-        queue = self.master.daemon.queue
-        for _ in range(100000):
-            job = queue.visible.get(job_id)
-            if job is not None and job.finalized:
-                break
-            pending = [d.getTime() for d in self.master.reactor.getDelayedCalls() if d.active()]
-            self.assertTrue(pending, "the job waits for nothing")
-            self.master.reactor.advance(max(0.0, min(pending) - self.master.reactor.seconds()))
-        self.master.run_until(self.master.daemon.replicator.jobs_idle())
-        status, results, log = self.client.call("QueryJobs", [job_id],
-                                                ["status", "opresult", "oplog"])[0]
-        return status, results, [entry[3] for entries in log for entry in entries]
+        return self.master.finish(self.master.submit(*ops))
 
     def ok(self, *ops):
         status, results, log = self.run_job(*ops)
@@ -341,11 +329,11 @@ class ReplicationTest(NodesTestCase):
 
 
 class RedistFilesTest(NodesTestCase):
-    def test_redist_pushes_ancillary_and_listed_files_to_candidates(self):
+    def test_redist_pushes_ancillary_and_listed_files_to_every_node(self):
         from ganeti.noded.backend.files import extra_allowed_path
         self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "candidate_pool_size": 2})
         self.add(2)
-        self.add(3)  # regular: gets no ancillary files
+        self.add(3)  # regular: gets the ancillary files too, as in Ganeti
         mpaths = self.master.paths
         with open(mpaths.rapi_pem, "w") as f:
             f.write("rapi certificate\n")
@@ -363,7 +351,9 @@ class RedistFilesTest(NodesTestCase):
         self.ok({"OP_ID": "OP_CLUSTER_REDIST_CONF"})
         self.assertEqual(sha1_of(n2.rapi_pem), sha1_of(mpaths.rapi_pem))
         self.assertEqual(sha1_of(os.path.join(n2.root, "etc", "site-file")), sha1_of(extra))
-        self.assertIsNone(sha1_of(n3.rapi_pem))
+        self.assertEqual(sha1_of(n3.rapi_pem), sha1_of(mpaths.rapi_pem))
+        self.assertEqual(sha1_of(os.path.join(n3.root, "etc", "site-file")), sha1_of(extra))
+        self.assertIsNone(sha1_of(n3.config_file))  # config.data: candidates only
         # a node that does not allow the file refuses it: redist warns, verify reports it
         os.unlink(extra_allowed_path(n2))
         with open(extra, "w") as f:

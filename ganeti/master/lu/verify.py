@@ -120,13 +120,6 @@ class LUClusterVerifyConfig(VerifyReporter, LogicalUnit):
     OP_ID = "OP_CLUSTER_VERIFY_CONFIG"
     REQ_BGL = False
 
-    @property
-    def uses_locks(self) -> bool:
-        return False
-
-    def check_prereq(self) -> None:
-        self.bad = False
-
     def _cert_files(self) -> list[tuple[str, bytes | None]]:
         """The master's certificates (blocking): ``(path, content or None)``."""
         paths = self.ctx.replicator.paths if self.ctx.replicator else None

@@ -62,12 +62,8 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
     OP_ID = "OP_CLUSTER_VERIFY_GROUP"
     REQ_BGL = False
 
-    @property
-    def uses_locks(self) -> bool:
-        return False
-
     def check_prereq(self) -> None:
-        self.bad = False
+        super().check_prereq()
         self.group = nodesmod.find_group(self.ctx.config.config, self.op["group_name"])
 
     # --- what to ask -----------------------------------------------------------------

@@ -36,6 +36,14 @@ class VerifyReporter:
     ctx: LUContext
     bad: bool = False
 
+    @property
+    def uses_locks(self) -> bool:
+        """Verification reads the committed config and takes no locks (as Ganeti's)."""
+        return False
+
+    def check_prereq(self) -> None:
+        self.bad = False
+
     def step(self, text: str) -> None:
         """A ``* Verifying ...`` progress line."""
         self.ctx.feedback("message", f"* {text}")
