@@ -1,5 +1,6 @@
-// The job filter rules table, rebuilt from GET /2/filters?bulk=1 (rules in
-// evaluation order: priority, then watermark, then uuid).
+// The job filter rules table, rebuilt from GET /2/filters?bulk=1. The API lists
+// rules by uuid (as Ganeti's); the table shows them in evaluation order:
+// priority, then watermark, then uuid.
 
 import { $, el, placeholder } from "./dom.js";
 import { actionText, shortUuid, trailReasons } from "./format.js";
@@ -37,9 +38,17 @@ function reasonCell(trail) {
 }
 
 /** Fill the filter rules table. */
+function evaluationOrder(a, b) {
+  const num = (v) => (typeof v === "number" ? v : Number.MAX_SAFE_INTEGER);
+  return num(a.priority) - num(b.priority) || num(a.watermark) - num(b.watermark)
+    || (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0);
+}
+
 export function renderFilters(rules) {
   const rows = [];
-  for (const rule of Array.isArray(rules) ? rules : []) {
+  const valid = (Array.isArray(rules) ? rules : []).filter(
+    (rule) => rule && typeof rule.uuid === "string");
+  for (const rule of valid.sort(evaluationOrder)) {
     if (!rule || typeof rule.uuid !== "string") {
       continue;
     }
