@@ -130,12 +130,13 @@ class FiltersCompatTest(SynchronousTestCase):
                                       call("AddFilter", 5, [], ["RATE_LIMIT", 2]))
         self.assertEqual(replaced, uid)
         rules = self.rules()
+        # listed by uuid, as Ganeti's luxid does
         self.assertEqual([(r["uuid"], r["priority"], r["predicates"], r["action"])
-                          for r in rules], [(uid, 0, [], "PAUSE"),
-                                            (limited, 5, [], ["RATE_LIMIT", 2])])
+                          for r in rules], sorted([(uid, 0, [], "PAUSE"),
+                                                   (limited, 5, [], ["RATE_LIMIT", 2])]))
         ids, bulk = self.rapi(call("GetFilters"), call("GetFilters", bulk=True))
         self.assertEqual(ids, sorted([uid, limited]))
-        self.assertEqual([r["uuid"] for r in bulk], [uid, limited])
+        self.assertEqual([r["uuid"] for r in bulk], sorted([uid, limited]))
 
         deleted, again, gone, after = self.rapi(
             call("DeleteFilter", uid), call("DeleteFilter", uid), call("GetFilter", uid),
