@@ -22,6 +22,11 @@ USERS_SETUP := /usr/lib/ganeti/3.0/usr/lib/ganeti/tools/users-setup
 ORACLE_USERS := gnt-masterd gnt-confd gnt-metad gnt-rapi
 ORACLE_GROUPS := gnt-admin gnt-confd gnt-daemons gnt-luxid gnt-masterd gnt-metad gnt-rapi
 APT_DOWNLOAD := apt-get download -q -o APT::Sandbox::User=$$(id -un)
+# The complete real Ganeti 3.0 cluster of the side-by-side oracle (tests/integration/oracle,
+# realcluster/real_cluster_up.sh): Debian's daemons installed with no service started
+# (policy-rc.d), `ganeti` for the /usr/sbin links, and the tools the script runs.
+REAL_CLUSTER_PACKAGES := ganeti ganeti-3.0 ganeti-haskell-3.0 ganeti-htools-3.0 ganeti-testsuite \
+	bc iproute2 util-linux
 
 .PHONY: install install-compat install-oracle install-browser demo test lint typecheck unit sdist clean
 
@@ -63,6 +68,13 @@ install-oracle: install-compat
 		for u in $(ORACLE_USERS); do getent passwd $$u >/dev/null || { echo "user $$u missing" >&2; exit 1; }; done; \
 		for g in $(ORACLE_GROUPS); do getent group $$g >/dev/null || { echo "group $$g missing" >&2; exit 1; }; done; \
 	fi
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "install-oracle: not root; the side-by-side oracle (real cluster) will be skipped" >&2; \
+	elif ! dpkg -s $(REAL_CLUSTER_PACKAGES) >/dev/null 2>&1; then \
+		test -e /usr/sbin/policy-rc.d || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
+		$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(REAL_CLUSTER_PACKAGES) >/dev/null; \
+	fi
+	@if [ "$$(id -u)" = 0 ]; then mkdir -p /usr/share/ganeti/os; fi
 
 demo: install
 	@$(VENV)/bin/ganeti-vcluster demo $(DIR)

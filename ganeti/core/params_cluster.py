@@ -186,6 +186,12 @@ def _hv_params(ch: ClusterChange, op: dict[str, Any]) -> dict[str, dict[str, Any
         for key in new[hv]:
             if key not in defaults:
                 raise HypervisorError(f"Parameter '{key}' is not supported")
+        # Ganeti's cheap syntax checks (CheckParameterSyntax); the one that applies to
+        # every hypervisor we offer with that parameter: the migration mode.
+        mode = new[hv].get("migration_mode")
+        if "migration_mode" in defaults and mode not in ("live", "non-live"):
+            raise HypervisorError("Parameter 'migration_mode' fails syntax check: "
+                                  f"invalid migration mode (current value: '{mode}')")
     return new
 
 

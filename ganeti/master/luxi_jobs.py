@@ -142,10 +142,12 @@ class JobMethods:
                 for (job_id, _), row in zip(items, rows, strict=True)]
 
     async def _query_jobs(self, items: list[query.JobItem], fields: list[str],
-                          qfilter: Any) -> dict[str, Any]:
-        """Query("job"): the rows of the items passing the filter, by job id."""
+                          qfilter: Any, by_id: bool = True) -> dict[str, Any]:
+        """Query("job"): the rows of the items passing the filter, by job id (or, with
+        ``by_id`` false, in the order of ``items``: the ids the filter names, as luxid)."""
         selected = query.Query(query.JOB_FIELDS, fields, qfilter)
-        items = sorted(items, key=lambda item: item[0])
+        if by_id:
+            items = sorted(items, key=lambda item: item[0])
         data = selected.rows(items[:ROWS_PER_TURN])
         for start in range(ROWS_PER_TURN, len(items), ROWS_PER_TURN):
             await self._next_turn()
@@ -160,7 +162,8 @@ class JobMethods:
             # With the field "archived" (gnt-job list --archived) all archived jobs too.
             wanted = query.requested_job_ids(qfilter) if qfilter is not None else None
             archive = isinstance(fields, list) and "archived" in fields
-            return await self._query_jobs(await self._items(wanted, archive), fields, qfilter)
+            return await self._query_jobs(await self._items(wanted, archive), fields, qfilter,
+                                          by_id=not wanted)
         if what == "lock":
             return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.monitor())
         if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:

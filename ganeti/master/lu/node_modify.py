@@ -28,8 +28,10 @@ from typing import Any
 
 from ganeti.core.errors import ECODE_INVAL, ECODE_STATE, OpPrereqError
 from ganeti.core.objects import ConfigData, Node
+from ganeti.core.params_merge import get_updated_params
+from ganeti.core.params_types import NDS_PARAMETER_TYPES, force_dict_type
 from ganeti.master import nodes as nodesmod
-from ganeti.master.lu.node import _OneNodeLU, check_ips_free, check_ndparams, welcome_candidates
+from ganeti.master.lu.node import _OneNodeLU, check_ips_free, welcome_candidates
 from ganeti.master.lu.oob import oob_program
 from ganeti.rpc.client import NodeTarget
 
@@ -138,7 +140,11 @@ class LUNodeSetParams(_OneNodeLU):
         if sip:
             self._check_secondary_ip(cfg, node, sip)
         check_ips_free(cfg, [sip], node.uuid)
-        self.ndparams = check_ndparams(op.get("ndparams")) if op.get("ndparams") else None
+        # As LUNodeSetParams: merged into the node's own ("default" drops a key),
+        # then type-enforced (TypeEnforcementError, "Parameter Error: ...").
+        self.ndparams = (force_dict_type(get_updated_params(node.ndparams, op["ndparams"]),
+                                         NDS_PARAMETER_TYPES)
+                         if op.get("ndparams") else None)
 
     @staticmethod
     def _hosts_instances(cfg: ConfigData, node: Node) -> bool:
@@ -208,8 +214,8 @@ class LUNodeSetParams(_OneNodeLU):
         def change(cfg: ConfigData) -> tuple[list[list[str]], list[str], bool]:
             node = cfg.nodes[uuid]
             result: list[list[str]] = []
-            if self.ndparams:
-                node.ndparams.update(self.ndparams)
+            if self.ndparams is not None:
+                node.ndparams = dict(self.ndparams)
             if op.get("powered") is not None:
                 node.powered = bool(op["powered"])
             for attr in ("master_capable", "vm_capable"):

@@ -214,8 +214,6 @@ class LUClusterRedistConf(LogicalUnit):
             ctx.feedback("message", f"Warning: {line}")
         if problem is not None:
             raise OpExecError(problem)
-        others = [n.name for n in nodesmod.others(cfg) if not n.offline]
-        ctx.feedback("message", f"Redistributed the configuration to {len(others)} node(s)"
-                     + (f" ({len(failures)} failure(s))" if failures else ""))
+        # Ganeti's LUClusterRedistConf reports nothing on success (only the warnings above)
         return None
 
