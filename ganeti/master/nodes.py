@@ -38,7 +38,7 @@ def find_group(cfg: ConfigData, name_or_uuid: str | None) -> NodeGroup:
         group = cfg.group_by_name(name_or_uuid)
         if group is not None:
             return group
-    raise OpPrereqError(f"Group '{name_or_uuid}' not found", ECODE_NOENT)
+    raise OpPrereqError(f"Node group '{name_or_uuid}' not found", ECODE_NOENT)
 
 
 def default_group(cfg: ConfigData) -> NodeGroup:

@@ -36,11 +36,16 @@ from ganeti.master.locking.manager import LEVEL_NODEGROUP
 from ganeti.master.lu.base import LogicalUnit
 
 
-def _check_new_name(cfg: ConfigData, name: str) -> None:
+def _check_new_name(cfg: ConfigData, name: str, rename: bool = False) -> None:
+    """Refuse a name an existing group has, in Ganeti's words (add and rename differ)."""
     existing = cfg.group_by_name(name)
-    if existing is not None:
-        raise OpPrereqError(f"Desired group name '{name}' already exists as a node group "
+    if existing is None:
+        return
+    if rename:
+        raise OpPrereqError(f"Desired new name '{name}' clashes with existing node group "
                             f"(UUID: {existing.uuid})", ECODE_EXISTS)
+    raise OpPrereqError(f"Desired group name '{name}' already exists as a node group "
+                        f"(UUID: {existing.uuid})", ECODE_EXISTS)
 
 
 def _verify_diskparams(diskparams: dict[str, Any]) -> None:
@@ -201,7 +206,7 @@ class LUGroupRename(_OneGroupLU):
     OP_ID = "OP_GROUP_RENAME"
 
     def check_prereq(self) -> None:
-        _check_new_name(self.ctx.config.config, self.op["new_name"])
+        _check_new_name(self.ctx.config.config, self.op["new_name"], rename=True)
 
     async def exec(self) -> Any:
         if self.op.get("dry_run"):
@@ -210,7 +215,7 @@ class LUGroupRename(_OneGroupLU):
         now = self.ctx.clock.seconds()
 
         def change(cfg: ConfigData) -> None:
-            _check_new_name(cfg, new)
+            _check_new_name(cfg, new, rename=True)
             group = cfg.nodegroups[uuid]
             group.name = new
             group.serial_no += 1

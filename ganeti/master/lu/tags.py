@@ -30,7 +30,19 @@ class _TagsLU(LogicalUnit):
     REQ_BGL = False
 
     def check_prereq(self) -> None:
-        self.ctx.config.config.tagged_object(self.op["kind"], self.op.get("name"))
+        cfg = self.ctx.config.config
+        kind, name = self.op["kind"], self.op.get("name")
+        # Ganeti's tag LUs expand names as every LU does: "Node 'x' not known",
+        # "Node group 'x' not found", "Instance 'x' not known"
+        try:
+            cfg.tagged_object(kind, name)
+        except OpPrereqError as err:
+            words = {constants.TAG_NODE: "Node '{}' not known",
+                     constants.TAG_NODEGROUP: "Node group '{}' not found",
+                     constants.TAG_INSTANCE: "Instance '{}' not known"}.get(kind)
+            if words is None or len(err.args) < 2 or err.args[1] != ECODE_NOENT:
+                raise
+            raise OpPrereqError(words.format(name or ""), ECODE_NOENT) from None
 
     async def _apply(self, change: Callable[[ConfigData], None]) -> None:
         """Commit ``change``; with ``dry_run``, only check it on a copy of the config."""

@@ -37,9 +37,8 @@ class LUClusterVerify(LogicalUnit):
         return False
 
     def check_prereq(self) -> None:
-        cfg = self.ctx.config.config
-        if self.op.get("group_name"):
-            nodesmod.find_group(cfg, self.op["group_name"])  # unknown_entity if missing
+        # as Ganeti's: an unknown group_name is not checked here; the group job fails
+        pass
 
     async def exec(self) -> Any:
         cfg = self.ctx.config.config

@@ -69,12 +69,6 @@ OURS_OPCODE_ECHO = ("ours, to fix: Ganeti's LUTestDelay stores the resolved node
 OURS_PARSE_STAGE = ("ours, to fix: we refuse this while parsing the request (protocol "
                     "error) where Ganeti accepts the job and fails it in the logical unit "
                     "(OpPrereqError with an error code)")
-OURS_VERIFY_GROUP = ("ours, to fix: an unknown --node-group fails at submission with our "
-                     "wording; Ganeti submits the verify job, which fails ('Node group "
-                     "... not found', '1 job(s) failed while verifying the cluster.')")
-OURS_GROUP_WORDING = ("ours, to fix: wording of node group errors ('Group ... not found' "
-                      "for Ganeti's 'Node group ... not found', rename clashes)")
-OURS_NODE_WORDING = "ours, to fix: wording of an unknown node in tag commands"
 OURS_FAILOVER = ("set-up, to check: the real client's master vote asks every node by "
                  "name; our vcluster's names do not resolve on the host (the real "
                  "cluster has a private /etc/hosts), so every node counts as unhealthy")
@@ -169,12 +163,6 @@ REASONS: dict[str, str] = {
     "rapi-jobs-bulk": OURS_OPCODE_ECHO,
     "cluster-search-tags-bad-regex": OURS_PARSE_STAGE,
     "cluster-modify-uid-pool-bad": OURS_PARSE_STAGE,
-    "cluster-verify-unknown-group": OURS_VERIFY_GROUP,
-    "group-remove-unknown": OURS_GROUP_WORDING,
-    "group-modify-unknown": OURS_GROUP_WORDING,
-    "group-rename-unknown": OURS_GROUP_WORDING,
-    "group-rename-to-existing": OURS_GROUP_WORDING,
-    "node-add-tags-unknown-node": OURS_NODE_WORDING,
     "cluster-master-failover-on-master": OURS_FAILOVER,
     "node-add-existing": OURS_NODE_ADD,
     "node-list-filter-unknown-field": OURS_QFILTER_FIELD,

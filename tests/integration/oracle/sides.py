@@ -36,8 +36,11 @@ BOUNDS = ("min:disk-size=0,cpu-count=1,disk-count=0,memory-size=1,nic-count=0,sp
           "max:disk-size=1048576,cpu-count=8,disk-count=16,memory-size=32768,nic-count=8,"
           "spindle-use=12")
 SHAPE = [["gnt-cluster", "modify", "--enabled-disk-templates", "diskless,file",
-          "--ipolicy-disk-templates", "file,diskless",
+          "--ipolicy-disk-templates", "diskless,file",
           "--ipolicy-bounds-specs", BOUNDS, "-I", "hail"]]
+# Ganeti's init fills the policy's disk templates in the order of a Python set (it varies
+# with the init process's hash seed): both sides get the same order after set-up.
+REAL_SHAPE = [["gnt-cluster", "modify", "--ipolicy-disk-templates", "diskless,file"]]
 # Files the real cluster needs (the script checks these before it starts).
 REAL_DAEMONS = ("/usr/sbin/ganeti-noded", "/usr/sbin/ganeti-wconfd", "/usr/sbin/ganeti-luxid",
                 "/usr/sbin/ganeti-rapi", "/usr/lib/ganeti/daemon-util",
@@ -190,6 +193,10 @@ class RealSide(Side):
             raise AssertionError(f"real_cluster_up.sh failed:\n{proc.stderr[-3000:]}")
         self.server = ForkServer([os.path.join(self.dir, "gnt"), "env", "-u", "PYTHONPATH",
                                   "PYTHONHASHSEED=0", SYSTEM_PYTHON, "-s", FORKSERVER])
+        for argv in REAL_SHAPE:
+            result = self.run(argv)
+            if result.get("rc") != 0:
+                raise AssertionError(f"shaping the real cluster failed: {result}")
 
     def stop(self) -> None:
         self.close()
