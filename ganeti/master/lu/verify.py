@@ -27,7 +27,10 @@ _TRUE_WORDS = {"true", "false"}
 
 
 class LUClusterVerify(LogicalUnit):
-    """OP_CLUSTER_VERIFY: submit the verify jobs; ``{"jobs": [[true, id], ...]}``."""
+    """OP_CLUSTER_VERIFY: submit the verify jobs; ``{"jobs": [[true, id], ...]}``.
+
+    As Ganeti's, an unknown ``group_name`` is not checked here: the group job fails.
+    """
 
     OP_ID = "OP_CLUSTER_VERIFY"
     REQ_BGL = False
@@ -35,10 +38,6 @@ class LUClusterVerify(LogicalUnit):
     @property
     def uses_locks(self) -> bool:
         return False
-
-    def check_prereq(self) -> None:
-        # as Ganeti's: an unknown group_name is not checked here; the group job fails
-        pass
 
     async def exec(self) -> Any:
         cfg = self.ctx.config.config
