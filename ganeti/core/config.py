@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from ganeti.core import constants, jobfilters, serializer
+from ganeti.core import config_instances, constants, jobfilters, serializer
 from ganeti.core.errors import ConfigurationError, ConfigVersionMismatch, OpPrereqError
 from ganeti.core.objects import ConfigData, ConfigObject
 
@@ -153,24 +153,6 @@ def _check_nodes_and_groups(cfg: ConfigData, problems: list[str]) -> None:
         problems.append("nodegroups: the cluster has no node group")
 
 
-def _check_instances(cfg: ConfigData, problems: list[str]) -> None:
-    for uuid, inst in cfg.instances.items():
-        where = f"instances/{uuid} ({inst.name})"
-        if inst.primary_node not in cfg.nodes:
-            problems.append(f"{where}: primary_node {inst.primary_node!r} is not a known node")
-        for disk_uuid in inst.disks:
-            if disk_uuid not in cfg.disks:
-                problems.append(f"{where}: disk {disk_uuid!r} is not in the disks container")
-        if inst.admin_state not in constants.ADMINST_ALL:
-            problems.append(f"{where}: invalid admin_state {inst.admin_state!r}")
-        if inst.hypervisor not in constants.HYPER_TYPES:
-            problems.append(f"{where}: unknown hypervisor {inst.hypervisor!r}")
-    for uuid, disk in cfg.disks.items():
-        for node in disk.nodes:
-            if node not in cfg.nodes:
-                problems.append(f"disks/{uuid}: node {node!r} is not a known node")
-
-
 def _check_filters(cfg: ConfigData, problems: list[str]) -> None:
     for key, rule in cfg.filters.items():
         try:
@@ -207,7 +189,7 @@ def verify(cfg: ConfigData) -> list[str]:
     _check_unique_names(cfg, problems)
     _check_cluster(cfg, problems)
     _check_nodes_and_groups(cfg, problems)
-    _check_instances(cfg, problems)
+    config_instances.check(cfg, problems)
     _check_filters(cfg, problems)
     return problems
 
