@@ -159,7 +159,7 @@ class DaemonLogTest(SynchronousTestCase):
         self.path = os.path.join(self.dir, "node-daemon.log")
 
     def test_same_file_under_two_names_is_written_once(self):
-        """noded's --log-file naming twistd's --logfile must not double every line."""
+        """A file added twice under two names must not double every line."""
         log = daemon.DaemonLog()
         self.addCleanup(log.close)
         first = log.add_file(self.path)
@@ -187,14 +187,6 @@ class DaemonLogTest(SynchronousTestCase):
         self.addCleanup(globalLogPublisher.removeObserver, events.append)
         log.reopen()  # the directory is gone: logged, the old files are kept
         self.assertEqual(len([e for e in events if e["log_level"] == LogLevel.error]), 2)
-
-    def test_try_add_file(self):
-        log = daemon.DaemonLog()
-        self.addCleanup(log.close)
-        self.assertFalse(log.try_add_file(None))
-        self.assertFalse(log.try_add_file(os.path.join(self.dir, "no", "such.log")))
-        self.assertTrue(log.try_add_file(self.path))
-        self.assertEqual(len(log.files), 1)
 
 
 class TwistdOptionsTest(SynchronousTestCase):

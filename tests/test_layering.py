@@ -1,8 +1,8 @@
 """Imports flow one way: core <- luxi <- daemons and cli; no daemon imports another.
 
-``ganeti/daemon.py`` (start-up plumbing every daemon shares) sits beside core:
-it imports only ``ganeti.core`` (and Twisted, txaio), and core, luxi and rpc
-do not import it.
+``ganeti/daemon/`` (start-up plumbing every daemon shares) sits beside core:
+it imports only ``ganeti.core`` and itself (and Twisted, txaio), and core,
+luxi and rpc do not import it.
 """
 
 import ast
@@ -17,10 +17,11 @@ ALLOWED = {
     "core": {"core"},
     "luxi": {"core", "luxi"},
     "rpc": {"core", "rpc"},
+    "daemon": {"core", "daemon"},
 }
 #: Modules directly under ganeti/ that daemon packages may use, and what they may import.
 SHARED_MODULES = {"daemon": {"core"}}
-#: Outside packages ganeti/daemon.py may import (besides the standard library).
+#: Outside packages ganeti/daemon/ may import (besides the standard library).
 DAEMON_MODULE_THIRD_PARTY = {"twisted", "txaio", "zope"}
 #: Client libraries that live beside their daemon but hold no daemon state:
 #: any package may use them (the confd client is how tools and scripts ask confd).
@@ -42,6 +43,24 @@ def ganeti_imports(path):
             parts = name.split(".")
             if parts[0] == "ganeti" and len(parts) > 1 and name not in LIBRARIES:
                 yield parts[1]
+
+
+def module_paths(module):
+    """The files of the shared module ``ganeti/<module>.py`` or package ``ganeti/<module>/``."""
+    single = os.path.join(ROOT, "ganeti", module + ".py")
+    if os.path.exists(single):
+        return [single]
+    base = os.path.join(ROOT, "ganeti", module)
+    return sorted(os.path.join(base, n) for n in os.listdir(base) if n.endswith(".py"))
+
+
+def _top_level_imports(tree):
+    """The top-level package names ``tree`` imports (absolute imports only)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module.split(".")[0]
 
 
 class LayeringTest(SynchronousTestCase):
@@ -68,19 +87,15 @@ class LayeringTest(SynchronousTestCase):
 
     def test_shared_modules_import_only_core(self):
         for module, allowed in SHARED_MODULES.items():
-            path = os.path.join(ROOT, "ganeti", module + ".py")
-            self.assertEqual(set(ganeti_imports(path)) - allowed, set(), module)
+            for path in module_paths(module):
+                self.assertEqual(set(ganeti_imports(path)) - allowed - {module}, set(), path)
 
     def test_daemon_module_third_party_imports(self):
-        path = os.path.join(ROOT, "ganeti", "daemon.py")
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), path)
         tops = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                tops.update(a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                tops.add(node.module.split(".")[0])
+        for path in module_paths("daemon"):
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            tops.update(_top_level_imports(tree))
         outside = tops - set(sys.stdlib_module_names) - {"__future__", "ganeti"}
         self.assertLessEqual(outside, DAEMON_MODULE_THIRD_PARTY)
 

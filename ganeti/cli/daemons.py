@@ -11,11 +11,12 @@ way round.
 :func:`start_on_node` starts a daemon with the arguments it needs on a node
 with a given primary IP.  ``ganeti-noded`` binds ``<ip>:1811`` and
 ``ganeti-rapi`` ``<ip>:5080``, ``ganeti-confd`` ``<ip>:1814`` (UDP)
-(:data:`DAEMON_PORTS`); because twistd returns
-before the reactor listens, such a daemon that cannot bind would die
-silently after a "successful" start.  So the address is tried before
-starting (:class:`AddressInUse` with the address if it is taken), and after
-starting :func:`wait_listening` waits until the daemon's own process holds a
+(:data:`DAEMON_PORTS`).  Every daemon listens while twistd starts it, and
+one that cannot makes twistd exit with status 1 (:mod:`ganeti.daemon`);
+:func:`start` then raises with the daemon's reason from its log.  The address
+is still tried before starting (:class:`AddressInUse` with the address if it
+is taken, so that callers can suggest another one), and after starting
+:func:`wait_listening` waits until the daemon's own process holds a
 listening socket on it (another process's listener does not count).  If the
 daemon exits, logs that it cannot listen, or does not listen in time, the
 error gives the reason from its log, and a daemon still running without its
@@ -125,19 +126,31 @@ def twistd_path() -> str:
 
 
 def start(paths: Paths, daemon: str, args: list[str] | None = None) -> int:
-    """Start ``daemon`` with twistd (daemonised, pid and log file of the node)."""
+    """Start ``daemon`` with twistd (daemonised, pid and log file of the node).
+
+    A daemon that cannot start makes twistd exit with status 1; the error then
+    gives the daemon's own reason from its log (twistd's message on stderr is
+    cut at 100 bytes), else the telling line of twistd's output.
+    """
     os.makedirs(paths.run_dir, exist_ok=True)
     os.makedirs(paths.log_dir, exist_ok=True)
     pidfile = paths.pid_file(daemon)
     if state(paths, daemon).state == STALE:
         os.unlink(pidfile)
-    cmd = [twistd_path(), "--pidfile", pidfile, "--logfile", paths.log_file(daemon),
+    log_file = paths.log_file(daemon)
+    offset = log_size(log_file)
+    cmd = [twistd_path(), "--pidfile", pidfile, "--logfile", log_file,
            "--umask", "0027", daemon] + list(args or [])
     env = dict(os.environ)
     env.update(paths.env())
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
+        reason = startup_failure(daemon, log_since(log_file, offset))
+        if reason:
+            raise errors.CommandError(f"{daemon} on {paths.hostname} failed to start: "
+                                      f"{reason} (see {log_file})")
         lines = [line.strip() for line in (proc.stderr or proc.stdout).strip().splitlines()]
+        lines = [line for line in lines if line and not line.startswith("Please look at")]
         # the last line of a traceback or usage error; twistd's own pid-file complaint
         # is a paragraph whose first line matters
         detail = next((line for line in lines if line.startswith("Another twistd server")),
@@ -145,6 +158,17 @@ def start(paths: Paths, daemon: str, args: list[str] | None = None) -> int:
         raise errors.CommandError(f"{daemon} on {paths.hostname} failed to start: {detail}")
     pid = read_pid(pidfile)
     return pid or 0
+
+
+def startup_failure(daemon: str, log: str) -> str:
+    """The reason a daemon gave in its log for not starting (``<daemon>: cannot ...``,
+    :mod:`ganeti.daemon`), or ""."""
+    marker = f"{daemon}: "
+    for line in reversed(log.splitlines()):
+        at = line.find(marker)
+        if at >= 0 and line[at + len(marker):].startswith(("cannot ", "not starting")):
+            return line[at:].strip()
+    return ""
 
 
 def wait_for(check: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
@@ -223,8 +247,8 @@ def twistd_args(daemon: str, ip: str, port: int | None = None) -> list[str]:
     (``--manage-confd``).  ``ganeti-confd`` binds ``<ip>:1814`` (UDP).  Its
     log goes to ``LOG_DIR/node-daemon.log`` through twistd's ``--logfile`` (see
     :func:`start`), which every daemon opens for appending, at info level, and
-    reopens on SIGHUP (:mod:`ganeti.daemon`); noded's own ``--log-file`` is not
-    needed (naming the same file, it would still be written once).
+    reopens on SIGHUP (:mod:`ganeti.daemon`): one file per daemon, each line
+    once.
     ``ganeti-rapi`` binds the node's address too, so that every virtual
     cluster's master serves RAPI on its own ``<ip>:5080``; its log goes to
     ``LOG_DIR/rapi-daemon.log`` the same way.  ``ganeti-masterd`` takes no
@@ -307,7 +331,8 @@ def pid_listens_on(pid: int, ip: str, port: int, udp: bool = False) -> bool | No
     return False
 
 
-def _log_size(path: str) -> int:
+def log_size(path: str) -> int:
+    """Size of a log file (0 if absent): where the lines a daemon writes next begin."""
     try:
         return os.path.getsize(path)
     except OSError:
@@ -318,7 +343,7 @@ def log_since(path: str, offset: int) -> str:
     """What was appended to a log file after ``offset`` (all of it if it shrank)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            if _log_size(path) >= offset:
+            if log_size(path) >= offset:
                 f.seek(offset)
             return f.read()
     except OSError:
@@ -329,8 +354,11 @@ def listen_failure(daemon: str, paths: Paths, ip: str, port: int, log: str) -> e
     """The error for a daemon that does not listen, from its new log lines."""
     lines = [line.strip() for line in log.splitlines()]
     reason = next((line for line in reversed(lines)
-                   if "Couldn't listen" in line or "CannotListenError" in line), "")
+                   if "Couldn't listen" in line or "CannotListenError" in line
+                   or "cannot listen on" in line), "")
     reason = reason.split("CannotListenError: ", 1)[-1]
+    if f"{daemon}: " in reason:
+        reason = reason[reason.index(f"{daemon}: "):]
     where = f"see {paths.log_file(daemon)}"
     if "Address already in use" in log:
         return AddressInUse(f"{daemon} on {paths.hostname} cannot listen on {ip}:{port}: the "
@@ -343,7 +371,7 @@ def listen_failure(daemon: str, paths: Paths, ip: str, port: int, log: str) -> e
 
 
 def _cannot_listen(log: str) -> bool:
-    return "CannotListenError" in log or "Couldn't listen" in log
+    return "CannotListenError" in log or "Couldn't listen" in log or "cannot listen on" in log
 
 
 def wait_listening(paths: Paths, daemon: str, ip: str, port: int, log_offset: int = 0,
@@ -384,6 +412,31 @@ def wait_listening(paths: Paths, daemon: str, ip: str, port: int, log_offset: in
     raise listen_failure(daemon, paths, ip, port, log_since(log_file, log_offset))
 
 
+def wait_answering(paths: Paths, daemon: str, answers: Callable[[], bool], log_offset: int,
+                   timeout: float = LISTEN_TIMEOUT) -> None:
+    """Wait until ``daemon``, just started, ``answers()``; raise with its reason (from
+    its log after ``log_offset``) if it exits first, or after ``timeout`` seconds."""
+    pid = read_pid(paths.pid_file(daemon))
+    exited: list[bool] = []
+
+    def check() -> bool:
+        if answers():
+            return True
+        if pid is None or not pid_alive(pid):
+            exited.append(True)
+            return True
+        return False
+
+    log_file = paths.log_file(daemon)
+    if not wait_for(check, timeout):
+        raise errors.CommandError(f"{daemon} on {paths.hostname} did not answer within "
+                                  f"{timeout:g}s; see {log_file}")
+    if exited:
+        reason = startup_failure(daemon, log_since(log_file, log_offset))
+        raise errors.CommandError(f"{daemon} on {paths.hostname} exited before it answered: "
+                                  f"{reason or 'no reason in its log'} (see {log_file})")
+
+
 def start_on_node(paths: Paths, daemon: str, ip: str, port: int | None = None,
                   timeout: float = LISTEN_TIMEOUT) -> int:
     """Start ``daemon`` on the node of ``paths`` whose primary IP is ``ip``; its pid.
@@ -400,7 +453,7 @@ def start_on_node(paths: Paths, daemon: str, ip: str, port: int | None = None,
         return start(paths, daemon, twistd_args(daemon, ip))
     udp = daemon in UDP_DAEMONS
     check_address_free(ip, port, udp)
-    offset = _log_size(paths.log_file(daemon))
+    offset = log_size(paths.log_file(daemon))
     pid = start(paths, daemon, twistd_args(daemon, ip, port))
     wait_listening(paths, daemon, ip, port, offset, timeout, udp)
     return pid

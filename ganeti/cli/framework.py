@@ -113,6 +113,14 @@ def format_error(err: BaseException) -> tuple[int, str]:
         code = 2  # as Ganeti's tools
     elif isinstance(err, errors.OpExecError):
         msg = f"Failure: command execution error: {err.args[0] if err.args else ''}"
+    elif isinstance(err, errors.HooksAbort):
+        msg = "Failure: hooks execution failed:" + "".join(
+            f"\n  node: {e[0]}, script: {e[1]}, output: {e[2]}" if e[2]
+            else f"\n  node: {e[0]}, script: {e[1]} (no output)"
+            for e in (err.args[0] if err.args and isinstance(err.args[0], list) else [])
+            if isinstance(e, (list, tuple)) and len(e) == 3)
+    elif isinstance(err, errors.HooksFailure):
+        msg = f"Failure: hooks general failure: {err.args[0] if err.args else ''}"
     elif type(err) is errors.GenericError:
         # luxid's plain errors ("Queue drained", an unknown filter rule to delete),
         # as Ganeti's CLI shows them

@@ -26,6 +26,7 @@ from typing import Any
 from ganeti.cli.framework import Context
 from ganeti.core import constants as c
 from ganeti.core import errors, qlang
+from ganeti.core.queryfields import base as queryfields_base
 
 #: Ganeti's exit code for a query that asked for unknown fields.
 EXIT_UNKNOWN_FIELD = c.EXIT_UNKNOWN_FIELD
@@ -38,17 +39,8 @@ RESULT_STATUS_TEXT: dict[int, tuple[str, str]] = {
     c.RS_OFFLINE: ("(offline)", "*"),
 }
 
-#: Names of the field kinds in ``list-fields`` output.
-KIND_NAMES: dict[str, str] = {
-    c.QFT_UNKNOWN: "Unknown",
-    c.QFT_TEXT: "Text",
-    c.QFT_BOOL: "Boolean",
-    c.QFT_NUMBER: "Number",
-    c.QFT_NUMBER_FLOAT: "Floating-point number",
-    c.QFT_UNIT: "Storage size",
-    c.QFT_TIMESTAMP: "Timestamp",
-    c.QFT_OTHER: "Custom",
-}
+#: Names of the field kinds in ``list-fields`` output (declared with the fields).
+KIND_NAMES: dict[str, str] = queryfields_base.KIND_NAMES
 
 Formatter = Callable[[Any], str]
 #: field name -> (formatter, align right), overriding the default for its kind.

@@ -29,12 +29,11 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ganeti.cli import daemons, jobs
-from ganeti.cli.framework import Command, Context, UsageError, format_error, run_tool
+from ganeti.cli.framework import Context, UsageError, format_error
 from ganeti.core import bootstrap, constants, errors, fileutil
 from ganeti.core.paths import Paths
 from ganeti.luxi.client import LuxiClient
@@ -146,12 +145,12 @@ class VCluster:
         return daemons.stop_order([(n, self.is_master(n)) for n in self.nodes])
 
 
-def _setup_dir(p: argparse.ArgumentParser) -> None:
+def setup_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("directory", metavar="DIR", help="directory of the virtual cluster")
 
 
-def _setup_create(p: argparse.ArgumentParser) -> None:
-    _setup_dir(p)
+def setup_create(p: argparse.ArgumentParser) -> None:
+    setup_dir(p)
     _setup_nodes(p, 1)
     p.add_argument("--domain", default=DEFAULT_DOMAIN,
                    help="DNS domain of the node names (default: %(default)s)")
@@ -169,8 +168,8 @@ def _setup_nodes(p: argparse.ArgumentParser, default_nodes: int) -> None:
                         "need different bases (default: %(default)s)")
 
 
-def _setup_demo(p: argparse.ArgumentParser) -> None:
-    _setup_dir(p)
+def setup_demo(p: argparse.ArgumentParser) -> None:
+    setup_dir(p)
     _setup_nodes(p, DEMO_NODES)
 
 
@@ -410,6 +409,7 @@ def start_all(vc: VCluster, ctx: Context) -> list[str]:
             paths = node.paths
             if daemons.state(paths, daemon).state == daemons.RUNNING:
                 continue
+            offset = daemons.log_size(paths.log_file(daemon))
             try:
                 daemons.start_on_node(paths, daemon, node.ip)
             except daemons.AddressInUse as err:
@@ -422,11 +422,9 @@ def start_all(vc: VCluster, ctx: Context) -> list[str]:
                     continue
                 raise
             started.append((node, daemon))
-            if daemon == constants.MASTERD and not daemons.wait_for(
-                    functools.partial(_answers, paths), START_TIMEOUT):
-                raise errors.CommandError(
-                    f"{daemon} on {node.name} did not answer on {paths.luxi_socket} within "
-                    f"{START_TIMEOUT:g}s; see {paths.log_file(daemon)}")
+            if daemon == constants.MASTERD:
+                daemons.wait_answering(paths, daemon, functools.partial(_answers, paths),
+                                       offset, START_TIMEOUT)
             ctx.out(f"Started {daemon}@{node.name}")
     except BaseException:
         undone = [f"{d}@{n.name}" for n, d in reversed(started) if daemons.stop(n.paths, d)]
@@ -525,8 +523,8 @@ def env_lines(vc: VCluster, node: VNode) -> list[str]:
             f"export PATH={shlex.quote(bindir)}:\"$PATH\""]
 
 
-def _setup_env(p: argparse.ArgumentParser) -> None:
-    _setup_dir(p)
+def setup_env(p: argparse.ArgumentParser) -> None:
+    setup_dir(p)
     p.add_argument("node", nargs="?", metavar="NODE", help="node name (default: the master)")
 
 
@@ -545,34 +543,3 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     shutil.rmtree(vc.directory)
     ctx.out(f"Destroyed the virtual cluster in {vc.directory}.")
     return constants.EXIT_SUCCESS
-
-
-def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
-    """Create (with 3 nodes) and start the cluster if needed, show what works, print how
-    to use it (:mod:`ganeti.cli.vcluster_demo`)."""
-    from ganeti.cli import vcluster_demo
-    return vcluster_demo.cmd_demo(ctx, opts)
-
-
-COMMANDS = [
-    Command("create", cmd_create, "Create a virtual cluster in DIR (daemons left stopped)",
-            _setup_create),
-    Command("start", cmd_start, "Start the daemons that are not running (noded on every "
-            "node, then masterd)", _setup_dir),
-    Command("stop", cmd_stop, "Stop all daemons and wait for them", _setup_dir),
-    Command("status", cmd_status, "List daemons with pid and state", _setup_dir),
-    Command("env", cmd_env, "Print export lines for a node (default: the master)",
-            _setup_env),
-    Command("destroy", cmd_destroy, "Stop everything and remove DIR", _setup_dir),
-    Command("demo", cmd_demo, "Create (3 nodes)/start if needed, demonstrate, print how "
-            "to use", _setup_demo),
-]
-
-
-def main(argv: Sequence[str] | None = None, **kwargs: Any) -> int:
-    """Entry point of bin/ganeti-vcluster."""
-    return run_tool("ganeti-vcluster", DESCRIPTION, COMMANDS, argv, **kwargs)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -24,7 +24,7 @@ from ganeti.confd.server import ConfdAnswerer, ConfdProtocol
 from ganeti.core import config, serializer
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
-from ganeti.daemon import DaemonLog, DaemonService, SignalInstaller
+from ganeti.daemon import DaemonLog, DaemonService, ListenService, ProcessExit, SignalInstaller
 
 log = Logger()
 
@@ -172,17 +172,20 @@ class ConfigWatcher(service.Service):
 
 
 class ConfdDaemon(DaemonService):
-    """Log and SIGHUP hooks, config watcher and the UDP listener.
+    """Log and SIGHUP hooks, config watcher and the UDP listener (:mod:`ganeti.daemon`).
 
-    SIGHUP reopens the log files and re-reads the config and key at once.
+    SIGHUP reopens the log files and re-reads the config and key at once.  A
+    port that cannot be bound fails the start.
     """
+
+    program = "ganeti-confd"
 
     def __init__(self, reactor: Any, paths: Paths, protocol: ConfdProtocol, port: int,
                  bind: str, first: Snapshot | None = None,
                  daemon_log: DaemonLog | None = None,
-                 install_signal: SignalInstaller | None = None) -> None:
-        super().__init__(reactor, daemon_log, install_signal)
-        self.reactor = reactor
+                 install_signal: SignalInstaller | None = None,
+                 process_exit: ProcessExit | None = None) -> None:
+        super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.protocol = protocol
         self.port = port
         self.bind = bind
@@ -192,24 +195,21 @@ class ConfdDaemon(DaemonService):
         if first is not None:
             self.watcher.install(first)
             self.watcher._seen = self.watcher.stat_key()
-        self.listening: IListeningPort | None = None
+        self.listener = ListenService(
+            f"{bind}:{port} (UDP)",
+            lambda: reactor.listenUDP(port, protocol, interface=bind, maxPacketSize=65536),
+            announce=self._listening)
+        self.listener.setServiceParent(self)
 
-    def startService(self) -> None:
-        super().startService()  # the log first, so that what follows is in it
-        self.listening = self.reactor.listenUDP(self.port, self.protocol,
-                                                interface=self.bind, maxPacketSize=65536)
-        _enlarge_receive_buffer(self.listening)
+    @property
+    def listening(self) -> IListeningPort | None:
+        """The UDP port while listening."""
+        return self.listener.port
+
+    def _listening(self, port: IListeningPort) -> None:
+        _enlarge_receive_buffer(port)
         log.info("ganeti-confd listening on {bind}:{port} (UDP)", bind=self.bind,
                  port=self.port)
-
-    def stopService(self) -> defer.Deferred[None]:
-        return defer.Deferred.fromCoroutine(self._stop())
-
-    async def _stop(self) -> None:
-        if self.listening is not None:
-            await defer.maybeDeferred(self.listening.stopListening)
-            self.listening = None
-        await defer.maybeDeferred(super().stopService)
 
 
 #: Bytes of kernel receive buffer asked for: bursts of queries wait there while

@@ -27,9 +27,6 @@ class Options(usage.Options):
         ["bind", "b", None,
          "Address to listen on (default: this node's primary IP from ssconf, else 0.0.0.0)"],
         ["port", "p", constants.DEFAULT_CONFD_PORT, "UDP port to listen on", int],
-        ["log-file", None, None,
-         "Also log to this file (reopened on SIGHUP; written once if it is twistd's "
-         "--logfile too); if it cannot be opened, log without it"],
     ]
 
     def postOptions(self) -> None:
@@ -38,23 +35,28 @@ class Options(usage.Options):
 
 
 def makeService(options: Options) -> service.IService:
-    """Build the confd daemon; exits 1 with a message on a node that may not serve."""
+    """Build the confd daemon; exits 1 with a message on a node that may not serve.
+
+    The UDP port is bound when twistd starts the service: one in use fails the
+    start with exit status 1 (:mod:`ganeti.daemon`).
+    """
     from twisted.internet import reactor
 
     from ganeti.confd.server import ConfdProtocol
     from ganeti.confd.service import ConfdDaemon, load_snapshot
 
-    daemon_log = daemon.setup_log(options, "ganeti-confd", options["log-file"])
+    daemon_log = daemon.setup_log(options, "ganeti-confd")
     try:
         paths = Paths.from_env()
         first = load_snapshot(paths)
     except (GenericError, OSError, ValueError) as err:
-        raise SystemExit(f"ganeti-confd: cannot start: {err}") from None
+        daemon.cannot_start(daemon_log, "ganeti-confd", str(err))
     if not first.candidate:
-        raise SystemExit(f"ganeti-confd: not starting: {first.why_not}; confd runs only "
-                         "on the master and master candidates")
+        daemon.cannot_start(daemon_log, "ganeti-confd", f"{first.why_not}; confd runs "
+                            "only on the master and master candidates", what="not starting")
     bind = options["bind"] or ssconf.node_primary_ip(paths) or ANY_ADDRESS
     protocol = ConfdProtocol(reactor)
     return ConfdDaemon(reactor, paths, protocol, port=options["port"], bind=bind,
                        first=first, daemon_log=daemon_log,
-                       install_signal=daemon.sighup_installer(reactor))
+                       install_signal=daemon.sighup_installer(reactor),
+                       process_exit=daemon.ProcessExit())

@@ -87,6 +87,21 @@ DISK_VALID_ACCESS_MODES = frozenset({DISK_KERNELSPACE, DISK_USERSPACE})
 # DRBD ports are handed out from here; init records FIRST_DRBD_PORT - 1 as the
 # highest port used so far.
 FIRST_DRBD_PORT = 11000
+LAST_DRBD_PORT = 14999
+
+# Disks in config.data (Ganeti's values)
+DISK_RDWR = "rw"
+DISK_RDONLY = "ro"
+DISK_ACCESS_SET = frozenset({DISK_RDWR, DISK_RDONLY})
+FD_LOOP = "loop"
+FILE_DRIVERS = frozenset({FD_LOOP, "blktap", "blktap2"})
+BLOCKDEV_DRIVER_MANUAL = "manual"
+# Who set an instance's admin state last (admin_state_source)
+ADMIN_SOURCE = "admin"
+USER_SOURCE = "user"
+INSTANCE_ADMIN_SOURCES = frozenset({ADMIN_SOURCE, USER_SOURCE})
+# nicparams "mode" values Ganeti 3.0 accepts in a config (its NIC_VALID_MODES)
+NIC_MODE_POOL = "pool"
 
 # The host's SSH public keys; init stores their base64 part in the cluster
 # (rsahostkeypub, dsahostkeypub).  Not under GANETI_ROOTDIR, as in Ganeti.

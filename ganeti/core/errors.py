@@ -39,6 +39,10 @@ class ConfigVersionMismatch(ConfigurationError):
     """The configuration file has a version this code does not understand."""
 
 
+class ReservationError(GenericError):
+    """A resource (MAC, IP, port, DRBD minor, LV name) is reserved or in use already."""
+
+
 class ProgrammerError(GenericError):
     """A bug: an internal invariant was violated."""
 
@@ -61,6 +65,15 @@ class OpPrereqError(GenericError):
 
 class OpExecError(GenericError):
     """An operation failed while executing."""
+
+
+class HooksFailure(GenericError):
+    """Hooks could not be run (e.g. no node answered)."""
+
+
+class HooksAbort(HooksFailure):
+    """A pre hook failed, so the operation was not run; args[0] is a list of
+    ``(node, script, output)``."""
 
 
 class OpCodeUnknown(GenericError):

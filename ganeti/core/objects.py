@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from ganeti.core import constants
+from ganeti.core import constants, objplan
 from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, ConfigurationError, OpPrereqError
 
 T = TypeVar("T", bound="ConfigObject")
@@ -84,6 +84,71 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     raise ConfigurationError(f"{where}: expected {_type_name(tp)}, got {value!r}")
 
 
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _field_defaults(cls: type) -> dict[str, Any]:
+    """Default value of each optional field of a config class (cached)."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = {}
+        for f in dataclasses.fields(cls):
+            if f.name == "extra":
+                continue
+            if f.default is not dataclasses.MISSING:
+                found[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                found[f.name] = f.default_factory()
+        _DEFAULTS[cls] = found
+    return found
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What ``from_dict`` needs of a class, computed once."""
+
+    hints: dict[str, Any]
+    converters: dict[str, objplan.Converter]
+    required: frozenset[str]
+    optional: frozenset[str]
+    build: Callable[[dict[str, Any]], Any]
+
+
+_PLANS: dict[type, _Plan] = {}
+
+
+def _is_required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _factory(f: dataclasses.Field[Any]) -> Callable[[], Any] | None:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+        return lambda: default
+    return None
+
+
+def _plan(cls: type) -> _Plan:
+    hints = _hints(cls)
+    fields = [f for f in dataclasses.fields(cls) if f.name != "extra"]
+
+    def is_object(tp: Any) -> bool:
+        return isinstance(tp, type) and issubclass(tp, ConfigObject)
+
+    plan = _Plan(hints={f.name: hints[f.name] for f in fields},
+                 converters={f.name: objplan.compile_converter(hints[f.name], is_object)
+                             for f in fields},
+                 required=frozenset(f.name for f in fields if _is_required(f)),
+                 optional=frozenset(_field_defaults(cls)),
+                 build=objplan.compile_builder(
+                     cls, [(f.name, hints[f.name], _is_required(f), _factory(f))
+                           for f in fields], is_object))
+    _PLANS[cls] = plan
+    return plan
+
+
 def _to_json(value: Any) -> Any:
     if isinstance(value, ConfigObject):
         return value.to_dict()
@@ -112,33 +177,62 @@ class ConfigObject:
         where = where or cls.KIND
         if not isinstance(data, dict):
             raise ConfigurationError(f"{where}: expected an object, got {type(data).__name__}")
-        hints = _hints(cls)
+        plan = _PLANS.get(cls) or _plan(cls)
+        try:
+            built: T = plan.build(data)
+            return built
+        except (objplan.Slow, ConfigurationError):
+            pass  # something unusual: the generic path below decides and words errors
         kwargs: dict[str, Any] = {}
         extra: dict[str, Any] = {}
-        required = {f.name for f in dataclasses.fields(cls)
-                    if f.default is dataclasses.MISSING
-                    and f.default_factory is dataclasses.MISSING}
         for key, value in data.items():
-            if key == "extra" or key not in hints:
+            convert = plan.converters.get(key)
+            if convert is None:
                 extra[key] = value
                 continue
-            kwargs[key] = _convert(value, hints[key], f"{where}/{key}")
-        missing = sorted(required - set(kwargs))
-        if missing:
+            try:
+                kwargs[key] = convert(value)
+            except (objplan.Slow, ConfigurationError):
+                # the generic checker words the error with the full path
+                kwargs[key] = _convert(value, plan.hints[key], f"{where}/{key}")
+        if not plan.required <= kwargs.keys():
+            missing = sorted(plan.required - kwargs.keys())
             raise ConfigurationError(f"{where}: missing required key(s) {', '.join(missing)}")
         obj = cls(**kwargs)
         obj.extra = extra
+        absent = plan.optional - data.keys()
+        if absent:
+            # Keys the file left out stay out of the dump while they keep
+            # their default, so a Ganeti config round-trips to the same JSON.
+            object.__setattr__(obj, "_absent", frozenset(absent))
         return obj
+
+    def clone(self: T) -> T:
+        """An independent copy (containers copied, nested objects cloned), cheaply.
+
+        Attributes outside the fields (``_absent``) are kept; caches are not.
+        """
+        new = object.__new__(type(self))
+        d = new.__dict__
+        for key, value in self.__dict__.items():
+            if type(value) in objplan.ATOMS or key == "_absent":
+                d[key] = value
+            elif not key.startswith("_cache"):
+                d[key] = objplan.clone_value(value)
+        return new
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: known fields that are not None, then the unknown keys."""
         result: dict[str, Any] = {}
+        absent: frozenset[str] = getattr(self, "_absent", frozenset())
         for f in dataclasses.fields(self):
             if f.name == "extra":
                 continue
             value = getattr(self, f.name)
-            if value is not None:
-                result[f.name] = _to_json(value)
+            if value is None or (f.name in absent
+                                 and value == _field_defaults(type(self)).get(f.name)):
+                continue
+            result[f.name] = _to_json(value)
         for key, value in self.extra.items():
             result.setdefault(key, value)
         return result
@@ -174,7 +268,7 @@ class Disk(ConfigObject):
     """A disk (top-level ``disks`` container; children nest)."""
 
     KIND: ClassVar[str] = "disk"
-    uuid: str
+    uuid: str = ""  # child disks (in ``children``) have none in Ganeti's files
     name: str | None = None
     dev_type: str
     logical_id: list[Any] | None = None
@@ -271,6 +365,13 @@ class NodeGroup(TaggableObject):
     networks: dict[str, Any] = field(default_factory=dict)
     hv_state_static: dict[str, Any] = field(default_factory=dict)
     disk_state_static: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As the base; members derived at load (Ganeti's files omit them) stay out."""
+        result = super().to_dict()
+        if "members" in getattr(self, "_absent", ()):
+            result.pop("members", None)
+        return result
 
 
 @dataclass(kw_only=True)
@@ -382,23 +483,62 @@ class ConfigData(ConfigObject):
     ctime: float = 0.0
     mtime: float = 0.0
 
-    # Look-ups used everywhere; linear scans are fine at config sizes seen so far,
-    # and callers that need speed build their own index once per config version.
+    # Name look-ups go through an index per container, built on first use and
+    # kept with the container it describes: committed configs are never changed
+    # in place (the config writer derives each new version's index from the
+    # previous one), so an index stays valid as long as its container is the
+    # same object with the same length.
+    def name_index(self, cname: str) -> dict[str, str]:
+        """Name -> UUID of the objects of container ``cname`` (do not change it)."""
+        container: dict[str, Any] = getattr(self, cname)
+        cache: dict[str, tuple[Any, int, dict[str, str]]] | None = \
+            self.__dict__.get("_cache_names")
+        if cache is None:
+            cache = self.__dict__["_cache_names"] = {}
+        entry = cache.get(cname)
+        if entry is None or entry[0] is not container or entry[1] != len(container):
+            index: dict[str, str] = {}
+            for uuid, obj in dict.items(container):
+                index.setdefault(obj.name, uuid)
+            entry = cache[cname] = (container, len(container), index)
+        return entry[2]
+
+    def set_name_index(self, cname: str, index: dict[str, str]) -> None:
+        """Install an index the caller derived for container ``cname`` (the writer)."""
+        container = getattr(self, cname)
+        cache = self.__dict__.setdefault("_cache_names", {})
+        cache[cname] = (container, len(container), index)
+
+    def by_name(self, cname: str, name: str) -> Any:
+        """The object of container ``cname`` called ``name``, or None."""
+        uuid = self.name_index(cname).get(name)
+        if uuid is None:
+            return None
+        obj = getattr(self, cname).get(uuid)
+        if obj is None or obj.name != name:  # changed in place against the rules
+            self.__dict__.pop("_cache_names", None)
+            return next((o for o in getattr(self, cname).values() if o.name == name), None)
+        return obj
+
     def node_by_name(self, name: str) -> Node | None:
         """The node called ``name``, or None."""
-        return next((n for n in self.nodes.values() if n.name == name), None)
+        found: Node | None = self.by_name("nodes", name)
+        return found
 
     def group_by_name(self, name: str) -> NodeGroup | None:
         """The node group called ``name``, or None."""
-        return next((g for g in self.nodegroups.values() if g.name == name), None)
+        found: NodeGroup | None = self.by_name("nodegroups", name)
+        return found
 
     def instance_by_name(self, name: str) -> Instance | None:
         """The instance called ``name``, or None."""
-        return next((i for i in self.instances.values() if i.name == name), None)
+        found: Instance | None = self.by_name("instances", name)
+        return found
 
     def network_by_name(self, name: str) -> Network | None:
         """The network called ``name``, or None."""
-        return next((n for n in self.networks.values() if n.name == name), None)
+        found: Network | None = self.by_name("networks", name)
+        return found
 
     def tagged_object(self, kind: str, name: str | None) -> TaggableObject:
         """The object tags of ``kind``/``name`` belong to (OpPrereqError if none).

@@ -197,6 +197,12 @@ class Paths:
         return os.path.join(self.run_dir, "instance-status")
 
     @property
+    def hooks_base_dir(self) -> str:
+        """The per-opcode hook directories ``<hpath>-<phase>.d`` (Ganeti's HOOKS_BASE_DIR,
+        CONF_DIR/hooks)."""
+        return os.path.join(self.conf_dir, "hooks")
+
+    @property
     def watcher_hooks_dir(self) -> str:
         """Scripts ganeti-watcher runs on every node (CONF_DIR/hooks/watcher)."""
         return os.path.join(self.conf_dir, "hooks", "watcher")

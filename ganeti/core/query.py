@@ -1,8 +1,10 @@
-"""Query fields and responses: Ganeti's Query, QueryFields and old-style queries.
+"""Query answers: Ganeti's Query, QueryFields and old-style queries.
 
-A resource (jobs now; nodes, instances, locks later) declares its fields
-once as :class:`Field` objects: name, title, kind, one-line description and
-a getter.  From such a table this module answers
+A resource's fields are declared once, without getters, in
+:mod:`ganeti.core.queryfields` (name, title, kind, doc, live or not); the
+master binds a getter to each declaration by name (:func:`bind`, which
+refuses a table with a field missing a getter or a getter without a
+field).  From such a table of :class:`Field` objects this module answers
 
 - ``Query(what, fields, filter)``: ``{"fields": [fielddef...], "data":
   [[[status, value], ...], ...]}`` where status is 0 normal, 1 unknown
@@ -11,7 +13,8 @@ a getter.  From such a table this module answers
   ``unknown`` and every row holds ``[1, null]`` for it;
 - ``QueryFields(what, fields)``: ``{"fields": [fielddef...]}``, all fields
   sorted by name when ``fields`` is null;
-- old-style queries (``QueryJobs``): plain values, unknown fields refused.
+- old-style queries (``QueryNodes``, ``QueryJobs``, ...): plain values,
+  unknown fields refused.
 
 A getter returns the value, or one of :data:`NODATA`, :data:`UNAVAIL`,
 :data:`OFFLINE` when there is none.  Filters are checked and evaluated by
@@ -29,12 +32,9 @@ from typing import Any, Generic, TypeVar
 from ganeti.core import constants as c
 from ganeti.core import qlang
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
-from ganeti.core.jobs import QueuedJob, QueuedOpCode
+from ganeti.core.queryfields.base import FieldDecl, check_field
 
 T = TypeVar("T")
-
-_NAME_RE = re.compile(r"[a-z0-9/._]+")  # both matched whole (fullmatch)
-_TITLE_RE = re.compile(r"[^\s]+")
 
 
 class Special:
@@ -55,7 +55,7 @@ OFFLINE = Special(c.RS_OFFLINE, "offline")
 
 @dataclass(frozen=True)
 class Field(Generic[T]):
-    """A query field: how it is named, shown and documented, and its getter."""
+    """A query field with its getter (normally made by :func:`bind` from a declaration)."""
 
     name: str
     title: str
@@ -64,16 +64,17 @@ class Field(Generic[T]):
     getter: Callable[[T], Any]
     split_timestamp: bool = False
     hostname: bool = False
+    live: bool = False
 
     def __post_init__(self) -> None:
-        if not _NAME_RE.fullmatch(self.name):
-            raise ValueError(f"bad field name {self.name!r}")
-        if not _TITLE_RE.fullmatch(self.title):
-            raise ValueError(f"field {self.name}: bad title {self.title!r}")
-        if self.kind not in c.QFT_ALL or self.kind == c.QFT_UNKNOWN:
-            raise ValueError(f"field {self.name}: bad kind {self.kind!r}")
-        if not self.doc or "\n" in self.doc or self.doc.strip() != self.doc:
-            raise ValueError(f"field {self.name}: doc must be one line")
+        check_field(self.name, self.title, self.kind, self.doc)
+
+    @classmethod
+    def from_decl(cls, decl: FieldDecl, getter: Callable[[T], Any]) -> Field[T]:
+        """The declared field, computed by ``getter``."""
+        return cls(decl.name, decl.title, decl.kind, decl.doc, getter,
+                   split_timestamp=decl.split_timestamp, hostname=decl.hostname,
+                   live=decl.live)
 
     def fielddef(self) -> dict[str, str]:
         """The field definition as sent to clients."""
@@ -103,6 +104,21 @@ def field_table(fields: Iterable[Field[T]]) -> dict[str, Field[T]]:
         table[fld.name] = fld
         titles.add(fld.title.lower())
     return table
+
+
+def bind(decls: Mapping[str, FieldDecl],
+         getters: Mapping[str, Callable[[T], Any]]) -> dict[str, Field[T]]:
+    """The declared fields in their order, each with the getter of its name.
+
+    ValueError names the fields without a getter and the getters without a
+    field: a table is complete or it is not made.
+    """
+    missing = [name for name in decls if name not in getters]
+    extra = [name for name in getters if name not in decls]
+    if missing or extra:
+        raise ValueError(f"fields without a getter: {missing}; getters without a "
+                         f"field: {extra}")
+    return {name: Field.from_decl(decl, getters[name]) for name, decl in decls.items()}
 
 
 def unknown_fielddef(name: str) -> dict[str, str]:
@@ -190,124 +206,7 @@ class Query(Generic[T]):
         return [[value for _, value in row] for row in self.rows(items)]
 
 
-# --- jobs ----------------------------------------------------------------------
-
-#: A job as queries see it: its id, and the job (None if it does not exist).
-JobItem = tuple[int, QueuedJob | None]
-
-
-def _per_job(fn: Callable[[QueuedJob], Any]) -> Callable[[JobItem], Any]:
-    def getter(item: JobItem) -> Any:
-        job = item[1]
-        return UNAVAIL if job is None else fn(job)
-    return getter
-
-
-def _per_op(fn: Callable[[QueuedOpCode], Any]) -> Callable[[JobItem], Any]:
-    return _per_job(lambda job: [fn(op) for op in job.ops])
-
-
-def _timestamp(fn: Callable[[QueuedJob], Any]) -> Callable[[JobItem], Any]:
-    def inner(job: QueuedJob) -> Any:
-        value = fn(job)
-        return UNAVAIL if value is None else list(value)
-    return _per_job(inner)
-
-
-def _job_id(item: JobItem) -> Any:
-    return item[0]
-
-
-JOB_FIELDS: dict[str, Field[JobItem]] = field_table([
-    Field("id", "ID", c.QFT_NUMBER, "Job ID", _job_id),
-    Field("status", "Status", c.QFT_TEXT, "Job status", _per_job(lambda j: j.status)),
-    Field("priority", "Priority", c.QFT_NUMBER,
-          f"Current job priority ({c.OP_PRIO_LOWEST} to {c.OP_PRIO_HIGHEST})",
-          _per_job(lambda j: j.priority)),
-    Field("ops", "OpCodes", c.QFT_OTHER, "List of all opcodes",
-          _per_op(lambda op: op.input)),
-    Field("opresult", "OpCode_result", c.QFT_OTHER, "List of opcodes results",
-          _per_op(lambda op: op.result)),
-    Field("opstatus", "OpCode_status", c.QFT_OTHER, "List of opcodes status",
-          _per_op(lambda op: op.status)),
-    Field("oplog", "OpCode_log", c.QFT_OTHER, "List of opcode output logs",
-          _per_op(lambda op: op.log)),
-    Field("opstart", "OpCode_start", c.QFT_OTHER,
-          "List of opcode start timestamps (before acquiring locks)",
-          _per_op(lambda op: op.start_timestamp)),
-    Field("opexec", "OpCode_exec", c.QFT_OTHER,
-          "List of opcode execution start timestamps (after acquiring locks)",
-          _per_op(lambda op: op.exec_timestamp)),
-    Field("opend", "OpCode_end", c.QFT_OTHER, "List of opcode execution end timestamps",
-          _per_op(lambda op: op.end_timestamp)),
-    Field("oppriority", "OpCode_prio", c.QFT_OTHER, "List of opcode priorities",
-          _per_op(lambda op: op.priority)),
-    Field("summary", "Summary", c.QFT_OTHER, "List of per-opcode summaries",
-          _per_op(lambda op: op.summary())),
-    Field("received_ts", "Received", c.QFT_OTHER,
-          "Timestamp of when job was received (tuple containing seconds and microseconds)",
-          _timestamp(lambda j: j.received_timestamp), split_timestamp=True),
-    Field("start_ts", "Start", c.QFT_OTHER,
-          "Timestamp of job start (tuple containing seconds and microseconds)",
-          _timestamp(lambda j: j.start_timestamp), split_timestamp=True),
-    Field("end_ts", "End", c.QFT_OTHER,
-          "Timestamp of job end (tuple containing seconds and microseconds)",
-          _timestamp(lambda j: j.end_timestamp), split_timestamp=True),
-    Field("archived", "Archived", c.QFT_BOOL, "Whether job is archived",
-          _per_job(lambda j: j.archived)),
-    Field("wait_reason", "WaitReason", c.QFT_TEXT,
-          "Why the queued job waits: a filter rule, a rate limit or a dependency "
-          "(empty when it does not wait)", _per_job(lambda j: j.wait_reason or "")),
-])
-
-#: Field tables by resource name ("what" of Query / QueryFields).
-RESOURCES: dict[str, Mapping[str, Field[Any]]] = {c.QR_JOB: JOB_FIELDS}
-
-
-def resource_fields(what: Any) -> Mapping[str, Field[Any]]:
-    """The field table of a resource; unknown resources are ``wrong_input``."""
-    if not isinstance(what, str) or what not in RESOURCES:
-        known = ", ".join(sorted(RESOURCES))
-        raise OpPrereqError(f"Unknown query resource {what!r:.40} (known: {known})",
-                            ECODE_INVAL)
-    return RESOURCES[what]
-
-
-def requested_job_ids(qfilter_data: Any) -> list[int] | None:
-    """The job ids a (checked) filter asks for by id alone, else None (all jobs)."""
-    values = qlang.requested_values(qfilter_data, "id")
-    if values is None or not all(isinstance(v, int) and not isinstance(v, bool)
-                                 for v in values):
-        return None
-    return [int(v) for v in values]
-
-
-def _sorted_jobs(items: Iterable[JobItem]) -> list[JobItem]:
-    return sorted(items, key=lambda item: item[0])
-
-
-def query_jobs(items: Iterable[JobItem], fields: Any, qfilter_data: Any = None,
-               ) -> dict[str, Any]:
-    """The answer to ``Query("job", fields, filter)``, rows sorted by job id."""
-    return Query(JOB_FIELDS, fields, qfilter_data).response(_sorted_jobs(items))
-
-
-def old_style_rows(items: Iterable[JobItem], fields: Any) -> list[list[Any] | None]:
-    """The answer to ``QueryJobs``: plain values per job, None for a missing job.
-
-    Rows keep the order of ``items`` (the ids the client asked for).
-    """
-    query = Query(JOB_FIELDS, fields)
-    unknown = query.unknown_fields()
-    if unknown:
-        raise OpPrereqError("Unknown output fields selected: " + ", ".join(unknown),
-                            ECODE_INVAL)
-    return [None if job is None else [value for _, value in query.row((job_id, job))]
-            for job_id, job in items]
-
-
 __all__ = [
-    "JOB_FIELDS", "NODATA", "OFFLINE", "RESOURCES", "UNAVAIL", "Field", "JobItem", "Query",
-    "Special", "field_table", "nice_sort_key", "old_style_rows", "query_fields", "query_jobs",
-    "requested_job_ids", "resource_fields", "unknown_fielddef",
+    "NODATA", "OFFLINE", "UNAVAIL", "Field", "Query", "Special", "bind", "field_table",
+    "nice_sort_key", "query_fields", "unknown_fielddef",
 ]

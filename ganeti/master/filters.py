@@ -19,26 +19,19 @@ from ganeti.core import constants as c
 from ganeti.core import errors, jobfilters, jobs, query
 from ganeti.core.jobfilters import CompiledRule
 from ganeti.core.objects import ConfigData, FilterRule
+from ganeti.core.queryfields.filters import FILTER_FIELDS as FILTER_DECLS
 from ganeti.master.configwriter import ConfigWriter
 from ganeti.master.jobqueue import JobQueue
-
-_FIELD_DOCS = {
-    "uuid": ("UUID", "Filter ID"),
-    "watermark": ("Watermark", "Highest job ID used at the time when the filter was added"),
-    "priority": ("Priority", "Filter priority"),
-    "predicates": ("Predicates", "List of filter predicates"),
-    "action": ("Action", "Filter action"),
-    "reason_trail": ("ReasonTrail", "Reason why this filter was added"),
-}
+from ganeti.master.queryregistry import QuerySource
 
 
 def _getter(name: str) -> Callable[[FilterRule], Any]:
     return lambda rule: getattr(rule, name)
 
 
-FILTER_FIELDS: dict[str, query.Field[FilterRule]] = query.field_table(
-    query.Field(name, _FIELD_DOCS[name][0], c.QFT_OTHER, _FIELD_DOCS[name][1], _getter(name))
-    for name in jobfilters.RULE_FIELDS)
+#: The fields of query resource "filter" (declared in ganeti.core.queryfields.filters).
+FILTER_FIELDS: dict[str, query.Field[FilterRule]] = query.bind(
+    FILTER_DECLS, {name: _getter(name) for name in jobfilters.RULE_FIELDS})
 
 
 def ordered_rules(cfg: ConfigData) -> list[FilterRule]:
@@ -96,15 +89,15 @@ class FilterMethods:
         """QueryFilters: old-style rows, in the order of ``uuids`` (all: by uuid)."""
         return query.Query(FILTER_FIELDS, fields).old_style(self._lookup(uuids))
 
+    def query_source(self) -> QuerySource:
+        """Query resource "filter" (:mod:`ganeti.master.queryregistry`)."""
+        return QuerySource(c.QR_FILTER, FILTER_FIELDS, self.query,
+                           ("QueryFilters", self.query_filters))
+
     def query(self, fields: list[str], qfilter: Any) -> dict[str, Any]:
         """Query("filter", fields, qfilter)."""
         return query.Query(FILTER_FIELDS, fields, qfilter).response(
             ordered_rules(self.config.config))
-
-    @staticmethod
-    def query_fields(fields: list[str] | None) -> dict[str, Any]:
-        """QueryFields("filter", fields)."""
-        return query.query_fields(FILTER_FIELDS, fields)
 
     # --- changes -----------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from ganeti.core.jobs import QueuedJob, QueuedOpCode
 from ganeti.core.opcodes.base import echo_form, run_form
 from ganeti.master.events import EventBus
 from ganeti.master.jobstore import JobStore, JobStoreError, Recovered
-from ganeti.master.lu import REGISTRY, LUContext
+from ganeti.master.lu import REGISTRY, LogicalUnit, LUContext
 from ganeti.master.processor import JobHandle, Preempted, Processor
 from ganeti.master.scheduler import Scheduler
 
@@ -429,16 +429,20 @@ class JobQueue:
             try:
                 if lu_class is None:
                     raise errors.OpCodeUnknown(f"No logical unit for {op.op_id}")
-                lu = lu_class(self.context(handle, job), op.input)
+                ctx = self.context(handle, job)
+
+                def make_lu(cls: type[LogicalUnit] = lu_class, ctx: LUContext = ctx,
+                            data: dict[str, Any] = op.input) -> LogicalUnit:
+                    return cls(ctx, data)  # a fresh unit for every lock attempt
 
                 async def on_running(op: QueuedOpCode = op) -> None:
                     op.status = jobs.RUNNING
                     op.exec_timestamp = jobs.split_time(now())
                     await self._persist(job)
 
-                if lu.uses_locks:
+                if make_lu().uses_locks:
                     await self._persist(job)  # waiting for locks
-                result = await self.processor.execute(lu, handle, op.priority, on_running)
+                result = await self.processor.execute(make_lu, handle, op.priority, on_running)
             except Preempted:
                 # Paused while waiting for locks: the opcode has not started, it
                 # holds nothing now, and runs again once the job goes on.

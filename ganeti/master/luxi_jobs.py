@@ -16,34 +16,26 @@ from typing import Any
 from twisted.internet import task
 from twisted.internet.interfaces import IReactorTime
 
-from ganeti.core import constants, errors, query
+from ganeti.core import constants, errors
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.jobs import QueuedJob
 from ganeti.core.opcodes import luxid
+from ganeti.core.query import Query
 from ganeti.luxi.server import RequestRefused
+from ganeti.master import jobquery
 from ganeti.master.events import EventBus
 from ganeti.master.filters import FilterMethods
+from ganeti.master.jobquery import JobItem
 from ganeti.master.jobqueue import JobQueue
-from ganeti.master.locking.manager import LOCK_FIELDS, LockManager
+from ganeti.master.locking.manager import LockManager
 from ganeti.master.nodequeries import NodeQueries
+from ganeti.master.queryregistry import LOCK_TABLE, QueryRegistry, QuerySource
 
 #: luxid's JobLost text for a job it cannot find (WaitForJobChange).
 JOB_FILE_MISSING = "Can't load job file"
 WFJC_MAX_TIMEOUT = 89  # luxid caps WaitForJobChange at (180 - 1) // 2 seconds
 #: Job rows built per reactor turn for a query of many jobs (about 10 ms).
 ROWS_PER_TURN = 500
-
-LockInfo = tuple[str, Any, list[str], list[Any]]
-_LOCK_GETTERS: dict[str, Callable[[LockInfo], Any]] = {
-    "name": lambda info: info[0],
-    "mode": lambda info: info[1],
-    "owner": lambda info: list(info[2]),
-    "pending": lambda info: [[mode, list(names)] for mode, names in info[3]],
-}
-LOCK_TABLE = query.field_table(
-    query.Field(f.name, f.title, f.kind, f.doc, _LOCK_GETTERS[f.name])
-    for f in LOCK_FIELDS.values())
-
 
 def job_id_arg(value: Any) -> int:
     """A job id from the wire (integer or digit string)."""
@@ -62,6 +54,16 @@ class JobMethods:
         self.locks = locks
         self.bus = bus
         self.clock = clock
+        #: Every resource Query and QueryFields answer: jobs and locks here, nodes,
+        #: groups and job filter rules from their own modules.
+        self.registry = QueryRegistry()
+        self.registry.register(QuerySource(constants.QR_JOB, jobquery.JOB_FIELDS,
+                                           self._query_job, ("QueryJobs", self.query_jobs)))
+        self.registry.register(QuerySource(constants.QR_LOCK, LOCK_TABLE, self._query_lock))
+        for source in (nodes.sources() if nodes is not None else []):
+            self.registry.register(source)
+        if filters is not None:
+            self.registry.register(filters.query_source())
 
     def implementations(self) -> dict[str, Callable[..., Any]]:
         """LUXI method name -> implementation."""
@@ -71,9 +73,7 @@ class JobMethods:
                                                                ops, True),
             "SubmitManyJobs": self.submit_many,
             "WaitForJobChange": self.wait_for_job_change,
-            "QueryJobs": self.query_jobs,
-            "Query": self.query,
-            "QueryFields": self.query_fields,
+            **self.registry.implementations(),  # Query, QueryFields, QueryJobs, ...
             "CancelJob": lambda job_id, kill: self.queue.cancel(job_id_arg(job_id), kill),
             "ArchiveJob": lambda job_id: self.queue.archive(job_id_arg(job_id)),
             "AutoArchiveJobs": self.queue.auto_archive,
@@ -100,7 +100,7 @@ class JobMethods:
                        str(err.args[0]))
             raise RequestRefused.parsing("SubmitManyJobs", why) from None
 
-    async def _items(self, ids: Any, archive: bool = False) -> list[query.JobItem]:
+    async def _items(self, ids: Any, archive: bool = False) -> list[JobItem]:
         """The live jobs (ids None or empty, as luxid; with ``archive`` the archived
         ones too), or the given ids, archived too."""
         if not ids and archive:
@@ -133,19 +133,19 @@ class JobMethods:
     async def query_jobs(self, ids: Any, fields: list[str]) -> list[Any]:
         """QueryJobs: old-style rows; only the id is known of a job that does not exist."""
         items = await self._items(ids, isinstance(fields, list) and "archived" in fields)
-        rows = query.old_style_rows(items[:ROWS_PER_TURN], fields)  # checks the fields
+        rows = jobquery.old_style_rows(items[:ROWS_PER_TURN], fields)  # checks the fields
         for start in range(ROWS_PER_TURN, len(items), ROWS_PER_TURN):
             await self._next_turn()
-            rows.extend(query.old_style_rows(items[start:start + ROWS_PER_TURN], fields))
+            rows.extend(jobquery.old_style_rows(items[start:start + ROWS_PER_TURN], fields))
         # As luxid: a job that does not exist has its id and null for every other field.
         return [row if row is not None else [job_id if f == "id" else None for f in fields]
                 for (job_id, _), row in zip(items, rows, strict=True)]
 
-    async def _query_jobs(self, items: list[query.JobItem], fields: list[str],
+    async def _query_jobs(self, items: list[JobItem], fields: list[str],
                           qfilter: Any, by_id: bool = True) -> dict[str, Any]:
         """Query("job"): the rows of the items passing the filter, by job id (or, with
         ``by_id`` false, in the order of ``items``: the ids the filter names, as luxid)."""
-        selected = query.Query(query.JOB_FIELDS, fields, qfilter)
+        selected = Query(jobquery.JOB_FIELDS, fields, qfilter)
         if by_id:
             items = sorted(items, key=lambda item: item[0])
         data = selected.rows(items[:ROWS_PER_TURN])
@@ -154,47 +154,33 @@ class JobMethods:
             data.extend(selected.rows(items[start:start + ROWS_PER_TURN]))
         return {"fields": selected.fielddefs(), "data": data}
 
+    async def _query_job(self, fields: Any, qfilter: Any) -> dict[str, Any]:
+        """Query("job"): jobs asked for by id are listed even if missing (their fields
+        unavailable), and archived ones are read from the archive; with the field
+        "archived" (gnt-job list --archived) all archived jobs too."""
+        wanted = jobquery.requested_job_ids(qfilter) if qfilter is not None else None
+        archive = isinstance(fields, list) and "archived" in fields
+        return await self._query_jobs(await self._items(wanted, archive), fields, qfilter,
+                                      by_id=not wanted)
+
+    def _query_lock(self, fields: Any, qfilter: Any) -> dict[str, Any]:
+        """Query("lock"): the lock monitor's rows."""
+        return Query(LOCK_TABLE, fields, qfilter).response(self.locks.monitor())
+
     async def query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
-        """Query("job" | "lock", fields, filter)."""
-        if what == constants.QR_JOB:
-            # Jobs asked for by id are listed even if missing (their fields unavailable),
-            # and archived ones are read from the archive.
-            # With the field "archived" (gnt-job list --archived) all archived jobs too.
-            wanted = query.requested_job_ids(qfilter) if qfilter is not None else None
-            archive = isinstance(fields, list) and "archived" in fields
-            return await self._query_jobs(await self._items(wanted, archive), fields, qfilter,
-                                          by_id=not wanted)
-        if what == "lock":
-            return query.Query(LOCK_TABLE, fields, qfilter).response(self.locks.monitor())
-        if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:
-            return await self.nodes.query(what, fields, qfilter)
-        if what == constants.QR_FILTER and self.filters is not None:
-            return self.filters.query(fields, qfilter)
-        raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: "
-                            f"{', '.join(self.resources())})", ECODE_INVAL)
+        """Query(what, fields, filter) of any registered resource."""
+        return await self.registry.query(what, fields, qfilter)
 
     def resources(self) -> list[str]:
         """The resources Query and QueryFields answer."""
-        extra = [constants.QR_GROUP, constants.QR_NODE] if self.nodes is not None else []
-        if self.filters is not None:
-            extra.append(constants.QR_FILTER)
-        return sorted([constants.QR_JOB, "lock", *extra])
+        return self.registry.resources()
 
     def query_fields(self, what: str, fields: list[str] | None) -> dict[str, Any]:
-        """QueryFields("job" | "lock" | "node" | "group", fields)."""
-        if what == "lock":
-            return query.query_fields(LOCK_TABLE, fields)
-        if what in (constants.QR_NODE, constants.QR_GROUP) and self.nodes is not None:
-            return query.query_fields(self.nodes.fields_table(what), fields)
-        if what == constants.QR_FILTER and self.filters is not None:
-            return self.filters.query_fields(fields)
-        if what != constants.QR_JOB:
-            raise OpPrereqError(f"Resource {what!r} cannot be queried yet (known: "
-                                f"{', '.join(self.resources())})", ECODE_INVAL)
-        return query.query_fields(query.resource_fields(what), fields)
+        """QueryFields(what, fields) of any registered resource."""
+        return self.registry.query_fields(what, fields)
 
     def _job_info(self, job: QueuedJob, fields: list[str]) -> list[Any]:
-        (row,) = query.old_style_rows([(job.id, job)], fields)
+        (row,) = jobquery.old_style_rows([(job.id, job)], fields)
         assert row is not None
         return row
 

@@ -1,10 +1,10 @@
 """Queries over nodes and node groups: ``Query("node"|"group")``, QueryNodes, QueryGroups.
 
-Field names, titles, kinds and meanings are Ganeti's (``gnt-node list-fields``).
-Config fields come from the committed config; live fields (memory, disk, CPU)
-come from a ``node_info`` call made only when a selected or filtered field
-needs it.  A live field is ``offline`` for an offline node and ``no data``
-for a node that did not answer; otherwise it always has a value.
+The fields are declared in :mod:`ganeti.core.queryfields.nodes`; here each
+gets its getter.  Config fields come from the committed config; live fields
+(memory, disk, CPU) come from a ``node_info`` call made only when a selected
+or filtered field needs it.  A live field is ``offline`` for an offline node
+and ``no data`` for a node that did not answer; otherwise it always has a value.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ from ganeti.core import constants as c
 from ganeti.core import query
 from ganeti.core.errors import ECODE_NOENT, OpPrereqError
 from ganeti.core.objects import ConfigData, Node, NodeGroup
+from ganeti.core.params_fill import fill_nd
 from ganeti.core.qlang import hostname_matches
 from ganeti.core.query import NODATA, OFFLINE, UNAVAIL, Field
+from ganeti.core.queryfields import nodes as decls
 from ganeti.master.nodes import find_group, find_node, instance_nodes
+from ganeti.master.queryregistry import QuerySource
 
 T = TypeVar("T")
 
@@ -53,13 +56,7 @@ def _instances(item: NodeItem, secondary: bool) -> list[str]:
 
 def merged_ndparams(cfg: ConfigData, node: Node) -> dict[str, Any]:
     """Node parameters: defaults, then the cluster's, the group's and the node's own."""
-    merged = dict(c.NDC_DEFAULTS)
-    merged.update(cfg.cluster.ndparams)
-    group = cfg.nodegroups.get(node.group)
-    if group is not None:
-        merged.update(group.ndparams)
-    merged.update(node.ndparams)
-    return merged
+    return fill_nd(cfg.cluster, cfg.nodegroups.get(node.group), node)
 
 
 def _spindles_used(item: NodeItem) -> int:
@@ -105,117 +102,69 @@ def _group_name(item: NodeItem) -> Any:
     return NODATA if group is None else group.name
 
 
-#: Titles and kinds of the ``ndp/*`` fields as Ganeti declares them (a parameter not
-#: listed gets its name as title and a kind from its type; strings are "other").
-_NDP_META: dict[str, tuple[str, str]] = {
-    c.ND_OOB_PROGRAM: ("OutOfBandProgram", c.QFT_OTHER),
-    c.ND_SPINDLE_COUNT: ("SpindleCount", c.QFT_NUMBER),
-    c.ND_EXCLUSIVE_STORAGE: ("ExclusiveStorage", c.QFT_BOOL),
-    c.ND_OVS: ("OpenvSwitch", c.QFT_BOOL),
-    c.ND_OVS_NAME: ("OpenvSwitchName", c.QFT_OTHER),
-    c.ND_OVS_LINK: ("OpenvSwitchLink", c.QFT_OTHER),
+def _common_getters(get: Callable[[Any], Any]) -> dict[str, Callable[[Any], Any]]:
+    return {
+        "ctime": lambda item: get(item).ctime,
+        "mtime": lambda item: get(item).mtime,
+        "uuid": lambda item: get(item).uuid,
+        "serial_no": lambda item: get(item).serial_no,
+        "tags": lambda item: sorted(get(item).tags),
+    }
+
+
+def _ndparam_getters(merged: Callable[[Any], dict[str, Any]],
+                     ) -> dict[str, Callable[[Any], Any]]:
+    def getter(name: str) -> Callable[[Any], Any]:
+        return lambda item: merged(item).get(name)
+    return {f"ndp/{name}": getter(name) for name in c.NDC_DEFAULTS}
+
+
+def _merged(item: NodeItem) -> dict[str, Any]:
+    return merged_ndparams(item.cfg, item.node)
+
+
+NODE_GETTERS: dict[str, Callable[[NodeItem], Any]] = {
+    "drained": lambda i: i.node.drained,
+    "master_candidate": lambda i: i.node.master_candidate,
+    "master_capable": lambda i: i.node.master_capable,
+    "name": lambda i: i.node.name,
+    "offline": lambda i: i.node.offline,
+    "vm_capable": lambda i: i.node.vm_capable,
+    "pip": lambda i: i.node.primary_ip,
+    "sip": lambda i: i.node.secondary_ip or i.node.primary_ip,
+    "master": lambda i: i.node.uuid == i.cfg.cluster.master_node,
+    "group": _group_name,
+    "group.uuid": lambda i: i.node.group,
+    "ndparams": _merged,
+    "custom_ndparams": lambda i: dict(i.node.ndparams),
+    "pinst_cnt": lambda i: len(_instances(i, False)),
+    "sinst_cnt": lambda i: len(_instances(i, True)),
+    "pinst_list": lambda i: _instances(i, False),
+    "sinst_list": lambda i: _instances(i, True),
+    "role": _role,
+    "powered": lambda i: UNAVAIL if not _merged(i).get(c.ND_OOB_PROGRAM) else i.node.powered,
+    "hv_state": lambda i: UNAVAIL,
+    "disk_state": lambda i: UNAVAIL,
+    "bootid": _live(_key("bootid")),
+    "cnodes": _live(_key("cpu_nodes")),
+    "cnos": _live(lambda i, live: live.get("cpu_dom0", live.get("cpu_total"))),
+    "csockets": _live(_key("cpu_sockets")),
+    "ctotal": _live(_key("cpu_total")),
+    "dfree": _live(_key("disk_free")),
+    "dtotal": _live(_key("disk_total")),
+    "spfree": _live(_spfree),
+    "sptotal": _live(_sptotal),
+    "mfree": _live(_key("memory_free")),
+    "mnode": _live(_mnode),
+    "mtotal": _live(_key("memory_total")),
+    **_ndparam_getters(_merged),
+    **_common_getters(lambda i: i.node),
 }
 
-
-def _ndparam_field(name: str) -> Field[NodeItem]:
-    kind = {bool: c.QFT_BOOL, int: c.QFT_NUMBER, float: c.QFT_NUMBER_FLOAT}.get(
-        type(c.NDC_DEFAULTS[name]), c.QFT_OTHER)
-    title, kind = _NDP_META.get(name, (f"ndp/{name}", kind))
-    return Field(f"ndp/{name}", title, kind, f"The \"{name}\" node parameter",
-                 lambda item: merged_ndparams(item.cfg, item.node).get(name))
-
-
-def _common_fields(label: str, get: Callable[[Any], Any]) -> list[Field[Any]]:
-    return [
-        Field("ctime", "CTime", c.QFT_TIMESTAMP, "Creation timestamp",
-              lambda item: get(item).ctime),
-        Field("mtime", "MTime", c.QFT_TIMESTAMP, "Modification timestamp",
-              lambda item: get(item).mtime),
-        Field("uuid", "UUID", c.QFT_TEXT, f"{label} UUID", lambda item: get(item).uuid),
-        Field("serial_no", "SerialNo", c.QFT_NUMBER,
-              f"{label} object serial number, incremented on each modification",
-              lambda item: get(item).serial_no),
-        Field("tags", "Tags", c.QFT_OTHER, "Tags", lambda item: sorted(get(item).tags)),
-    ]
-
-
-_ROLE_DOC = ("Node role; \"M\" for master, \"C\" for master candidate, \"R\" for regular, "
-             "\"D\" for drained, \"O\" for offline")
-
-NODE_FIELDS: dict[str, Field[NodeItem]] = query.field_table([
-    Field("drained", "Drained", c.QFT_BOOL, "Whether node is drained",
-          lambda i: i.node.drained),
-    Field("master_candidate", "MasterC", c.QFT_BOOL, "Whether node is a master candidate",
-          lambda i: i.node.master_candidate),
-    Field("master_capable", "MasterCapable", c.QFT_BOOL,
-          "Whether node can become a master candidate", lambda i: i.node.master_capable),
-    Field("name", "Node", c.QFT_TEXT, "Node name", lambda i: i.node.name, hostname=True),
-    Field("offline", "Offline", c.QFT_BOOL, "Whether node is marked offline",
-          lambda i: i.node.offline),
-    Field("vm_capable", "VMCapable", c.QFT_BOOL, "Whether node can host instances",
-          lambda i: i.node.vm_capable),
-    Field("pip", "PrimaryIP", c.QFT_TEXT, "Primary IP address", lambda i: i.node.primary_ip),
-    Field("sip", "SecondaryIP", c.QFT_TEXT, "Secondary IP address",
-          lambda i: i.node.secondary_ip or i.node.primary_ip),
-    Field("master", "IsMaster", c.QFT_BOOL, "Whether node is master",
-          lambda i: i.node.uuid == i.cfg.cluster.master_node),
-    Field("group", "Group", c.QFT_TEXT, "Node group", _group_name),
-    Field("group.uuid", "GroupUUID", c.QFT_TEXT, "UUID of node group",
-          lambda i: i.node.group),
-    Field("ndparams", "NodeParameters", c.QFT_OTHER, "Merged node parameters",
-          lambda i: merged_ndparams(i.cfg, i.node)),
-    Field("custom_ndparams", "CustomNodeParameters", c.QFT_OTHER, "Custom node parameters",
-          lambda i: dict(i.node.ndparams)),
-    Field("pinst_cnt", "Pinst", c.QFT_NUMBER, "Number of instances with this node as primary",
-          lambda i: len(_instances(i, False))),
-    Field("sinst_cnt", "Sinst", c.QFT_NUMBER,
-          "Number of instances with this node as secondary", lambda i: len(_instances(i, True))),
-    Field("pinst_list", "PriInstances", c.QFT_OTHER,
-          "List of instances with this node as primary", lambda i: _instances(i, False)),
-    Field("sinst_list", "SecInstances", c.QFT_OTHER,
-          "List of instances with this node as secondary", lambda i: _instances(i, True)),
-    Field("role", "Role", c.QFT_TEXT, _ROLE_DOC, _role),
-    Field("powered", "Powered", c.QFT_BOOL, "Whether node is thought to be powered on",
-          lambda i: UNAVAIL if not merged_ndparams(i.cfg, i.node).get(c.ND_OOB_PROGRAM)
-          else i.node.powered),
-    Field("hv_state", "HypervisorState", c.QFT_OTHER, "Hypervisor state",
-          lambda i: UNAVAIL),
-    Field("disk_state", "DiskState", c.QFT_OTHER, "Disk state", lambda i: UNAVAIL),
-    Field("bootid", "BootID", c.QFT_TEXT, "Random UUID renewed for each system reboot, can be "
-          "used for detecting reboots by tracking changes", _live(_key("bootid"))),
-    Field("cnodes", "CNodes", c.QFT_NUMBER,
-          "Number of NUMA domains on node (if exported by hypervisor)",
-          _live(_key("cpu_nodes"))),
-    Field("cnos", "CNOs", c.QFT_NUMBER,
-          "Number of logical processors used by the node OS (dom0 for Xen)",
-          _live(lambda i, live: live.get("cpu_dom0", live.get("cpu_total")))),
-    Field("csockets", "CSockets", c.QFT_NUMBER,
-          "Number of physical CPU sockets (if exported by hypervisor)",
-          _live(_key("cpu_sockets"))),
-    Field("ctotal", "CTotal", c.QFT_NUMBER, "Number of logical processors",
-          _live(_key("cpu_total"))),
-    Field("dfree", "DFree", c.QFT_UNIT, "Available storage space on storage unit",
-          _live(_key("disk_free"))),
-    Field("dtotal", "DTotal", c.QFT_UNIT,
-          "Total storage space on storage unit for instance disk allocation",
-          _live(_key("disk_total"))),
-    Field("spfree", "SpFree", c.QFT_NUMBER,
-          "Available spindles in volume group (exclusive storage only)", _live(_spfree)),
-    Field("sptotal", "SpTotal", c.QFT_NUMBER,
-          "Total spindles in volume group (exclusive storage only)", _live(_sptotal)),
-    Field("mfree", "MFree", c.QFT_UNIT, "Memory available for instance allocations",
-          _live(_key("memory_free"))),
-    Field("mnode", "MNode", c.QFT_UNIT, "Amount of memory used by node (dom0 for Xen)",
-          _live(_mnode)),
-    Field("mtotal", "MTotal", c.QFT_UNIT, "Total amount of memory of physical machine",
-          _live(_key("memory_total"))),
-    *(_ndparam_field(name) for name in sorted(c.NDC_DEFAULTS)),
-    *_common_fields("Node", lambda i: i.node),
-])
+NODE_FIELDS: dict[str, Field[NodeItem]] = query.bind(decls.NODE_FIELDS, NODE_GETTERS)
 
 #: Fields whose values need the node_info call.
-NODE_LIVE_FIELDS = frozenset({"bootid", "cnodes", "cnos", "csockets", "ctotal", "dfree",
-                              "dtotal", "spfree", "sptotal", "mfree", "mnode", "mtotal"})
+NODE_LIVE_FIELDS = decls.NODE_LIVE_FIELDS
 
 # --- groups --------------------------------------------------------------------------
 
@@ -240,10 +189,7 @@ def _group_instances(item: GroupItem) -> list[str]:
 
 
 def _group_ndparams(item: GroupItem) -> dict[str, Any]:
-    merged = dict(c.NDC_DEFAULTS)
-    merged.update(item.cfg.cluster.ndparams)
-    merged.update(item.group.ndparams)
-    return merged
+    return fill_nd(item.cfg.cluster, item.group)
 
 
 def _group_ipolicy(item: GroupItem) -> dict[str, Any]:
@@ -259,37 +205,24 @@ def _group_diskparams(item: GroupItem) -> dict[str, Any]:
     return merged
 
 
-def _group_ndparam_field(name: str) -> Field[GroupItem]:
-    base = _ndparam_field(name)
-    return Field(base.name, base.title, base.kind, base.doc,
-                 lambda item: _group_ndparams(item).get(name))
+GROUP_GETTERS: dict[str, Callable[[GroupItem], Any]] = {
+    "alloc_policy": lambda i: i.group.alloc_policy,
+    "custom_diskparams": lambda i: dict(i.group.diskparams),
+    "custom_ipolicy": lambda i: dict(i.group.ipolicy),
+    "custom_ndparams": lambda i: dict(i.group.ndparams),
+    "diskparams": _group_diskparams,
+    "ipolicy": _group_ipolicy,
+    "name": lambda i: i.group.name,
+    "ndparams": _group_ndparams,
+    "node_cnt": lambda i: len(_group_nodes(i)),
+    "node_list": _group_nodes,
+    "pinst_cnt": lambda i: len(_group_instances(i)),
+    "pinst_list": _group_instances,
+    **_ndparam_getters(_group_ndparams),
+    **_common_getters(lambda i: i.group),
+}
 
-
-GROUP_FIELDS: dict[str, Field[GroupItem]] = query.field_table([
-    Field("alloc_policy", "AllocPolicy", c.QFT_TEXT, "Allocation policy for group",
-          lambda i: i.group.alloc_policy),
-    Field("custom_diskparams", "CustomDiskParameters", c.QFT_OTHER, "Custom disk parameters",
-          lambda i: dict(i.group.diskparams)),
-    Field("custom_ipolicy", "CustomInstancePolicy", c.QFT_OTHER,
-          "Custom instance policy limitations", lambda i: dict(i.group.ipolicy)),
-    Field("custom_ndparams", "CustomNDParams", c.QFT_OTHER, "Custom node parameters",
-          lambda i: dict(i.group.ndparams)),
-    Field("diskparams", "DiskParameters", c.QFT_OTHER, "Disk parameters (merged)",
-          _group_diskparams),
-    Field("ipolicy", "InstancePolicy", c.QFT_OTHER, "Instance policy limitations (merged)",
-          _group_ipolicy),
-    Field("name", "Group", c.QFT_TEXT, "Group name", lambda i: i.group.name),
-    Field("ndparams", "NDParams", c.QFT_OTHER, "Node parameters", _group_ndparams),
-    Field("node_cnt", "Nodes", c.QFT_NUMBER, "Number of nodes",
-          lambda i: len(_group_nodes(i))),
-    Field("node_list", "NodeList", c.QFT_OTHER, "List of nodes", _group_nodes),
-    Field("pinst_cnt", "Instances", c.QFT_NUMBER, "Number of primary instances",
-          lambda i: len(_group_instances(i))),
-    Field("pinst_list", "InstanceList", c.QFT_OTHER, "List of primary instances",
-          _group_instances),
-    *(_group_ndparam_field(name) for name in sorted(c.NDC_DEFAULTS)),
-    *_common_fields("Group", lambda i: i.group),
-])
+GROUP_FIELDS: dict[str, Field[GroupItem]] = query.bind(decls.GROUP_FIELDS, GROUP_GETTERS)
 
 # --- answering -----------------------------------------------------------------------
 
@@ -392,9 +325,19 @@ class NodeQueries:
         self._config = config
         self._live = live
 
+    def sources(self) -> list[QuerySource]:
+        """The query resources "node" and "group" (:mod:`ganeti.master.queryregistry`)."""
+        return [
+            QuerySource(c.QR_NODE, NODE_FIELDS, self.query_node, ("QueryNodes",
+                                                                  self.query_nodes)),
+            QuerySource(c.QR_GROUP, GROUP_FIELDS, self.query_group, ("QueryGroups",
+                                                                     self.query_groups)),
+        ]
+
     def implementations(self) -> dict[str, Callable[..., Any]]:
-        """LUXI method name -> implementation (Query/QueryFields go through :meth:`query`)."""
-        return {"QueryNodes": self.query_nodes, "QueryGroups": self.query_groups}
+        """LUXI method name -> implementation: the old-style methods of :meth:`sources`
+        (Query/QueryFields go through the registry)."""
+        return {name: fn for name, fn in (s.old_style for s in self.sources() if s.old_style)}
 
     async def _node_items(self, cfg: ConfigData, nodes: list[Node],
                           q: query.Query[NodeItem]) -> list[NodeItem]:
@@ -403,27 +346,25 @@ class NodeQueries:
             live = await self._live([n for n in nodes if not n.offline])
         return [NodeItem(cfg, n, live.get(n.uuid)) for n in nodes]
 
-    async def query(self, what: str, fields: list[str], qfilter: Any) -> dict[str, Any]:
-        """``Query("node"|"group", fields, filter)``."""
+    async def query_node(self, fields: Any, qfilter: Any) -> dict[str, Any]:
+        """``Query("node", fields, filter)``."""
         cfg = self._config()
-        if what == c.QR_NODE:
-            nq = query.Query(NODE_FIELDS, fields, qfilter)
-            nodes = sorted_nodes(cfg)
-            wanted = requested_names(qfilter)
-            if wanted is not None:
-                nodes = resolve_requested(nodes, wanted, lambda n: n.name, "Node", True)
-            return nq.response(await self._node_items(cfg, nodes, nq))
+        nq = query.Query(NODE_FIELDS, fields, qfilter)
+        nodes = sorted_nodes(cfg)
+        wanted = requested_names(qfilter)
+        if wanted is not None:
+            nodes = resolve_requested(nodes, wanted, lambda n: n.name, "Node", True)
+        return nq.response(await self._node_items(cfg, nodes, nq))
+
+    def query_group(self, fields: Any, qfilter: Any) -> dict[str, Any]:
+        """``Query("group", fields, filter)``."""
+        cfg = self._config()
         gq = query.Query(GROUP_FIELDS, fields, qfilter)
         groups = sorted_groups(cfg)
         wanted = requested_names(qfilter)
         if wanted is not None:
             groups = resolve_requested(groups, wanted, lambda g: g.name, "NodeGroup", False)
         return gq.response(GroupItem(cfg, g) for g in groups)
-
-    @staticmethod
-    def fields_table(what: str) -> dict[str, Field[Any]]:
-        """The field table of "node" or "group"."""
-        return dict(NODE_FIELDS) if what == c.QR_NODE else dict(GROUP_FIELDS)
 
     async def query_nodes(self, names: Any, fields: list[str], use_locking: Any) -> list[Any]:
         """QueryNodes: old-style rows for the named nodes (all if none named)."""

@@ -1,12 +1,18 @@
-"""Running one opcode: locks with Ganeti's retry strategy, then the logical unit.
+"""Running one opcode: the logical-unit contract, locks with Ganeti's retry strategy.
 
-Locks are taken level by level in Ganeti's order.  One attempt must get every
+For every lock attempt a fresh logical unit is made (the queue hands over a
+factory), so a unit that appends to its lock lists never finds them filled
+by an earlier attempt.  An attempt takes the cluster level (the BGL) first,
+then lets the unit expand names under it, then takes the later levels in
+Ganeti's order (docs/design/lu-contract.md).  One attempt must get every
 level within the attempt's timeout (the timeouts of
 :mod:`ganeti.core.lockstrategy`); an attempt that times out releases all it
 took, so jobs needing only some of those locks can run meanwhile (seed 001,
 "operation C"), and the next attempt waits longer; when the timeouts are used
-up the priority rises and the strategy starts over.  Whatever happens, every
-lock is released at the end.
+up the priority rises and the strategy starts over.  A lock that vanished
+while waited for (its object was removed) starts the attempt over at once:
+the new unit then finds the object missing.  Whatever happens, every lock is
+released at the end, and errors reach the client as Ganeti's error classes.
 """
 
 from __future__ import annotations
@@ -17,10 +23,21 @@ from typing import Any
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
 
+from ganeti.core.errors import ECODE_ENVIRON, GenericError, LockError, OpExecError
 from ganeti.core.lockstrategy import LockAttemptSchedule
-from ganeti.master.locking.manager import LockManager
-from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.locking.manager import LEVEL_CLUSTER, LockManager
+from ganeti.master.locking.sharedlock import LockGone
+from ganeti.master.lu.base import LogicalUnit, ResultWithJobs, submitted_by
+
+#: Makes the logical unit of the opcode being run; called once per lock attempt.
+LUFactory = Callable[[], LogicalUnit]
+
+#: How often in a row an attempt may find a lock gone before the opcode fails.
+MAX_GONE_RETRIES = 5
+
+_log = Logger()
 
 
 class Preempted(Exception):
@@ -65,6 +82,10 @@ class JobHandle:
             self.current = None
 
 
+class _Gone(Exception):
+    """An attempt found one of its locks removed."""
+
+
 class Processor:
     """Executes logical units for the job queue."""
 
@@ -74,56 +95,140 @@ class Processor:
         self.clock = clock
         self.rng = rng or random.Random()
 
-    async def execute(self, lu: LogicalUnit, handle: JobHandle, priority: int,
+    async def execute(self, factory: LUFactory, handle: JobHandle, priority: int,
                       on_running: Callable[[], Awaitable[None]]) -> Any:
-        """Run ``lu`` for ``handle``'s job; ``on_running`` records the switch to running."""
+        """Run the opcode whose units ``factory`` makes, for ``handle``'s job.
+
+        ``on_running`` records the switch to running (all locks held).
+        Errors that are not Ganeti's client-facing classes become
+        ``OpExecError``; cancellation and preemption pass through.
+        """
         try:
-            lu.expand_names()
-            await handle.wait(defer.Deferred.fromCoroutine(lu.before_locks()))
-            if lu.uses_locks:
-                try:
-                    await self._acquire(lu, handle, priority)
-                except defer.CancelledError:
-                    if handle.pause_requested and not handle.cancel_requested:
-                        raise Preempted() from None
-                    raise
-            if handle.cancel_requested:
-                raise defer.CancelledError()
-            await on_running()
-            lu.check_prereq()
-            handle.interruptible = bool(lu.op.get("interruptible"))
-            return await handle.wait(defer.Deferred.fromCoroutine(lu.exec()))
+            return await self._execute(factory, handle, priority, on_running)
+        except (defer.CancelledError, Preempted):
+            raise
+        except LockError as err:
+            _log.failure("Lock error in job {job}", job=handle.job_id)
+            raise OpExecError(f"Internal lock error: {err}") from None
+        except GenericError:
+            raise
+        except Exception as err:
+            _log.failure("Opcode of job {job} failed unexpectedly", job=handle.job_id)
+            raise OpExecError(f"Internal error: {type(err).__name__}: {err}") from None
         finally:
             handle.interruptible = False
             self.locks.release_all(handle.owner)
 
-    async def _acquire(self, lu: LogicalUnit, handle: JobHandle, priority: int) -> None:
+    async def _execute(self, factory: LUFactory, handle: JobHandle, priority: int,
+                       on_running: Callable[[], Awaitable[None]]) -> Any:
+        lu = factory()
+        lu.check_arguments()
+        if lu.uses_locks:
+            try:
+                lu = await self._acquire(factory, lu, handle, priority)
+            except defer.CancelledError:
+                if handle.pause_requested and not handle.cancel_requested:
+                    raise Preempted() from None
+                raise
+        else:
+            lu.expand_names()
+            await handle.wait(defer.Deferred.fromCoroutine(lu.before_locks()))
+        if handle.cancel_requested:
+            raise defer.CancelledError()
+        await on_running()
+        lu.check_prereq()
+        hooks = getattr(lu.ctx, "hooks", None)
+        if hooks is not None:
+            await hooks.run_pre(lu)
+        handle.interruptible = bool(getattr(lu.op, "interruptible", False))
+        result = await handle.wait(defer.Deferred.fromCoroutine(lu.exec()))
+        handle.interruptible = False
+        if isinstance(result, ResultWithJobs):
+            result = await self._submit(lu, result)
+        if hooks is not None and not lu.op.dry_run:
+            result = await hooks.run_post(lu, result)  # verify reports its hooks in it
+        return result
+
+    @staticmethod
+    async def _submit(lu: LogicalUnit, result: ResultWithJobs) -> dict[str, Any]:
+        """Submit the follow-up jobs; the opcode result with their ids under "jobs"."""
+        answer = dict(result.other)
+        if not result.jobs:
+            answer["jobs"] = []
+            return answer
+        submit = getattr(lu.ctx, "submit_jobs", None)
+        if submit is None:
+            raise OpExecError("this master cannot submit jobs from a job", ECODE_ENVIRON)
+        jobs = [[submitted_by(lu.op_input, op) for op in job] for job in result.jobs]
+        answer["jobs"] = await submit(jobs)
+        return answer
+
+    async def _acquire(self, factory: LUFactory, lu: LogicalUnit | None, handle: JobHandle,
+                       priority: int) -> LogicalUnit:
+        """Attempts until one gets every lock; the unit of that attempt."""
         schedule = LockAttemptSchedule(priority, self.rng)
+        first = True
+        gone = 0
         while True:
             if handle.pause_requested and not handle.cancel_requested:
                 raise Preempted()
+            if lu is None:
+                lu = factory()  # a fresh unit for every attempt
+                lu.check_arguments()
             timeout = schedule.next_timeout()
-            if await self._attempt(lu, handle, schedule.priority, timeout):
-                return
+            try:
+                if await self._attempt(lu, handle, schedule.priority, timeout, first):
+                    return lu
+                schedule.check_priority_increase()
+            except _Gone as err:
+                gone += 1
+                if gone > MAX_GONE_RETRIES:
+                    raise OpExecError(f"Locks keep disappearing: {err}") from None
+            finally:
+                first = False
             self.locks.release_all(handle.owner)
-            schedule.check_priority_increase()
+            lu = None
 
     async def _attempt(self, lu: LogicalUnit, handle: JobHandle, priority: int,
-                       timeout: float | None) -> bool:
+                       timeout: float | None, first: bool) -> bool:
+        """One attempt: BGL, names, later levels; False on timeout, _Gone if a lock went."""
         deadline = None if timeout is None else self.clock.seconds() + timeout
+        if LEVEL_CLUSTER in lu.needed_locks:
+            if not await self._take(lu, handle, LEVEL_CLUSTER, priority, deadline):
+                return False
+        lu.expand_names()
+        if first:
+            started = self.clock.seconds()
+            await handle.wait(defer.Deferred.fromCoroutine(lu.before_locks()))
+            if deadline is not None:  # the client's time is not the attempt's
+                deadline += self.clock.seconds() - started
         for level in lu.levels():
+            if level == LEVEL_CLUSTER:
+                continue
             lu.declare_locks(level)
             if level not in lu.needed_locks:
                 continue
-            remaining = None if deadline is None else max(deadline - self.clock.seconds(), 0.0)
-            handle.waiting_for_locks = True
-            try:
-                got = await handle.wait(self.locks.acquire(
-                    handle.owner, level, lu.needed_locks[level],
-                    shared=lu.share_locks.get(level, False), priority=priority,
-                    timeout=remaining))
-            finally:
-                handle.waiting_for_locks = False
-            if got is None:
+            if not await self._take(lu, handle, level, priority, deadline):
                 return False
+        return True
+
+    async def _take(self, lu: LogicalUnit, handle: JobHandle, level: int, priority: int,
+                    deadline: float | None) -> bool:
+        """Acquire ``lu.needed_locks[level]`` before ``deadline``; whether it worked."""
+        remaining = None if deadline is None else max(deadline - self.clock.seconds(), 0.0)
+        names = lu.needed_locks[level]
+        opportunistic = lu.opportunistic_locks.get(level, False)
+        handle.waiting_for_locks = True
+        try:
+            got = await handle.wait(self.locks.acquire(
+                handle.owner, level, names, shared=lu.share_locks.get(level, False),
+                priority=priority, timeout=remaining, opportunistic=opportunistic))
+        except LockGone as err:
+            raise _Gone(str(err)) from None
+        finally:
+            handle.waiting_for_locks = False
+        if got is None:
+            return False
+        if opportunistic and names is not None:
+            lu.needed_locks[level] = sorted(got)  # what the unit may use
         return True

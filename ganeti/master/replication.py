@@ -18,6 +18,7 @@ only when more than half of the candidates did not get it.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -37,6 +38,16 @@ from ganeti.rpc.client import NodeTarget, RpcResult
 EXTRA_FILES_NAME = "redistribute-files"
 CONFIG_TIMEOUT = rpcdefs.TMO_FAST
 JOB_TIMEOUT = rpcdefs.TMO_FAST
+
+
+class ConfigUpdateLike(Protocol):
+    """What replication needs of a commit (see ``ganeti.master.configwriter.ConfigUpdate``)."""
+
+    record: str | None
+
+    async def text(self) -> str:
+        """The whole config text."""
+        ...  # pragma: no cover
 
 
 class NodeRpc(Protocol):
@@ -82,6 +93,7 @@ class Replicator:
         self._run_blocking = run_blocking
         self._local_ssconf: dict[str, str] | None = None
         self._pushed_ssconf: dict[str, str] | None = None
+        self._instance_list: tuple[dict[str, Any], str] | None = None
         self.failures: dict[str, dict[str, Failure]] = {}  # node name -> what -> failure
         self._jobs_busy = False
         self._jobs_pending: list[tuple[dict[int, str], list[int]]] = []
@@ -127,13 +139,17 @@ class Replicator:
         return [self.wire(path), rpcdefs.encode_content(content, compress=True), mode,
                 None, None, None, mtime]
 
-    async def distribute_config(self, cfg: ConfigData, text: str,
+    async def distribute_config(self, cfg: ConfigData, update: ConfigUpdateLike,
                                 force_ssconf: bool = False) -> str | None:
         """After a commit: local ssconf, config to candidates, ssconf to all nodes.
 
-        Returns None, or a message when more than half of the candidates failed.
+        Candidates get the change record (``config_update``); those whose copy
+        is not at the record's base serial answer false and get the whole
+        file, as does every candidate when there is no record or on
+        ``force_ssconf`` (redist-conf).  Returns None, or a message when more
+        than half of the candidates failed.
         """
-        values = ssconf.compute(cfg)
+        values = self._ssconf(cfg)
         if values != self._local_ssconf:
             await self._run_blocking(self._write_local_ssconf, values)
             self._local_ssconf = values
@@ -143,9 +159,8 @@ class Replicator:
             return None
         rpc = self._rpc()
         cands = [nodesmod.target(n) for n in nodesmod.candidates(cfg)]
-        config_d = rpc.call(cands, "upload_file",
-                            self.upload_args(self.paths.config_file, text, 0o640, cfg.mtime),
-                            timeout=CONFIG_TIMEOUT)
+        config_d = defer.Deferred.fromCoroutine(
+            self._push_config(cfg, update, cands, whole=force_ssconf or update.record is None))
         behind = [n for n in others if "ssconf" in self.failures.get(n.name, {})]
         ss_targets = others if (force_ssconf or values != self._pushed_ssconf) else behind
         ss_d = rpc.call([nodesmod.target(n) for n in ss_targets], "write_ssconf_files",
@@ -162,6 +177,41 @@ class Replicator:
                     f"candidates received it (failed: {names}); run 'gnt-cluster redist-conf' "
                     "once they are reachable")
         return None
+
+    def _ssconf(self, cfg: ConfigData) -> dict[str, str]:
+        """ssconf.compute, reusing the instance list while the instances are unchanged.
+
+        Committed configs are never changed in place, so an unchanged
+        container is the same object; the 20,000-name sort then is not redone.
+        """
+        cached = self._instance_list
+        if cached is not None and cached[0] is cfg.instances:
+            skeleton = copy.copy(cfg)
+            skeleton.instances = {}
+            values = ssconf.compute(skeleton)
+            values["instance_list"] = cached[1]
+            return values
+        values = ssconf.compute(cfg)
+        self._instance_list = (cfg.instances, values["instance_list"])
+        return values
+
+    async def _push_config(self, cfg: ConfigData, update: ConfigUpdateLike,
+                           cands: list[NodeTarget], whole: bool) -> dict[str, RpcResult]:
+        rpc = self._rpc()
+        results: dict[str, RpcResult] = {}
+        full = cands
+        if not whole and update.record is not None and cands:
+            results = await rpc.call(cands, "config_update", [update.record],
+                                     timeout=CONFIG_TIMEOUT)
+            behind = {name for name, r in results.items() if r.success and r.payload is not True}
+            full = [t for t in cands if t.name in behind]
+        if full:
+            text = await update.text()
+            results.update(await rpc.call(
+                full, "upload_file",
+                self.upload_args(self.paths.config_file, text, 0o640, cfg.mtime),
+                timeout=CONFIG_TIMEOUT))
+        return results
 
     def ancillary_files(self) -> list[tuple[str, int]]:
         """The files redist-conf pushes to candidates besides config.data, that exist.

@@ -1,11 +1,14 @@
 """The service tree of ganeti-masterd.
 
-Children start in this order and stop in reverse: the daemon's log and its
-SIGHUP hooks (:mod:`ganeti.daemon`), the I/O thread pool, the job queue (the
-store is recovered and the jobs restored), then the LUXI listener (backlog
-:data:`ganeti.daemon.LISTEN_BACKLOG`), which only listens once the queue is
-ready, so that nothing is accepted before the state it serves exists, and no
-request is in flight when the state goes away.
+Children start in this order and stop in reverse, one after the other
+(:class:`ganeti.daemon.DaemonService`): the daemon's log and its SIGHUP hooks,
+the I/O thread pool, the job queue (the store is recovered and the jobs
+restored), then the LUXI listener (backlog :data:`ganeti.daemon.LISTEN_BACKLOG`).
+The listener makes its socket at once, so that a socket that cannot be made
+(a path too long for a UNIX socket, say) fails the start with exit status 1,
+but accepts connections only once the queue is ready, so that nothing is
+served before the state it serves exists, and no request is in flight when the
+state goes away; if the queue cannot be restored, the daemon fails.
 """
 
 from __future__ import annotations
@@ -29,14 +32,23 @@ from ganeti.core.errors import ECODE_ENVIRON, ConfigurationError, GenericError, 
 from ganeti.core.jobs import QueuedJob
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.paths import Paths
-from ganeti.daemon import LISTEN_BACKLOG, DaemonLog, DaemonService, SignalInstaller
+from ganeti.daemon import (
+    LISTEN_BACKLOG,
+    DaemonLog,
+    DaemonService,
+    ListenService,
+    ProcessExit,
+    SignalInstaller,
+    ThreadPoolService,
+)
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
-from ganeti.master.configwriter import BlockingRunner, ConfigWriter
+from ganeti.master.configwriter import BlockingRunner, ConfigWriter, ConfigWriterService
 from ganeti.master.events import EventBus, subscribe_events_method
 from ganeti.master.filters import FilterMethods
+from ganeti.master.hooks import HooksRunner
 from ganeti.master.jobqueue import JobQueue
 from ganeti.master.jobstore import JobStore
-from ganeti.master.locking.manager import LockManager, config_monitor_names
+from ganeti.master.locking.manager import LockManager
 from ganeti.master.lu import LUContext
 from ganeti.master.luxi_jobs import JobMethods
 from ganeti.master.nodequeries import NodeQueries
@@ -50,24 +62,10 @@ from ganeti.rpc.client import RpcClient
 from ganeti.rpc.tls import ClusterCertificate
 
 
-class ThreadPoolService(service.Service):
-    """Owns the pool that runs blocking work (fsync, file reads) off the reactor."""
-
-    def __init__(self, pool: ThreadPool) -> None:
-        self.pool = pool
-
-    def startService(self) -> None:
-        super().startService()
-        self.pool.start()
-
-    def stopService(self) -> None:
-        super().stopService()
-        self.pool.stop()
-
-
-class LuxiService(service.Service):
-    """Listens on the LUXI socket (mode 0660, backlog :data:`LISTEN_BACKLOG`) once
-    ``ready`` fires, while running."""
+class LuxiService(ListenService):
+    """Listens on the LUXI socket (mode 0660, backlog :data:`LISTEN_BACKLOG`) from the
+    start, so that a socket that cannot be made fails it; accepts connections once
+    ``ready`` fires (:class:`ganeti.daemon.ListenService`)."""
 
     log = Logger()
 
@@ -76,37 +74,22 @@ class LuxiService(service.Service):
         self.reactor = reactor
         self.path = path
         self.factory = factory
-        self.ready = ready
-        self.port: IListeningPort | None = None
+        super().__init__(f"the LUXI socket {path}", self._listen, announce=self._announce,
+                         ready=ready, unix_path=path)
 
-    def startService(self) -> None:
-        super().startService()
-        d = self.ready() if self.ready is not None else defer.succeed(None)
-        d.addCallback(lambda _: self._listen())
-        d.addErrback(self._failed)
-
-    def _listen(self) -> None:
-        if not self.running:
-            return
+    def _listen(self) -> IListeningPort:
         fileutil.ensure_dirs([(os.path.dirname(self.path), 0o750)])
-        # The job queue's flock (taken at recovery) already guarantees a single
-        # daemon; Twisted's PID lock would count a killed predecessor that is
-        # still a zombie as alive, so a stale socket is simply replaced.
+        # The job queue's flock (taken at recovery, which starts before this
+        # service) already guarantees a single daemon; Twisted's PID lock would
+        # count a killed predecessor that is still a zombie as alive, so a
+        # stale socket is simply replaced.
         fileutil.remove_file(self.path)
-        self.port = self.reactor.listenUNIX(self.path, self.factory, backlog=LISTEN_BACKLOG,
-                                            mode=0o660)
+        port: IListeningPort = self.reactor.listenUNIX(self.path, self.factory,
+                                                       backlog=LISTEN_BACKLOG, mode=0o660)
+        return port
+
+    def _announce(self, port: IListeningPort) -> None:
         self.log.info("LUXI listening on {path}", path=self.path)
-
-    def _failed(self, failure: Any) -> None:
-        self.log.failure("Startup failed; stopping", failure)
-        self.reactor.stop()
-
-    def stopService(self) -> Any:
-        super().stopService()
-        if self.port is not None:
-            port, self.port = self.port, None
-            return port.stopListening()
-        return None
 
 
 class JobQueueService(service.Service):
@@ -159,7 +142,9 @@ def load_master_config(paths: Paths) -> ConfigData:
         raise ConfigurationError(
             f"{paths.config_file} does not exist: this node is not part of a cluster; "
             "run 'gnt-cluster init' first")
-    cfg = configmod.load_file(paths.config_file)
+    loaded = configmod.load_with_text(paths.config_file)
+    cfg = loaded.config
+    cfg.__dict__["_cache_loaded"] = loaded  # the writer takes the text parts (configwriter)
     check_master(paths, cfg)
     unknown = configmod.unknown_keys(cfg)
     if unknown:
@@ -171,6 +156,8 @@ def load_master_config(paths: Paths) -> ConfigData:
 class MasterDaemon(DaemonService):
     """ganeti-masterd: log and SIGHUP -> thread pool -> config -> LUXI."""
 
+    program = "ganeti-masterd"
+
     def __init__(self, reactor: Any, paths: Paths, cfg: ConfigData,
                  max_frame: int = constants.LUXI_MAX_FRAME, io_threads: int = 4,
                  run_blocking: BlockingRunner | None = None, durable: bool = True,
@@ -178,11 +165,13 @@ class MasterDaemon(DaemonService):
                  noded_port: int = constants.DEFAULT_NODED_PORT,
                  daemon_log: DaemonLog | None = None,
                  install_signal: SignalInstaller | None = None,
-                 watcher_interval: float = 0.0) -> None:
+                 watcher_interval: float = 0.0,
+                 process_exit: ProcessExit | None = None) -> None:
         """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one);
         ``rpc`` replaces the node RPC client (made from server.pem when first needed);
-        ``install_signal`` installs the SIGHUP handler (none on fake reactors)."""
-        super().__init__(reactor, daemon_log, install_signal)
+        ``install_signal`` installs the SIGHUP handler (none on fake reactors);
+        ``process_exit`` is the real process's (:class:`ganeti.daemon.ProcessExit`)."""
+        super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.paths = paths
         self.reactor = reactor
         self.noded_port = noded_port
@@ -192,17 +181,24 @@ class MasterDaemon(DaemonService):
             ThreadPoolService(pool).setServiceParent(self)
             run_blocking = functools.partial(threads.deferToThreadPool, reactor, pool)
         self.run_blocking = run_blocking
+        loaded = cfg.__dict__.pop("_cache_loaded", None)
         self.config_writer = ConfigWriter(paths.config_file, cfg, run_blocking, reactor,
+                                          text=loaded.text if loaded else None,
+                                          recovered=bool(loaded and (loaded.replayed
+                                                                     or loaded.torn)),
                                           durable=durable)
+        ConfigWriterService(self.config_writer).setServiceParent(self)
+        self.hooks = HooksRunner(self.rpc, paths.data_dir)
         self.replicator = Replicator(self.rpc, lambda: self.config_writer.config, paths,
                                      reactor, run_blocking)
         self.config_writer.set_distributor(self.replicator.distribute_config)
         self.events = EventBus(reactor)
-        self.locks = LockManager(reactor, nodes=[n.name for n in cfg.nodes.values()],
-                                 nodegroups=[g.name for g in cfg.nodegroups.values()],
+        # Keys as Ganeti's: node, group and network locks by UUID, instances by name
+        # (the lock monitor shows the keys, as Ganeti's does).
+        self.locks = LockManager(reactor, nodes=list(cfg.nodes),
+                                 nodegroups=list(cfg.nodegroups),
                                  instances=[i.name for i in cfg.instances.values()],
-                                 networks=[n.name for n in cfg.networks.values()])
-        self.locks.monitor_names = config_monitor_names(lambda: self.config_writer.config)
+                                 networks=list(cfg.networks))
         self.store = JobStore(paths, run_blocking, reactor, durable=durable)
         self.store.on_written = self.replicator.jobs_written
 
@@ -247,7 +243,9 @@ class MasterDaemon(DaemonService):
             except (OSError, ValueError, GenericError) as err:
                 raise OpExecError(f"Cannot load the cluster certificate "
                                   f"{self.paths.server_pem}: {err}", ECODE_ENVIRON) from None
-            self._rpc = RpcClient(self.reactor, cluster, self.noded_port)
+            # the calls' master-side encoders fill parameters from the config in force
+            self._rpc = RpcClient(self.reactor, cluster, self.noded_port,
+                                  config=lambda: self.config_writer.config)
         return self._rpc
 
     async def _live_node_info(self, nodes: list[Node]) -> dict[str, Any]:
@@ -267,22 +265,6 @@ class MasterDaemon(DaemonService):
         return {job_id: json.dumps(job.to_dict())
                 for job_id, job in self.queue.visible.items()}
 
-    def stopService(self) -> defer.Deferred[None]:
-        """Stop the children one at a time, last first, each after the previous is done.
-
-        MultiService stops them all at once; the queue's last file writes need
-        the thread pool, so the pool must outlive them.
-        """
-        service.Service.stopService(self)
-        return defer.Deferred.fromCoroutine(self._stop_in_order())
-
-    async def _stop_in_order(self) -> None:
-        for child in reversed(list(self)):
-            try:
-                await defer.maybeDeferred(child.stopService)
-            except Exception:
-                Logger().failure("Stopping {service} failed", service=child)
-
     def _lu_context(self, handle: JobHandle, job: QueuedJob) -> LUContext:
         return LUContext(config=self.config_writer, clock=self.reactor, locks=self.locks,
                          feedback=lambda kind, msg: self.queue.feedback(job, kind, msg),
@@ -291,4 +273,4 @@ class MasterDaemon(DaemonService):
                          owner=handle.owner, rpc=self.rpc, replicator=self.replicator,
                          run_blocking=self.run_blocking, job_texts=self._job_texts,
                          submit_jobs=self.queue.submit_many,
-                         queue_health=self.store.health)
+                         queue_health=self.store.health, hooks=self.hooks)

@@ -39,7 +39,11 @@ class Options(usage.Options):
 
 
 def makeService(options: Options) -> service.IService:
-    """Build the master daemon; refuses (exit 1, clear message) off the master."""
+    """Build the master daemon; refuses (exit 1, clear message) off the master.
+
+    The LUXI socket is made when twistd starts the service: one that cannot be
+    made fails the start with exit status 1 (:mod:`ganeti.daemon`).
+    """
     from twisted.internet import reactor
 
     from ganeti.master.service import MasterDaemon, load_master_config
@@ -49,8 +53,9 @@ def makeService(options: Options) -> service.IService:
         paths = Paths.from_env()
         cfg = load_master_config(paths)
     except GenericError as err:
-        raise SystemExit(f"ganeti-masterd: cannot start: {err}") from None
+        daemon.cannot_start(daemon_log, "ganeti-masterd", str(err))
     return MasterDaemon(reactor, paths, cfg, max_frame=options["max-frame"],
                         io_threads=options["io-threads"], daemon_log=daemon_log,
                         install_signal=daemon.sighup_installer(reactor),
-                        watcher_interval=options["watcher-interval"])
+                        watcher_interval=options["watcher-interval"],
+                        process_exit=daemon.ProcessExit())

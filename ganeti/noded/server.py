@@ -10,6 +10,7 @@ for a body over the limit.  A body over the limit is not buffered.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from twisted.internet import defer
@@ -18,7 +19,7 @@ from twisted.python.failure import Failure
 from twisted.web import http, resource, server
 
 from ganeti.core import rpcdefs
-from ganeti.noded.backend import Handler, NodeContext, RPCFail
+from ganeti.noded.backend.context import Handler, NodeContext, RPCFail
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024  # a config.data upload is the largest body
 
@@ -51,11 +52,12 @@ class NodeRpcResource(resource.Resource):
 
     isLeaf = True
 
-    def __init__(self, ctx: NodeContext, handlers: dict[str, Handler]) -> None:
+    def __init__(self, ctx: NodeContext, handlers: dict[str, Handler],
+                 calls: Mapping[str, rpcdefs.RpcCall] | None = None) -> None:
         super().__init__()
         self.ctx = ctx
-        self.calls = {name: (rpcdefs.CALLS[name], h) for name, h in handlers.items()
-                      if name in rpcdefs.CALLS}
+        table = rpcdefs.CALLS if calls is None else calls
+        self.calls = {name: (table[name], h) for name, h in handlers.items() if name in table}
 
     def render(self, request: server.Request) -> bytes | int:  # type: ignore[override]
         path = (request.path or b"").decode("utf-8", "replace")
@@ -80,6 +82,9 @@ class NodeRpcResource(resource.Resource):
         d = defer.maybeDeferred(handler, self.ctx, *args)
         d.addCallbacks(lambda result: self._finish(request, call.name, True, result),
                        lambda f: self._failed(request, call.name, f))
+        # The master went away (it cancelled the call, or its timeout passed):
+        # cancel the handler, which ends any child process it started
+        # (ganeti/noded/procs.py).
         request.notifyFinish().addErrback(lambda _: d.cancel())
         return server.NOT_DONE_YET
 
@@ -105,12 +110,14 @@ class NodeRpcResource(resource.Resource):
 
 
 def make_site(ctx: NodeContext, handlers: dict[str, Handler],
-              max_body: int = DEFAULT_MAX_BODY, reactor: Any = None) -> server.Site:
+              max_body: int = DEFAULT_MAX_BODY, reactor: Any = None,
+              calls: Mapping[str, rpcdefs.RpcCall] | None = None) -> server.Site:
     """The noded site: the RPC resource, requests with a body limit, no access log.
 
-    ``reactor`` runs the HTTP idle timeouts (default: ``ctx.clock``).
+    ``reactor`` runs the HTTP idle timeouts (default: ``ctx.clock``); ``calls``
+    is the table (default :data:`ganeti.core.rpcdefs.CALLS`; tests add calls).
     """
-    site = server.Site(NodeRpcResource(ctx, handlers),
+    site = server.Site(NodeRpcResource(ctx, handlers, calls),
                        reactor=reactor if reactor is not None else ctx.clock)
     limit = max_body
 

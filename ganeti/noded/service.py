@@ -1,5 +1,5 @@
 """The service tree of ganeti-noded: log and SIGHUP, memory lock, I/O threads, HTTPS
-listener (backlog :data:`ganeti.daemon.LISTEN_BACKLOG`)."""
+listener (backlog :data:`ganeti.daemon.LISTEN_BACKLOG`), built with :mod:`ganeti.daemon`."""
 
 from __future__ import annotations
 
@@ -9,15 +9,21 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer
-from twisted.internet.endpoints import SSL4ServerEndpoint
 from twisted.internet.interfaces import IListeningPort
 from twisted.logger import Logger
 from twisted.python.threadpool import ThreadPool
 from twisted.web import server
 
-from ganeti.daemon import LISTEN_BACKLOG, DaemonLog, DaemonService, SignalInstaller
-from ganeti.noded.tap import reactor_stopper
+from ganeti.daemon import (
+    LISTEN_BACKLOG,
+    DaemonLog,
+    DaemonService,
+    ListenService,
+    ProcessExit,
+    SignalInstaller,
+    StepService,
+    ThreadPoolService,
+)
 from ganeti.noded.tls import ClusterServerContextFactory
 
 MCL_CURRENT = 1
@@ -42,55 +48,39 @@ def lock_memory(libc: Any = None) -> bool:
 
 
 class NodeDaemon(DaemonService):
-    """Starts log, SIGHUP hooks, mlock and thread pool, then listens; stops in reverse."""
+    """Log, SIGHUP hooks, memory lock, thread pool, then the HTTPS listener; stops in
+    reverse.  A listener that cannot listen fails the start (:mod:`ganeti.daemon`)."""
+
+    program = "ganeti-noded"
 
     def __init__(self, reactor: Any, site: server.Site, pool: ThreadPool,
                  tls: ClusterServerContextFactory, port: int, bind: str, mlock: bool,
                  lock: Callable[[], bool] = lock_memory,
                  daemon_log: DaemonLog | None = None,
-                 install_signal: SignalInstaller | None = None) -> None:
-        super().__init__(reactor, daemon_log, install_signal)
-        self.reactor = reactor
+                 install_signal: SignalInstaller | None = None,
+                 process_exit: ProcessExit | None = None) -> None:
+        super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.site = site
         self.pool = pool
         self.tls = tls
         self.port = port
         self.bind = bind
         self.mlock = mlock
-        self._lock = lock
-        self.listening: IListeningPort | None = None
+        # the log first, so that the memory lock is logged in it
+        StepService("memory lock", start=lock if mlock else None).setServiceParent(self)
+        ThreadPoolService(pool).setServiceParent(self)
+        self.listener = ListenService(
+            f"{bind}:{port} (TCP, TLS)",
+            lambda: reactor.listenSSL(port, site, tls, backlog=LISTEN_BACKLOG, interface=bind),
+            announce=self._listening)
+        self.listener.setServiceParent(self)
 
-    def startService(self) -> None:
-        super().startService()  # the log first, so that the memory lock is logged in it
-        if self.mlock:
-            self._lock()
-        self.pool.start()
-        endpoint = SSL4ServerEndpoint(self.reactor, self.port, self.tls,
-                                      backlog=LISTEN_BACKLOG, interface=self.bind)
-        d = endpoint.listen(self.site)
-        d.addCallback(self._listening)
-        d.addErrback(self._listen_failed)
+    @property
+    def listening(self) -> IListeningPort | None:
+        """The listening port while listening."""
+        return self.listener.port
 
     def _listening(self, port: IListeningPort) -> None:
-        self.listening = port
         log.info("ganeti-noded listening on {bind}:{port} (cluster certificate {fp})",
                  bind=self.bind, port=getattr(port.getHost(), "port", self.port),
                  fp=self.tls.cluster.fingerprint)
-
-    def _listen_failed(self, failure: Any) -> None:
-        log.failure("ganeti-noded cannot listen on {bind}:{port}", failure,
-                    bind=self.bind, port=self.port)
-        # twistd starts the services before the reactor runs, and stopping a
-        # reactor that does not run yet raises: stop it once it runs.
-        self.reactor.callWhenRunning(reactor_stopper(self.reactor))
-
-    def stopService(self) -> defer.Deferred[None]:
-        return defer.Deferred.fromCoroutine(self._stop())
-
-    async def _stop(self) -> None:
-        if self.listening is not None:
-            await defer.maybeDeferred(self.listening.stopListening)
-            self.listening = None
-        if self.pool.started:
-            self.pool.stop()
-        await defer.maybeDeferred(super().stopService)

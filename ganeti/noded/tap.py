@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Any
 
 from twisted.application import service
-from twisted.internet.error import ReactorNotRunning
 from twisted.python import usage
 
 from ganeti import daemon
 from ganeti.core import constants, ssconf
 from ganeti.core.errors import GenericError
 from ganeti.core.paths import Paths
+from ganeti.daemon import reactor_stopper
 
 ANY_ADDRESS = "0.0.0.0"
-
-
-def reactor_stopper(reactor: Any) -> Callable[[], None]:
-    """Stop ``reactor`` (twistd then stops the services); a no-op once it is stopping."""
-    def stop() -> None:
-        try:
-            reactor.stop()
-        except ReactorNotRunning:
-            pass
-    return stop
 
 
 class Options(usage.Options):
@@ -46,9 +34,6 @@ class Options(usage.Options):
         ["bind", "b", None,
          "Address to listen on (default: this node's primary IP from ssconf, else 0.0.0.0)"],
         ["port", "p", constants.DEFAULT_NODED_PORT, "TCP port to listen on", int],
-        ["log-file", None, None,
-         "Also log to this file (reopened on SIGHUP; written once if it is twistd's "
-         "--logfile too); if it cannot be opened, log without it"],
         ["max-body", None, 64 * 1024 * 1024, "Largest request body accepted, in bytes", int],
         ["io-threads", None, 4, "Threads for blocking disk work", int],
     ]
@@ -63,29 +48,35 @@ class Options(usage.Options):
 
 
 def makeService(options: Options) -> service.IService:
-    """Build the node daemon; exits with a message if server.pem cannot be loaded."""
+    """Build the node daemon; exits with a message if server.pem cannot be loaded.
+
+    Listening happens when twistd starts the service: a port in use fails the
+    start with exit status 1 (:mod:`ganeti.daemon`).
+    """
     from twisted.internet import reactor
     from twisted.python.threadpool import ThreadPool
 
-    from ganeti.noded.backend import NodeContext, handlers, thread_runner
+    from ganeti.noded.backend.context import NodeContext, thread_runner
+    from ganeti.noded.backend.registry import handlers
     from ganeti.noded.server import make_site
     from ganeti.noded.service import NodeDaemon
     from ganeti.noded.tls import ClusterServerContextFactory
     from ganeti.rpc.tls import ClusterCertificate
 
-    daemon_log = daemon.setup_log(options, "ganeti-noded", options["log-file"])
+    daemon_log = daemon.setup_log(options, "ganeti-noded")
     try:
         paths = Paths.from_env()
         cluster = ClusterCertificate.from_file(paths.server_pem)
     except (GenericError, OSError, ValueError) as err:
-        raise SystemExit(f"ganeti-noded: cannot start: {err}") from None
+        daemon.cannot_start(daemon_log, "ganeti-noded", str(err))
     bind = options["bind"] or ssconf.node_primary_ip(paths) or ANY_ADDRESS
     pool = ThreadPool(minthreads=1, maxthreads=options["io-threads"], name="noded-io")
     ctx = NodeContext(paths=paths, clock=reactor, run=thread_runner(reactor, pool),
                       shutdown=reactor_stopper(reactor),
-                      manage_confd=bool(options["manage-confd"]))
+                      manage_confd=bool(options["manage-confd"]), processes=reactor)
     site = make_site(ctx, handlers(), max_body=options["max-body"])
     return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
                       port=options["port"], bind=bind,
                       mlock=os.geteuid() == 0 and not options["no-mlock"],
-                      daemon_log=daemon_log, install_signal=daemon.sighup_installer(reactor))
+                      daemon_log=daemon_log, install_signal=daemon.sighup_installer(reactor),
+                      process_exit=daemon.ProcessExit())

@@ -6,21 +6,22 @@ and result schemas from each :class:`~ganeti.rapi.routing.Method`, and the
 request body of an opcode-backed method from the opcode's parameter
 declarations (minus the parameters the URL sets, plus renamed keys).
 
-``python -m ganeti.rapi.openapi > docs/rapi-openapi.json`` writes the
-document that is kept in the repository; a test checks that it is current.
+The route table itself (:mod:`ganeti.rapi.routes`) includes the route
+serving this document (:func:`document_route`), given the table to describe;
+``python -m ganeti.rapi.routes > docs/rapi-openapi.json`` writes the document
+that is kept in the repository; a test checks that it is current.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ganeti.core import opcodes
 from ganeti.core.opcodes import Kind, KindMismatch, Param, kinds
 from ganeti.rapi.resources.common import OpcodeBody
-from ganeti.rapi.routing import JOB_ID_PATTERN, NAME_PATTERN, Method, Route
+from ganeti.rapi.routing import JOB_ID_PATTERN, NAME_PATTERN, Method, Request, Route
 
 OPENAPI_VERSION = "3.0.3"
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
@@ -398,13 +399,18 @@ def render(document: Mapping[str, Any]) -> str:
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
-def main() -> int:
-    """Print the document of the real route table."""
-    from ganeti.rapi.resources import ROUTES
+def document_route(routes: Callable[[], Sequence[Route]]) -> Route:
+    """``/2/openapi.json``: the document of ``routes()`` (the whole table, this route
+    included), built on the first request."""
+    document: dict[str, Any] = {}
 
-    sys.stdout.write(render(build_document(ROUTES)))
-    return 0
+    async def get_openapi(request: Request) -> dict[str, Any]:
+        """The OpenAPI 3.0 document of this API (built once)."""
+        if not document:
+            document.update(build_document(routes()))
+        return document
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return Route("/2/openapi.json", {"GET": Method(
+        get_openapi, "This API as an OpenAPI 3.0 document",
+        schema={"type": "object", "description": "An OpenAPI 3.0.3 document"})},
+        "The OpenAPI document")

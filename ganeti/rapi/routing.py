@@ -2,7 +2,7 @@
 
 Every resource is declared once, as a :class:`Route` with one
 :class:`Method` per HTTP method.  The HTTP server dispatches from the table
-(``ganeti.rapi.resources.ROUTES``), checks access and the query parameters
+(``ganeti.rapi.routes.ROUTES``), checks access and the query parameters
 against it, and the OpenAPI document is generated from it: nothing about a
 resource is written twice.
 

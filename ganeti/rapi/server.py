@@ -31,8 +31,8 @@ Two routes are built in (:data:`BUILTIN_ROUTES`): the WebSocket feed
 ``/2/feed`` (handed to the feed resource once access is granted) and the
 dashboard's files under ``/dashboard/``.
 
-:func:`make_site` adapts the app to twisted.web (:mod:`ganeti.rapi.web`:
-per-address connection shares, request deadlines, the body limit, large
+:func:`ganeti.rapi.web.make_site` adapts the app to twisted.web
+(per-address connection shares, request deadlines, the body limit, large
 answers written as the client reads them, the access log).
 """
 
@@ -46,7 +46,7 @@ import math
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from twisted.internet import defer, task
 from twisted.internet.interfaces import IReactorTime
@@ -58,24 +58,12 @@ from twisted.web.resource import IResource
 from ganeti.core import errors as gerrors
 from ganeti.core.serializer import load_json
 from ganeti.rapi import errors
-from ganeti.rapi.accesslog import AccessLog
 from ganeti.rapi.auth import Authenticator, LoginThrottle, UserEntry, UsersFile
 from ganeti.rapi.coalesce import Coalescer
-from ganeti.rapi.limits import (
-    DEFAULT_MAX_CLIENTS,
-    DEFAULT_PER_ADDRESS,
-    DEFAULT_RESERVE,
-    AddressLog,
-    ConnectionGate,
-    HeavyReads,
-    Release,
-)
+from ganeti.rapi.limits import AddressLog, HeavyReads, Release
 from ganeti.rapi.output import encode_json
 from ganeti.rapi.routing import Luxi, Method, Request, Route, query_key
 from ganeti.rapi.staticfiles import StaticFiles
-
-if TYPE_CHECKING:
-    from ganeti.rapi.web import RapiSite
 
 log = Logger()
 
@@ -251,7 +239,7 @@ class _RouteIndex:
 class RapiApp:
     """The request-processing core (no sockets); see the module docstring.
 
-    ``routes`` defaults to ``ganeti.rapi.resources.ROUTES``; the built-in
+    ``routes`` defaults to ``ganeti.rapi.routes.ROUTES``; the built-in
     feed route is served only with a ``websocket`` factory, the dashboard only
     with a ``static_dir``.
     """
@@ -264,8 +252,8 @@ class RapiApp:
                  throttle: LoginThrottle | None = None, coalesce: bool = True,
                  heavy: HeavyReads | None = None) -> None:
         if routes is None:
-            from ganeti.rapi import resources  # written separately; imported when used
-            routes = resources.ROUTES
+            from ganeti.rapi import routes as table  # written separately; imported when used
+            routes = table.ROUTES
         builtin = [r for r in BUILTIN_ROUTES
                    if (r.kind == "websocket" and websocket is not None)
                    or (r.kind == "static" and static_dir is not None)]
@@ -529,25 +517,3 @@ def _holding(result: Response | defer.Deferred[Response],
         release()
         return failure
     return result.addCallbacks(lambda r: dataclasses.replace(r, release=release), failed)
-
-
-def make_site(app: RapiApp, access_log: AccessLog, reactor: Any, timeout: float = 60.0,
-              max_clients: int = DEFAULT_MAX_CLIENTS, per_address: int | None = None,
-              reserve: int | None = None, request_timeout: float | None = None
-              ) -> RapiSite:
-    """The twisted.web site for ``app`` (:mod:`ganeti.rapi.web`).
-
-    Idle connections close after ``timeout`` s; a request must arrive within
-    ``request_timeout`` s (10 by default).  ``max_clients`` should be the
-    listener's ``--max-clients``: one address holds at most ``per_address``
-    connections, and the last ``reserve`` places are kept for addresses
-    without one (both a tenth of ``max_clients`` by default: 100 of 1000).
-    """
-    from ganeti.rapi.web import DEFAULT_REQUEST_TIMEOUT, RapiSite
-
-    share = max(1, max_clients * DEFAULT_PER_ADDRESS // DEFAULT_MAX_CLIENTS)
-    kept = max_clients * DEFAULT_RESERVE // DEFAULT_MAX_CLIENTS
-    gate = ConnectionGate(max_clients, share if per_address is None else per_address,
-                          kept if reserve is None else reserve)
-    return RapiSite(app, access_log, reactor, timeout, gate,
-                    DEFAULT_REQUEST_TIMEOUT if request_timeout is None else request_timeout)

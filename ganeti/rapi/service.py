@@ -4,9 +4,10 @@ Start order: the daemon's log and SIGHUP hooks (:mod:`ganeti.daemon`), the
 access log is opened and the users file read, the optional feed starts
 (``on_start``), and only then the daemon listens (backlog
 :data:`ganeti.daemon.LISTEN_BACKLOG`), so that no request arrives before the
-users are known.  SIGHUP re-reads the users file and reopens the access log
-and the daemon's log.  Stop runs in reverse: stop listening, stop the feed,
-close the LUXI connections, close the access log.
+users are known; a port that cannot be listened on fails the start (exit
+status 1).  SIGHUP re-reads the users file and reopens the access log and the
+daemon's log.  Stop runs in reverse: stop listening, stop the feed, close the
+LUXI connections, close the access log.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from OpenSSL import SSL
-from twisted.internet import defer
-from twisted.internet.error import CannotListenError, ReactorNotRunning
 from twisted.internet.interfaces import (
     IListeningPort,
     IOpenSSLContextFactory,
@@ -31,7 +30,15 @@ from twisted.logger import Logger
 from twisted.protocols.policies import WrappingFactory
 from twisted.protocols.tls import TLSMemoryBIOFactory
 
-from ganeti.daemon import LISTEN_BACKLOG, DaemonLog, DaemonService, SignalInstaller
+from ganeti.daemon import (
+    LISTEN_BACKLOG,
+    DaemonLog,
+    DaemonService,
+    ListenService,
+    ProcessExit,
+    SignalInstaller,
+    StepService,
+)
 from ganeti.rapi.accesslog import AccessLog
 from ganeti.rapi.auth import UsersFile
 
@@ -110,7 +117,13 @@ def listening_factory(site: IProtocolFactory, tls: IOpenSSLContextFactory | None
 
 
 class RapiDaemon(DaemonService):
-    """ganeti-rapi; see the module docstring for the start and stop order."""
+    """ganeti-rapi; see the module docstring for the start and stop order.
+
+    Every step is a child service (:mod:`ganeti.daemon`); a port that cannot be
+    listened on fails the start, after the steps before it were undone.
+    """
+
+    program = "ganeti-rapi"
 
     def __init__(self, reactor: Any, site: IProtocolFactory, users: UsersFile,
                  access_log: AccessLog, port: int, bind: str, tls: IOpenSSLContextFactory | None,
@@ -118,10 +131,10 @@ class RapiDaemon(DaemonService):
                  on_start: Callable[[], object] | None = None,
                  on_stop: Callable[[], object] | None = None,
                  install_signal: SignalInstaller | None = None,
-                 daemon_log: DaemonLog | None = None) -> None:
+                 daemon_log: DaemonLog | None = None,
+                 process_exit: ProcessExit | None = None) -> None:
         """``install_signal`` installs the SIGHUP handler (none on fake reactors)."""
-        super().__init__(reactor, daemon_log, install_signal)
-        self.reactor = reactor
+        super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.site = site
         self.users = users
         self.access_log = access_log
@@ -132,53 +145,33 @@ class RapiDaemon(DaemonService):
         self.luxi = luxi
         self.on_start = on_start
         self.on_stop = on_stop
-        self.listening: IListeningPort | None = None
         # UsersFile.load reads the file even if its stamp looks unchanged (an
         # edit within the same second and size is only seen this way).
         self.reloader.add_hook("re-read the RAPI users file", self.users.load)
         self.reloader.add_hook("reopen the access log", self.access_log.reopen)
+        StepService("access log", start=access_log.open,
+                    stop=access_log.close).setServiceParent(self)
+        StepService("users file", start=users.load).setServiceParent(self)
+        StepService("LUXI connections", stop=getattr(luxi, "close", None)).setServiceParent(self)
+        StepService("job feed", start=on_start, stop=on_stop).setServiceParent(self)
+        scheme = "TCP, TLS" if tls is not None else "TCP, no TLS"
+        self.listener = ListenService(
+            f"{bind}:{port} ({scheme})",
+            lambda: reactor.listenTCP(port, listening_factory(site, tls, max_clients),
+                                      backlog=LISTEN_BACKLOG, interface=bind),
+            announce=self._listening)
+        self.listener.setServiceParent(self)
+
+    @property
+    def listening(self) -> IListeningPort | None:
+        """The listening port while listening."""
+        return self.listener.port
 
     def reload(self) -> None:
         """What SIGHUP does: run every reload hook now."""
         self.reloader.reload()
 
-    def startService(self) -> None:
-        super().startService()
-        self.access_log.open()
-        self.users.load()
-        if self.on_start is not None:
-            self.on_start()
-        factory = listening_factory(self.site, self.tls, self.max_clients)
-        try:
-            self.listening = self.reactor.listenTCP(self.port, factory, backlog=LISTEN_BACKLOG,
-                                                    interface=self.bind)
-        except CannotListenError as err:
-            log.error("ganeti-rapi cannot listen on {bind}:{port}: {error}", bind=self.bind,
-                      port=self.port, error=err)
-            # twistd starts services before the reactor runs; stop it once it runs
-            self.reactor.callWhenRunning(self._stop_reactor)
-            return
+    def _listening(self, port: IListeningPort) -> None:
         scheme = "https" if self.tls is not None else "http (no TLS: --no-ssl)"
         log.info("ganeti-rapi listening on {bind}:{port} ({scheme})", bind=self.bind,
-                 port=getattr(self.listening.getHost(), "port", self.port), scheme=scheme)
-
-    def _stop_reactor(self) -> None:
-        try:
-            self.reactor.stop()
-        except ReactorNotRunning:
-            pass
-
-    def stopService(self) -> defer.Deferred[None]:
-        return defer.Deferred.fromCoroutine(self._stop())
-
-    async def _stop(self) -> None:
-        if self.listening is not None:
-            port, self.listening = self.listening, None
-            await defer.maybeDeferred(port.stopListening)
-        if self.on_stop is not None:
-            await defer.maybeDeferred(self.on_stop)
-        close = getattr(self.luxi, "close", None)
-        if close is not None:
-            close()
-        await defer.maybeDeferred(super().stopService)
-        self.access_log.close()
+                 port=getattr(port.getHost(), "port", self.port), scheme=scheme)

@@ -120,6 +120,9 @@ def make_service(options: Options, paths: Paths | None = None,
                  on_stop: Callable[[], object] | None = None) -> service.IService:
     """Build ganeti-rapi; exits with a message off the master or without a usable rapi.pem.
 
+    The port is listened on when twistd starts the service: one in use fails
+    the start with exit status 1 (:mod:`ganeti.daemon`).
+
     ``websocket`` makes the feed resource served at ``/2/feed``; ``on_start``
     and ``on_stop`` run when the daemon starts and stops (the feed relay).
     """
@@ -129,8 +132,9 @@ def make_service(options: Options, paths: Paths | None = None,
     from ganeti.luxi.twclient import AsyncLuxiClient
     from ganeti.rapi.accesslog import AccessLog
     from ganeti.rapi.auth import UsersFile
-    from ganeti.rapi.server import RapiApp, make_site
+    from ganeti.rapi.server import RapiApp
     from ganeti.rapi.service import RapiDaemon
+    from ganeti.rapi.web import make_site
 
     daemon_log = daemon.setup_log(options, "ganeti-rapi")
     if paths is None:
@@ -143,7 +147,7 @@ def make_service(options: Options, paths: Paths | None = None,
         try:
             tls = load_tls(paths.rapi_pem)
         except ConfigurationError as err:
-            raise SystemExit(f"ganeti-rapi: cannot start: {err}") from None
+            daemon.cannot_start(daemon_log, "ganeti-rapi", str(err))
     luxi = AsyncLuxiClient(reactor, paths.luxi_socket)
     users = UsersFile(paths.rapi_users, reactor)
     access_log = AccessLog(os.path.join(paths.log_dir, constants.RAPI_ACCESS_LOG), reactor)
@@ -158,7 +162,8 @@ def make_service(options: Options, paths: Paths | None = None,
                       bind=options["bind"], tls=tls,
                       max_clients=options["max-clients"], luxi=luxi, on_start=on_start,
                       on_stop=on_stop, daemon_log=daemon_log,
-                      install_signal=daemon.sighup_installer(reactor))
+                      install_signal=daemon.sighup_installer(reactor),
+                      process_exit=daemon.ProcessExit())
 
 
 def makeService(options: Options) -> service.IService:

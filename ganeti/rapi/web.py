@@ -1,6 +1,6 @@
 """The twisted.web adapter of the RAPI app (:class:`ganeti.rapi.server.RapiApp`).
 
-:class:`RapiSite` (built by :func:`ganeti.rapi.server.make_site`) serves one
+:class:`RapiSite` (built by :func:`make_site`) serves one
 leaf resource that hands every request to the app.  Against clients that
 hold connections without using them:
 
@@ -36,7 +36,14 @@ from zope.interface import directlyProvides, providedBy
 
 from ganeti.rapi import errors
 from ganeti.rapi.accesslog import AccessLog
-from ganeti.rapi.limits import AddressLog, ConnectionGate, peer_host
+from ganeti.rapi.limits import (
+    DEFAULT_MAX_CLIENTS,
+    DEFAULT_PER_ADDRESS,
+    DEFAULT_RESERVE,
+    AddressLog,
+    ConnectionGate,
+    peer_host,
+)
 from ganeti.rapi.output import DEFAULT_STALL_TIMEOUT, STREAM_THRESHOLD, BodyProducer
 from ganeti.rapi.server import HeaderView, RapiApp, Response, error_response
 
@@ -331,3 +338,23 @@ class RapiSite(server.Site):
 
     def log(self, request: http.Request) -> None:
         """Requests are logged by :class:`RapiResource` in the RAPI access log."""
+
+
+def make_site(app: RapiApp, access_log: AccessLog, reactor: Any, timeout: float = 60.0,
+              max_clients: int = DEFAULT_MAX_CLIENTS, per_address: int | None = None,
+              reserve: int | None = None, request_timeout: float | None = None
+              ) -> RapiSite:
+    """The twisted.web site for ``app``.
+
+    Idle connections close after ``timeout`` s; a request must arrive within
+    ``request_timeout`` s (10 by default).  ``max_clients`` should be the
+    listener's ``--max-clients``: one address holds at most ``per_address``
+    connections, and the last ``reserve`` places are kept for addresses
+    without one (both a tenth of ``max_clients`` by default: 100 of 1000).
+    """
+    share = max(1, max_clients * DEFAULT_PER_ADDRESS // DEFAULT_MAX_CLIENTS)
+    kept = max_clients * DEFAULT_RESERVE // DEFAULT_MAX_CLIENTS
+    gate = ConnectionGate(max_clients, share if per_address is None else per_address,
+                          kept if reserve is None else reserve)
+    return RapiSite(app, access_log, reactor, timeout, gate,
+                    DEFAULT_REQUEST_TIMEOUT if request_timeout is None else request_timeout)

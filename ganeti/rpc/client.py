@@ -8,11 +8,18 @@ Answers are input from another machine: a reply body is read up to
 :data:`MAX_REPLY_BODY` bytes and parsed with a bounded nesting depth, so a
 broken or hostile node daemon gives a failed :class:`RpcResult`, never an
 exception or unbounded memory in the master.
+
+Arguments go through the call's master-side encoders first (with the
+config from the client's ``config`` source), per node where the call says
+so; a successful payload goes through the call's decoder.  Cancelling the
+Deferred of :meth:`RpcClient.call` aborts every request still running (the
+node daemon then ends what it started for it) and fails with
+CancelledError, unlike a call's own timeout, which gives failed results.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -25,7 +32,11 @@ from twisted.web.iweb import IBodyProducer
 from zope.interface import implementer
 
 from ganeti.core import rpcdefs
+from ganeti.rpc.result import RpcResult
 from ganeti.rpc.tls import ClusterCertificate, ClusterTLSPolicy
+
+__all__ = ["CONNECT_TIMEOUT", "MAX_REPLY_BODY", "OFFLINE_MSG", "NodeTarget", "ReplyTooLarge",
+           "RpcClient", "RpcResult", "read_body"]
 
 OFFLINE_MSG = "Node is marked offline"
 CONNECT_TIMEOUT = 10.0
@@ -73,25 +84,18 @@ class _BoundedBody(protocol.Protocol):
 
 def read_body(response: Any, limit: int = MAX_REPLY_BODY) -> defer.Deferred[bytes]:
     """The body of ``response``; errbacks with :class:`ReplyTooLarge` past ``limit``."""
-    done: defer.Deferred[bytes] = defer.Deferred()
-    response.deliverBody(_BoundedBody(limit, done))
+    body: _BoundedBody | None = None
+
+    def cancel(d: defer.Deferred[bytes]) -> None:
+        # drop the connection: the rest of the body is never read
+        if body is not None and body.transport is not None:
+            body.done = None
+            cast(IPushProducer, body.transport).stopProducing()
+
+    done: defer.Deferred[bytes] = defer.Deferred(cancel)
+    body = _BoundedBody(limit, done)
+    response.deliverBody(body)
     return done
-
-
-@dataclass(frozen=True)
-class RpcResult:
-    """The outcome of one call on one node.
-
-    ``success`` with ``payload`` when the node ran the call; otherwise
-    ``fail_msg`` says why (node error, HTTP error, connection, timeout), and
-    ``offline`` is set when the node was not contacted because it is offline.
-    """
-
-    node: str
-    success: bool
-    payload: Any = None
-    fail_msg: str | None = None
-    offline: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,20 +149,35 @@ class _QuietClientFactory(webclient._HTTP11ClientFactory):
     noisy = False
 
 
+class _CallState:
+    """Whether the caller cancelled a call (as opposed to the call's own timeout)."""
+
+    cancelled = False
+
+
+ConfigSource = Callable[[], Any]
+
+
 class RpcClient:
     """Make node RPC calls with mutual TLS on the cluster certificate.
 
     ``reactor`` must provide TCP and time; ``cluster`` is the loaded
-    ``server.pem``.  Call :meth:`close` when done (it drops pooled
-    connections and their timers).
+    ``server.pem``.  ``config`` returns the current config for the calls'
+    master-side encoders (none: encoders see ``config=None``); ``calls`` is
+    the table (default :data:`ganeti.core.rpcdefs.CALLS`).  Call
+    :meth:`close` when done (it drops pooled connections and their timers).
     """
 
     def __init__(self, reactor: Any, cluster: ClusterCertificate,
                  port: int, connect_timeout: float = CONNECT_TIMEOUT,
-                 max_per_node: int = 2, max_reply: int = MAX_REPLY_BODY) -> None:
+                 max_per_node: int = 2, max_reply: int = MAX_REPLY_BODY,
+                 config: ConfigSource | None = None,
+                 calls: Mapping[str, rpcdefs.RpcCall] | None = None) -> None:
         self.reactor = reactor
         self.port = port
         self.max_reply = max_reply
+        self.config = config
+        self.calls = rpcdefs.CALLS if calls is None else calls
         self.pool = webclient.HTTPConnectionPool(reactor, persistent=True)
         self.pool._factory = _QuietClientFactory  # no log line per new node connection
         self.pool.maxPersistentPerHost = max_per_node
@@ -177,28 +196,56 @@ class RpcClient:
         try:
             data = await read_body(response, self.max_reply)
         except ReplyTooLarge as err:
-            return RpcResult(node.name, False, fail_msg=f"HTTP {response.code}: {err}")
+            return self._failed(node, call, f"HTTP {response.code}: {err}")
         try:
             success, payload = rpcdefs.decode_reply(data)
         except rpcdefs.RpcReplyError as err:
-            return RpcResult(node.name, False, fail_msg=f"HTTP {response.code}: {err}")
+            return self._failed(node, call, f"HTTP {response.code}: {err}")
         if response.code != 200:
-            return RpcResult(node.name, False, fail_msg=f"HTTP {response.code}: {payload}")
-        if success:
-            return RpcResult(node.name, True, payload=payload)
-        return RpcResult(node.name, False, fail_msg=str(payload))
+            return self._failed(node, call, f"HTTP {response.code}: {payload}")
+        if not success:
+            return self._failed(node, call, str(payload))
+        try:
+            value = call.decode_payload(payload)
+        except rpcdefs.RpcReplyError as err:
+            return self._failed(node, call, str(err))
+        return RpcResult(node.name, True, payload=value, call=call.name)
+
+    @staticmethod
+    def _failed(node: NodeTarget, call: rpcdefs.RpcCall, message: str) -> RpcResult:
+        return RpcResult(node.name, False, fail_msg=message, call=call.name)
 
     def _one(self, node: NodeTarget, call: rpcdefs.RpcCall, body: bytes,
-             timeout: float) -> defer.Deferred[RpcResult]:
+             timeout: float, state: _CallState) -> defer.Deferred[RpcResult]:
         if node.offline:
-            return defer.succeed(RpcResult(node.name, False, fail_msg=OFFLINE_MSG, offline=True))
+            return defer.succeed(RpcResult(node.name, False, fail_msg=OFFLINE_MSG, offline=True,
+                                           call=call.name))
         d = defer.Deferred.fromCoroutine(self._request(node, call, body))
         d.addTimeout(timeout, self.reactor)
 
         def failed(f: Failure) -> RpcResult:
-            return RpcResult(node.name, False, fail_msg=f"{call.name} on {node.name}: "
-                                                       f"{_describe(f, timeout)}")
+            if state.cancelled:
+                f.raiseException()  # the caller cancelled: no result, the call fails whole
+            return self._failed(node, call, f"{call.name} on {node.name}: "
+                                            f"{_describe(f, timeout)}")
         return d.addErrback(failed)
+
+    def _bodies(self, call: rpcdefs.RpcCall, args: Sequence[Any],
+                targets: list[NodeTarget]) -> dict[str, bytes]:
+        """The checked request body of each target (one shared body unless per node)."""
+        config = self.config() if self.config is not None else None
+        if not call.per_node:
+            wire = call.encode_args(args, rpcdefs.EncodeContext(config))
+            body = rpcdefs.encode_request(call, wire)
+            return {n.name: body for n in targets}
+        bodies: dict[str, bytes] = {}
+        for n in targets:
+            if n.offline:
+                bodies[n.name] = b""
+                continue
+            wire = call.encode_args(args, rpcdefs.EncodeContext(config, n.name))
+            bodies[n.name] = rpcdefs.encode_request(call, wire)
+        return bodies
 
     def call(self, nodes: Iterable[NodeTarget | Sequence[Any]], call_name: str,
              args: Sequence[Any] = (), timeout: float | None = None
@@ -206,17 +253,41 @@ class RpcClient:
         """Run ``call_name`` on every node concurrently; one RpcResult per node name.
 
         ``nodes`` holds NodeTargets or ``(name, ip, offline)`` tuples.  The
-        timeout defaults to the call's class in the table.  Bad arguments
-        raise RpcArgumentError at once; node failures never fail the Deferred.
+        timeout defaults to the call's declaration (seconds, or a function of
+        the arguments); ``timeout`` overrides it (up to a day, Ganeti's
+        longest).  Bad arguments or a bad timeout raise RpcArgumentError at
+        once; node failures never fail the Deferred.  Cancelling it aborts
+        the requests still running and fails it with CancelledError.
         """
-        call = rpcdefs.get_call(call_name)
-        body = rpcdefs.encode_request(call, list(args))
-        tmo = float(call.timeout if timeout is None else timeout)
+        call = self.calls.get(call_name)
+        if call is None:
+            raise rpcdefs.RpcArgumentError(f"unknown RPC call {call_name!r}")
         targets = [n if isinstance(n, NodeTarget) else NodeTarget(n[0], n[1], bool(n[2]))
                    for n in nodes]
-        ds = [self._one(n, call, body, tmo) for n in targets]
-        gathered = defer.gatherResults(ds)
-        return gathered.addCallback(lambda results: {r.node: r for r in results})
+        bodies = self._bodies(call, args, targets)
+        tmo = (call.timeout_for(list(args)) if timeout is None
+               else rpcdefs.check_timeout(timeout, f"{call_name}: timeout"))
+        state = _CallState()
+        ds = [self._one(n, call, bodies[n.name], tmo, state) for n in targets]
+
+        def cancel(_: defer.Deferred[dict[str, RpcResult]]) -> None:
+            state.cancelled = True
+            for d in ds:
+                d.cancel()
+
+        result: defer.Deferred[dict[str, RpcResult]] = defer.Deferred(cancel)
+
+        def gathered(outcomes: list[tuple[bool, Any]]) -> None:
+            if result.called or state.cancelled:
+                return  # cancel() errbacks the result itself
+            failures = [value for ok, value in outcomes if not ok]
+            if failures:  # a bug, not a node problem: _one turns those into results
+                result.errback(failures[0])
+                return
+            result.callback({r.node: r for _, r in outcomes})
+
+        defer.DeferredList(ds, consumeErrors=True).addCallback(gathered)
+        return result
 
     def close(self) -> defer.Deferred[None]:
         """Close pooled connections."""

@@ -14,7 +14,7 @@ import sys
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.cli import daemons, vcluster, vcluster_demo
+from ganeti.cli import daemons, vcluster, vcluster_demo, vcluster_tool
 from ganeti.cli.framework import build_parser
 from ganeti.core import config as configmod
 from ganeti.core import constants, errors
@@ -76,6 +76,13 @@ class FakeDaemons:
     def wait_for(self, check, timeout, interval=0.05):
         return check()
 
+    def log_size(self, path):
+        return 0
+
+    def wait_answering(self, paths, daemon, answers, log_offset, timeout=0):
+        if not answers():
+            raise errors.CommandError(f"{daemon} on {paths.hostname} did not answer")
+
 
 class JobMaster:
     """A master that runs every submitted job at once: success, or the error the test sets
@@ -131,7 +138,7 @@ class VClusterTest(SynchronousTestCase):
             self.luxi_paths.append(paths)
             return self.master
 
-        code = vcluster.main(list(argv), stdout=out, stderr=err, environ={},
+        code = vcluster_tool.main(list(argv), stdout=out, stderr=err, environ={},
                              luxi_factory=factory)
         return code, out.getvalue(), err.getvalue()
 
@@ -514,7 +521,7 @@ class VClusterTest(SynchronousTestCase):
             self.assertFalse(os.path.exists(self.dir))
 
     def test_defaults(self):
-        parser = build_parser("ganeti-vcluster", "", vcluster.COMMANDS, io.StringIO())
+        parser = build_parser("ganeti-vcluster", "", vcluster_tool.COMMANDS, io.StringIO())
         create = parser.parse_args(["create", "d"])
         self.assertEqual((create.nodes, create.ip_base, create.domain), (1, "127.0.1.",
                                                                          "vcluster.test"))

@@ -16,7 +16,8 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import constants, rpcdefs
 from ganeti.core.paths import Paths
 from ganeti.noded import tap
-from ganeti.noded.backend import NodeContext, confd_role, files, inline_runner, ssconf
+from ganeti.noded.backend import confd_role, files, ssconf
+from ganeti.noded.backend.context import NodeContext, inline_runner
 
 ME = "node2.example.test"
 

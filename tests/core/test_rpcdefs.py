@@ -10,10 +10,11 @@ class TableTest(SynchronousTestCase):
         self.assertEqual(set(rpcdefs.CALLS), {
             "version", "node_info", "upload_file", "write_ssconf_files", "jobqueue_update",
             "jobqueue_rename", "jobqueue_purge", "test_delay", "node_verify", "node_leave_cluster",
-            "jobqueue_update_many", "set_watcher_pause", "run_oob", "node_demote_from_mc"})
+            "jobqueue_update_many", "set_watcher_pause", "run_oob", "node_demote_from_mc",
+            "hooks_runner", "instance_os_add", "config_update"})
         for name, call in rpcdefs.CALLS.items():
             self.assertEqual(call.name, name)
-            self.assertIn(call.timeout, (rpcdefs.TMO_FAST, rpcdefs.TMO_NORMAL, rpcdefs.TMO_SLOW))
+            self.assertLessEqual(call.timeout_for([1] * len(call.args)), rpcdefs.MAX_TIMEOUT)
             self.assertTrue(call.doc)
 
     def test_timeout_classes(self):

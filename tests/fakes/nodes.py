@@ -20,7 +20,8 @@ from twisted.internet import defer
 
 from ganeti.core import rpcdefs
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, RPCFail, handlers, inline_runner
+from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
+from ganeti.noded.backend.registry import handlers
 from ganeti.rpc.client import OFFLINE_MSG, NodeTarget, RpcResult
 
 
@@ -59,22 +60,27 @@ class FakeNodeNet:
     async def _one(self, target: NodeTarget, call: rpcdefs.RpcCall, args: list[Any]
                    ) -> RpcResult:
         if target.offline:
-            return RpcResult(target.name, False, fail_msg=OFFLINE_MSG, offline=True)
+            return RpcResult(target.name, False, fail_msg=OFFLINE_MSG, offline=True,
+                             call=call.name)
         self.contacted.append((target.name, call.name))
         paths = self.nodes.get(target.ip)
         if paths is None or target.name in self.down or paths.hostname in self.down:
-            return RpcResult(target.name, False,
+            return RpcResult(target.name, False, call=call.name,
                              fail_msg=f"{call.name} on {target.name}: connection refused")
         try:
             value = await defer.maybeDeferred(self.handlers[call.name], self._context(paths),
                                               *call.check_args(list(args)))
         except RPCFail as err:
-            return RpcResult(target.name, False, fail_msg=str(err))
+            return RpcResult(target.name, False, fail_msg=str(err), call=call.name)
         if call.name == "node_leave_cluster":
             self.down.add(paths.hostname)
         if call.name == "node_verify" and isinstance(value, dict):
             value = self._machine_view(paths.hostname, list(args)[0], value)
-        return RpcResult(target.name, True, payload=value)
+        try:  # the call's result decoder, as the real client applies it
+            value = call.decode_payload(value)
+        except rpcdefs.RpcReplyError as err:
+            return RpcResult(target.name, False, fail_msg=str(err), call=call.name)
+        return RpcResult(target.name, True, payload=value, call=call.name)
 
     def _machine_view(self, name: str, checks: dict[str, Any],
                       value: dict[str, Any]) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def make_request(luxi: MasterLuxi, method: str, path: str, query: str = "",
                  body: Any = None, user: User | None = ADMIN,
                  routes: list[routing.Route] | None = None) -> Request:
     """A Request for ``method path?query`` as the server would build it (404 if no route)."""
-    from ganeti.rapi.resources import ROUTES
+    from ganeti.rapi.routes import ROUTES
 
     found = routing.match(routes if routes is not None else ROUTES, path)
     if found is None:

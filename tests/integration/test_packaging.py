@@ -26,7 +26,7 @@ EXPECTED = [
     "twisted/plugins/ganeti_confd.py", "ganeti/confd/server.py", "ganeti/confd/client.py",
     "bin/ganeti-confd-query", "docs/man/ganeti-confd.8", "docs/man/ganeti-confd-query.8",
     "docs/confd.md", "bin/gnt-filter", "docs/man/gnt-filter.8", "ganeti/cli/gnt_filter.py",
-    "etc/logrotate.d/ganeti", "ganeti/daemon.py",
+    "etc/logrotate.d/ganeti", "ganeti/daemon/__init__.py", "ganeti/daemon/service.py",
 ]
 
 

@@ -1,7 +1,6 @@
 """LockManager: level order, BGL, runtime add/remove, the lock monitor, and seed 001's
 "Operation C" scenario driven by the lock-attempt strategy."""
 
-from unittest import mock
 
 from twisted.internet import defer
 from twisted.internet.task import Clock
@@ -18,7 +17,7 @@ from ganeti.master.locking import (
     LockManager,
     level_index,
 )
-from ganeti.master.locking.manager import config_monitor_names, monitor_owner
+from ganeti.master.locking.manager import monitor_owner
 
 FIELDS = ["name", "mode", "owner", "pending"]
 
@@ -198,16 +197,6 @@ class MonitorTest(ManagerTestBase):
         self.assertEqual([r[0] for r in self.lm.query(["name"])],
                          ["cluster/BGL", "cluster/[lockset]", "node/[lockset]",
                           "node/node-node2-uuid"])
-
-    def test_config_monitor_names(self):
-        cfg = mock.Mock()
-        cfg.node_by_name = lambda name: mock.Mock(uuid="n-uuid") if name == "node1" else None
-        cfg.group_by_name = lambda name: mock.Mock(uuid="g-uuid") if name == "g1" else None
-        shown = config_monitor_names(lambda: cfg)
-        self.assertEqual([shown("node", "node1"), shown("node-res", "node1"),
-                          shown("node", "gone"), shown("nodegroup", "g1"),
-                          shown("instance", "inst1")],
-                         ["n-uuid", "n-uuid", "gone", "g-uuid", "inst1"])
 
     def test_other_owners_named_by_str(self):
         class Job:

@@ -6,8 +6,9 @@ import inspect
 from twisted.internet import defer
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.core import errors, query
+from ganeti.core import errors
 from ganeti.core.jobs import QueuedJob
+from ganeti.master import jobquery as query
 from ganeti.master.luxi_jobs import ROWS_PER_TURN, JobMethods
 from tests.fakes.clock import TurnClock
 

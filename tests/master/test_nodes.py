@@ -108,8 +108,9 @@ class NodeAddTest(NodesTestCase):
         self.assert_replicated()
         with open(self.net.paths("node2.test").ssconf_file("node_list")) as f:
             self.assertEqual(f.read(), "node1.test\nnode2.test\nnode3.test\n")
-        # lock for the new node exists
-        self.assertIn("node3.test", self.master.daemon.locks.names("node"))
+        # locks for the new node exist, keyed by its UUID
+        self.assertIn(node3.uuid, self.master.daemon.locks.names("node"))
+        self.assertIn(node3.uuid, self.master.daemon.locks.names("node-res"))
 
     def test_bad_input_changes_nothing(self):
         self.add(2)
@@ -189,12 +190,14 @@ class NodeRolesTest(NodesTestCase):
     def test_remove_node_promotes_and_node_forgets_cluster(self):
         paths = self.net.paths("node2.test")
         self.assertIsNotNone(sha1_of(paths.config_file))
+        node2 = self.node("node2.test").uuid
         self.ok({"OP_ID": "OP_NODE_REMOVE", "node_name": "node2.test"})
         self.assertIsNone(self.node("node2.test"))
         self.assertTrue(self.node("node4.test").master_candidate)
         self.assertIsNone(sha1_of(paths.config_file))  # node_leave_cluster ran there
         self.assertFalse(os.path.exists(paths.ssconf_file("node_list")))
-        self.assertNotIn("node2.test", self.master.daemon.locks.names("node"))
+        self.assertNotIn(node2, self.master.daemon.locks.names("node"))
+        self.assertNotIn(node2, self.master.daemon.locks.names("node-res"))
         self.assert_replicated()
         self.fails({"OP_ID": "OP_NODE_REMOVE", "node_name": MASTER}, "wrong_input",
                    "master")

@@ -9,7 +9,8 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, handlers, inline_runner
+from ganeti.noded.backend.context import NodeContext, inline_runner
+from ganeti.noded.backend.registry import handlers
 from ganeti.noded.server import make_site
 
 

@@ -11,7 +11,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import rpcdefs
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, RPCFail, inline_runner, oob, roles
+from ganeti.noded.backend import oob, roles
+from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 
 
 class RunOobTest(SynchronousTestCase):

@@ -1,6 +1,4 @@
-"""ganeti-noded options, bind address, memory lock and log-file fallback."""
-
-import os
+"""ganeti-noded options, bind address, memory lock, no --log-file, listen failure."""
 
 from twisted.internet.error import CannotListenError, ReactorNotRunning
 from twisted.internet.testing import MemoryReactor
@@ -11,7 +9,8 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti import daemon
 from ganeti.core import ssconf
 from ganeti.noded import service, tap
-from ganeti.noded.backend import NodeContext, handlers, inline_runner
+from ganeti.noded.backend.context import NodeContext, inline_runner
+from ganeti.noded.backend.registry import handlers
 from ganeti.noded.server import make_site
 from ganeti.noded.tls import ClusterServerContextFactory
 from tests.noded.helpers import node_paths
@@ -55,29 +54,11 @@ class MlockTest(SynchronousTestCase):
 
 
 class LogFileTest(SynchronousTestCase):
-    """noded's own --log-file: optional, written once, reopened on SIGHUP."""
+    """noded logs through twistd's --logfile only: its own --log-file is gone."""
 
-    def options(self, *argv):
-        opts = tap.Options()
-        opts.parseOptions(list(argv))
-        return opts
-
-    def test_unwritable_log_file_is_skipped(self):
-        path = os.path.join(os.path.abspath(self.mktemp()), "missing", "node-daemon.log")
-        daemon_log = daemon.setup_log(self.options("--log-file", path), "ganeti-noded",
-                                      path)
-        self.assertEqual(daemon_log.files, [])
-
-    def test_log_file_and_debug(self):
-        path = os.path.join(os.path.abspath(self.mktemp()))
-        os.makedirs(path)
-        path = os.path.join(path, "node-daemon.log")
-        opts = self.options("--log-file", path, "--debug")
-        self.addCleanup(daemon.set_library_log_level, False)
-        daemon_log = daemon.setup_log(opts, "ganeti-noded", opts["log-file"])
-        self.addCleanup(daemon_log.close)
-        self.assertTrue(daemon_log.debug)
-        self.assertEqual([f.path for f in daemon_log.files], [path])
+    def test_no_log_file_option(self):
+        with self.assertRaises(usage.UsageError):
+            tap.Options().parseOptions(["--log-file", "/tmp/node-daemon.log"])
 
 
 class StrictMemoryReactor(MemoryReactor):
@@ -99,47 +80,21 @@ class StrictMemoryReactor(MemoryReactor):
 
 
 class ListenFailureTest(SynchronousTestCase):
-    def test_stops_once_the_reactor_runs(self):
-        reactor = StrictMemoryReactor(CannotListenError("127.0.0.1", 1811, "in use"))
+    def test_fails_the_start_and_stops_the_pool(self):
+        reactor = StrictMemoryReactor(CannotListenError("127.0.0.1", 1811,
+                                                        OSError(98, "Address already in use")))
         paths = node_paths(self)
         ctx = NodeContext(paths=paths, clock=reactor, run=inline_runner)
-        daemon = service.NodeDaemon(
-            reactor, make_site(ctx, handlers()), ThreadPool(minthreads=0, maxthreads=1),
+        pool = ThreadPool(minthreads=0, maxthreads=1)
+        node = service.NodeDaemon(
+            reactor, make_site(ctx, handlers()), pool,
             ClusterServerContextFactory(cert("cluster.example.com")), port=1811,
             bind="127.0.0.1", mlock=False)
-        daemon.startService()  # as twistd does: before the reactor runs
-        self.addCleanup(daemon.stopService)
-        self.assertEqual(len(self.flushLoggedErrors(CannotListenError)), 1)
-        self.assertIsNone(daemon.listening)
-        self.assertEqual(reactor.stops, 0)
-        reactor.running = True  # what reactor.run() does first: run the when-running hooks
-        for f, args, kwargs in reactor.whenRunningHooks:
-            f(*args, **kwargs)
-        self.assertEqual(reactor.stops, 1)
-
-
-class ListenAndSighupTest(SynchronousTestCase):
-    def test_backlog_and_sighup_hooks(self):
-        reactor = MemoryReactor()
-        paths = node_paths(self)
-        ctx = NodeContext(paths=paths, clock=reactor, run=inline_runner)
-        logdir = os.path.abspath(self.mktemp())
-        os.makedirs(logdir)
-        daemon_log = daemon.DaemonLog()
-        daemon_log.add_file(os.path.join(logdir, "node-daemon.log"))
-        installed = []
-        node = service.NodeDaemon(
-            reactor, make_site(ctx, handlers()), ThreadPool(minthreads=0, maxthreads=1),
-            ClusterServerContextFactory(cert("cluster.example.com")), port=1811,
-            bind="127.0.0.1", mlock=False, daemon_log=daemon_log,
-            install_signal=lambda h: installed.append(h) or (lambda: None))
-        node.startService()
-        self.addCleanup(node.stopService)
-        [(port, _factory, _ctx, backlog, interface)] = reactor.sslServers
-        self.assertEqual((port, backlog, interface), (1811, daemon.LISTEN_BACKLOG, "127.0.0.1"))
-        reactor.run()
-        [handler] = installed
-        self.assertEqual([name for name, _ in node.reloader.hooks], ["reopen the log files"])
-        os.rename(os.path.join(logdir, "node-daemon.log"), os.path.join(logdir, "old"))
-        handler()
-        self.assertTrue(os.path.exists(os.path.join(logdir, "node-daemon.log")))
+        with self.assertRaises(daemon.StartupError) as cm:
+            node.startService()  # as twistd does: before the reactor runs
+        self.assertEqual(str(cm.exception), "ganeti-noded: cannot listen on 127.0.0.1:1811 "
+                                            "(TCP, TLS): Address already in use")
+        self.assertIsNone(node.listening)
+        self.assertFalse(pool.started)  # its threads would keep the process alive
+        self.assertFalse(node.running)
+        self.assertEqual(reactor.stops, 0)  # twistd exits 1 without running the reactor

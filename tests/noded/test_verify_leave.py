@@ -8,7 +8,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import constants, rpcdefs
 from ganeti.noded import tap
-from ganeti.noded.backend import cluster, inline_runner
+from ganeti.noded.backend import cluster
+from ganeti.noded.backend.context import inline_runner
 from tests.noded.helpers import MemoryNode, node_paths
 
 CLUSTER = "cluster.example.com"
@@ -254,6 +255,9 @@ class LeaveTest(SynchronousTestCase):
 class FakeReactor:
     def __init__(self):
         self.stopped = 0
+
+    def callWhenRunning(self, f, *args):  # a running reactor calls at once
+        f(*args)
 
     def stop(self):
         if self.stopped:

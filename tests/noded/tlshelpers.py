@@ -11,7 +11,8 @@ from twisted.web.iweb import IPolicyForHTTPS
 from zope.interface import implementer
 
 from ganeti.core import crypto
-from ganeti.noded.backend import NodeContext, handlers, thread_runner
+from ganeti.noded.backend.context import NodeContext, thread_runner
+from ganeti.noded.backend.registry import handlers
 from ganeti.noded.server import make_site
 from ganeti.noded.tls import ClusterServerContextFactory
 from ganeti.rpc.tls import ClusterCertificate, _ClientCreator

@@ -18,7 +18,8 @@ from ganeti.rapi.accesslog import AccessLog
 from ganeti.rapi.auth import UsersFile
 from ganeti.rapi.limits import ConnectionGate
 from ganeti.rapi.routing import Method, Route
-from ganeti.rapi.server import RapiApp, make_site
+from ganeti.rapi.server import RapiApp
+from ganeti.rapi.web import make_site
 from tests.rapi.test_server import ScriptedLuxi
 
 

@@ -12,7 +12,8 @@ from ganeti.core import constants as c
 from ganeti.core import errors, opcodes
 from ganeti.rapi import errors as http
 from ganeti.rapi.auth import UsersFile
-from ganeti.rapi.resources import ROUTES, filters
+from ganeti.rapi.resources import filters
+from ganeti.rapi.routes import ROUTES
 from ganeti.rapi.routing import WRITE, match
 from ganeti.rapi.server import RapiApp
 from tests.fakes.clirun import delay_op

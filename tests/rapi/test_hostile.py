@@ -307,7 +307,7 @@ class AddressLogTest(SynchronousTestCase):
 
 class HeavyDeclarationsTest(SynchronousTestCase):
     def test_lists_and_queries_are_heavy(self):
-        from ganeti.rapi.resources import ROUTES
+        from ganeti.rapi.routes import ROUTES
 
         heavy = sorted((r.pattern, m) for r in ROUTES for m, s in r.methods.items()
                        if s.heavy)

@@ -11,7 +11,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core.opcodes import Kind, kinds
 from ganeti.core.opcodes import table as optable
 from ganeti.rapi import openapi
-from ganeti.rapi.resources import ROUTES
+from ganeti.rapi.routes import ROUTES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC_FILE = os.path.join(ROOT, "docs", "rapi-openapi.json")

@@ -17,7 +17,8 @@ from ganeti.rapi.auth import UsersFile
 from ganeti.rapi.limits import HeavyReads
 from ganeti.rapi.output import SLICE_ITEMS, WRITE_SLICE, encode_json, needs_slices
 from ganeti.rapi.routing import Method, Route
-from ganeti.rapi.server import RapiApp, make_site
+from ganeti.rapi.server import RapiApp
+from ganeti.rapi.web import make_site
 from tests.fakes.clock import TurnClock
 from tests.rapi.test_server import ScriptedLuxi
 

@@ -10,8 +10,9 @@ from twisted.internet import defer
 from ganeti.core import constants as c
 from ganeti.core import errors as gerrors
 from ganeti.rapi import errors as http
-from ganeti.rapi.resources import ROUTES, jobs
+from ganeti.rapi.resources import jobs
 from ganeti.rapi.resources.cluster import FEATURES
+from ganeti.rapi.routes import ROUTES
 from ganeti.rapi.routing import READ, WRITE, default_access, match
 from ganeti.rapi.server import http_error_for
 from tests.fakes.clirun import delay_op

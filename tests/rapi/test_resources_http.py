@@ -111,7 +111,7 @@ class AccessMatrixTest(RapiAppTest):
     users before looking at its input, and nothing is submitted."""
 
     def write_methods(self):
-        from ganeti.rapi.resources import ROUTES
+        from ganeti.rapi.routes import ROUTES
         found = []
         for route in ROUTES:
             for http_method, spec in route.methods.items():

@@ -22,7 +22,8 @@ from ganeti.rapi import errors, routing
 from ganeti.rapi.accesslog import AccessLog
 from ganeti.rapi.auth import LoginThrottle, UsersFile
 from ganeti.rapi.routing import READ, WRITE, Method, Route
-from ganeti.rapi.server import BUILTIN_ROUTES, RapiApp, _RouteIndex, make_site
+from ganeti.rapi.server import BUILTIN_ROUTES, RapiApp, _RouteIndex
+from ganeti.rapi.web import make_site
 
 USERS = (
     "# test users\n"
@@ -612,7 +613,7 @@ class CoalesceTest(AppCase):
 
 class RouteIndexTest(SynchronousTestCase):
     def test_same_answers_as_routing_match(self):
-        from ganeti.rapi.resources import ROUTES
+        from ganeti.rapi.routes import ROUTES
         table = list(ROUTES) + BUILTIN_ROUTES + [
             Route("/{a}/{b}", {}), Route("/2/nodes/special", {}), Route("/x", {})]
         index = _RouteIndex(table)

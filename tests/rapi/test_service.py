@@ -17,8 +17,9 @@ from ganeti.daemon import LISTEN_BACKLOG
 from ganeti.rapi import tap
 from ganeti.rapi.accesslog import AccessLog, clf_time, escape, format_line
 from ganeti.rapi.auth import UsersFile
-from ganeti.rapi.server import RapiApp, make_site
+from ganeti.rapi.server import RapiApp
 from ganeti.rapi.service import LimitedFactory, LimitedTLSFactory, RapiDaemon
+from ganeti.rapi.web import make_site
 
 _PEM = {}
 
@@ -125,20 +126,26 @@ class DaemonTest(SynchronousTestCase):
         self.assertEqual([name for name, _ in daemon.reloader.hooks],
                          ["re-read the RAPI users file", "reopen the access log"])
 
-    def test_cannot_listen_stops_the_reactor(self):
+    def test_cannot_listen_fails_the_start_and_undoes_the_steps(self):
         from twisted.internet.error import CannotListenError
+
+        from ganeti.daemon import StartupError
 
         def refuse(*args, **kwargs):
             raise CannotListenError("127.0.0.9", 5080, OSError(98, "Address already in use"))
 
         self.reactor.listenTCP = refuse
-        stopped = []
-        self.reactor.callWhenRunning = lambda f: stopped.append(f)
         daemon = self.daemon()
-        daemon.startService()
+        with self.assertRaises(StartupError) as cm:
+            daemon.startService()
+        self.assertEqual(str(cm.exception), "ganeti-rapi: cannot listen on 127.0.0.9:5080 "
+                                            "(TCP, no TLS): Address already in use")
         self.assertIsNone(daemon.listening)
-        # the SIGHUP install also waits for the reactor; one stop is scheduled
-        self.assertEqual(stopped.count(daemon._stop_reactor), 1)
+        self.assertFalse(daemon.running)
+        # what started before the listener was undone, last first
+        self.assertEqual(self.events, ["feed started", "feed stopped", "uninstalled"])
+        self.assertTrue(self.luxi.closed)
+        self.assertEqual([s.name for s in daemon if s.running], [])
 
 
 class TapTest(SynchronousTestCase):

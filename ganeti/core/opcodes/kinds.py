@@ -59,6 +59,8 @@ class Kind:
     name: str
     check: Check
     nullable: bool = False
+    #: The Python type of the stored form, as annotation text (typed opcode views).
+    py: str = "Any"
 
     def __call__(self, value: Any) -> Any:
         """Check ``value``; see :class:`Kind`."""
@@ -74,22 +76,24 @@ def _is_number(value: Any) -> bool:
         isinstance(value, float) and not math.isfinite(value))
 
 
-def simple(name: str, test: Callable[[Any], bool]) -> Kind:
+def simple(name: str, test: Callable[[Any], bool], py: str = "Any") -> Kind:
     """A kind whose values are stored unchanged when ``test`` accepts them."""
     def check(value: Any) -> Any:
         if not test(value):
             raise KindMismatch(name, value)
         return value
-    return Kind(name, check)
+    return Kind(name, check, py=py)
 
 
 ANY = Kind("any JSON value", lambda v: v, nullable=True)
-BOOL = simple("a boolean", lambda v: isinstance(v, bool))
-INT = simple("an integer", _is_int)
-STRING = simple("a string", lambda v: isinstance(v, str))
-NON_EMPTY_STRING = simple("a non-empty string", lambda v: isinstance(v, str) and v != "")
+BOOL = simple("a boolean", lambda v: isinstance(v, bool), "bool")
+INT = simple("an integer", _is_int, "int")
+STRING = simple("a string", lambda v: isinstance(v, str), "str")
+NON_EMPTY_STRING = simple("a non-empty string", lambda v: isinstance(v, str) and v != "",
+                          "str")
 OBJECT = simple("an object with string keys",
-                lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v))
+                lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+                "dict[str, Any]")
 
 #: A DNS host name: dot-separated labels of ASCII letters, digits and inner
 #: hyphens.  Matched whole (fullmatch): with ``re.match`` and ``$`` a name
@@ -116,8 +120,8 @@ def is_printable_name(value: Any) -> bool:
             and value.strip() == value)
 
 
-HOSTNAME = simple("a host name", is_hostname)
-PRINTABLE_NAME = simple("a one-line printable name", is_printable_name)
+HOSTNAME = simple("a host name", is_hostname, "str")
+PRINTABLE_NAME = simple("a one-line printable name", is_printable_name, "str")
 
 
 def int_range(low: int | None = None, high: int | None = None) -> Kind:
@@ -136,7 +140,7 @@ def int_range(low: int | None = None, high: int | None = None) -> Kind:
                 high is not None and value > high):
             raise KindMismatch(name, value)
         return value
-    return Kind(name, check)
+    return Kind(name, check, py="int")
 
 
 def float_kind(low: float | None = None) -> Kind:
@@ -147,7 +151,7 @@ def float_kind(low: float | None = None) -> Kind:
         if not _is_number(value) or (low is not None and value < low):
             raise KindMismatch(name, value)
         return float(value)
-    return Kind(name, check)
+    return Kind(name, check, py="float")
 
 
 FLOAT = float_kind()
@@ -164,14 +168,17 @@ def one_of(values: Iterable[Any], what: str = "one of") -> Kind:
                 type(value) is type(c) and value == c for c in choices):
             raise KindMismatch(name, value)
         return value
-    return Kind(name, check)
+    types = {type(c).__name__ for c in choices}
+    return Kind(name, check, py=types.pop() if len(types) == 1 and types <= {
+        "str", "int", "float"} else "Any")
 
 
 def maybe(kind: Kind) -> Kind:
     """``kind`` or null."""
     def check(value: Any) -> Any:
         return None if value is None else kind.check(value)
-    return Kind(f"{kind.name} or null", check, nullable=True)
+    py = kind.py if kind.py == "Any" or kind.nullable else f"{kind.py} | None"
+    return Kind(f"{kind.name} or null", check, nullable=True, py=py)
 
 
 def list_of(kind: Kind, name: str | None = None) -> Kind:
@@ -189,7 +196,7 @@ def list_of(kind: Kind, name: str | None = None) -> Kind:
                 err.path = f"[{index}]{err.path}"
                 raise
         return result
-    return Kind(label, check)
+    return Kind(label, check, py=f"list[{kind.py}]")
 
 
 def dict_of(key: Kind, value_kind: Kind, name: str | None = None) -> Kind:
@@ -211,7 +218,8 @@ def dict_of(key: Kind, value_kind: Kind, name: str | None = None) -> Kind:
                 err.path = f"[{show(k)}]{err.path}"
                 raise
         return result
-    return Kind(label, check)
+    key_py = key.py if key.py in ("str", "int") else "str"
+    return Kind(label, check, py=f"dict[{key_py}, {value_kind.py}]")
 
 
 def tuple_of(*kinds: Kind, name: str | None = None) -> Kind:
@@ -229,7 +237,7 @@ def tuple_of(*kinds: Kind, name: str | None = None) -> Kind:
                 err.path = f"[{index}]{err.path}"
                 raise
         return result
-    return Kind(label, check)
+    return Kind(label, check, py="list[Any]")
 
 
 def regexp() -> Kind:
@@ -245,7 +253,7 @@ def regexp() -> Kind:
             raise KindMismatch(name, value, f"invalid regular expression "
                                             f"{show(value)}: {err}") from None
         return value
-    return Kind(name, check)
+    return Kind(name, check, py="str")
 
 
 def refine(kind: Kind, name: str, extra: Callable[[Any], str | None]) -> Kind:
@@ -256,4 +264,4 @@ def refine(kind: Kind, name: str, extra: Callable[[Any], str | None]) -> Kind:
         if problem is not None:
             raise KindMismatch(name, value, problem)
         return result
-    return Kind(name, check, nullable=kind.nullable)
+    return Kind(name, check, nullable=kind.nullable, py=kind.py)

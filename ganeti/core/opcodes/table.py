@@ -228,7 +228,7 @@ def _check_ip(value: Any) -> Any:
     return value
 
 
-IP_ADDRESS = Kind("an IP address", _check_ip)
+IP_ADDRESS = Kind("an IP address", _check_ip, py="str")
 ALLOC_POLICY = kinds.one_of(c.VALID_ALLOC_POLICIES, "an allocation policy:")
 ND_PARAMS = kinds.dict_of(kinds.one_of(c.NDC_DEFAULTS, "a node parameter:"), kinds.ANY,
                           name="an object of node parameters")

@@ -19,6 +19,7 @@ from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from ganeti.core.errors import LockError
 from ganeti.master.locking.sharedlock import (
     HandoffQueue,
+    LockGone,
     LockInfo,
     Owner,
     SharedLock,
@@ -112,7 +113,7 @@ class _Acquisition(defer.Deferred[set[str] | None]):
                 if self.want_all:
                     index += 1
                     continue
-                self._fail(LockError(f"Lock {ls.name}/{name} has been removed"))
+                self._fail(LockGone(f"Lock {ls.name}/{name} has been removed"))
                 return
             if deadline is not None and not opportunistic:
                 timeout = max(0.0, deadline - ls._clock.seconds())
@@ -254,7 +255,7 @@ class LockSet:
             wanted = [names] if isinstance(names, str) else sorted(set(names))
             unknown = [n for n in wanted if n not in locks]
             if unknown:
-                return defer.fail(LockError(f"Unknown {self.name} lock(s): "
+                return defer.fail(LockGone(f"Unknown {self.name} lock(s): "
                                             f"{', '.join(unknown)}"))
         # Fast path: take what is free on the spot, without any bookkeeping.
         count = 0

@@ -1,5 +1,10 @@
 """The master's lock manager: Ganeti's lock levels, their order, and the lock monitor.
 
+Lock keys are Ganeti's: node, node-res, node group and network locks are
+named by the object's UUID (a rename changes no lock), instance locks by
+the instance name.  The lock monitor shows the keys, as Ganeti's does
+(``node/<uuid>``).
+
 An owner (a job, named by ``str(owner)``) takes levels in increasing order
 (reference section 7.1): cluster (the single lock ``BGL``), instance,
 nodegroup, node, node-res, network.  Taking a level while holding or acquiring
@@ -10,12 +15,14 @@ inside a level rules out deadlocks between owners that follow the rules.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 
 from ganeti.core.errors import ECODE_INVAL, LockError, OpPrereqError
+from ganeti.core.queryfields.base import FieldDecl
+from ganeti.core.queryfields.locks import LOCK_FIELDS as LOCK_DECLS
 from ganeti.master.locking.lockset import SET_LOCK_SUFFIX, LockSet, Names
 from ganeti.master.locking.sharedlock import MODE_DELETED, HandoffQueue, LockInfo, Owner
 
@@ -38,27 +45,13 @@ BGL = "BGL"
 Level = int | str
 
 
-class LockField(NamedTuple):
-    """A field of the lock monitor's query resource ("lock")."""
-
-    name: str
-    title: str
-    kind: str  # Ganeti query field type
-    doc: str
-
-
-#: The fields of query resource "lock", declared once (kinds, titles and
-#: descriptions as Ganeti 3.0's lock monitor).
-LOCK_FIELDS: dict[str, LockField] = {f.name: f for f in (
-    LockField("name", "Name", "other", "Lock name"),
-    LockField("mode", "Mode", "other",
-              "Mode in which the lock is currently acquired (exclusive or shared)"),
-    LockField("owner", "Owner", "other", "Current lock owner(s)"),
-    LockField("pending", "Pending", "other", "Jobs waiting for the lock"),
-)}
+#: A field of the lock monitor's query resource ("lock").
+LockField = FieldDecl
+#: The fields of query resource "lock" (declared in ganeti.core.queryfields.locks).
+LOCK_FIELDS: dict[str, LockField] = LOCK_DECLS
 
 #: How the monitor shows a member lock: ``(level name, member) -> shown name``
-#: (Ganeti shows node and node group locks by UUID).
+#: (none by default: the keys are shown, as Ganeti's monitor does).
 MonitorNames = Callable[[str, str], str]
 
 
@@ -75,21 +68,6 @@ def _owner_key(owner: str) -> tuple[int, int, str]:
 
 def _monitor_owners(owners: Iterable[str]) -> list[str]:
     return sorted((monitor_owner(o) for o in owners), key=_owner_key)
-
-
-def config_monitor_names(config: Callable[[], Any]) -> MonitorNames:
-    """:attr:`LockManager.monitor_names` showing node, node-res and node group locks
-    by UUID, as Ganeti does, looked up in the current config (``config()``)."""
-    def shown(level: str, member: str) -> str:
-        cfg = config()
-        if level in ("node", "node-res"):
-            node = cfg.node_by_name(member)
-            return member if node is None else str(node.uuid)
-        if level == "nodegroup":
-            group = cfg.group_by_name(member)
-            return member if group is None else str(group.uuid)
-        return member
-    return shown
 
 
 _LEVEL_KEYS: dict[Level, int] = {**{n: i for i, n in enumerate(LEVEL_NAMES)},

@@ -43,6 +43,14 @@ LockInfo = tuple[str, str | None, list[str], list[tuple[str, list[str]]]]
 _log = Logger()
 
 
+class LockGone(LockError):
+    """The lock asked for does not exist (any more): its object was removed.
+
+    The processor answers it by starting the lock attempt over, so that the
+    unit resolves its names again and reports the missing object.
+    """
+
+
 class HandoffQueue:
     """Runs the grants of many locks one after another, never nested.
 
@@ -205,7 +213,7 @@ class SharedLock:
         """
         owner = waiter.owner
         if self._deleted:
-            raise LockError(f"Lock {self.name} has been deleted")
+            raise LockGone(f"Lock {self.name} has been deleted")
         if owner is None:
             raise LockError("A lock owner must not be None")
         if owner == self._exclusive or owner in self._shared or owner in self._pending:
@@ -416,7 +424,7 @@ class SharedLock:
             if waiter.timer is not None:
                 waiter.timer.cancel()
                 waiter.timer = None
-            waiter.lock_failed(LockError(f"Lock {self.name} has been deleted"))
+            waiter.lock_failed(LockGone(f"Lock {self.name} has been deleted"))
 
     # -- queries -------------------------------------------------------------
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ganeti.core import hooks as hookdefs
 from ganeti.core.objects import ConfigData
+from ganeti.core.opcodes.views import OpClusterSetParams
 from ganeti.core.params_cluster import compute_cluster_change, find_iallocator
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.node import welcome_candidates
@@ -35,17 +37,29 @@ class LUClusterSetParams(LogicalUnit):
 
     OP_ID = "OP_CLUSTER_SET_PARAMS"
     REQ_BGL = True
+    op: OpClusterSetParams
+    HPATH = "cluster-modify"
+    HTYPE = hookdefs.HTYPE_CLUSTER
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.ctx.config.config.cluster.cluster_name,
+                "NEW_VG_NAME": self.op_input.get("vg_name")}  # (reserved: not in the view)
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """Ganeti's: the master, in both phases."""
+        master = self.ctx.config.config.cluster.master_node
+        return [master], [master]
 
     def check_prereq(self) -> None:
         # Like Ganeti's, an opcode that changes nothing succeeds (the client
         # asks for at least one option).
-        self.change = compute_cluster_change(self.ctx.config.config, self.op)
+        self.change = compute_cluster_change(self.ctx.config.config, dict(self.op_input))
 
     async def exec(self) -> Any:
-        if self.op.get("default_iallocator"):
+        if self.op.default_iallocator:
             # Ganeti checks this with the prerequisites; it stats files, so off the reactor
-            await self.ctx.run_blocking(find_iallocator, self.op["default_iallocator"])
-        if self.op.get("dry_run"):
+            await self.ctx.run_blocking(find_iallocator, self.op.default_iallocator)
+        if self.op.dry_run:
             return None
         new = self.change.cluster
 

@@ -7,6 +7,7 @@ import uuid as uuidmod
 from typing import Any
 
 from ganeti.core import constants
+from ganeti.core import hooks as hookdefs
 from ganeti.core.errors import (
     ECODE_EXISTS,
     ECODE_INVAL,
@@ -15,6 +16,13 @@ from ganeti.core.errors import (
     OpPrereqError,
 )
 from ganeti.core.objects import Cluster, ConfigData, NodeGroup
+from ganeti.core.opcodes.views import (
+    OpGroupAdd,
+    OpGroupAssignNodes,
+    OpGroupRemove,
+    OpGroupRename,
+    OpGroupSetParams,
+)
 from ganeti.core.params_merge import (
     check_disk_access_modes,
     check_ipolicy_syntax,
@@ -68,29 +76,29 @@ def _check_group_ipolicy(cluster: Cluster, ipolicy: dict[str, Any]) -> None:
 
 
 def new_group_params(group: NodeGroup, cluster: Cluster,
-                     op: dict[str, Any]) -> list[list[str]]:
+                     op: OpGroupSetParams) -> list[list[str]]:
     """Apply OP_GROUP_SET_PARAMS to ``group`` in place, as LUGroupSetParams does.
 
     Changes merge into what the group has (``"default"`` drops a key); values
     are coerced to their declared types.  Returns the ``[param, new value]``
     pairs Ganeti reports (node and disk parameters only).
     """
-    if op.get("diskparams"):
-        check_disk_access_modes(op["diskparams"])
+    if op.diskparams:
+        check_disk_access_modes(op.diskparams)
     new_nd = new_disk = new_ipolicy = None
-    if op.get("ndparams"):
-        new_nd = force_dict_type(get_updated_params(group.ndparams, op["ndparams"]),
+    if op.ndparams:
+        new_nd = force_dict_type(get_updated_params(group.ndparams, op.ndparams),
                                  NDS_PARAMETER_TYPES)
-    if op.get("diskparams"):
+    if op.diskparams:
         per_template = {
             template: force_dict_type(
                 get_updated_params(group.diskparams.get(template, {}),
-                                   op["diskparams"][template]), DISK_DT_TYPES)
-            for template in sorted(constants.DISK_TEMPLATES) if template in op["diskparams"]}
+                                   op.diskparams[template]), DISK_DT_TYPES)
+            for template in sorted(constants.DISK_TEMPLATES) if template in op.diskparams}
         new_disk = fill_dict(group.diskparams, per_template)
         _verify_diskparams(new_disk)
-    if op.get("ipolicy"):
-        new_ipolicy = get_updated_ipolicy(group.ipolicy, op["ipolicy"], group_policy=True)
+    if op.ipolicy:
+        new_ipolicy = get_updated_ipolicy(group.ipolicy, op.ipolicy, group_policy=True)
         _check_group_ipolicy(cluster, new_ipolicy)
     result: list[list[str]] = []
     if new_nd is not None:
@@ -99,26 +107,26 @@ def new_group_params(group: NodeGroup, cluster: Cluster,
     if new_disk is not None:
         group.diskparams = new_disk
         result.append(["diskparams", str(new_disk)])
-    if op.get("alloc_policy"):
-        group.alloc_policy = op["alloc_policy"]
+    if op.alloc_policy:
+        group.alloc_policy = op.alloc_policy
     if new_ipolicy is not None:
         group.ipolicy = new_ipolicy
     return result
 
 
-def add_group_params(group: NodeGroup, cluster: Cluster, op: dict[str, Any]) -> None:
+def add_group_params(group: NodeGroup, cluster: Cluster, op: OpGroupAdd) -> None:
     """Fill a new group's parameters from OP_GROUP_ADD, checked as LUGroupAdd does."""
-    if op.get("ndparams"):
-        group.ndparams = force_dict_type(copy.deepcopy(op["ndparams"]), NDS_PARAMETER_TYPES)
-    if op.get("diskparams"):
-        diskparams = copy.deepcopy(op["diskparams"])
+    if op.ndparams:
+        group.ndparams = force_dict_type(copy.deepcopy(op.ndparams), NDS_PARAMETER_TYPES)
+    if op.diskparams:
+        diskparams = copy.deepcopy(op.diskparams)
         for values in diskparams.values():
             force_dict_type(values, DISK_DT_TYPES)
         _verify_diskparams(diskparams)
         group.diskparams = diskparams
-    if op.get("ipolicy"):
+    if op.ipolicy:
         # Ganeti's LUGroupAdd, unlike LUGroupSetParams, accepts a standard spec.
-        policy = dict(op["ipolicy"])
+        policy = dict(op.ipolicy)
         std = policy.pop(constants.IPOLICY_STD, None)
         group.ipolicy = get_updated_ipolicy({}, policy, group_policy=True)
         if std is not None:
@@ -128,44 +136,67 @@ def add_group_params(group: NodeGroup, cluster: Cluster, op: dict[str, Any]) -> 
             group.ipolicy[constants.IPOLICY_STD] = force_dict_type(dict(std),
                                                                    ISPECS_PARAMETER_TYPES)
         _check_group_ipolicy(cluster, group.ipolicy)
-    if op.get("alloc_policy"):
-        group.alloc_policy = op["alloc_policy"]
+    if op.alloc_policy:
+        group.alloc_policy = op.alloc_policy
 
 
 class _OneGroupLU(LogicalUnit):
-    """A unit acting on one existing group: resolves it and locks it."""
+    """A unit acting on one existing group: resolves it and locks it (by UUID)."""
+
+    op: OpGroupRemove | OpGroupRename | OpGroupSetParams
+    HTYPE = hookdefs.HTYPE_GROUP
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        return {"GROUP_NAME": self.op.group_name}
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """Ganeti's: the master, in both phases."""
+        master = self.ctx.config.config.cluster.master_node
+        return [master], [master]
 
     def expand_names(self) -> None:
         super().expand_names()
         self.group = copy.deepcopy(nodesmod.find_group(self.ctx.config.config,
-                                                       self.op["group_name"]))
-        self.needed_locks[LEVEL_NODEGROUP] = [self.group.name]
+                                                       self.op.group_name))
+        self.needed_locks[LEVEL_NODEGROUP] = [self.group.uuid]
 
 
 class LUGroupAdd(LogicalUnit):
     """OP_GROUP_ADD."""
 
     OP_ID = "OP_GROUP_ADD"
+    op: OpGroupAdd
+    HPATH = "group-add"
+    HTYPE = hookdefs.HTYPE_GROUP
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        return {"GROUP_NAME": self.op.group_name}
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """Ganeti's: the master, in both phases."""
+        master = self.ctx.config.config.cluster.master_node
+        return [master], [master]
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
-        _check_new_name(cfg, self.op["group_name"])
+        _check_new_name(cfg, self.op.group_name)
         add_group_params(NodeGroup(uuid="x", name="x"), cfg.cluster, self.op)  # check only
 
     async def exec(self) -> Any:
-        if self.op.get("dry_run"):
+        if self.op.dry_run:
             return None
-        name = self.op["group_name"]
+        name = self.op.group_name
         now = self.ctx.clock.seconds()
+        uuid = str(uuidmod.uuid4())
 
         def change(cfg: ConfigData) -> None:
             _check_new_name(cfg, name)
-            group = NodeGroup(uuid=str(uuidmod.uuid4()), name=name, ctime=now, mtime=now)
+            group = NodeGroup(uuid=uuid, name=name, ctime=now, mtime=now)
             add_group_params(group, cfg.cluster, self.op)
             cfg.nodegroups[group.uuid] = group
 
         await self.ctx.config.update(change)
-        await self.ctx.locks.add(LEVEL_NODEGROUP, [name])
+        await self.ctx.locks.add(LEVEL_NODEGROUP, [uuid])
         return None
 
 
@@ -173,6 +204,8 @@ class LUGroupRemove(_OneGroupLU):
     """OP_GROUP_REMOVE: only an empty group, and never the last one."""
 
     OP_ID = "OP_GROUP_REMOVE"
+    op: OpGroupRemove
+    HPATH = "group-remove"
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
@@ -185,7 +218,7 @@ class LUGroupRemove(_OneGroupLU):
                                 "removed", ECODE_STATE)
 
     async def exec(self) -> Any:
-        if self.op.get("dry_run"):
+        if self.op.dry_run:
             return None
         uuid = self.group.uuid
 
@@ -196,7 +229,7 @@ class LUGroupRemove(_OneGroupLU):
             del cfg.nodegroups[uuid]
 
         await self.ctx.config.update(change)
-        self.ctx.locks.remove(self.ctx.owner, LEVEL_NODEGROUP, [self.group.name])
+        self.ctx.locks.remove(self.ctx.owner, LEVEL_NODEGROUP, [uuid])
         return None
 
 
@@ -204,14 +237,27 @@ class LUGroupRename(_OneGroupLU):
     """OP_GROUP_RENAME."""
 
     OP_ID = "OP_GROUP_RENAME"
+    op: OpGroupRename
+    HPATH = "group-rename"
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        return {"OLD_NAME": self.op.group_name, "NEW_NAME": self.op.new_name}
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """Ganeti's: the master and the group's nodes, in both phases."""
+        cfg = self.ctx.config.config
+        master = cfg.cluster.master_node
+        nodes = [master] + sorted(u for u, n in cfg.nodes.items()
+                                  if n.group == self.group.uuid and u != master)
+        return nodes, nodes
 
     def check_prereq(self) -> None:
-        _check_new_name(self.ctx.config.config, self.op["new_name"], rename=True)
+        _check_new_name(self.ctx.config.config, self.op.new_name, rename=True)
 
     async def exec(self) -> Any:
-        if self.op.get("dry_run"):
-            return self.op["new_name"]
-        uuid, new = self.group.uuid, self.op["new_name"]
+        if self.op.dry_run:
+            return self.op.new_name
+        uuid, new = self.group.uuid, self.op.new_name
         now = self.ctx.clock.seconds()
 
         def change(cfg: ConfigData) -> None:
@@ -221,9 +267,7 @@ class LUGroupRename(_OneGroupLU):
             group.serial_no += 1
             group.mtime = now
 
-        await self.ctx.config.update(change)
-        self.ctx.locks.remove(self.ctx.owner, LEVEL_NODEGROUP, [self.group.name])
-        await self.ctx.locks.add(LEVEL_NODEGROUP, [new])
+        await self.ctx.config.update(change)  # the lock (by UUID) stays as it is
         return new
 
 
@@ -231,10 +275,16 @@ class LUGroupSetParams(_OneGroupLU):
     """OP_GROUP_SET_PARAMS: result is a list of [param, new value]."""
 
     OP_ID = "OP_GROUP_SET_PARAMS"
+    op: OpGroupSetParams
+    HPATH = "group-modify"
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        return {"GROUP_NAME": self.op.group_name, "NEW_ALLOC_POLICY": self.op.alloc_policy}
 
     def check_prereq(self) -> None:
-        if all(self.op.get(k) is None for k in ("alloc_policy", "ndparams", "diskparams",
-                                                "ipolicy", "hv_state", "disk_state")):
+        op = self.op  # (hv_state and disk_state are reserved: never stored)
+        if all(v is None for v in (op.alloc_policy, op.ndparams, op.diskparams,
+                                   op.ipolicy)):
             raise OpPrereqError("Please pass at least one modification", ECODE_INVAL)
         cfg = self.ctx.config.config
         new_group_params(copy.deepcopy(cfg.nodegroups[self.group.uuid]), cfg.cluster,
@@ -243,7 +293,7 @@ class LUGroupSetParams(_OneGroupLU):
     async def exec(self) -> Any:
         uuid = self.group.uuid
         now = self.ctx.clock.seconds()
-        if self.op.get("dry_run"):
+        if self.op.dry_run:
             return None
 
         def change(cfg: ConfigData) -> list[list[str]]:
@@ -260,24 +310,25 @@ class LUGroupAssignNodes(LogicalUnit):
     """OP_GROUP_ASSIGN_NODES: move nodes into a group."""
 
     OP_ID = "OP_GROUP_ASSIGN_NODES"
+    op: OpGroupAssignNodes
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
-        self.group = nodesmod.find_group(cfg, self.op["group_name"])
-        names = list(self.op.get("nodes") or []) + list(self.op.get("node_uuids") or [])
+        self.group = nodesmod.find_group(cfg, self.op.group_name)
+        names = list(self.op.nodes or []) + list(self.op.node_uuids or [])
         if not names:
             raise OpPrereqError("No node to assign was given", ECODE_INVAL)
         self.node_uuids = sorted({nodesmod.find_node(cfg, n).uuid for n in names})
         for inst in cfg.instances.values():
             nodes = nodesmod.instance_nodes(cfg, inst)
             moving = nodes & set(self.node_uuids)
-            if moving and moving != nodes and not self.op.get("force"):
+            if moving and moving != nodes and not self.op.force:
                 raise OpPrereqError(f"Moving the nodes would split instance {inst.name} "
                                     "between groups; use --force to do it anyway",
                                     ECODE_STATE)
 
     async def exec(self) -> Any:
-        if self.op.get("dry_run"):
+        if self.op.dry_run:
             return None
         target, moving = self.group.uuid, self.node_uuids
         now = self.ctx.clock.seconds()

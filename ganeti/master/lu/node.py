@@ -14,6 +14,7 @@ import uuid as uuidmod
 from typing import Any
 
 from ganeti.core import constants, params
+from ganeti.core import hooks as hookdefs
 from ganeti.core.errors import (
     ECODE_ENVIRON,
     ECODE_EXISTS,
@@ -24,8 +25,9 @@ from ganeti.core.errors import (
     OpPrereqError,
 )
 from ganeti.core.objects import ConfigData, Node
+from ganeti.core.opcodes.views import OpNodeAdd, OpNodeRemove, OpNodeSetParams
 from ganeti.master import nodes as nodesmod
-from ganeti.master.locking.manager import LEVEL_NODE
+from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu.base import LogicalUnit, LUContext
 from ganeti.rpc.client import NodeTarget
 
@@ -78,13 +80,42 @@ class LUNodeAdd(LogicalUnit):
     """OP_NODE_ADD: check the node's daemon, add it to the config, push its files."""
 
     OP_ID = "OP_NODE_ADD"
+    op: OpNodeAdd
+    HPATH = "node-add"
+    HTYPE = hookdefs.HTYPE_NODE
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        op, old = self.op, getattr(self, "existing", None)
+        # the address as resolved in exec (post phase), else as given or known
+        pip = getattr(self, "hooks_primary_ip", None) or op.primary_ip or (
+            old.primary_ip if old is not None else None)
+
+        def flag(name: str) -> bool | None:
+            value = getattr(op, name)
+            if value is None:  # as Ganeti fills it: the old node's, else True
+                return bool(getattr(old, name)) if old is not None else True
+            return bool(value)
+        return {"OP_TARGET": op.node_name, "NODE_NAME": op.node_name, "NODE_PIP": pip,
+                "NODE_SIP": op.secondary_ip or pip, "MASTER_CAPABLE": flag("master_capable"),
+                "VM_CAPABLE": flag("vm_capable")}
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """Ganeti's: every node but the one added; after exec, that one too."""
+        cfg = self.ctx.config.config
+        old = cfg.node_by_name(self.op.node_name)
+        nodes = sorted(u for u in cfg.nodes if old is None or u != old.uuid)
+        return nodes, nodes
+
+    def prepare_post_hook_nodes(self, uuids: list[str]) -> list[str]:
+        node = self.ctx.config.config.node_by_name(self.op.node_name)
+        return uuids + [node.uuid] if node is not None else uuids
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         op = self.op
-        name = op["node_name"]
+        name = op.node_name
         self.existing = cfg.node_by_name(name)
-        if op.get("readd"):
+        if op.readd:
             if self.existing is None:
                 raise OpPrereqError(f"Node {name} is not in the configuration; add it "
                                     "without --readd", ECODE_NOENT)
@@ -93,20 +124,20 @@ class LUNodeAdd(LogicalUnit):
         elif self.existing is not None:
             raise OpPrereqError(f"Node {name} is already in the configuration; use "
                                 "--readd to add it again", ECODE_EXISTS)
-        self.group = (nodesmod.find_group(cfg, op["group"]) if op.get("group")
+        self.group = (nodesmod.find_group(cfg, op.group) if op.group
                       else (cfg.nodegroups[self.existing.group] if self.existing
                             else nodesmod.default_group(cfg)))
-        self.ndparams = check_ndparams(op.get("ndparams"))
+        self.ndparams = check_ndparams(op.ndparams)
         self.skip = self.existing.uuid if self.existing else None
-        check_ips_free(cfg, [op.get("primary_ip"), op.get("secondary_ip")], self.skip)
+        check_ips_free(cfg, [op.primary_ip, op.secondary_ip], self.skip)
 
     async def _primary_ip(self) -> str:
-        ip = self.op.get("primary_ip")
+        ip = self.op.primary_ip
         if ip:
             return str(ip)
         if self.existing is not None:
             return self.existing.primary_ip
-        name = self.op["node_name"]
+        name = self.op.node_name
         try:
             infos = await self.ctx.run_blocking(socket.getaddrinfo, name, None,
                                                 socket.AF_INET, socket.SOCK_STREAM)
@@ -118,7 +149,7 @@ class LUNodeAdd(LogicalUnit):
         return ip
 
     async def _check_daemon(self, ip: str) -> None:
-        name = self.op["node_name"]
+        name = self.op.node_name
         results = await self.ctx.rpc().call([NodeTarget(name, ip)], "version", [])
         result = results[name]
         if not result.success:
@@ -133,15 +164,16 @@ class LUNodeAdd(LogicalUnit):
 
     async def exec(self) -> Any:
         op, ctx = self.op, self.ctx
-        name = op["node_name"]
+        name = op.node_name
         primary_ip = await self._primary_ip()
-        secondary_ip = op.get("secondary_ip") or primary_ip
+        self.hooks_primary_ip = primary_ip  # for the post hooks' NODE_PIP
+        secondary_ip = op.secondary_ip or primary_ip
         ctx.feedback("message", f"Checking the node daemon of {name} at {primary_ip}")
         await self._check_daemon(primary_ip)
-        if op.get("dry_run"):
+        if op.dry_run:
             return None
         group_uuid = self.group.uuid
-        readd = bool(op.get("readd"))
+        readd = bool(op.readd)
         new_uuid = self.existing.uuid if self.existing else str(uuidmod.uuid4())
         now = ctx.clock.seconds()
 
@@ -163,10 +195,10 @@ class LUNodeAdd(LogicalUnit):
                 cfg.nodes[new_uuid] = node
             node.group = group_uuid
             cfg.nodegroups[group_uuid].members.append(new_uuid)
-            if op.get("master_capable") is not None:
-                node.master_capable = bool(op["master_capable"])
-            if op.get("vm_capable") is not None:
-                node.vm_capable = bool(op["vm_capable"])
+            if op.master_capable is not None:
+                node.master_capable = bool(op.master_capable)
+            if op.vm_capable is not None:
+                node.vm_capable = bool(op.vm_capable)
             if self.ndparams:
                 node.ndparams.update(self.ndparams)  # checked and converted
             current, desired = nodesmod.candidate_stats(cfg)
@@ -177,8 +209,9 @@ class LUNodeAdd(LogicalUnit):
             return node.master_candidate
 
         candidate = await ctx.config.update(change)
-        if not readd:
-            await ctx.locks.add(LEVEL_NODE, [name])
+        if not readd:  # locks are keyed by UUID
+            await ctx.locks.add(LEVEL_NODE, [new_uuid])
+            await ctx.locks.add(LEVEL_NODE_RES, [new_uuid])
         ctx.feedback("message", f"Added node {name} ({primary_ip})" if not readd
                      else f"Re-added node {name} ({primary_ip})")
         if candidate:
@@ -191,22 +224,47 @@ class LUNodeAdd(LogicalUnit):
 
 
 class _OneNodeLU(LogicalUnit):
-    """A logical unit acting on one existing node, named by uuid or name; it locks it."""
+    """A logical unit acting on one existing node, named by uuid or name; it locks it
+    (by UUID), and reads the node again once the lock is held."""
+
+    op: OpNodeRemove | OpNodeSetParams
 
     def expand_names(self) -> None:
         super().expand_names()
         cfg = self.ctx.config.config
-        self.node = copy.deepcopy(
-            nodesmod.find_node(cfg, self.op.get("node_uuid") or self.op.get("node_name")))
-        self.needed_locks[LEVEL_NODE] = [self.node.name]
+        self.node_uuid = nodesmod.find_node(cfg, self.op.node_uuid or self.op.node_name).uuid
+        self.needed_locks[LEVEL_NODE] = [self.node_uuid]
+
+    def check_prereq(self) -> None:
+        node = self.ctx.config.config.nodes.get(self.node_uuid)
+        if node is None:  # (cannot happen while the lock is held: removal takes it)
+            raise OpPrereqError(f"Node '{self.op.node_name or self.node_uuid}' not known",
+                                ECODE_NOENT)
+        self.node = copy.deepcopy(node)
 
 
 class LUNodeRemove(_OneNodeLU):
     """OP_NODE_REMOVE: take a node out of the cluster and tell it to forget the cluster."""
 
     OP_ID = "OP_NODE_REMOVE"
+    op: OpNodeRemove
+    HPATH = "node-remove"
+    HTYPE = hookdefs.HTYPE_NODE
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        return {"OP_TARGET": self.node.name, "NODE_NAME": self.node.name}
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """Ganeti's: every node but the one removed (a broken node stays removable)."""
+        nodes = sorted(u for u in self.ctx.config.config.nodes if u != self.node_uuid)
+        return nodes, nodes
+
+    def expand_names(self) -> None:
+        super().expand_names()
+        self.needed_locks[LEVEL_NODE_RES] = [self.node_uuid]  # removed with the node
 
     def check_prereq(self) -> None:
+        super().check_prereq()
         cfg = self.ctx.config.config
         node = self.node
         if node.uuid == cfg.cluster.master_node:
@@ -219,7 +277,7 @@ class LUNodeRemove(_OneNodeLU):
 
     async def exec(self) -> Any:
         ctx, node = self.ctx, self.node
-        if self.op.get("dry_run"):
+        if self.op.dry_run:
             return None
         now = ctx.clock.seconds()
 
@@ -234,7 +292,8 @@ class LUNodeRemove(_OneNodeLU):
 
         ctx.feedback("message", f"Removing node {node.name} from the configuration")
         promoted = await ctx.config.update(change)
-        ctx.locks.remove(ctx.owner, LEVEL_NODE, [node.name])
+        ctx.locks.remove(ctx.owner, LEVEL_NODE, [node.uuid])
+        ctx.locks.remove(ctx.owner, LEVEL_NODE_RES, [node.uuid])
         if ctx.replicator is not None:
             ctx.replicator.forget(node.name)
         if not node.offline:

@@ -26,8 +26,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from ganeti.core import hooks as hookdefs
 from ganeti.core.errors import ECODE_INVAL, ECODE_STATE, OpPrereqError
 from ganeti.core.objects import ConfigData, Node
+from ganeti.core.opcodes.views import OpNodeSetParams
 from ganeti.core.params_merge import get_updated_params
 from ganeti.core.params_types import NDS_PARAMETER_TYPES, force_dict_type
 from ganeti.master import nodes as nodesmod
@@ -63,6 +65,21 @@ class LUNodeSetParams(_OneNodeLU):
     """OP_NODE_SET_PARAMS with Ganeti's role rules (see the module docstring)."""
 
     OP_ID = "OP_NODE_SET_PARAMS"
+    op: OpNodeSetParams
+    HPATH = "node-modify"
+    HTYPE = hookdefs.HTYPE_NODE
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        """Ganeti's: the flags as the prerequisites left them (auto-promotion included)."""
+        flags = self.flags
+        return {"OP_TARGET": self.node.name, "MASTER_CANDIDATE": flags["master_candidate"],
+                "OFFLINE": flags["offline"], "DRAINED": flags["drained"],
+                "MASTER_CAPABLE": self.op.master_capable, "VM_CAPABLE": self.op.vm_capable}
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """Ganeti's: the master and the node, in both phases."""
+        nodes = [self.ctx.config.config.cluster.master_node, self.node.uuid]
+        return nodes, nodes
 
     def _info(self, text: str) -> None:
         self.ctx.feedback("message", f" - INFO: {text}")
@@ -71,25 +88,26 @@ class LUNodeSetParams(_OneNodeLU):
         self.ctx.feedback("message", f" - WARNING: {text}")
 
     def check_prereq(self) -> None:
+        super().check_prereq()
         cfg = self.ctx.config.config
         op = self.op
         node = cfg.nodes[self.node.uuid]
-        self.flags: dict[str, bool | None] = {f: op.get(f) for f in FLAGS}
-        mods = [op.get(f) for f in ("offline", "master_candidate", "drained",
-                                    "master_capable", "vm_capable", "secondary_ip",
-                                    "ndparams", "hv_state", "disk_state")]
+        self.flags: dict[str, bool | None] = {f: getattr(op, f) for f in FLAGS}
+        # (hv_state and disk_state are reserved: never stored, so never a modification)
+        mods = [op.offline, op.master_candidate, op.drained, op.master_capable,
+                op.vm_capable, op.secondary_ip, op.ndparams]
         if all(m is None for m in mods):
             raise OpPrereqError("Please pass at least one modification", ECODE_INVAL)
         if sum(1 for m in mods if m is True) > 1:
             raise OpPrereqError("Can't set the node into more than one state at the same "
                                 "time", ECODE_INVAL)
-        might_demote = (op.get("master_candidate") is False or op.get("offline") is True
-                        or op.get("drained") is True or op.get("master_capable") is False)
-        sip = op.get("secondary_ip")
+        might_demote = (op.master_candidate is False or op.offline is True
+                        or op.drained is True or op.master_capable is False)
+        sip = op.secondary_ip
         if sip and not _is_ipv4(sip):
             raise OpPrereqError(f"Secondary IP ({sip}) needs to be a valid IPv4 address",
                                 ECODE_INVAL)
-        self.lock_all = bool(op.get("auto_promote")) and might_demote
+        self.lock_all = bool(op.auto_promote) and might_demote
         is_master = node.uuid == cfg.cluster.master_node
         if any(v is not None for v in self.flags.values()) and is_master:
             raise OpPrereqError("The master role can be changed only via master-failover",
@@ -97,7 +115,7 @@ class LUNodeSetParams(_OneNodeLU):
         if self.flags["master_candidate"] and not node.master_capable:
             raise OpPrereqError(f"Node {node.name} is not master capable, cannot make it a "
                                 "master candidate", ECODE_STATE)
-        if op.get("vm_capable") is False and self._hosts_instances(cfg, node):
+        if op.vm_capable is False and self._hosts_instances(cfg, node):
             raise OpPrereqError(f"Node {node.name} hosts instances, cannot unset the "
                                 "vm_capable flag", ECODE_STATE)
         if node.master_candidate and might_demote and not self.lock_all:
@@ -114,15 +132,15 @@ class LUNodeSetParams(_OneNodeLU):
                 self.flags[flag] = None
         if oob_program(cfg, node):
             if self.flags["offline"] is False and not (node.powered
-                                                       or op.get("powered") is True):
+                                                       or op.powered is True):
                 raise OpPrereqError(f"Node {node.name} needs to be "
                                     "turned on before its offline status can be reset",
                                     ECODE_STATE)
-        elif op.get("powered") is not None:
+        elif op.powered is not None:
             raise OpPrereqError("Unable to change powered state for node "
                                 f"{node.name} as it does not support "
                                 "out-of-band handling", ECODE_STATE)
-        capable = op.get("master_capable")
+        capable = op.master_capable
         if (self.flags["drained"] is False or self.flags["offline"] is False
                 or (capable and not node.master_capable)):
             # Ganeti does not look at master_capable here; a node that may not be a
@@ -142,9 +160,9 @@ class LUNodeSetParams(_OneNodeLU):
         check_ips_free(cfg, [sip], node.uuid)
         # As LUNodeSetParams: merged into the node's own ("default" drops a key),
         # then type-enforced (TypeEnforcementError, "Parameter Error: ...").
-        self.ndparams = (force_dict_type(get_updated_params(node.ndparams, op["ndparams"]),
+        self.ndparams = (force_dict_type(get_updated_params(node.ndparams, op.ndparams),
                                          NDS_PARAMETER_TYPES)
-                         if op.get("ndparams") else None)
+                         if op.ndparams else None)
 
     @staticmethod
     def _hosts_instances(cfg: ConfigData, node: Node) -> bool:
@@ -166,7 +184,7 @@ class LUNodeSetParams(_OneNodeLU):
     def _check_secondary_ip(self, cfg: ConfigData, node: Node, sip: str) -> None:
         master = cfg.nodes[cfg.cluster.master_node]
         master_singlehomed = (master.secondary_ip or master.primary_ip) == master.primary_ip
-        forced_master = bool(self.op.get("force")) and node.uuid == master.uuid
+        forced_master = bool(self.op.force) and node.uuid == master.uuid
         if master_singlehomed and sip != node.primary_ip:
             if not forced_master:
                 raise OpPrereqError("Changing the secondary ip on a single-homed cluster "
@@ -195,10 +213,9 @@ class LUNodeSetParams(_OneNodeLU):
         node = self.node
         results = await self.ctx.rpc().call(
             [NodeTarget(node.name, node.primary_ip)], "version", [])
-        result = results[node.name]
-        if not result.success:
-            raise OpPrereqError(f"Node {node.name} is being de-offlined but fails to report "
-                                f"its version: {result.fail_msg}", ECODE_STATE)
+        results[node.name].raise_if_failed(
+            f"Node {node.name} is being de-offlined but fails to report its version",
+            prereq=True, ecode=ECODE_STATE)
         self._warning("Transitioning node from offline to online state without using "
                       "re-add. Please make sure the node is healthy!")
 
@@ -206,7 +223,7 @@ class LUNodeSetParams(_OneNodeLU):
         ctx, op = self.ctx, self.op
         if self.old_role == ROLE_OFFLINE and self.new_role != self.old_role:
             await self._check_back_online()
-        if op.get("dry_run"):
+        if op.dry_run:
             return None
         now = ctx.clock.seconds()
         uuid = self.node.uuid
@@ -216,15 +233,17 @@ class LUNodeSetParams(_OneNodeLU):
             result: list[list[str]] = []
             if self.ndparams is not None:
                 node.ndparams = dict(self.ndparams)
-            if op.get("powered") is not None:
-                node.powered = bool(op["powered"])
-            for attr in ("master_capable", "vm_capable"):
-                if op.get(attr) is not None:
-                    setattr(node, attr, bool(op[attr]))
-                    result.append([attr, str(bool(op[attr]))])
-            if op.get("secondary_ip"):
-                node.secondary_ip = op["secondary_ip"]
-                result.append(["secondary_ip", op["secondary_ip"]])
+            if op.powered is not None:
+                node.powered = bool(op.powered)
+            if op.master_capable is not None:
+                node.master_capable = bool(op.master_capable)
+                result.append(["master_capable", str(bool(op.master_capable))])
+            if op.vm_capable is not None:
+                node.vm_capable = bool(op.vm_capable)
+                result.append(["vm_capable", str(bool(op.vm_capable))])
+            if op.secondary_ip:
+                node.secondary_ip = op.secondary_ip
+                result.append(["secondary_ip", op.secondary_ip])
             promoted: list[str] = []
             if self.new_role != self.old_role:
                 new_flags = ROLE_TO_FLAGS[self.new_role]
@@ -246,9 +265,7 @@ class LUNodeSetParams(_OneNodeLU):
             # after the config no longer sends it updates: it drops its copy
             results = await ctx.rpc().call([NodeTarget(self.node.name, self.node.primary_ip)],
                                            "node_demote_from_mc", [])
-            outcome = results[self.node.name]
-            if not outcome.success:
-                self._warning(f"Node failed to demote itself: {outcome.fail_msg}")
+            results[self.node.name].warn("Node failed to demote itself", self._warning)
         if promoted:
             self._info(f"Promoted nodes to master candidate role: {', '.join(promoted)}")
         if self.lock_all:

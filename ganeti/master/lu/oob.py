@@ -18,11 +18,12 @@ from twisted.internet import task
 from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, ECODE_STATE, OpExecError, OpPrereqError
 from ganeti.core.objects import ConfigData, Node
+from ganeti.core.opcodes.views import OpOobCommand
 from ganeti.core.query import nice_sort_key
-from ganeti.core.rpcdefs import TMO_FAST, is_wire_path
+from ganeti.core.rpcdefs import is_wire_path
 from ganeti.master import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODE
-from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.base import ALL_SET, LogicalUnit
 from ganeti.master.nodequeries import merged_ndparams
 
 #: Commands never run for the master (it would switch itself off).
@@ -62,18 +63,18 @@ class LUOobCommand(LogicalUnit):
 
     OP_ID = "OP_OOB_COMMAND"
     REQ_BGL = False
+    op: OpOobCommand
 
     def expand_names(self) -> None:
         super().expand_names()
         cfg = self.ctx.config.config
-        names = list(self.op.get("node_uuids") or self.op.get("node_names") or [])
+        names = list(self.op.node_uuids or self.op.node_names or [])
         self.wanted = [nodesmod.find_node(cfg, name).uuid for name in names]
-        self.needed_locks[LEVEL_NODE] = (
-            sorted({cfg.nodes[u].name for u in self.wanted}) if self.wanted else None)
+        self.needed_locks[LEVEL_NODE] = sorted(set(self.wanted)) if self.wanted else ALL_SET
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
-        command = self.op["command"]
+        command = self.op.command
         master = cfg.nodes[cfg.cluster.master_node]
         if self.wanted:
             uuids = list(dict.fromkeys(self.wanted))
@@ -91,7 +92,7 @@ class LUOobCommand(LogicalUnit):
             node = cfg.nodes.get(uuid)
             if node is None:
                 raise OpPrereqError(f"Node {uuid} not found", ECODE_NOENT)
-            if (command == c.OOB_POWER_OFF and not self.op.get("ignore_status")
+            if (command == c.OOB_POWER_OFF and not self.op.ignore_status
                     and not node.offline):
                 raise OpPrereqError(f"Cannot power off node {node.name} because it is not "
                                     "marked offline", ECODE_STATE)
@@ -103,18 +104,17 @@ class LUOobCommand(LogicalUnit):
         self.ctx.feedback("message", f" - WARNING: {text}")
 
     async def _run(self, node: Node, program: str) -> tuple[int, Any]:
-        command = self.op["command"]
-        timeout = int(self.op.get("timeout", c.OOB_TIMEOUT))
+        command = self.op.command
+        timeout = int(self.op.timeout)
         if not is_wire_path(program):
             self._warn(f"Out-of-band RPC failed on node '{node.name}': the out-of-band "
                        f"program '{program}' is not an absolute path")
             return c.RS_NODATA, None
+        # the table's timeout is the program's plus a margin (ganeti/core/rpcdefs/oob.py)
         results = await self.ctx.rpc().call(
-            [nodesmod.target(self.master)], "run_oob",
-            [program, command, node.name, timeout], timeout=timeout + TMO_FAST)
+            [nodesmod.target(self.master)], "run_oob", [program, command, node.name, timeout])
         result = results[self.master.name]
-        if not result.success:
-            self._warn(f"Out-of-band RPC failed on node '{node.name}': {result.fail_msg}")
+        if result.warn(f"Out-of-band RPC failed on node '{node.name}'", self._warn):
             return c.RS_NODATA, None
         errs = check_payload(command, result.payload)
         if errs:
@@ -146,8 +146,8 @@ class LUOobCommand(LogicalUnit):
 
     async def exec(self) -> Any:
         cfg = self.ctx.config.config
-        command = self.op["command"]
-        delay = float(self.op.get("power_delay", c.OOB_POWER_DELAY))
+        command = self.op.command
+        delay = float(self.op.power_delay)
         answer: list[list[list[Any]]] = []
         for index, node in enumerate(self.nodes):
             entry: list[list[Any]] = [[c.RS_NORMAL, node.name]]

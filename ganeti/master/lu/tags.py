@@ -10,6 +10,7 @@ from typing import Any
 from ganeti.core import constants
 from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, OpPrereqError, TagError
 from ganeti.core.objects import ConfigData, TaggableObject
+from ganeti.core.opcodes.views import OpTagsDel, OpTagsGet, OpTagsSearch, OpTagsSet
 from ganeti.master.lu.base import LogicalUnit
 
 _TAG_RE = re.compile(r"[\w.+*/:@-]+")
@@ -28,10 +29,11 @@ def check_tag(tag: Any) -> str:
 
 class _TagsLU(LogicalUnit):
     REQ_BGL = False
+    op: OpTagsGet | OpTagsSet | OpTagsDel
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
-        kind, name = self.op["kind"], self.op.get("name")
+        kind, name = self.op.kind, self.op.name
         # Ganeti's tag LUs expand names as every LU does: "Node 'x' not known",
         # "Node group 'x' not found", "Instance 'x' not known"
         try:
@@ -46,7 +48,7 @@ class _TagsLU(LogicalUnit):
 
     async def _apply(self, change: Callable[[ConfigData], None]) -> None:
         """Commit ``change``; with ``dry_run``, only check it on a copy of the config."""
-        if self.op.get("dry_run"):
+        if self.op.dry_run:
             change(copy.deepcopy(self.ctx.config.config))
             return
         await self.ctx.config.update(change)
@@ -56,9 +58,10 @@ class LUTagsGet(_TagsLU):
     """OP_TAGS_GET: the tags of one object, sorted."""
 
     OP_ID = "OP_TAGS_GET"
+    op: OpTagsGet
 
     async def exec(self) -> Any:
-        obj = self.ctx.config.config.tagged_object(self.op["kind"], self.op.get("name"))
+        obj = self.ctx.config.config.tagged_object(self.op.kind, self.op.name)
         return sorted(obj.tags)
 
 
@@ -67,14 +70,15 @@ class LUTagsSet(_TagsLU):
 
     OP_ID = "OP_TAGS_SET"
     REQ_BGL = True
+    op: OpTagsSet
 
     def check_prereq(self) -> None:
         super().check_prereq()
-        for tag in self.op["tags"]:
+        for tag in self.op.tags:
             check_tag(tag)
 
     async def exec(self) -> Any:
-        kind, name, new = self.op["kind"], self.op.get("name"), list(self.op["tags"])
+        kind, name, new = self.op.kind, self.op.name, list(self.op.tags)
 
         def change(cfg: ConfigData) -> None:
             obj = cfg.tagged_object(kind, name)
@@ -93,9 +97,10 @@ class LUTagsDel(_TagsLU):
 
     OP_ID = "OP_TAGS_DEL"
     REQ_BGL = True
+    op: OpTagsDel
 
     async def exec(self) -> Any:
-        kind, name, gone = self.op["kind"], self.op.get("name"), set(self.op["tags"])
+        kind, name, gone = self.op.kind, self.op.name, set(self.op.tags)
 
         def change(cfg: ConfigData) -> None:
             obj = cfg.tagged_object(kind, name)
@@ -115,12 +120,13 @@ class LUTagsSearch(LogicalUnit):
 
     OP_ID = "OP_TAGS_SEARCH"
     REQ_BGL = False
+    op: OpTagsSearch
 
     async def exec(self) -> Any:
         try:
-            pattern = re.compile(self.op["pattern"])
+            pattern = re.compile(self.op.pattern)
         except re.error as err:
-            raise OpPrereqError(f"Invalid search pattern {self.op['pattern']!r}: {err}",
+            raise OpPrereqError(f"Invalid search pattern {self.op.pattern!r}: {err}",
                                 ECODE_INVAL) from None
         cfg = self.ctx.config.config
         objects: list[tuple[str, TaggableObject]] = [("/cluster", cfg.cluster)]

@@ -36,7 +36,8 @@ from twisted.internet import defer, task
 from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, OpExecError, OpPrereqError
 from ganeti.core.objects import Node
-from ganeti.core.rpcdefs import TMO_FAST, TMO_SLOW
+from ganeti.core.opcodes.views import OpTestDelay, OpTestJqueue
+from ganeti.core.rpcdefs import TMO_SLOW
 from ganeti.master.locking.manager import LEVEL_NODE
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.testsocket import SocketTimeout, TestSocket
@@ -60,44 +61,46 @@ class LUTestDelay(LogicalUnit):
 
     OP_ID = "OP_TEST_DELAY"
     REQ_BGL = False
+    op: OpTestDelay
 
     @property
     def uses_locks(self) -> bool:
-        return not self.op.get("no_locks", True)
+        return not self.op.no_locks
+
+    def check_arguments(self) -> None:
+        if not float(self.op.duration) > 0:
+            raise OpPrereqError("Duration must be greater than zero")
 
     def expand_names(self) -> None:
-        if not float(self.op["duration"]) > 0:
-            raise OpPrereqError("Duration must be greater than zero")
         super().expand_names()
         cfg = self.ctx.config.config
         wanted: dict[str, Node] = {}
-        for name in list(self.op.get("on_nodes") or []) + list(self.op.get("on_node_uuids")
-                                                                or []):
+        for name in list(self.op.on_nodes or []) + list(self.op.on_node_uuids or []):
             node = find_node(cfg, name)
             wanted.setdefault(node.uuid, copy.deepcopy(node))
         master = cfg.nodes.get(cfg.cluster.master_node)
         #: Whether masterd sleeps itself: for the master, or when no node is named at all.
-        self.local = bool(self.op.get("on_master", True)) or not wanted
-        if self.op.get("on_master", True) and master is not None:
+        self.local = bool(self.op.on_master) or not wanted
+        if self.op.on_master and master is not None:
             wanted.pop(master.uuid, None)
-            lock_nodes = [master.name]
+            lock_nodes = [master.uuid]
         else:
             lock_nodes = []
         #: The other nodes, reached through their node daemons.
         self.nodes = sorted(wanted.values(), key=lambda n: n.name)
-        lock_nodes.extend(n.name for n in self.nodes)
+        lock_nodes.extend(n.uuid for n in self.nodes)
         if lock_nodes:
             self.needed_locks[LEVEL_NODE] = sorted(set(lock_nodes))
             self.share_locks[LEVEL_NODE] = False  # as Ganeti: exclusive
 
     def check_prereq(self) -> None:
-        if self.op["duration"] > TMO_SLOW and self.nodes:
+        if self.op.duration > TMO_SLOW and self.nodes:
             raise OpPrereqError(f"A delay on nodes can last at most {TMO_SLOW} seconds",
                                 ECODE_INVAL)
 
     async def exec(self) -> Any:
-        duration = float(self.op["duration"])
-        repeat = int(self.op.get("repeat") or 0)
+        duration = float(self.op.duration)
+        repeat = int(self.op.repeat or 0)
         if repeat == 0:
             await self._delay(duration)
             return None
@@ -109,7 +112,7 @@ class LUTestDelay(LogicalUnit):
 
     async def _delay(self, duration: float) -> bool:
         """One iteration; whether it was interrupted (``interruptible`` only)."""
-        if self.op.get("interruptible"):
+        if self.op.interruptible:
             return await self._interruptible(duration)
         await self._uninterruptible(duration)
         return False
@@ -160,11 +163,11 @@ class LUTestDelay(LogicalUnit):
             raise
 
     async def _on_nodes(self, duration: float) -> None:
+        # the table's timeout follows the duration (ganeti/core/rpcdefs/test.py)
         results = await self.ctx.rpc().call([target(n) for n in self.nodes], "test_delay",
-                                            [duration], timeout=duration + TMO_FAST)
+                                            [duration])
         for name, result in sorted(results.items()):
-            if not result.success:
-                raise OpExecError(f"Failure during rpc call to node {name}: {result.fail_msg}")
+            result.raise_if_failed(f"Failure during rpc call to node {name}")
 
     def _sleep(self, duration: float) -> defer.Deferred[None]:
         # Cancelling the sleep (CancelJob with kill, or interruptible) stops it at once.
@@ -176,6 +179,7 @@ class LUTestJqueue(LogicalUnit):
 
     OP_ID = "OP_TEST_JQUEUE"
     REQ_BGL = False
+    op: OpTestJqueue
 
     def expand_names(self) -> None:
         super().expand_names()
@@ -183,26 +187,26 @@ class LUTestJqueue(LogicalUnit):
         cfg = self.ctx.config.config
         master = cfg.nodes.get(cfg.cluster.master_node)
         if master is not None:
-            self.needed_locks[LEVEL_NODE] = [master.name]
+            self.needed_locks[LEVEL_NODE] = [master.uuid]
             self.share_locks[LEVEL_NODE] = False
 
     async def before_locks(self) -> None:
-        if self.op.get("notify_waitlock"):
+        if self.op.notify_waitlock:
             await self._notify(True, JQT_EXPANDNAMES, None)
         log_info(self, "Expanding names")
 
     async def exec(self) -> Any:
-        if self.op.get("notify_exec"):
+        if self.op.notify_exec:
             await self._notify(False, JQT_EXEC, None)
         log_info(self, "Executing")
-        messages = list(self.op.get("log_messages") or [])
+        messages = list(self.op.log_messages or [])
         if messages:
             await self._notify(False, JQT_STARTMSG, len(messages))
             for index, message in enumerate(messages, start=1):
                 log_info(self, f"Sending log message {index}")
                 self.ctx.feedback(c.ELOG_MESSAGE, JQT_MSGPREFIX + message)
                 await self._notify(False, JQT_LOGMSG, index)
-        if self.op.get("fail"):
+        if self.op.fail:
             raise OpExecError("Opcode failure was requested")
         return True
 

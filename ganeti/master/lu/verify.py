@@ -16,11 +16,12 @@ from typing import Any
 from ganeti.core import certverify, constants
 from ganeti.core import config as configmod
 from ganeti.core import verifycodes as cv
-from ganeti.core.errors import ECODE_ENVIRON, OpExecError
+from ganeti.core.errors import OpExecError
 from ganeti.core.objects import ConfigData
+from ganeti.core.opcodes.views import OpClusterVerify, OpClusterVerifyConfig
 from ganeti.master import nodes as nodesmod
-from ganeti.master.lu.base import LogicalUnit
-from ganeti.master.lu.verify_report import VerifyReporter, submitted_by
+from ganeti.master.lu.base import LogicalUnit, ResultWithJobs
+from ganeti.master.lu.verify_report import VerifyReporter
 
 _COMMON = ("debug_simulate_errors", "verbose", "error_codes", "skip_checks")
 _TRUE_WORDS = {"true", "false"}
@@ -34,6 +35,7 @@ class LUClusterVerify(LogicalUnit):
 
     OP_ID = "OP_CLUSTER_VERIFY"
     REQ_BGL = False
+    op: OpClusterVerify
 
     @property
     def uses_locks(self) -> bool:
@@ -41,26 +43,24 @@ class LUClusterVerify(LogicalUnit):
 
     async def exec(self) -> Any:
         cfg = self.ctx.config.config
-        common = {k: self.op[k] for k in _COMMON if k in self.op}
-        ignore = list(self.op.get("ignore_errors") or [])
+        common = {k: getattr(self.op, k) for k in _COMMON}
+        ignore = list(self.op.ignore_errors or [])
         jobs: list[list[dict[str, Any]]] = []
-        if self.op.get("group_name"):
-            groups = [self.op["group_name"]]
+        if self.op.group_name:
+            groups = [self.op.group_name]
         else:
             groups = list(cfg.nodegroups)
-            jobs.append([submitted_by(self.op, {"OP_ID": "OP_CLUSTER_VERIFY_CONFIG",
-                                                "ignore_errors": ignore, **common})])
+            jobs.append([{"OP_ID": "OP_CLUSTER_VERIFY_CONFIG", "ignore_errors": ignore,
+                          **common}])
         for group in groups:
             op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_VERIFY_GROUP", "group_name": group,
                                   "ignore_errors": ignore,
-                                  "verify_clutter": bool(self.op.get("verify_clutter")),
+                                  "verify_clutter": bool(self.op.verify_clutter),
                                   **common}
-            if not self.op.get("group_name"):
+            if not self.op.group_name:
                 op["depends"] = [[-len(jobs), []]]  # always after the config job
-            jobs.append([submitted_by(self.op, op)])
-        if self.ctx.submit_jobs is None:
-            raise OpExecError("this master cannot submit jobs from a job", ECODE_ENVIRON)
-        return {"jobs": await self.ctx.submit_jobs(jobs)}
+            jobs.append([op])
+        return ResultWithJobs(jobs)  # the processor submits them
 
 
 def hv_syntax_problem(params: dict[str, Any], defaults: dict[str, Any]) -> str | None:
@@ -117,6 +117,7 @@ class LUClusterVerifyConfig(VerifyReporter, LogicalUnit):
 
     OP_ID = "OP_CLUSTER_VERIFY_CONFIG"
     REQ_BGL = False
+    op: OpClusterVerifyConfig
 
     def _cert_files(self) -> list[tuple[str, bytes | None]]:
         """The master's certificates (blocking): ``(path, content or None)``."""

@@ -16,12 +16,11 @@ import copy
 from typing import Any
 
 from ganeti.core import constants
-from ganeti.core.errors import ECODE_ENVIRON, OpExecError
 from ganeti.core.objects import ConfigData
+from ganeti.core.opcodes.views import OpClusterVerifyDisks, OpGroupVerifyDisks
 from ganeti.master import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODEGROUP
-from ganeti.master.lu.base import LogicalUnit
-from ganeti.master.lu.verify_report import submitted_by
+from ganeti.master.lu.base import LogicalUnit, ResultWithJobs
 
 
 def _checkable(cfg: ConfigData) -> list[str]:
@@ -35,28 +34,26 @@ class LUClusterVerifyDisks(LogicalUnit):
 
     OP_ID = "OP_CLUSTER_VERIFY_DISKS"
     REQ_BGL = False
+    op: OpClusterVerifyDisks
 
     def expand_names(self) -> None:
         super().expand_names()
         cfg = self.ctx.config.config
-        if self.op.get("group_name"):
-            self.groups = [nodesmod.find_group(cfg, self.op["group_name"]).name]
+        if self.op.group_name:
+            groups = [nodesmod.find_group(cfg, self.op.group_name)]
         else:
-            self.groups = sorted(g.name for g in cfg.nodegroups.values())
-        self.needed_locks[LEVEL_NODEGROUP] = list(self.groups)
+            groups = list(cfg.nodegroups.values())
+        self.groups = sorted(g.name for g in groups)
+        self.needed_locks[LEVEL_NODEGROUP] = sorted(g.uuid for g in groups)
         self.share_locks[LEVEL_NODEGROUP] = True
 
     async def exec(self) -> Any:
         cfg = self.ctx.config.config
         if not _checkable(cfg):
             # Ganeti: only external storage (or no instance at all): nothing to verify
-            return {"jobs": []}
-        jobs = [[submitted_by(self.op, {"OP_ID": "OP_GROUP_VERIFY_DISKS",
-                                         "group_name": name})]
-                for name in self.groups]
-        if self.ctx.submit_jobs is None:
-            raise OpExecError("this master cannot submit jobs from a job", ECODE_ENVIRON)
-        return {"jobs": await self.ctx.submit_jobs(jobs)}
+            return ResultWithJobs([])
+        return ResultWithJobs([[{"OP_ID": "OP_GROUP_VERIFY_DISKS", "group_name": name}]
+                               for name in self.groups])
 
 
 class LUGroupVerifyDisks(LogicalUnit):
@@ -64,12 +61,13 @@ class LUGroupVerifyDisks(LogicalUnit):
 
     OP_ID = "OP_GROUP_VERIFY_DISKS"
     REQ_BGL = False
+    op: OpGroupVerifyDisks
 
     def expand_names(self) -> None:
         super().expand_names()
         self.group = copy.deepcopy(nodesmod.find_group(self.ctx.config.config,
-                                                       self.op["group_name"]))
-        self.needed_locks[LEVEL_NODEGROUP] = [self.group.name]
+                                                       self.op.group_name))
+        self.needed_locks[LEVEL_NODEGROUP] = [self.group.uuid]
         self.share_locks[LEVEL_NODEGROUP] = True
 
     async def exec(self) -> Any:

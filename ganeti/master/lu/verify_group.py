@@ -13,13 +13,17 @@ Instance, LVM, DRBD, OS and hook checks come with instances and storage.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ganeti.core import constants, rpcdefs, ssconf
+from ganeti.core import hooks as hookdefs
 from ganeti.core import verifycodes as cv
 from ganeti.core.certverify import MAX_CLOCK_SKEW
 from ganeti.core.objects import ConfigData, Node
+from ganeti.core.opcodes.views import OpClusterVerifyGroup
 from ganeti.master import nodes as nodesmod
+from ganeti.master.hooks import NodeHooks
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.verify_report import VerifyReporter
 from ganeti.rpc.client import RpcResult
@@ -29,6 +33,9 @@ EXTERNAL_MIP_SCRIPT = "/etc/ganeti/scripts/master-ip-setup"
 #: Where the node files live, as wire paths (every node's DATA_DIR).
 DATA_DIR = "/var/lib/ganeti"
 RAPI_USERS = f"{DATA_DIR}/rapi/users"
+
+#: Hook output is indented under its finding, as Ganeti's.
+_HOOKS_INDENT_RE = re.compile("^", re.M)
 
 _REBUILD_CERTS = ("To rebuild node certificates, copy the master's server.pem to the "
                   "node and restart its node daemon.")
@@ -61,10 +68,53 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
 
     OP_ID = "OP_CLUSTER_VERIFY_GROUP"
     REQ_BGL = False
+    op: OpClusterVerifyGroup
+    HPATH = "cluster-verify"
+    HTYPE = hookdefs.HTYPE_CLUSTER
+
+    def _hook_members(self) -> list[Node]:
+        cfg = self.ctx.config.config
+        return sorted((n for n in cfg.nodes.values() if n.group == self.group.uuid),
+                      key=lambda n: n.name)
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        """Ganeti's: the cluster's tags and each of the group's nodes' tags."""
+        env = {"CLUSTER_TAGS": " ".join(sorted(self.ctx.config.config.cluster.tags))}
+        env.update((f"NODE_TAGS_{n.name}", " ".join(sorted(n.tags)))
+                   for n in self._hook_members())
+        return env
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """Ganeti's: post hooks only, on the group's nodes."""
+        return [], [n.uuid for n in self._hook_members()]
+
+    def hooks_callback(self, phase: str, found: list[NodeHooks] | None, result: Any) -> Any:
+        """Ganeti's: the post hooks' failures are findings (``ENODEHOOKS``) and
+        make the result false."""
+        if phase != hookdefs.PHASE_POST or not self._hook_members():
+            return result
+        self.step("Hooks Results")
+        for node in found or []:
+            broken = bool(node.fail_msg) and not node.offline
+            self.error_if(broken, cv.ENODEHOOKS, node.uuid,
+                          f"Communication failure in hooks execution: {node.fail_msg}")
+            if broken:
+                result = False
+                continue
+            if node.offline:
+                continue
+            for script, status, output in node.results:
+                failed = status == hookdefs.HKR_FAIL
+                self.error_if(failed, cv.ENODEHOOKS, node.uuid,
+                              f"Script {script} failed, output:")
+                if failed:
+                    self.note(_HOOKS_INDENT_RE.sub("      ", output))
+                    result = False
+        return result
 
     def check_prereq(self) -> None:
         super().check_prereq()
-        self.group = nodesmod.find_group(self.ctx.config.config, self.op["group_name"])
+        self.group = nodesmod.find_group(self.ctx.config.config, self.op.group_name)
 
     # --- what to ask -----------------------------------------------------------------
 
@@ -159,7 +209,7 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         mfree: dict[str, int] = {}
         for node in members:
             if node.offline:
-                if self.op.get("verbose"):
+                if self.op.verbose:
                     self.step(f"Skipping offline node {node.name}")
                 n_offline += 1
                 continue
@@ -172,7 +222,7 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
                 n_drained += 1
             else:
                 ntype = "regular"
-            if self.op.get("verbose"):
+            if self.op.verbose:
                 self.step(f"Verifying node {node.name} ({ntype})")
             result = results[node.name]
             if self.error_if(not result.success, cv.ENODERPC, node.name,
@@ -194,7 +244,7 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         self._report_replication(members)
         self.step("Verifying instance status")
         self.step("Verifying orphan volumes")
-        if constants.VERIFY_NPLUSONE_MEM not in (self.op.get("skip_checks") or []):
+        if constants.VERIFY_NPLUSONE_MEM not in (self.op.skip_checks or []):
             self.step("Verifying N+1 Memory redundancy")
             self._verify_n_plus_one(cfg, members, mfree)
         self.step("Other Notes")
@@ -202,7 +252,8 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
             self.note(f"  - NOTICE: {n_offline} offline node(s) found.")
         if n_drained:
             self.note(f"  - NOTICE: {n_drained} drained node(s) found.")
-        self.step("Hooks Results")
+        if self.ctx.hooks is None:  # else hooks_callback prints it, after the hooks ran
+            self.step("Hooks Results")
         return not self.bad
 
     # --- per-node checks -------------------------------------------------------------

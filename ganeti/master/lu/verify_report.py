@@ -13,12 +13,14 @@ check reports its finding as if it had failed, as in Ganeti.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ganeti.core import verifycodes
+from ganeti.core.opcodes.views import OpClusterVerifyConfig, OpClusterVerifyGroup
 from ganeti.core.verifycodes import ErrorCode
-from ganeti.master.lu.base import LUContext
+from ganeti.master.lu.base import LUContext, submitted_by
+
+__all__ = ["VerifyReporter", "format_finding", "submitted_by"]
 
 
 def format_finding(ecode: ErrorCode, item: str | None, message: str, level: str,
@@ -32,7 +34,7 @@ def format_finding(ecode: ErrorCode, item: str | None, message: str, level: str,
 class VerifyReporter:
     """Mix-in for the verify units: ``bad`` becomes True on the first ERROR."""
 
-    op: dict[str, Any]
+    op: OpClusterVerifyConfig | OpClusterVerifyGroup
     ctx: LUContext
     bad: bool = False
 
@@ -60,36 +62,18 @@ class VerifyReporter:
         if not messages:
             return
         level = verifycodes.WARNING if warning else verifycodes.ERROR
-        if ecode.code in (self.op.get("ignore_errors") or []):
+        if ecode.code in (self.op.ignore_errors or []):
             level = verifycodes.WARNING
         for message in messages:
             self.ctx.feedback("message", format_finding(ecode, item, message, level,
-                                                        bool(self.op.get("error_codes"))))
+                                                        bool(self.op.error_codes)))
         if level == verifycodes.ERROR:
             self.bad = True
 
     def error_if(self, cond: Any, ecode: ErrorCode, item: str | None, message: str,
                  warning: bool = False) -> bool:
         """Report ``message`` if ``cond`` holds (or errors are simulated); ``bool(cond)``."""
-        if cond or self.op.get("debug_simulate_errors"):
+        if cond or self.op.debug_simulate_errors:
             self.report(ecode, item, message, warning=warning)
         return bool(cond)
 
-
-def submitted_by(src: dict[str, Any], dst: dict[str, Any]) -> dict[str, Any]:
-    """``dst``, an opcode a unit submits, with Ganeti's fields copied from ``src``.
-
-    As Ganeti's processor: the comment ``Submitted by <OP_ID>`` unless one is
-    set, the priority unless set, the debug level, and the reason trail of
-    ``src`` appended to that of ``dst``.
-    """
-    out = copy.deepcopy(dst)
-    if "debug_level" in src:
-        out["debug_level"] = src["debug_level"]
-    if out.get("priority") is None and "priority" in src:
-        out["priority"] = src["priority"]
-    if not out.get("comment"):
-        out["comment"] = f"Submitted by {src['OP_ID']}"
-    if "reason" in src:
-        out["reason"] = list(out.get("reason") or []) + copy.deepcopy(list(src["reason"]))
-    return out

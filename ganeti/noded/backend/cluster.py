@@ -21,7 +21,7 @@ from twisted.logger import Logger
 
 from ganeti.core import fileutil, rpcdefs
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, RPCFail
+from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.backend.jobqueue import LOCK_NAME
 from ganeti.noded.backend.ssconf import ssconf_files
 

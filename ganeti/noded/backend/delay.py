@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from twisted.internet import defer, task
 
-from ganeti.noded.backend import NodeContext
+from ganeti.noded.backend.context import NodeContext
 
 
 def test_delay(ctx: NodeContext, duration: float) -> defer.Deferred[None]:

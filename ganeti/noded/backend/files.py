@@ -18,7 +18,8 @@ from twisted.internet import defer
 
 from ganeti.core import fileutil, rpcdefs
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, RPCFail, confd_role
+from ganeti.noded.backend import confd_role, configstore
+from ganeti.noded.backend.context import NodeContext, RPCFail
 
 EXTRA_ALLOWED_FILE = "upload-allowed-files"
 # Matched whole (fullmatch): "$" would also accept ``ssconf_x\n``.
@@ -76,6 +77,8 @@ def upload_file(ctx: NodeContext, file_name: str, content: Any, mode: int, uid: 
     except rpcdefs.RpcArgumentError as err:
         raise RPCFail(f"upload_file: {err}") from None
     d = ctx.run(_upload, ctx.paths, file_name, data, mode, atime, mtime)
+    if rpcdefs.from_wire_path(ctx.paths.root, file_name) == ctx.paths.config_file:
+        d.addCallback(lambda result: configstore.after_upload(ctx, result))
     if rpcdefs.from_wire_path(ctx.paths.root, file_name) in (ctx.paths.config_file,
                                                              ctx.paths.hmac_key):
         d.addCallback(lambda result: confd_role.after(ctx, result))

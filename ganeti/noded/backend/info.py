@@ -9,7 +9,7 @@ from twisted.internet import defer
 
 from ganeti.core import constants, rpcdefs
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext
+from ganeti.noded.backend.context import NodeContext
 
 MIB = 1024 * 1024
 

@@ -17,7 +17,7 @@ from twisted.internet import defer
 
 from ganeti.core import fileutil, rpcdefs
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, RPCFail
+from ganeti.noded.backend.context import NodeContext, RPCFail
 
 # Matched whole (fullmatch): "$" would also accept a name ending in a newline.
 _NAME_RE = re.compile(r"job-[0-9]+|serial|archive/[0-9]+/job-[0-9]+")

@@ -1,9 +1,12 @@
 """run_oob: run a node's out-of-band program (Ganeti's ``RunOob``) on this node.
 
 The master asks its own node daemon to run ``<oob_program> <command> <node>``
-(power-on, power-off, power-cycle, power-status, health).  The program runs
-in the daemon's thread pool with the given timeout, so the reactor never
-waits for it; a program that outlives its timeout is killed.  Its standard
+(power-on, power-off, power-cycle, power-status, health).  The program is
+started with ``spawnProcess`` in a process group of its own
+(ganeti/noded/procs.py), so the reactor never waits for it; a program that
+outlives its timeout, or whose call the master cancels, is ended with its
+group.  Contexts without a process reactor (in-memory tests) run it in
+``ctx.run`` instead, with the same answers.  Its standard
 output is JSON (or nothing); the decoded value is the result.
 """
 
@@ -16,7 +19,8 @@ from typing import Any
 from twisted.internet import defer
 
 from ganeti.core import serializer
-from ganeti.noded.backend import NodeContext, RPCFail
+from ganeti.noded.backend.context import NodeContext, RPCFail
+from ganeti.noded.procs import ChildProcesses
 
 #: Output kept in error messages (a misbehaving program may print a lot).
 _MAX_OUTPUT = 4096
@@ -65,9 +69,35 @@ def decode_output(output: str) -> Any:
         raise RPCFail(f"The out-of-band program's output is not JSON: {err}") from None
 
 
+async def spawn_program(ctx: NodeContext, program: str, command: str, node: str,
+                        timeout: float) -> str:
+    """:func:`run_program` through ``spawnProcess`` (ganeti/noded/procs.py): the same
+    answers, and cancelling the call (the master went away) ends the program."""
+    cmd = [program, command, node]
+    if not os.path.isabs(program):
+        raise RPCFail(f"'{_describe(cmd)}' failed with reason 'the out-of-band program "
+                      "must be an absolute path'; output: ")
+    assert ctx.processes is not None
+    out = await ChildProcesses(ctx.processes, ctx.clock).run(cmd, timeout=timeout)
+    stdout = out.stdout.decode("utf-8", "replace")
+    if out.exec_error is not None:
+        raise RPCFail(f"'{_describe(cmd)}' failed with reason '{out.exec_error}'; output: ")
+    if out.timed_out:
+        raise RPCFail(f"'{_describe(cmd)}' failed with reason 'timeout after "
+                      f"{timeout:g}s'; output: {stdout[:_MAX_OUTPUT]}")
+    if not out.ok:
+        output = (stdout + out.stderr.decode("utf-8", "replace"))[:_MAX_OUTPUT]
+        raise RPCFail(f"'{_describe(cmd)}' failed with reason '{out.reason()}'; "
+                      f"output: {output}")
+    return stdout
+
+
 async def _run_oob(ctx: NodeContext, program: str, command: str, node: str,
                    timeout: float) -> Any:
-    output = await ctx.run(run_program, program, command, node, timeout)
+    if ctx.processes is not None:
+        output = await spawn_program(ctx, program, command, node, timeout)
+    else:  # no process reactor (in-memory tests): a blocking run in ctx.run
+        output = await ctx.run(run_program, program, command, node, timeout)
     return decode_output(output)
 
 

@@ -16,7 +16,7 @@ import time
 from twisted.internet import defer
 
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, RPCFail
+from ganeti.noded.backend.context import NodeContext, RPCFail
 
 
 def _read(path: str) -> str:

@@ -10,7 +10,8 @@ from twisted.internet import defer
 from ganeti.core import fileutil
 from ganeti.core import ssconf as ssconfmod
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, confd_role
+from ganeti.noded.backend import confd_role
+from ganeti.noded.backend.context import NodeContext
 
 SSCONF_PREFIX = "ssconf_"
 #: Matched whole (fullmatch), so that ``ssconf_x\n`` is no ssconf file.

@@ -40,7 +40,8 @@ from twisted.internet import defer
 
 from ganeti.core import constants, rpcdefs
 from ganeti.core.paths import Paths
-from ganeti.noded.backend import NodeContext, RPCFail, nodechecks
+from ganeti.noded.backend import nodechecks
+from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.backend.ssconf import ssconf_files
 
 CHUNK = 1024 * 1024

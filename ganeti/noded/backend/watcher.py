@@ -13,7 +13,7 @@ from typing import Any
 from twisted.internet import defer
 
 from ganeti.core import watcher as watchermod
-from ganeti.noded.backend import NodeContext, RPCFail
+from ganeti.noded.backend.context import NodeContext, RPCFail
 
 
 def set_watcher_pause(ctx: NodeContext, until: Any) -> defer.Deferred[None]:

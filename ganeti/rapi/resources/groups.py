@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti.core import constants as c
+from ganeti.core.queryfields.base import object_schema
+from ganeti.core.queryfields.nodes import GROUP_FIELDS as GROUP_DECLS
 from ganeti.rapi.resources.common import (
     BULK,
     DRY_RUN,
@@ -47,19 +49,8 @@ async def get_group(request: Request) -> dict[str, Any]:
     return map_fields(G_FIELDS, rows[0])
 
 
-_PROPS: dict[str, Any] = {
-    "alloc_policy": {"type": "string", "enum": list(c.VALID_ALLOC_POLICIES)},
-    "name": {"type": "string"}, "node_cnt": {"type": "integer"},
-    "node_list": {"type": "array", "items": {"type": "string"}},
-    **{name: {"type": "object"} for name in (
-        "ipolicy", "custom_ipolicy", "diskparams", "custom_diskparams", "ndparams",
-        "custom_ndparams")},
-    "ctime": {"type": "number", "nullable": True}, "mtime": {"type": "number",
-                                                             "nullable": True},
-    "uuid": {"type": "string"}, "serial_no": {"type": "integer"},
-    "tags": {"type": "array", "items": {"type": "string"}},
-}
-GROUP = {"type": "object", "properties": {name: _PROPS[name] for name in G_FIELDS}}
+#: Value schemas from the field declarations (ganeti.core.queryfields.nodes).
+GROUP = object_schema(GROUP_DECLS, G_FIELDS)
 NAME_LIST = {"type": "array", "items": {"type": "object", "properties": {
     "name": {"type": "string"}, "uri": {"type": "string"}}}}
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganeti.core import constants as c
 from ganeti.core import errors
+from ganeti.core.queryfields.base import object_schema
+from ganeti.core.queryfields.jobs import JOB_FIELDS as JOB_DECLS
 from ganeti.rapi import errors as http
 from ganeti.rapi.resources.common import (
     BULK,
@@ -116,25 +117,9 @@ async def wait_job(request: Request) -> dict[str, Any] | None:
     return {"job_info": job_info, "log_entries": log_entries}
 
 
-TIMESTAMP = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
-             "nullable": True, "description": "[seconds, microseconds]"}
-STATUS = {"type": "string", "enum": list(c.JOB_STATUS_ORDER)}
-_JOB_PROPERTIES: dict[str, Any] = {
-    "id": {"type": "integer"},
-    "ops": {"type": "array", "items": {"type": "object"}, "description": "Opcodes"},
-    "status": STATUS,
-    "summary": {"type": "array", "items": {"type": "string"}},
-    "opstatus": {"type": "array", "items": STATUS},
-    "received_ts": TIMESTAMP, "start_ts": TIMESTAMP, "end_ts": TIMESTAMP,
-    "wait_reason": {"type": "string", "description": "Why the queued job waits: a filter "
-                    "rule, a rate limit or a dependency (empty when it does not wait)"},
-    "oplog": {"type": "array", "items": {"type": "array"},
-              "description": "Per opcode: [serial, [sec, usec], type, message] entries"},
-    "opresult": {"type": "array", "items": {},
-                 "description": "Per opcode: its result, or [error class, [args]]"},
-}
-BULK_JOB = {"type": "object", "properties": {k: _JOB_PROPERTIES[k] for k in J_FIELDS_BULK}}
-JOB = {"type": "object", "properties": {k: _JOB_PROPERTIES[k] for k in J_FIELDS}}
+# Value schemas from the field declarations (ganeti.core.queryfields.jobs).
+BULK_JOB = object_schema(JOB_DECLS, J_FIELDS_BULK)
+JOB = object_schema(JOB_DECLS, J_FIELDS)
 ID_LIST = {"type": "array", "items": {"type": "object", "properties": {
     "id": {"type": "integer"}, "uri": {"type": "string"}}}}
 WAIT_BODY = {

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti.core import constants as c
+from ganeti.core.queryfields.base import object_schema
+from ganeti.core.queryfields.nodes import NODE_FIELDS as NODE_DECLS
 from ganeti.rapi import errors as http
 from ganeti.rapi.resources.common import (
     BULK,
@@ -98,28 +100,12 @@ async def put_role(request: Request) -> int:
     return await submit(request, [op])
 
 
-_PROPS: dict[str, Any] = {name: {"type": "boolean"} for name in (
-    "offline", "master_candidate", "drained", "master_capable", "vm_capable")}
-_PROPS.update({name: {"type": "integer", "nullable": True} for name in (
-    "dtotal", "dfree", "sptotal", "spfree", "mtotal", "mnode", "mfree", "ctotal", "cnos",
-    "cnodes", "csockets")})
-_PROPS.update({name: {"type": "string"} for name in ("name", "pip", "sip", "group.uuid",
-                                                      "uuid")})
-_PROPS.update({
-    "role": {"type": "string", "enum": sorted(ROLE_WORDS),
-             "description": "M (master), C (candidate), R (regular), D (drained), O (offline)"},
-    "pinst_cnt": {"type": "integer"}, "sinst_cnt": {"type": "integer"},
-    "pinst_list": {"type": "array", "items": {"type": "string"}},
-    "sinst_list": {"type": "array", "items": {"type": "string"}},
-    "ndparams": {"type": "object"}, "ctime": {"type": "number", "nullable": True},
-    "mtime": {"type": "number", "nullable": True}, "serial_no": {"type": "integer"},
-    "tags": {"type": "array", "items": {"type": "string"}},
-})
-NODE = {"type": "object", "properties": {name: _PROPS[name] for name in N_FIELDS},
-        "description": "Live values (dtotal, mfree, ...) are null for offline or "
-                       "unreachable nodes"}
-NODE_ONE = {"type": "object", "properties": {
-    **{name: _PROPS[name] for name in N_FIELDS}, "secondary_ip": {"type": "string"}}}
+# Value schemas come from the field declarations (ganeti.core.queryfields.nodes).
+NODE = object_schema(NODE_DECLS, N_FIELDS,
+                     description="Live values (dtotal, mfree, ...) are null for offline or "
+                                 "unreachable nodes")
+NODE_ONE = object_schema(NODE_DECLS, N_FIELDS)
+NODE_ONE["properties"]["secondary_ip"] = NODE_DECLS["sip"].value_schema()
 ID_LIST = {"type": "array", "items": {"type": "object", "properties": {
     "id": {"type": "string"}, "uri": {"type": "string"}}}}
 ROLE = {"type": "string", "enum": sorted(ROLE_WORDS.values())}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti.core import constants as c
+from ganeti.core.queryfields import catalog
 from ganeti.rapi import errors as http
 from ganeti.rapi.resources.common import (
     REASON,
@@ -20,9 +21,9 @@ from ganeti.rapi.routing import READ, WRITE, Method, Request, Route
 #: answer yet get 404.
 GANETI_RESOURCES = frozenset({c.QR_GROUP, c.QR_EXPORT, c.QR_INSTANCE, c.QR_JOB, c.QR_LOCK,
                               c.QR_NETWORK, c.QR_NODE, c.QR_FILTER})
-#: What the master answers here: the resources OP_QUERY takes, and the job filter
-#: rules, which LUXI's Query answers but OP_QUERY does not take.
-QUERYABLE = c.QR_VIA_OPCODE | {c.QR_FILTER}
+#: What the master answers here: every declared query resource (OP_QUERY's, and the
+#: job filter rules, which LUXI's Query answers but OP_QUERY does not take).
+QUERYABLE = frozenset(catalog.RESOURCES)
 QUERY_ACCESS = frozenset({READ, WRITE})
 
 

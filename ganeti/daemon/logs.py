@@ -1,38 +1,23 @@
-"""Start-up plumbing shared by the four daemons: logging, SIGHUP, listen backlog.
+"""A daemon's log: the level filter, the append-only log file, twistd's log options.
 
-Every daemon's root service is a :class:`DaemonService`.  Its first
-children are a :class:`LogService` (the daemon's :class:`DaemonLog`) and a
-:class:`ReloadService` (the SIGHUP hooks), so they start first and stop
-last.
-
-Logging.  twistd's own ``--logfile`` observer logs every level, debug
-included, and rotates the file itself every megabyte, keeping the old files
-forever.  :func:`daemon_log` builds a replacement from twistd's options:
-the same destination (``--logfile`` path, stdout under ``--nodaemon``,
-``--syslog``), events below ``info`` dropped unless the daemon runs with
-``--debug``, and a file opened with ``O_APPEND`` that never rotates itself
-and is reopened on SIGHUP, so that logrotate can move it away (or use
-``copytruncate``).  :meth:`DaemonService.setServiceParent` hands it to
-twistd as the application's ``ILogObserver`` component, which twistd's
-``AppLogger`` prefers over its own.  Under ``twist`` (no application) or an
-explicit ``--logger``, the runner keeps its own observer, and the
-:class:`DaemonLog` only carries the extra files a daemon was asked for.
-
-SIGHUP.  :class:`ReloadService` installs a handler once the reactor runs;
-the handler only schedules :meth:`ReloadService.reload` with
-``callFromThread``, so the hooks run on the reactor thread.  Tests pass a
-fake installer (or none): services on fake reactors never touch signals.
-
-This module may import only ``ganeti.core`` (and Twisted, txaio): every
-daemon package uses it.
+twistd's own ``--logfile`` observer logs every level, debug included, and
+rotates the file itself every megabyte, keeping the old files forever.
+:func:`daemon_log` builds a replacement from twistd's options: the same
+destination (``--logfile`` path, stdout under ``--nodaemon``, ``--syslog``),
+events below ``info`` dropped unless the daemon runs with ``--debug``, and a
+file opened with ``O_APPEND`` that never rotates itself and is reopened on
+SIGHUP, so that logrotate can move it away (or use ``copytruncate``).
+:class:`ganeti.daemon.service.DaemonService` hands it to twistd as the
+application's ``ILogObserver`` component, which twistd's ``AppLogger``
+prefers over its own.  Under ``twist`` (no application) or an explicit
+``--logger``, the runner keeps its own observer.  A daemon logs to that one
+destination only: no daemon has a log file option of its own.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import sys
-from collections.abc import Callable
 from typing import IO, Any, cast
 
 from twisted.application import service
@@ -47,26 +32,16 @@ from twisted.logger import (
     globalLogPublisher,
     textFileLogObserver,
 )
-from twisted.python.components import Componentized
 from txaio import tx as txaio_twisted
 from zope.interface import implementer
 
 log = Logger()
-
-#: Backlog of every listening stream socket (LUXI, noded's and RAPI's HTTPS).
-#: Twisted's default is 50: a burst of a few hundred connecting clients then
-#: loses SYNs and waits for retransmits.  The kernel caps it at
-#: ``net.core.somaxconn``.
-LISTEN_BACKLOG = 1024
 
 #: Mode of a log file this module creates (the umask applies too).
 LOG_FILE_MODE = 0o640
 
 #: The ``--debug`` flag, for each daemon's ``Options.optFlags``.
 DEBUG_FLAG = ["debug", "d", "Log debug messages too (default: info and above)"]
-
-#: ``install(handler) -> uninstall``: how a daemon gets SIGHUP (tests pass a fake).
-SignalInstaller = Callable[[Callable[[], None]], Callable[[], None]]
 
 
 def level_predicate(debug: bool) -> LogLevelFilterPredicate:
@@ -198,19 +173,6 @@ class DaemonLog:
         self.add_observer(textFileLogObserver(cast(IO[str], new)))
         return new
 
-    def try_add_file(self, path: str | None) -> bool:
-        """:meth:`add_file` for a daemon's own ``--log-file``: False (logged) if there
-        is none or it cannot be opened; the daemon then logs without it."""
-        if not path:
-            return False
-        try:
-            self.add_file(path)
-        except OSError as err:
-            log.error("Cannot open log file {path} ({error}); logging without it",
-                      path=path, error=err.strerror)
-            return False
-        return True
-
     def reopen(self) -> None:
         """Reopen every log file (after logrotate moved it); errors are logged."""
         for logfile in self.files:
@@ -263,23 +225,21 @@ def daemon_log(options: Any, stdout: IO[str] | None = None) -> DaemonLog:
     return result
 
 
-def setup_log(options: Any, program: str, extra_file: str | None = None) -> DaemonLog:
-    """:func:`daemon_log` plus the daemon's own ``--log-file`` (``extra_file``), for
-    ``makeService``; exits with a message if twistd's log file cannot be opened."""
+def setup_log(options: Any, program: str) -> DaemonLog:
+    """:func:`daemon_log` for ``makeService``; exits with a message if twistd's log
+    file cannot be opened."""
     try:
-        result = daemon_log(options)
+        return daemon_log(options)
     except OSError as err:
         raise SystemExit(f"{program}: cannot open the log file {err.filename}: "
                          f"{err.strerror}") from None
-    result.try_add_file(extra_file)
-    return result
 
 
 class LogService(service.Service):
     """Publishes a :class:`DaemonLog` that twistd did not take, while running.
 
     Under twistd the log is the application's observer already; under
-    ``twist`` or in tests its extra files (``--log-file``) still need an
+    ``twist`` or in tests a log given files or streams still needs an
     observer on the global publisher.  The files are closed at the end.
     """
 
@@ -300,120 +260,3 @@ class LogService(service.Service):
             self._published = False
             self.daemon_log.close()
 
-
-#: Signals that run the reload hooks: SIGHUP as in Ganeti, and SIGUSR1, on
-#: which twistd rotated its own ``--logfile`` (left at its default action,
-#: it would now end the daemon).
-RELOAD_SIGNALS = (signal.SIGHUP, signal.SIGUSR1)
-
-
-def sighup_installer(reactor: Any,
-                     signums: tuple[int, ...] = RELOAD_SIGNALS) -> SignalInstaller:
-    """The real installer: ``handler`` runs on the reactor thread when one of
-    ``signums`` (SIGHUP, SIGUSR1) arrives.
-
-    The signal handler itself only calls ``reactor.callFromThread``, which is
-    safe there.  Interrupted system calls are restarted (SA_RESTART), so a
-    SIGHUP does not fail a write in a worker thread.  The returned function
-    puts the previous handlers back, except that the default action (which
-    ends the process) becomes "ignore": a SIGHUP while stopping must not
-    kill the daemon half-way.  Until the handler is installed (the reactor
-    runs), signals at their default action are ignored from the moment the
-    installer is made (in ``makeService``), so a logrotate run during
-    start-up cannot end a daemon either.
-    """
-    for signum in signums:
-        if signal.getsignal(signum) in (signal.SIG_DFL, None):
-            signal.signal(signum, signal.SIG_IGN)
-
-    def install(handler: Callable[[], None]) -> Callable[[], None]:
-        previous = {}
-        for signum in signums:
-            previous[signum] = signal.signal(
-                signum, lambda _sig, _frame: reactor.callFromThread(handler))
-            signal.siginterrupt(signum, False)
-
-        def uninstall() -> None:
-            for signum, old in previous.items():
-                signal.signal(signum, signal.SIG_IGN if old in (signal.SIG_DFL, None) else old)
-        return uninstall
-    return install
-
-
-class ReloadService(service.Service):
-    """Runs the daemon's reload hooks on SIGHUP (on the reactor thread).
-
-    ``install`` is how the handler is installed (:func:`sighup_installer`
-    for the real reactor; None installs nothing, for fake reactors).  It is
-    installed once the reactor runs and removed when the service stops.
-    """
-
-    def __init__(self, reactor: Any, install: SignalInstaller | None = None) -> None:
-        self.reactor = reactor
-        self.install = install
-        self.hooks: list[tuple[str, Callable[[], object]]] = []
-        self.reloads = 0
-        self._uninstall: Callable[[], None] | None = None
-
-    def add_hook(self, name: str, hook: Callable[[], object]) -> None:
-        """Run ``hook`` on every SIGHUP (in the order added); ``name`` is for the log."""
-        self.hooks.append((name, hook))
-
-    def reload(self) -> None:
-        """Run every hook; one that fails is logged and the others still run."""
-        self.reloads += 1
-        log.info("SIGHUP: {what}", what=", ".join(name for name, _ in self.hooks) or "nothing")
-        for name, hook in self.hooks:
-            try:
-                hook()
-            except Exception:
-                log.failure("SIGHUP: {name} failed", name=name)
-
-    def startService(self) -> None:
-        super().startService()
-        if self.install is not None:
-            self.reactor.callWhenRunning(self._install)
-
-    def _install(self) -> None:
-        if self.running and self.install is not None and self._uninstall is None:
-            self._uninstall = self.install(self.reload)
-
-    def stopService(self) -> None:
-        super().stopService()
-        if self._uninstall is not None:
-            uninstall, self._uninstall = self._uninstall, None
-            uninstall()
-
-
-class DaemonService(service.MultiService):
-    """Root service of a daemon: its log and SIGHUP hooks come first.
-
-    ``daemon_log`` (from :func:`daemon_log`) is reopened on SIGHUP; when it
-    stands in for twistd's observer, :meth:`setServiceParent` gives it to
-    twistd's application.  Subclasses add their reload hooks with
-    ``self.reloader.add_hook`` and their own children after these.
-    """
-
-    def __init__(self, reactor: Any, daemon_log: DaemonLog | None = None,
-                 install_signal: SignalInstaller | None = None) -> None:
-        super().__init__()
-        self.daemon_log = daemon_log
-        if daemon_log is not None:
-            LogService(daemon_log).setServiceParent(self)
-        self.reloader = ReloadService(reactor, install_signal)
-        self.reloader.setServiceParent(self)
-        if daemon_log is not None:
-            self.reloader.add_hook("reopen the log files", daemon_log.reopen)
-
-    def setServiceParent(self, parent: Any) -> Any:
-        """As usual; twistd's application (a Componentized) also gets our log observer.
-
-        twistd makes the service, then the application, then starts logging
-        with the application's ``ILogObserver`` component if it has one.
-        """
-        if (self.daemon_log is not None and self.daemon_log.replaces_twistd
-                and isinstance(parent, Componentized)
-                and parent.getComponent(ILogObserver, None) is None):
-            parent.setComponent(ILogObserver, self.daemon_log.observer)
-            self.daemon_log.attached = True
-        return super().setServiceParent(parent)

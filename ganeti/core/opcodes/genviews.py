@@ -1,0 +1,179 @@
+"""Generate :mod:`ganeti.core.opcodes.views` from the opcode table.
+
+The table (:mod:`ganeti.core.opcodes.table`) stays the one definition of
+every opcode; this script turns it into one frozen dataclass per opcode so
+that mypy checks what logical units read (``self.op.node_name``).  Run::
+
+    python -m ganeti.core.opcodes.genviews          # rewrite views.py
+    python -m ganeti.core.opcodes.genviews --check  # exit 1 if it is out of date
+
+A field's type is its kind's ``py`` text; ``| None`` is added when null can
+be stored (a nullable kind, or an optional parameter whose default is
+null).  Defaults are the table's; mutable ones get a ``default_factory``.
+Reserved parameters are never stored, so they have no field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from ganeti.core.opcodes import table
+from ganeti.core.opcodes.base import COMMON_PARAMS, OpCode, Param
+
+TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "views.py")
+
+_HEADER = '''"""Typed, read-only views of opcodes: one frozen dataclass per opcode.
+
+GENERATED from :mod:`ganeti.core.opcodes.table` by
+``python -m ganeti.core.opcodes.genviews``; do not edit by hand (a test
+fails when this file is out of date).  Logical units read their opcode
+through these views (``self.op.node_name``); job files and query answers
+keep the submitted dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from ganeti.core.errors import ECODE_INVAL, OpPrereqError
+'''
+
+_FOOTER = '''
+
+def view(op: Mapping[str, Any]) -> OpView:
+    """The typed view of ``op`` (a stored or run form, see ``opcodes.base``).
+
+    Keys the view does not declare are ignored; a null given for a field
+    that cannot be null takes the default (as validation does); a missing
+    required parameter is an ``OpPrereqError``.  An unknown or missing
+    ``OP_ID`` gives the common parameters only.
+    """
+    cls = VIEWS.get(str(op.get("OP_ID")), OpView)
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        value = op.get(f.name)
+        if value is None and (f.name not in op or f.name in cls.NOT_NULL):
+            if f.name in cls.REQUIRED:
+                raise OpPrereqError(f"Parameter '{cls.OP_ID}.{f.name}' is required but "
+                                    "missing", ECODE_INVAL)
+            continue
+        values[f.name] = value
+    return cls(**values)
+'''
+
+
+def class_name(op_id: str) -> str:
+    """``OP_NODE_SET_PARAMS`` -> ``OpNodeSetParams``."""
+    return "Op" + "".join(part.capitalize() for part in op_id[3:].split("_"))
+
+
+def _literal(value: Any) -> str:
+    """Python source for a JSON default (strings in double quotes)."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"default {value!r} has no literal form")
+
+
+def field_line(param: Param) -> str:
+    """One dataclass field for ``param``."""
+    py = param.kind.py
+    nullable = param.kind.nullable or (not param.required and param.factory is None
+                                       and param.default is None)
+    if nullable and py != "Any" and not py.endswith("| None"):
+        py = f"{py} | None"
+    if param.required:
+        return f"    {param.name}: {py}"
+    if param.factory is not None:
+        return f"    {param.name}: {py} = field(default_factory={param.factory.__name__})"
+    if isinstance(param.default, (list, dict)):
+        return (f"    {param.name}: {py} = field(default_factory=lambda: "
+                f"{_literal(param.default)})")
+    return f"    {param.name}: {py} = {_literal(param.default)}"
+
+
+def _not_null(params: Sequence[Param]) -> list[str]:
+    """Parameters whose null means "the default" (their type excludes None)."""
+    return sorted(p.name for p in params
+                  if not p.kind.nullable and (p.required or p.factory is not None
+                                              or p.default is not None))
+
+
+def _frozen(attr: str, names: list[str]) -> list[str]:
+    """``    ATTR: ClassVar[frozenset[str]] = frozenset({...})``, wrapped at 100 columns."""
+    head = f"    {attr}: ClassVar[frozenset[str]] = "
+    if not names:
+        return [head + "frozenset()"]
+    items = ", ".join(json.dumps(n) for n in names)
+    one = f"{head}frozenset({{{items}}})"
+    if len(one) <= 100:
+        return [one]
+    body = textwrap.wrap(items, width=100 - 8, break_long_words=False,
+                         break_on_hyphens=False)
+    return [head + "frozenset({"] + [" " * 8 + line for line in body] + ["    })"]
+
+
+def _class(name: str, base: str | None, op_id: str, doc: str,
+           params: Sequence[Param], inherited: Sequence[Param]) -> list[str]:
+    stored = [p for p in params if not p.reserved]
+    everything = list(inherited) + stored
+    lines = ["", "", "@dataclass(frozen=True, kw_only=True)",
+             f"class {name}{f'({base})' if base else ''}:",
+             f'    """{op_id}: {doc}."""' if op_id else f'    """{doc}."""', "",
+             f"    OP_ID: ClassVar[str] = {json.dumps(op_id)}"]
+    lines += _frozen("REQUIRED", sorted(p.name for p in everything if p.required))
+    lines += _frozen("NOT_NULL", _not_null(everything))
+    lines += [field_line(p) for p in stored]
+    return lines
+
+
+def render(opcodes: Sequence[OpCode] = table.ALL) -> str:
+    """The text of views.py."""
+    lines = [_HEADER.rstrip("\n")]
+    lines += _class("OpView", None, "", "The parameters every opcode has", COMMON_PARAMS, ())
+    for op in sorted(opcodes, key=lambda o: o.op_id):
+        lines += _class(class_name(op.op_id), "OpView", op.op_id, op.doc.rstrip("."),
+                        op.params, COMMON_PARAMS)
+    lines += ["", "", "#: OP_ID -> view class, for every declared opcode.",
+              "VIEWS: dict[str, type[OpView]] = {"]
+    lines += [f"    {json.dumps(op.op_id)}: {class_name(op.op_id)},"
+              for op in sorted(opcodes, key=lambda o: o.op_id)]
+    lines.append("}")
+    return "\n".join(lines) + "\n" + _FOOTER
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write views.py, or with ``--check`` report whether it is up to date."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    text = render()
+    try:
+        with open(TARGET, encoding="utf-8") as f:
+            current = f.read()
+    except FileNotFoundError:
+        current = ""
+    if "--check" in args:
+        if current != text:
+            print(f"{TARGET} is out of date: run python -m ganeti.core.opcodes.genviews",
+                  file=sys.stderr)
+            return 1
+        return 0
+    if current != text:
+        with open(TARGET, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,458 @@
+"""Typed, read-only views of opcodes: one frozen dataclass per opcode.
+
+GENERATED from :mod:`ganeti.core.opcodes.table` by
+``python -m ganeti.core.opcodes.genviews``; do not edit by hand (a test
+fails when this file is out of date).  Logical units read their opcode
+through these views (``self.op.node_name``); job files and query answers
+keep the submitted dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from ganeti.core.errors import ECODE_INVAL, OpPrereqError
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpView:
+    """The parameters every opcode has."""
+
+    OP_ID: ClassVar[str] = ""
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
+    dry_run: bool | None = None
+    debug_level: int | None = None
+    priority: int = 0
+    depends: list[list[Any]] | None = None
+    comment: str | None = None
+    reason: list[list[Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpClusterQuery(OpView):
+    """OP_CLUSTER_QUERY: Query cluster information."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_QUERY"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpClusterRedistConf(OpView):
+    """OP_CLUSTER_REDIST_CONF: Push the configuration and ancillary files to the nodes."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_REDIST_CONF"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpClusterSetParams(OpView):
+    """OP_CLUSTER_SET_PARAMS: Change the parameters of the cluster."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_SET_PARAMS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"force", "priority", "reason"})
+    hvparams: dict[str, dict[str, Any]] | None = None
+    beparams: dict[str, Any] | None = None
+    nicparams: dict[str, str | None] | None = None
+    diskparams: dict[str, dict[str, Any]] | None = None
+    candidate_pool_size: int | None = None
+    max_running_jobs: int | None = None
+    max_tracked_jobs: int | None = None
+    uid_pool: list[Any] | None = None
+    add_uids: list[Any] | None = None
+    remove_uids: list[Any] | None = None
+    default_iallocator: str | None = None
+    ipolicy: dict[str, Any] | None = None
+    force: bool = False
+    ndparams: dict[str, Any] | None = None
+    enabled_hypervisors: list[str] | None = None
+    enabled_disk_templates: list[str] | None = None
+    maintain_node_health: bool | None = None
+    prealloc_wipe_disks: bool | None = None
+    modify_etc_hosts: bool | None = None
+    use_external_mip_script: bool | None = None
+    enabled_user_shutdown: bool | None = None
+    default_iallocator_params: dict[str, Any] | None = None
+    mac_prefix: str | None = None
+    reserved_lvs: list[str] | None = None
+    hidden_os: list[list[Any]] | None = None
+    blacklisted_os: list[list[Any]] | None = None
+    file_storage_dir: str | None = None
+    shared_file_storage_dir: str | None = None
+    gluster_storage_dir: str | None = None
+    install_image: str | None = None
+    zeroing_image: str | None = None
+    compression_tools: list[str] | None = None
+    enabled_data_collectors: dict[str, bool] | None = None
+    data_collector_interval: dict[str, int] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpClusterVerify(OpView):
+    """OP_CLUSTER_VERIFY: Verify the cluster: submits one verify job per part."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_VERIFY"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "debug_simulate_errors", "error_codes", "ignore_errors", "priority", "reason",
+        "skip_checks", "verbose", "verify_clutter"
+    })
+    debug_simulate_errors: bool = False
+    error_codes: bool = False
+    skip_checks: list[str] = field(default_factory=lambda: [])
+    ignore_errors: list[str] = field(default_factory=lambda: [])
+    verbose: bool = False
+    group_name: str | None = None
+    verify_clutter: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpClusterVerifyConfig(OpView):
+    """OP_CLUSTER_VERIFY_CONFIG: Verify the consistency of the cluster configuration."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_VERIFY_CONFIG"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "debug_simulate_errors", "error_codes", "ignore_errors", "priority", "reason",
+        "skip_checks", "verbose"
+    })
+    debug_simulate_errors: bool = False
+    error_codes: bool = False
+    skip_checks: list[str] = field(default_factory=lambda: [])
+    ignore_errors: list[str] = field(default_factory=lambda: [])
+    verbose: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpClusterVerifyDisks(OpView):
+    """OP_CLUSTER_VERIFY_DISKS: Verify the disks of the cluster: submits one job per group."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_VERIFY_DISKS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"is_strict", "priority", "reason"})
+    group_name: str | None = None
+    is_strict: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpClusterVerifyGroup(OpView):
+    """OP_CLUSTER_VERIFY_GROUP: Verify the nodes of one node group."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_VERIFY_GROUP"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "debug_simulate_errors", "error_codes", "group_name", "ignore_errors", "priority", "reason",
+        "skip_checks", "verbose", "verify_clutter"
+    })
+    group_name: str
+    debug_simulate_errors: bool = False
+    error_codes: bool = False
+    skip_checks: list[str] = field(default_factory=lambda: [])
+    ignore_errors: list[str] = field(default_factory=lambda: [])
+    verbose: bool = False
+    verify_clutter: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpGroupAdd(OpView):
+    """OP_GROUP_ADD: Add a node group to the cluster."""
+
+    OP_ID: ClassVar[str] = "OP_GROUP_ADD"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"group_name", "priority", "reason"})
+    group_name: str
+    alloc_policy: str | None = None
+    ndparams: dict[str, Any] | None = None
+    diskparams: dict[str, dict[str, Any]] | None = None
+    ipolicy: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpGroupAssignNodes(OpView):
+    """OP_GROUP_ASSIGN_NODES: Move nodes into a node group."""
+
+    OP_ID: ClassVar[str] = "OP_GROUP_ASSIGN_NODES"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name", "nodes"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "force", "group_name", "nodes", "priority", "reason"
+    })
+    group_name: str
+    force: bool = False
+    nodes: list[str]
+    node_uuids: list[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpGroupRemove(OpView):
+    """OP_GROUP_REMOVE: Remove an empty node group."""
+
+    OP_ID: ClassVar[str] = "OP_GROUP_REMOVE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"group_name", "priority", "reason"})
+    group_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpGroupRename(OpView):
+    """OP_GROUP_RENAME: Rename a node group."""
+
+    OP_ID: ClassVar[str] = "OP_GROUP_RENAME"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name", "new_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"group_name", "new_name", "priority", "reason"})
+    group_name: str
+    new_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpGroupSetParams(OpView):
+    """OP_GROUP_SET_PARAMS: Change the parameters of a node group."""
+
+    OP_ID: ClassVar[str] = "OP_GROUP_SET_PARAMS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"group_name", "priority", "reason"})
+    group_name: str
+    alloc_policy: str | None = None
+    ndparams: dict[str, Any] | None = None
+    diskparams: dict[str, dict[str, Any]] | None = None
+    ipolicy: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpGroupVerifyDisks(OpView):
+    """OP_GROUP_VERIFY_DISKS: Verify the disks of the instances of one node group."""
+
+    OP_ID: ClassVar[str] = "OP_GROUP_VERIFY_DISKS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "group_name", "is_strict", "priority", "reason"
+    })
+    group_name: str
+    is_strict: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNodeAdd(OpView):
+    """OP_NODE_ADD: Add a node to the cluster."""
+
+    OP_ID: ClassVar[str] = "OP_NODE_ADD"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"node_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"node_name", "priority", "readd", "reason"})
+    node_name: str
+    primary_ip: str | None = None
+    secondary_ip: str | None = None
+    readd: bool = False
+    group: str | None = None
+    master_capable: bool | None = None
+    vm_capable: bool | None = None
+    ndparams: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNodeRemove(OpView):
+    """OP_NODE_REMOVE: Remove a node from the cluster."""
+
+    OP_ID: ClassVar[str] = "OP_NODE_REMOVE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
+    node_name: str | None = None
+    node_uuid: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNodeSetParams(OpView):
+    """OP_NODE_SET_PARAMS: Change the parameters or role of a node."""
+
+    OP_ID: ClassVar[str] = "OP_NODE_SET_PARAMS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"auto_promote", "force", "priority", "reason"})
+    node_name: str | None = None
+    node_uuid: str | None = None
+    force: bool = False
+    master_candidate: bool | None = None
+    offline: bool | None = None
+    drained: bool | None = None
+    auto_promote: bool = False
+    master_capable: bool | None = None
+    vm_capable: bool | None = None
+    secondary_ip: str | None = None
+    ndparams: dict[str, Any] | None = None
+    powered: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpOobCommand(OpView):
+    """OP_OOB_COMMAND: Run an out-of-band command (the ndparam oob_program) for nodes."""
+
+    OP_ID: ClassVar[str] = "OP_OOB_COMMAND"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"command"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "command", "ignore_status", "node_names", "power_delay", "priority", "reason", "timeout"
+    })
+    node_names: list[str] = field(default_factory=lambda: [])
+    node_uuids: list[str] | None = None
+    command: str
+    timeout: int = 60
+    ignore_status: bool = False
+    power_delay: float = 2.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpQuery(OpView):
+    """OP_QUERY: Query for resources."""
+
+    OP_ID: ClassVar[str] = "OP_QUERY"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"fields", "what"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "fields", "priority", "reason", "use_locking", "what"
+    })
+    what: str
+    fields: list[str]
+    qfilter: Any = None
+    use_locking: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpQueryFields(OpView):
+    """OP_QUERY_FIELDS: Query for the fields of a resource."""
+
+    OP_ID: ClassVar[str] = "OP_QUERY_FIELDS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"what"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason", "what"})
+    what: str
+    fields: list[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpTagsDel(OpView):
+    """OP_TAGS_DEL: Remove tags from an object."""
+
+    OP_ID: ClassVar[str] = "OP_TAGS_DEL"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"kind", "tags"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"kind", "priority", "reason", "tags"})
+    kind: str
+    name: str | None = None
+    tags: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpTagsGet(OpView):
+    """OP_TAGS_GET: Return the tags of an object."""
+
+    OP_ID: ClassVar[str] = "OP_TAGS_GET"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"kind"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"kind", "priority", "reason", "use_locking"})
+    kind: str
+    name: str | None = None
+    use_locking: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpTagsSearch(OpView):
+    """OP_TAGS_SEARCH: Search all tags of the cluster for a pattern."""
+
+    OP_ID: ClassVar[str] = "OP_TAGS_SEARCH"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"pattern"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"pattern", "priority", "reason"})
+    pattern: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpTagsSet(OpView):
+    """OP_TAGS_SET: Add tags to an object."""
+
+    OP_ID: ClassVar[str] = "OP_TAGS_SET"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"kind", "tags"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"kind", "priority", "reason", "tags"})
+    kind: str
+    name: str | None = None
+    tags: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpTestDelay(OpView):
+    """OP_TEST_DELAY: Sleep for a while (for testing)."""
+
+    OP_ID: ClassVar[str] = "OP_TEST_DELAY"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"duration"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "duration", "interruptible", "no_locks", "on_master", "on_nodes", "priority", "reason",
+        "repeat"
+    })
+    duration: float
+    on_master: bool = True
+    on_nodes: list[str] = field(default_factory=lambda: [])
+    on_node_uuids: list[str] | None = None
+    repeat: int = 0
+    interruptible: bool = False
+    no_locks: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpTestJqueue(OpView):
+    """OP_TEST_JQUEUE: Test the job queue (gnt-debug test-jobqueue)."""
+
+    OP_ID: ClassVar[str] = "OP_TEST_JQUEUE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "fail", "log_messages", "notify_exec", "notify_waitlock", "priority", "reason"
+    })
+    notify_waitlock: bool = False
+    notify_exec: bool = False
+    log_messages: list[str] = field(default_factory=lambda: [])
+    fail: bool = False
+
+
+#: OP_ID -> view class, for every declared opcode.
+VIEWS: dict[str, type[OpView]] = {
+    "OP_CLUSTER_QUERY": OpClusterQuery,
+    "OP_CLUSTER_REDIST_CONF": OpClusterRedistConf,
+    "OP_CLUSTER_SET_PARAMS": OpClusterSetParams,
+    "OP_CLUSTER_VERIFY": OpClusterVerify,
+    "OP_CLUSTER_VERIFY_CONFIG": OpClusterVerifyConfig,
+    "OP_CLUSTER_VERIFY_DISKS": OpClusterVerifyDisks,
+    "OP_CLUSTER_VERIFY_GROUP": OpClusterVerifyGroup,
+    "OP_GROUP_ADD": OpGroupAdd,
+    "OP_GROUP_ASSIGN_NODES": OpGroupAssignNodes,
+    "OP_GROUP_REMOVE": OpGroupRemove,
+    "OP_GROUP_RENAME": OpGroupRename,
+    "OP_GROUP_SET_PARAMS": OpGroupSetParams,
+    "OP_GROUP_VERIFY_DISKS": OpGroupVerifyDisks,
+    "OP_NODE_ADD": OpNodeAdd,
+    "OP_NODE_REMOVE": OpNodeRemove,
+    "OP_NODE_SET_PARAMS": OpNodeSetParams,
+    "OP_OOB_COMMAND": OpOobCommand,
+    "OP_QUERY": OpQuery,
+    "OP_QUERY_FIELDS": OpQueryFields,
+    "OP_TAGS_DEL": OpTagsDel,
+    "OP_TAGS_GET": OpTagsGet,
+    "OP_TAGS_SEARCH": OpTagsSearch,
+    "OP_TAGS_SET": OpTagsSet,
+    "OP_TEST_DELAY": OpTestDelay,
+    "OP_TEST_JQUEUE": OpTestJqueue,
+}
+
+
+def view(op: Mapping[str, Any]) -> OpView:
+    """The typed view of ``op`` (a stored or run form, see ``opcodes.base``).
+
+    Keys the view does not declare are ignored; a null given for a field
+    that cannot be null takes the default (as validation does); a missing
+    required parameter is an ``OpPrereqError``.  An unknown or missing
+    ``OP_ID`` gives the common parameters only.
+    """
+    cls = VIEWS.get(str(op.get("OP_ID")), OpView)
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        value = op.get(f.name)
+        if value is None and (f.name not in op or f.name in cls.NOT_NULL):
+            if f.name in cls.REQUIRED:
+                raise OpPrereqError(f"Parameter '{cls.OP_ID}.{f.name}' is required but "
+                                    "missing", ECODE_INVAL)
+            continue
+        values[f.name] = value
+    return cls(**values)

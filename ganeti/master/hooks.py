@@ -1,0 +1,226 @@
+"""The hooks runner on the master (Ganeti's HooksMaster); design: docs/design/hooks.md.
+
+A logical unit takes part in hooks by declaring, as Ganeti's do:
+
+- ``HPATH``: the hooks path (``group-add``: the scripts of
+  ``HOOKS_BASE_DIR/group-add-pre.d`` and ``-post.d`` run); units without one
+  run no hooks;
+- ``HTYPE``: ``GANETI_OBJECT_TYPE`` (:data:`ganeti.core.hooks.HTYPE_NODE`, ...);
+- ``build_hooks_env()``: its own variables, without prefix (``{"GROUP_NAME": ...}``);
+- ``build_hooks_nodes()``: ``(pre, post)``, the UUIDs of the nodes each phase runs on;
+- optionally ``prepare_post_hook_nodes(uuids)`` (a node that exists only after
+  ``exec``, as node-add's) and ``hooks_callback(phase, results, result)``
+  (cluster verify reports the post hooks' results and changes its own).
+
+The processor calls :meth:`HooksRunner.run_pre` after ``check_prereq`` (locks
+held) and :meth:`HooksRunner.run_post` after a successful ``exec``.  A failing
+pre hook aborts the opcode with Ganeti's ``HooksAbort``; post-hook failures
+become warnings in the job's log.  Offline nodes are never contacted.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.logger import Logger
+
+from ganeti.core import hooks
+from ganeti.core.errors import HooksAbort, HooksFailure, OpExecError, ProgrammerError
+from ganeti.core.objects import ConfigData, Node
+from ganeti.master import nodes as nodesmod
+from ganeti.master.replication import NodeRpc
+from ganeti.rpc.client import NodeTarget, RpcResult
+
+log = Logger()
+
+
+@dataclass(frozen=True)
+class NodeHooks:
+    """One node's answer to a hooks phase (Ganeti's ``(fail_msg, offline, payload)``)."""
+
+    uuid: str
+    name: str
+    fail_msg: str | None
+    offline: bool
+    results: list[tuple[str, int, str]]
+
+
+@dataclass
+class _Run:
+    """What the pre phase computed and the post phase reuses."""
+
+    pre_env: dict[str, str]
+    pre_nodes: list[str]
+    post_nodes: list[str]
+    known: dict[str, NodeTarget]  # uuid -> target, as the config was at the pre phase
+    names: dict[str, str]  # node name -> uuid
+
+
+def _uniq(uuids: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(uuids))
+
+
+class HooksRunner:
+    """Runs the pre and post hooks of logical units on their nodes.
+
+    ``rpc`` gives the node RPC client; ``data_dir`` is the master's
+    ``DATA_DIR`` (``GANETI_DATA_DIR``).
+    """
+
+    def __init__(self, rpc: Callable[[], NodeRpc], data_dir: str) -> None:
+        self.rpc = rpc
+        self.data_dir = data_dir
+        self._runs: weakref.WeakKeyDictionary[Any, _Run] = weakref.WeakKeyDictionary()
+
+    # -- environment -----------------------------------------------------------
+
+    @staticmethod
+    def _lu_env(lu: Any, prefix: str) -> dict[str, str]:
+        env = lu.build_hooks_env() or {}
+        out: dict[str, str] = {}
+        for key, value in env.items():
+            if key.upper().startswith(prefix):
+                raise ProgrammerError(f"{type(lu).__name__}: hooks variable {key} already "
+                                      f"carries the prefix {prefix}")
+            out[f"{prefix}{key}"] = str(value)
+        return out
+
+    def base_env(self, lu: Any, cfg: ConfigData, hpath: str, phase: str) -> dict[str, str]:
+        """The variables every hook gets (Ganeti's fixed part)."""
+        env = {
+            "PATH": hooks.HOOKS_PATH,
+            "GANETI_HOOKS_VERSION": str(hooks.HOOKS_VERSION),
+            "GANETI_OP_CODE": lu.OP_ID,
+            "GANETI_DATA_DIR": self.data_dir,
+            "GANETI_HOOKS_PHASE": phase,
+            "GANETI_HOOKS_PATH": hpath,
+        }
+        htype = getattr(lu, "HTYPE", None)
+        if htype:
+            env["GANETI_OBJECT_TYPE"] = htype
+        env["GANETI_CLUSTER"] = cfg.cluster.cluster_name
+        master = cfg.nodes.get(cfg.cluster.master_node)
+        if master is not None:
+            env["GANETI_MASTER"] = master.name
+        return env
+
+    def full_env(self, lu: Any, cfg: ConfigData, hpath: str, phase: str,
+                 phase_env: dict[str, str]) -> dict[str, str]:
+        """The fixed part joined with the unit's; a name in both is a programming error."""
+        env = self.base_env(lu, cfg, hpath, phase)
+        clash = set(env) & set(phase_env)
+        if clash:
+            raise ProgrammerError(f"{type(lu).__name__}: hooks variables {sorted(clash)} "
+                                  "clash with Ganeti's own")
+        env.update(phase_env)
+        return env
+
+    # -- the phases ------------------------------------------------------------
+
+    async def run_pre(self, lu: Any) -> None:
+        """Run the unit's pre hooks; HooksAbort if a script failed."""
+        hpath = getattr(lu, "HPATH", None)
+        if not hpath:
+            return
+        cfg = lu.ctx.config.config
+        pre_nodes, post_nodes = lu.build_hooks_nodes()
+        run = _Run(self._lu_env(lu, "GANETI_"), _uniq(pre_nodes), _uniq(post_nodes),
+                   {u: nodesmod.target(n) for u, n in cfg.nodes.items()},
+                   {n.name: u for u, n in cfg.nodes.items()})
+        self._runs[lu] = run
+        found = await self._phase(lu, cfg, hpath, hooks.PHASE_PRE, run.pre_env, run.pre_nodes,
+                                  run)
+        errs = [(node.uuid, script, output) for node in found if not node.offline
+                and not node.fail_msg for script, status, output in node.results
+                if status == hooks.HKR_FAIL]
+        if errs:
+            raise HooksAbort(errs)
+        self._callback(lu, hooks.PHASE_PRE, found, None)
+
+    async def run_post(self, lu: Any, result: Any = None) -> Any:
+        """Run the unit's post hooks; failures are logged.  Returns the unit's
+        result, as its ``hooks_callback`` may have changed it."""
+        hpath = getattr(lu, "HPATH", None)
+        if not hpath:
+            return result
+        cfg = lu.ctx.config.config
+        run = self._runs.pop(lu, None)
+        if run is None:  # no pre phase ran: compute what it would have
+            pre_nodes, post_nodes = lu.build_hooks_nodes()
+            run = _Run(self._lu_env(lu, "GANETI_"), _uniq(pre_nodes), _uniq(post_nodes),
+                       {}, {})
+        nodes = run.post_nodes
+        prepare = getattr(lu, "prepare_post_hook_nodes", None)
+        if prepare is not None:
+            nodes = _uniq(prepare(list(nodes)))
+        env = {**self._lu_env(lu, "GANETI_POST_"), **run.pre_env}
+        found = await self._phase(lu, cfg, hpath, hooks.PHASE_POST, env, nodes, run)
+        for node in found:
+            if node.offline or node.fail_msg:
+                continue
+            for script, status, output in node.results:
+                if status == hooks.HKR_FAIL:
+                    lu.ctx.feedback("message", f" - WARNING: On {node.uuid} script {script} "
+                                               f"failed, output: {output or '(no output)'}")
+        return self._callback(lu, hooks.PHASE_POST, found, result)
+
+    @staticmethod
+    def _callback(lu: Any, phase: str, found: list[NodeHooks] | None, result: Any) -> Any:
+        callback = getattr(lu, "hooks_callback", None)
+        if callback is None:
+            return result
+        return callback(phase, found, result)
+
+    async def _phase(self, lu: Any, cfg: ConfigData, hpath: str, phase: str,
+                     phase_env: dict[str, str], uuids: list[str],
+                     run: _Run) -> list[NodeHooks]:
+        """Run one phase on ``uuids``; each node's answer, in the order given."""
+        if not uuids:
+            return []
+        env = self.full_env(lu, cfg, hpath, phase, phase_env)
+        targets: list[NodeTarget] = []
+        names: dict[str, str] = dict(run.names)
+        for uuid in uuids:
+            node: Node | None = cfg.nodes.get(uuid)
+            target = nodesmod.target(node) if node is not None else run.known.get(uuid)
+            if target is None:
+                log.warn("Hooks {hpath}-{phase}: node {uuid} is not in the configuration",
+                         hpath=hpath, phase=phase, uuid=uuid)
+                continue
+            names[target.name] = uuid
+            targets.append(target)
+        try:
+            rpc = self.rpc()
+        except OpExecError as err:  # a master without node RPC (no server.pem) runs none
+            log.warn("Hooks {hpath}-{phase} not run: {error}", hpath=hpath, phase=phase,
+                     error=err)
+            return []
+        results: dict[str, RpcResult] = await rpc.call(
+            targets, "hooks_runner", [hpath, phase, env])
+        if not results and targets:
+            if phase == hooks.PHASE_PRE:
+                raise HooksFailure("Communication Failure")
+            lu.ctx.feedback("message", " - WARNING: Communication Failure")
+            return []
+        found: list[NodeHooks] = []
+        for target in targets:
+            res = results.get(target.name)
+            uuid = names[target.name]
+            if res is None:
+                found.append(NodeHooks(uuid, target.name, "no answer", False, []))
+                continue
+            fail_msg = None if res.success else (res.fail_msg or "unknown error")
+            payload: list[tuple[str, int, str]] = []
+            if res.success:
+                try:
+                    payload = hooks.check_results(res.payload)
+                except ValueError as err:
+                    fail_msg = f"invalid hooks answer: {err}"
+            if fail_msg and not res.offline:
+                lu.ctx.feedback("message", f" - WARNING: Communication failure to node "
+                                           f"{uuid}: {fail_msg}")
+            found.append(NodeHooks(uuid, target.name, fail_msg, res.offline, payload))
+        return found

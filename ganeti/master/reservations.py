@@ -1,0 +1,351 @@
+"""Resources reserved by a job until its locks are released (Ganeti's temporary reservations).
+
+Between an LU's prerequisite check and its config change, other jobs run.
+To stop two jobs from picking the same MAC address, IP, TCP/UDP port, DRBD
+minor, logical volume name or DRBD secret, a job *reserves* what it will
+use.  A reservation is checked against the committed config and against
+every other job's reservations, and it lasts until :meth:`release` drops
+everything the job (the *owner*, its job id) holds; the processor calls
+that where it releases the job's locks.  Committing the resource into the
+config (a NIC's MAC, a port taken from the pool) is the LU's config change;
+:func:`commit_ip` and :func:`commit_port` are the pure helpers for it.
+
+Errors are Ganeti's: :class:`ReservationError` (the resource is taken); an LU
+turns it into ``OpPrereqError`` with ``ECODE_NOTUNIQUE`` and Ganeti's
+wording, e.g. with :func:`as_prereq`::
+
+    try:
+        reservations.reserve_mac(job_id, cfg, mac)
+    except ReservationError as err:
+        raise as_prereq(err, f"MAC address {mac} already in use in cluster")
+
+Look-ups of what the config uses are built once per committed config
+(identity and ``serial_no``), so at 20,000 instances a job pays the index
+once, not on every call.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import uuid as uuidmod
+from collections.abc import Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from ganeti.core import constants
+from ganeti.core.errors import (
+    ECODE_NOTUNIQUE,
+    OpPrereqError,
+    ProgrammerError,
+    ReservationError,
+)
+from ganeti.core.objects import Cluster, ConfigData, Disk, Network
+
+#: How often a random value is drawn before generation gives up (Ganeti's 64).
+GENERATE_RETRIES = 64
+DRBD_SECRET_BYTES = 20
+
+Owner = Hashable
+Resource = tuple[Hashable, ...]
+
+
+def as_prereq(err: ReservationError, message: str, code: str = ECODE_NOTUNIQUE
+              ) -> OpPrereqError:
+    """The ``OpPrereqError`` an LU raises for a failed reservation."""
+    error = OpPrereqError(message, code)
+    error.__cause__ = err
+    return error
+
+
+# -- what the committed config uses -------------------------------------------------------
+
+def _walk_disks(disks: Iterable[Disk]) -> Iterator[Disk]:
+    for disk in disks:
+        yield disk
+        yield from _walk_disks(disk.children)
+
+
+@dataclass
+class _Used:
+    """Indexes of one committed config."""
+
+    macs: set[str] = field(default_factory=set)
+    ports: set[int] = field(default_factory=set)
+    minors: dict[str, set[int]] = field(default_factory=dict)
+    lvs: set[str] = field(default_factory=set)
+    secrets: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, cfg: ConfigData) -> _Used:
+        used = cls()
+        for inst in cfg.instances.values():
+            for nic in inst.nics:
+                if nic.mac:
+                    used.macs.add(nic.mac)
+            if inst.network_port is not None:
+                used.ports.add(inst.network_port)
+        for disk in _walk_disks(cfg.disks.values()):
+            lid = disk.logical_id
+            if disk.dev_type == constants.DT_PLAIN and lid and len(lid) == 2:
+                used.lvs.add(f"{lid[0]}/{lid[1]}")
+            elif disk.dev_type == constants.DT_DRBD8 and lid and len(lid) == 6:
+                node_a, node_b, port, minor_a, minor_b, secret = lid
+                used.ports.add(port)
+                used.minors.setdefault(node_a, set()).add(minor_a)
+                used.minors.setdefault(node_b, set()).add(minor_b)
+                used.secrets.add(secret)
+        return used
+
+
+# -- the manager --------------------------------------------------------------------------
+
+class ReservationManager:
+    """Reservations of all running jobs, keyed by owner (the job id)."""
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self._rng = rng or random.SystemRandom()
+        self._by_owner: dict[Owner, set[Resource]] = {}
+        self._holder: dict[Resource, Owner] = {}
+        self._index_of: tuple[ConfigData, int, _Used] | None = None
+
+    # generic --------------------------------------------------------------------------
+
+    def _used(self, cfg: ConfigData) -> _Used:
+        cached = self._index_of
+        if cached is None or cached[0] is not cfg or cached[1] != cfg.serial_no:
+            cached = (cfg, cfg.serial_no, _Used.of(cfg))
+            self._index_of = cached
+        return cached[2]
+
+    def _reserve(self, owner: Owner, resource: Resource) -> None:
+        # Also for the same owner: one job giving two NICs one MAC is a clash too.
+        if resource in self._holder:
+            raise ReservationError(f"Duplicate reservation for resource '{_show(resource)}'")
+        self._holder[resource] = owner
+        self._by_owner.setdefault(owner, set()).add(resource)
+
+    def is_reserved(self, resource: Resource) -> bool:
+        """Whether any job holds ``resource``."""
+        return resource in self._holder
+
+    def reserved(self, owner: Owner | None = None) -> set[Resource]:
+        """What ``owner`` holds, or what all jobs hold."""
+        if owner is None:
+            return set(self._holder)
+        return set(self._by_owner.get(owner, ()))
+
+    def release(self, owner: Owner) -> None:
+        """Drop every reservation of ``owner`` (called with the job's lock release)."""
+        for resource in self._by_owner.pop(owner, ()):
+            self._holder.pop(resource, None)
+
+    def release_one(self, owner: Owner, resource: Resource) -> None:
+        """Give back one resource early (e.g. an IP an LU decided not to use)."""
+        if self._holder.get(resource) == owner:
+            del self._holder[resource]
+            self._by_owner.get(owner, set()).discard(resource)
+
+    def _generate(self, owner: Owner, kind: str, taken: set[str],
+                  make: Iterator[str]) -> str:
+        last = None
+        for _ in range(GENERATE_RETRIES):
+            candidate = next(make)
+            last = candidate
+            if candidate not in taken and (kind, candidate) not in self._holder:
+                self._reserve(owner, (kind, candidate))
+                return candidate
+        raise ReservationError(f"Not able generate new resource (last tried: {last})")
+
+    # MAC addresses --------------------------------------------------------------------
+
+    def reserve_mac(self, owner: Owner, cfg: ConfigData, mac: str) -> None:
+        """Reserve ``mac`` (lower case); taken if a NIC has it or a job holds it."""
+        mac = mac.lower()
+        if mac in self._used(cfg).macs:
+            raise ReservationError(f"MAC address {mac} already in use")
+        self._reserve(owner, ("mac", mac))
+
+    def generate_mac(self, owner: Owner, cfg: ConfigData,
+                     network_uuid: str | None = None) -> str:
+        """A new unique MAC: the network's ``mac_prefix`` (else the cluster's) + 3 random bytes."""
+        prefix = cfg.cluster.mac_prefix
+        if network_uuid is not None:
+            net = cfg.networks.get(network_uuid)
+            if net is None:
+                raise ReservationError(f"Network {network_uuid} not found")
+            prefix = net.mac_prefix or prefix
+
+        def candidates() -> Iterator[str]:
+            while True:
+                tail = ":".join(f"{self._rng.randrange(256):02x}" for _ in range(3))
+                yield f"{prefix}:{tail}"
+        return self._generate(owner, "mac", self._used(cfg).macs, candidates())
+
+    # IP addresses of networks ---------------------------------------------------------
+
+    def reserve_ip(self, owner: Owner, cfg: ConfigData, network_uuid: str, ip: str,
+                   check: bool = True) -> None:
+        """Reserve ``ip`` in a network; with ``check`` it must be free in the network's pool."""
+        net, cidr = _network(cfg, network_uuid)
+        try:
+            address = ipaddress.ip_address(ip)
+        except ValueError:
+            raise ReservationError(f"{ip!r} is not an IP address") from None
+        if address not in cidr:
+            raise ReservationError(f"IP address {ip} does not belong to network {net.name}")
+        if check and _is_taken(net, int(address) - int(cidr.network_address)):
+            raise ReservationError(f"IP address {ip} already in use in network {net.name}")
+        self._reserve(owner, ("ip", network_uuid, str(address)))
+
+    def generate_ip(self, owner: Owner, cfg: ConfigData, network_uuid: str) -> str:
+        """The first free address of a network's pool, reserved (``ip=pool``)."""
+        net, cidr = _network(cfg, network_uuid)
+        base = int(cidr.network_address)
+        for index in range(cidr.num_addresses):
+            if _is_taken(net, index):
+                continue
+            address = str(ipaddress.ip_address(base + index))
+            if ("ip", network_uuid, address) not in self._holder:
+                self._reserve(owner, ("ip", network_uuid, address))
+                return address
+        raise ReservationError(f"No free IP address in network {net.name}")
+
+    # TCP/UDP ports --------------------------------------------------------------------
+
+    def reserve_port(self, owner: Owner, cfg: ConfigData, port: int) -> None:
+        """Reserve a given port; taken if a DRBD disk or an instance uses it."""
+        if port in self._used(cfg).ports:
+            raise ReservationError(f"Port {port} already in use")
+        self._reserve(owner, ("port", port))
+
+    def allocate_port(self, owner: Owner, cfg: ConfigData) -> int:
+        """A free port: from the cluster's pool first, else above ``highest_used_port``.
+
+        The LU records the port with :func:`commit_port` in its config change.
+        """
+        used = self._used(cfg).ports
+        for port in sorted(cfg.cluster.tcpudp_port_pool):
+            if port not in used and ("port", port) not in self._holder:
+                self._reserve(owner, ("port", port))
+                return port
+        held = [r[1] for r in self._holder if r[0] == "port" and isinstance(r[1], int)]
+        port = max([cfg.cluster.highest_used_port, *held]) + 1
+        if port >= constants.LAST_DRBD_PORT:
+            raise ReservationError(f"The highest used port is greater than "
+                                   f"{constants.LAST_DRBD_PORT}. Aborting.")
+        self._reserve(owner, ("port", port))
+        return port
+
+    # DRBD minors and secrets ----------------------------------------------------------
+
+    def reserve_drbd_minor(self, owner: Owner, cfg: ConfigData, node_uuid: str,
+                           minor: int) -> None:
+        """Reserve one minor on one node."""
+        if minor in self._used(cfg).minors.get(node_uuid, ()):
+            raise ReservationError(f"DRBD minor {minor} of node {node_uuid} already in use")
+        self._reserve(owner, ("minor", node_uuid, minor))
+
+    def allocate_drbd_minors(self, owner: Owner, cfg: ConfigData,
+                             node_uuids: list[str]) -> list[int]:
+        """The lowest free minor of each node, in the order given (Ganeti's
+        ``AllocateDRBDMinor``); a node may not be given twice."""
+        if len(set(node_uuids)) != len(node_uuids):
+            raise ProgrammerError(f"A node can not be given multiple times: {node_uuids}")
+        used = self._used(cfg).minors
+        result = []
+        for node in node_uuids:
+            taken = used.get(node, set())
+            minor = 0
+            while minor in taken or ("minor", node, minor) in self._holder:
+                minor += 1
+            self._reserve(owner, ("minor", node, minor))
+            result.append(minor)
+        return result
+
+    def generate_drbd_secret(self, owner: Owner, cfg: ConfigData) -> str:
+        """A new shared secret for a DRBD disk (40 hex digits), unique in the cluster."""
+        def candidates() -> Iterator[str]:
+            while True:
+                yield self._rng.getrandbits(DRBD_SECRET_BYTES * 8).to_bytes(
+                    DRBD_SECRET_BYTES, "big").hex()
+        return self._generate(owner, "secret", self._used(cfg).secrets, candidates())
+
+    # logical volumes ------------------------------------------------------------------
+
+    def reserve_lv(self, owner: Owner, cfg: ConfigData, lv_name: str) -> None:
+        """Reserve a volume name ``vg/lv``; taken if a plain disk uses it."""
+        if lv_name in self._used(cfg).lvs:
+            raise ReservationError(f"Logical volume {lv_name} already in use")
+        self._reserve(owner, ("lv", lv_name))
+
+    def generate_lv_names(self, owner: Owner, cfg: ConfigData, vg: str,
+                          suffixes: list[str]) -> list[str]:
+        """Fresh volume names ``<uuid><suffix>`` in ``vg``, reserved (Ganeti's
+        ``_GenerateUniqueNames``)."""
+        names = []
+        for suffix in suffixes:
+            def candidates(sfx: str = suffix) -> Iterator[str]:
+                while True:
+                    yield f"{vg}/{uuidmod.UUID(int=self._rng.getrandbits(128), version=4)}{sfx}"
+            names.append(self._generate(owner, "lv", self._used(cfg).lvs, candidates())
+                         .split("/", 1)[1])
+        return names
+
+
+def _show(resource: Resource) -> str:
+    return ":".join(str(part) for part in resource)
+
+
+# -- networks and committing --------------------------------------------------------------
+
+def _network(cfg: ConfigData, network_uuid: str
+             ) -> tuple[Network, ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    net = cfg.networks.get(network_uuid)
+    if net is None:
+        raise ReservationError(f"Network {network_uuid} not found")
+    try:
+        return net, ipaddress.ip_network(net.network)
+    except ValueError:
+        raise ReservationError(f"Network {net.name} has an invalid range "
+                               f"{net.network!r}") from None
+
+
+def _is_taken(net: Network, index: int) -> bool:
+    return any(bits is not None and index < len(bits) and bits[index] == "1"
+               for bits in (net.reservations, net.ext_reservations))
+
+
+def _set_bit(bits: str | None, size: int, index: int, value: str) -> str:
+    current = bits if bits is not None and len(bits) == size else "0" * size
+    return current[:index] + value + current[index + 1:]
+
+
+def commit_ip(net: Network, ip: str, external: bool = False) -> None:
+    """Mark ``ip`` used in the network's pool (in a config change)."""
+    cidr = ipaddress.ip_network(net.network)
+    index = int(ipaddress.ip_address(ip)) - int(cidr.network_address)
+    if not 0 <= index < cidr.num_addresses:
+        raise ReservationError(f"IP address {ip} does not belong to network {net.name}")
+    if external:
+        net.ext_reservations = _set_bit(net.ext_reservations, cidr.num_addresses, index, "1")
+    else:
+        net.reservations = _set_bit(net.reservations, cidr.num_addresses, index, "1")
+
+
+def release_ip(net: Network, ip: str, external: bool = False) -> None:
+    """Give ``ip`` back to the network's pool (in a config change)."""
+    cidr = ipaddress.ip_network(net.network)
+    index = int(ipaddress.ip_address(ip)) - int(cidr.network_address)
+    if not 0 <= index < cidr.num_addresses:
+        raise ReservationError(f"IP address {ip} does not belong to network {net.name}")
+    if external:
+        net.ext_reservations = _set_bit(net.ext_reservations, cidr.num_addresses, index, "0")
+    else:
+        net.reservations = _set_bit(net.reservations, cidr.num_addresses, index, "0")
+
+
+def commit_port(cluster: Cluster, port: int) -> None:
+    """Record a port taken by :meth:`ReservationManager.allocate_port` (in a config change)."""
+    if port in cluster.tcpudp_port_pool:
+        cluster.tcpudp_port_pool = [p for p in cluster.tcpudp_port_pool if p != port]
+    cluster.highest_used_port = max(cluster.highest_used_port, port)

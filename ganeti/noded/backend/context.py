@@ -1,0 +1,53 @@
+"""What every node-call handler gets: :class:`NodeContext`, :class:`RPCFail` and the
+blocking-work runners."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer, threads
+from twisted.internet.interfaces import IReactorProcess, IReactorTime
+from twisted.python.threadpool import ThreadPool
+
+from ganeti.core.paths import Paths
+
+Runner = Callable[..., "defer.Deferred[Any]"]
+
+
+class RPCFail(Exception):
+    """A call failed in an expected way; the message goes to the master."""
+
+
+def thread_runner(reactor: Any, pool: ThreadPool) -> Runner:
+    """Run blocking functions in ``pool``, results delivered in the reactor thread."""
+    def run(f: Callable[..., Any], *args: Any) -> defer.Deferred[Any]:
+        return threads.deferToThreadPool(reactor, pool, f, *args)
+    return run
+
+
+def inline_runner(f: Callable[..., Any], *args: Any) -> defer.Deferred[Any]:
+    """Run blocking functions at once (tests only)."""
+    return defer.maybeDeferred(f, *args)
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What handlers may use: the node's paths, a clock and the blocking-work runner.
+
+    ``shutdown`` stops the daemon (``node_leave_cluster`` schedules it on
+    ``clock``); None where there is no daemon to stop.  ``manage_confd``:
+    start and stop ganeti-confd with the node's role (``confd_role``).
+    """
+
+    paths: Paths
+    clock: IReactorTime
+    run: Runner
+    shutdown: Callable[[], object] | None = None
+    manage_confd: bool = False
+    #: starts programs (``spawnProcess``: the hook scripts); None where none may run
+    processes: IReactorProcess | None = None
+
+
+Handler = Callable[..., Any]
