@@ -1,4 +1,4 @@
-"""Job filter rules (seed 000, reference section 6.2): checking and matching.
+"""Job filter rules (docs/filters.md): checking and matching.
 
 A rule has a uuid, a watermark (the highest job id when it was added), a
 priority, a list of predicates, an action and a reason trail.  Rules are

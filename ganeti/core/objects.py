@@ -392,7 +392,7 @@ class Network(TaggableObject):
 
 @dataclass(kw_only=True)
 class FilterRule(ConfigObject):
-    """A job-queue filter rule (seed 000)."""
+    """A job-queue filter rule (docs/filters.md)."""
 
     KIND: ClassVar[str] = "filter"
     uuid: str

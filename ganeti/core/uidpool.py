@@ -1,4 +1,4 @@
-"""The user-id pool (seed 001): parse, check and format uid ranges."""
+"""The user-id pool (docs/design/config-and-paths.md): parse, check and format uid ranges."""
 
 from __future__ import annotations
 

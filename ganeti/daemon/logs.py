@@ -139,6 +139,9 @@ class DaemonLog:
         self.debug = debug
         self.files: list[AppendLogFile] = []
         self.replaces_twistd = False
+        #: Whether a sink is the console (stdout): a message also raised as
+        #: SystemExit would then be shown twice.
+        self.on_console = False
         #: Whether twistd took :attr:`observer` as the application's observer.
         self.attached = False
         self._fanout = _FanOut()
@@ -156,6 +159,7 @@ class DaemonLog:
 
     def add_stream(self, stream: IO[str]) -> None:
         """Log text lines to an open stream (stdout)."""
+        self.on_console = True
         self.add_observer(textFileLogObserver(stream))
 
     def add_file(self, path: str) -> AppendLogFile:

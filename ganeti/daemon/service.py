@@ -71,9 +71,10 @@ def cannot_start(daemon_log: DaemonLog | None, program: str, reason: str,
                  what: str = "cannot start") -> NoReturn:
     """Refuse to start in ``makeService`` (before twistd logs anything): the message
     ``<program>: <what>: <reason>`` goes to the daemon's log and, through
-    SystemExit, to stderr; twistd exits with status 1."""
+    SystemExit, to stderr; twistd exits with status 1.  A log on the console is
+    not written to: stderr shows the message already."""
     message = f"{program}: {what}: {reason}"
-    if daemon_log is not None and daemon_log.has_sinks:
+    if daemon_log is not None and daemon_log.has_sinks and not daemon_log.on_console:
         Logger(namespace=program, observer=daemon_log.observer).critical(
             "{message}", message=message)
         daemon_log.close()

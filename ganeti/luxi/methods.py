@@ -161,7 +161,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("SetWatcherPause", (ANY("until", "number or null"),),
            "Pause ganeti-watcher until a time (seconds since the epoch), or end the "
            "pause (null); answers the new value"),
-    # Job filter rules (seed 000): changed at once, not through the job queue.
+    # Job filter rules (docs/filters.md): changed at once, not through the job queue.
     Method("QueryFilters", (OPT_STR_LIST("uuids"), STR_LIST("fields")),
            "Field values of job filter rules (all rules if no uuid is given)"),
     Method("ReplaceFilter", (OPT_STR("uuid"), ANY("priority", "non-negative integer"),

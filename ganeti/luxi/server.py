@@ -6,7 +6,7 @@ unknown methods and wrong arguments get an error answer and the connection
 stays usable; a frame over the size limit gets an error and the connection
 is closed, since the stream cannot be resynchronised.
 
-Flow control (issue 13): a client cannot make the daemon hold or compute
+Flow control: a client cannot make the daemon hold or compute
 more than :class:`FlowLimits` allow, whether it pipelines without end,
 never reads its answers, or leaves with requests still queued.
 """

@@ -1,6 +1,6 @@
 """Job filter rules in the master: the LUXI methods and keeping the queue in step.
 
-Changes to rules bypass the job queue (seed 000: a full queue must not lock
+Changes to rules bypass the job queue (docs/filters.md: a full queue must not lock
 out the administrator): ``ReplaceFilter`` and ``DeleteFilter`` change the
 config directly, through the config writer, and the queue applies the new
 rules as part of the commit, before the caller gets its answer.

@@ -1,8 +1,9 @@
 """Node and node-group rules shared by the logical units: look-ups and the candidate pool.
 
 Nodes and groups are addressed by name or by UUID everywhere.  The master
-candidate pool follows seed 003: the cluster keeps ``candidate_pool_size``
-candidates (the master counts as one) among the nodes that may be candidates
+candidate pool follows Ganeti (docs/design/nodes-and-replication.md): the
+cluster keeps ``candidate_pool_size`` candidates (the master counts as one)
+among the nodes that may be candidates
 (master capable, neither offline nor drained); a node that leaves the pool is
 replaced by promoting others, in name order.
 """

@@ -7,7 +7,7 @@ then lets the unit expand names under it, then takes the later levels in
 Ganeti's order (docs/design/lu-contract.md).  One attempt must get every
 level within the attempt's timeout (the timeouts of
 :mod:`ganeti.core.lockstrategy`); an attempt that times out releases all it
-took, so jobs needing only some of those locks can run meanwhile (seed 001,
+took, so jobs needing only some of those locks can run meanwhile (docs/design/locking.md,
 "operation C"), and the next attempt waits longer; when the timeouts are used
 up the priority rises and the strategy starts over.  A lock that vanished
 while waited for (its object was removed) starts the attempt over at once:
@@ -30,6 +30,7 @@ from ganeti.core.lockstrategy import LockAttemptSchedule
 from ganeti.master.locking.manager import LEVEL_CLUSTER, LockManager
 from ganeti.master.locking.sharedlock import LockGone
 from ganeti.master.lu.base import LogicalUnit, ResultWithJobs, submitted_by
+from ganeti.master.reservations import ReservationManager
 
 #: Makes the logical unit of the opcode being run; called once per lock attempt.
 LUFactory = Callable[[], LogicalUnit]
@@ -90,10 +91,13 @@ class Processor:
     """Executes logical units for the job queue."""
 
     def __init__(self, locks: LockManager, clock: IReactorTime,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None,
+                 reservations: ReservationManager | None = None) -> None:
+        """``reservations``: the job's temporary reservations are dropped with its locks."""
         self.locks = locks
         self.clock = clock
         self.rng = rng or random.Random()
+        self.reservations = reservations
 
     async def execute(self, factory: LUFactory, handle: JobHandle, priority: int,
                       on_running: Callable[[], Awaitable[None]]) -> Any:
@@ -118,6 +122,8 @@ class Processor:
         finally:
             handle.interruptible = False
             self.locks.release_all(handle.owner)
+            if self.reservations is not None:
+                self.reservations.release(handle.owner)
 
     async def _execute(self, factory: LUFactory, handle: JobHandle, priority: int,
                        on_running: Callable[[], Awaitable[None]]) -> Any:

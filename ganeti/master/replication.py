@@ -1,6 +1,6 @@
 """Replication from the master to the nodes: config, ssconf, ancillary files and job files.
 
-What goes where (seed 001 "Redistribute Config", seed 003 job queue):
+What goes where (docs/design/nodes-and-replication.md):
 
 - ``config.data`` to every master candidate, after every config change;
 - the ssconf files to every node, whenever their values change (and the

@@ -56,6 +56,7 @@ from ganeti.master.nodes import target
 from ganeti.master.processor import JobHandle, Processor
 from ganeti.master.queries import ClusterQueries
 from ganeti.master.replication import NodeRpc, Replicator
+from ganeti.master.reservations import ReservationManager
 from ganeti.master.watcherpause import WatcherPauseMethod
 from ganeti.master.watchersvc import WatcherService, queue_job_access
 from ganeti.rpc.client import RpcClient
@@ -206,7 +207,9 @@ class MasterDaemon(DaemonService):
             cl = self.config_writer.config.cluster
             return cl.max_running_jobs, cl.max_tracked_jobs
 
-        self.queue = JobQueue(self.store, self.events, reactor, Processor(self.locks, reactor),
+        self.reservations = ReservationManager()
+        processor = Processor(self.locks, reactor, reservations=self.reservations)
+        self.queue = JobQueue(self.store, self.events, reactor, processor,
                               self._lu_context, limits)
         self.filters = FilterMethods(self.config_writer, self.queue, reactor)
         self.node_queries = NodeQueries(lambda: self.config_writer.config, self._live_node_info)
@@ -273,4 +276,5 @@ class MasterDaemon(DaemonService):
                          owner=handle.owner, rpc=self.rpc, replicator=self.replicator,
                          run_blocking=self.run_blocking, job_texts=self._job_texts,
                          submit_jobs=self.queue.submit_many,
-                         queue_health=self.store.health, hooks=self.hooks)
+                         queue_health=self.store.health, hooks=self.hooks,
+                         reservations=self.reservations)

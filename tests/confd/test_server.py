@@ -373,6 +373,51 @@ class WatcherTest(SynchronousTestCase):
         self.assertEqual(self.pending, [])
         self.watcher.stopService()
 
+    def test_slow_loads_hold_off_the_next_reload(self):
+        self.watcher.startService()
+        self.finish_loads()
+
+        def rewrite(serial):
+            raw = confd_config_dict()
+            raw["cluster"]["serial_no"] = serial
+            with open(self.paths.config_file, "w", encoding="utf-8") as f:
+                json.dump(raw, f, indent=serial % 3)
+
+        rewrite(8)
+        self.clock.advance(1)
+        self.assertEqual(len(self.pending), 1)
+        self.clock.advance(2)  # this load takes 2 s: the next waits 10 x 2 s
+        self.finish_loads()
+        self.assertEqual(self.proto.answerer.serial, 8)
+        rewrite(9)
+        self.clock.advance(19)
+        self.assertEqual(self.pending, [])
+        self.assertEqual(self.proto.answerer.serial, 8)
+        self.clock.advance(1)
+        self.assertEqual(len(self.pending), 1)
+        self.finish_loads()  # instant load: no hold-off after it
+        self.assertEqual(self.proto.answerer.serial, 9)
+        rewrite(10)
+        self.clock.advance(1)
+        self.finish_loads()
+        self.assertEqual(self.proto.answerer.serial, 10)
+        self.watcher.stopService()
+
+    def test_sighup_reload_ignores_the_holdoff(self):
+        self.watcher.startService()
+        self.clock.advance(5)  # a 5 s load
+        self.finish_loads()
+        raw = confd_config_dict()
+        raw["cluster"]["serial_no"] = 8
+        with open(self.paths.config_file, "w", encoding="utf-8") as f:
+            json.dump(raw, f, indent=1)
+        self.clock.advance(1)
+        self.assertEqual(self.pending, [])
+        self.watcher.force_check()
+        self.finish_loads()
+        self.assertEqual(self.proto.answerer.serial, 8)
+        self.watcher.stopService()
+
     def test_broken_config_keeps_old(self):
         self.watcher.startService()
         self.finish_loads()

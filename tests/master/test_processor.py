@@ -6,6 +6,7 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
+from ganeti.core.errors import OpExecError
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LockManager
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.processor import JobHandle, Processor
@@ -90,3 +91,44 @@ class OperationCTest(SynchronousTestCase):
         self.failureResultOf(d, defer.CancelledError)
         self.assertEqual(self.holders(), {"instance/inst4": ["A"]})
         self.assertEqual(self.ran, [])
+
+
+class ReservationsTest(SynchronousTestCase):
+    """A job's temporary reservations are dropped with its locks, whatever happened."""
+
+    def setUp(self):
+        from ganeti.master.reservations import ReservationManager
+        from tests.fakes.configs import small_config
+        self.clock = Clock()
+        self.locks = LockManager(self.clock, instances=["inst1"])
+        self.reservations = ReservationManager(random.Random(1))
+        self.processor = Processor(self.locks, self.clock, random.Random(3),
+                                   reservations=self.reservations)
+        self.cfg = small_config()
+
+    def run_lu(self, job_id, fail):
+        test = self
+
+        class ReservingLU(InstanceLocksLU):
+            async def exec(self):
+                test.reservations.reserve_mac(f"job/{job_id}", test.cfg, "aa:00:00:00:00:01")
+                test.assertEqual(len(test.reservations.reserved(f"job/{job_id}")), 1)
+                if fail:
+                    raise OpExecError("boom")
+                return "done"
+
+        async def on_running():
+            pass
+
+        return defer.Deferred.fromCoroutine(self.processor.execute(
+            lambda: ReservingLU(["inst1"], []), JobHandle(job_id), 0, on_running))
+
+    def test_dropped_after_success(self):
+        self.assertEqual(self.successResultOf(self.run_lu(1, fail=False)), "done")
+        self.assertEqual(self.reservations.reserved(), set())
+
+    def test_dropped_after_failure(self):
+        self.failureResultOf(self.run_lu(2, fail=True))
+        self.assertEqual(self.reservations.reserved(), set())
+        # another job can now take the same MAC
+        self.assertEqual(self.successResultOf(self.run_lu(3, fail=False)), "done")

@@ -46,6 +46,7 @@ from ganeti.master.locking.manager import (
     LockManager,
 )
 from ganeti.master.replication import NodeRpc, Replicator
+from ganeti.master.reservations import ReservationManager
 
 Feedback = Callable[[str, Any], None]
 
@@ -79,6 +80,9 @@ class LUContext:
     # the job queue's problems for cluster verify: (is_error, message); blocking
     queue_health: Callable[[], list[tuple[bool, str]]] = field(default=list)
     hooks: HooksRunner | None = None  # the hooks runner; None: no hooks
+    #: temporary reservations (MACs, IPs, ports, DRBD minors, LV names) made under
+    #: ``owner``; the processor drops them when the opcode ends
+    reservations: ReservationManager = field(default_factory=ReservationManager)
 
 
 class ResultWithJobs:
