@@ -89,6 +89,26 @@ class _Clashes:
         self.minors: dict[tuple[str, int], list[str]] = {}
         self.disk_owner: dict[str, list[str]] = {}
         self.ips: dict[str, list[str]] = {}
+        # parameter dicts already found valid (most instances share a few)
+        self._valid_params: set[tuple[str, tuple[tuple[str, Any], ...]]] = set()
+
+    def params_problem(self, kind: str, params: dict[str, Any],
+                       types: dict[str, str]) -> str | None:
+        """Why ``params`` do not fit ``types`` (Ganeti's type enforcement), or None."""
+        try:
+            key: tuple[str, tuple[tuple[str, Any], ...]] | None = (
+                kind, tuple(sorted(params.items())))
+            if key in self._valid_params:
+                return None
+        except TypeError:  # an unhashable value: checked each time
+            key = None
+        try:
+            force_dict_type(dict(params), types)
+        except TypeEnforcementError as err:
+            return str(err)
+        if key is not None:
+            self._valid_params.add(key)
+        return None
 
     @staticmethod
     def _add(table: dict[Any, list[str]], key: Any, owner: str) -> None:
@@ -143,10 +163,9 @@ def _check_instance(cfg: ConfigData, inst: Instance, problems: list[str],
             _check_port_recorded(cfg, inst.network_port, f"{where}: network_port", problems)
             clashes._add(clashes.ports, inst.network_port, f"{inst.name}/network port")
     if inst.beparams:
-        try:
-            force_dict_type(dict(inst.beparams), BES_PARAMETER_COMPAT)
-        except TypeEnforcementError as err:
-            problems.append(f"{where}: invalid beparams: {err}")
+        problem = clashes.params_problem("be", inst.beparams, BES_PARAMETER_COMPAT)
+        if problem is not None:
+            problems.append(f"{where}: invalid beparams: {problem}")
     _check_instance_disks(cfg, inst, where, problems, clashes)
     for idx, nic in enumerate(inst.nics):
         _check_nic(cfg, inst, idx, nic, f"{where}: nics[{idx}]", problems, clashes)
@@ -201,10 +220,9 @@ def _check_nic(cfg: ConfigData, inst: Instance, idx: int, nic: NIC, where: str,
                                     f"({net.network})")
     filled = {**clashes.nic_defaults, **nic.nicparams}  # read only: no deep copy
     if nic.nicparams:
-        try:
-            force_dict_type(dict(nic.nicparams), NICS_PARAMETER_TYPES)
-        except TypeEnforcementError as err:
-            problems.append(f"{where}: invalid nicparams: {err}")
+        problem = clashes.params_problem("nic", nic.nicparams, NICS_PARAMETER_TYPES)
+        if problem is not None:
+            problems.append(f"{where}: invalid nicparams: {problem}")
             return
     mode = filled.get(constants.NIC_MODE)
     if mode not in NIC_MODES:
