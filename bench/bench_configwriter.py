@@ -17,7 +17,7 @@ from twisted.python.threadpool import ThreadPool
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ganeti.core import config as configmod
-from ganeti.master.configwriter import ConfigWriter
+from ganeti.master.config.configwriter import ConfigWriter
 from tests.fakes.configs import small_config
 
 

@@ -2,7 +2,7 @@
 
   .venv/bin/python bench/bench_filters.py [--jobs 10000] [--rules 100]
 
-Part 1, the scheduler alone (ganeti.master.scheduler, in process, no I/O):
+Part 1, the scheduler alone (ganeti.master.jobs.scheduler, in process, no I/O):
   - admission: tracking a new job (finding the rule that applies, its buckets);
   - draining the queue: every job started and finished, 25 running at a time,
     with no rules (the baseline) and with the rules below;
@@ -39,8 +39,8 @@ from ganeti.core import config as configmod
 from ganeti.core import jobs as jobsmod
 from ganeti.core.jobfilters import CompiledRule
 from ganeti.core.jobs import QueuedJob
-from ganeti.master.jobqueue import EVALUATION_SLICE
-from ganeti.master.scheduler import Scheduler
+from ganeti.master.jobs.jobqueue import EVALUATION_SLICE
+from ganeti.master.jobs.scheduler import Scheduler
 from tests.fakes.configs import node_paths, small_config
 
 RUNNING = 25

@@ -18,7 +18,7 @@ from twisted.python.threadpool import ThreadPool
 
 from ganeti.core import fileutil
 from ganeti.core.paths import Paths
-from ganeti.master.jobstore import JobStore
+from ganeti.master.jobs.jobstore import JobStore
 
 
 def job(job_id, status):

@@ -1,1 +1,26 @@
 """The gnt-* command-line tools: command tables with injectable I/O."""
+
+__all__ = [
+    "confd_query",
+    "daemons",
+    "framework",
+    "gnt_cluster",
+    "gnt_cluster_modify",
+    "gnt_cluster_verify",
+    "gnt_cluster_watcher",
+    "gnt_debug",
+    "gnt_filter",
+    "gnt_group",
+    "gnt_job",
+    "gnt_node",
+    "gnt_node_oob",
+    "ipolicy_opts",
+    "jobs",
+    "rapicall",
+    "table",
+    "vcluster",
+    "vcluster_demo",
+    "vcluster_tool",
+    "watcher",
+    "watcher_node",
+]

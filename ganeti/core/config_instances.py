@@ -9,7 +9,7 @@ whole container, as at load time.  With ids, every check of one object runs
 MACs, DRBD ports and minors, a disk owned by one instance) compare the
 given objects with each other only: comparing them with the whole config
 would cost O(config) on every change.  Uniqueness against the rest of the
-config is what the per-job reservations (``ganeti.master.reservations``)
+config is what the per-job reservations (``ganeti.master.config.reservations``)
 guarantee before a change is made, as Ganeti's temporary reservations do;
 the full check (load, cluster verify) catches anything else.
 """

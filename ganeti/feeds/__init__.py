@@ -5,3 +5,9 @@ receive; ``relay`` keeps the history, the subscriptions and the per-client
 flow control, fed by one event source; ``websocket`` is the autobahn resource
 the RAPI daemon serves at ``/2/feed``.
 """
+
+__all__ = [
+    "protocol",
+    "relay",
+    "websocket",
+]

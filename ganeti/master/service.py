@@ -43,21 +43,21 @@ from ganeti.daemon import (
     ThreadPoolService,
 )
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
-from ganeti.master.configwriter import BlockingRunner, ConfigWriter, ConfigWriterService
-from ganeti.master.events import EventBus, subscribe_events_method
-from ganeti.master.filters import FilterMethods
-from ganeti.master.hooks import HooksRunner
-from ganeti.master.jobqueue import JobQueue
-from ganeti.master.jobstore import JobStore
+from ganeti.master.config.configwriter import BlockingRunner, ConfigWriter, ConfigWriterService
+from ganeti.master.config.nodes import target
+from ganeti.master.config.replication import NodeRpc, Replicator
+from ganeti.master.config.reservations import ReservationManager
+from ganeti.master.jobs.events import EventBus, subscribe_events_method
+from ganeti.master.jobs.filters import FilterMethods
+from ganeti.master.jobs.jobqueue import JobQueue
+from ganeti.master.jobs.jobstore import JobStore
+from ganeti.master.jobs.luxi_jobs import JobMethods
+from ganeti.master.jobs.processor import JobHandle, Processor
 from ganeti.master.locking.manager import LockManager
-from ganeti.master.lu import LUContext
-from ganeti.master.luxi_jobs import JobMethods
-from ganeti.master.nodequeries import NodeQueries
-from ganeti.master.nodes import target
-from ganeti.master.processor import JobHandle, Processor
-from ganeti.master.queries import ClusterQueries
-from ganeti.master.replication import NodeRpc, Replicator
-from ganeti.master.reservations import ReservationManager
+from ganeti.master.lu.base import LUContext
+from ganeti.master.lu.hooks import HooksRunner
+from ganeti.master.query.nodequeries import NodeQueries
+from ganeti.master.query.queries import ClusterQueries
 from ganeti.master.watcherpause import WatcherPauseMethod
 from ganeti.master.watchersvc import WatcherService, queue_job_access
 from ganeti.rpc.client import RpcClient

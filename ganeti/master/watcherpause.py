@@ -22,8 +22,8 @@ from twisted.logger import Logger
 from ganeti.core import watcher as watchermod
 from ganeti.core.objects import ConfigData
 from ganeti.core.paths import Paths
-from ganeti.master import nodes as nodesmod
-from ganeti.master.replication import BlockingRunner, NodeRpc
+from ganeti.master.config import nodes as nodesmod
+from ganeti.master.config.replication import BlockingRunner, NodeRpc
 
 
 class WatcherPauseMethod:

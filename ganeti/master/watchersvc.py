@@ -42,7 +42,7 @@ from ganeti.core import watcher as watchermod
 from ganeti.core.errors import GenericError
 from ganeti.core.objects import ConfigData
 from ganeti.core.paths import Paths
-from ganeti.master.replication import BlockingRunner
+from ganeti.master.config.replication import BlockingRunner
 
 #: Seconds between two rounds (``--watcher-interval``).
 DEFAULT_INTERVAL = 30.0
@@ -216,7 +216,7 @@ class WatcherService(service.Service):
 
 
 def queue_job_access(queue: Any, bus: Any, clock: IReactorTime) -> JobAccess:
-    """:class:`JobAccess` over masterd's :class:`~ganeti.master.jobqueue.JobQueue`."""
+    """:class:`JobAccess` over masterd's :class:`~ganeti.master.jobs.jobqueue.JobQueue`."""
 
     async def wait(job_id: int, timeout: float) -> Any:
         deadline = clock.seconds() + timeout

@@ -1,1 +1,7 @@
 """The master's side of node RPC: a concurrent HTTPS client built from ganeti.core.rpcdefs."""
+
+__all__ = [
+    "client",
+    "result",
+    "tls",
+]

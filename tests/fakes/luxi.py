@@ -7,7 +7,7 @@ from typing import Any
 from ganeti.core import errors
 from ganeti.core.objects import ConfigData
 from ganeti.luxi.client import LuxiMethods
-from ganeti.master.queries import ClusterQueries
+from ganeti.master.query.queries import ClusterQueries
 
 
 class FakeLuxiClient(LuxiMethods):

@@ -40,7 +40,7 @@ EXCEPTIONS = {
         and bool(re.fullmatch(r"\(ganeti\) version \S+", real)),
 }
 
-# Differences known and reported, still to be fixed in ganeti/master/queries.py:
+# Differences known and reported, still to be fixed in ganeti/master/query/queries.py:
 # tolerated only in exactly this shape, with a warning.  Remove an entry once fixed.
 class _Oracle:
     """Set-up and tests shared by both clusters (mixed into a TestCase below).

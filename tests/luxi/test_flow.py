@@ -252,7 +252,7 @@ class FlowTest(SynchronousTestCase):
         self.assertTrue(transport.disconnecting)
 
     def test_stream_takes_over_as_the_transports_producer(self):
-        from ganeti.master.events import EventBus, subscribe_events_method
+        from ganeti.master.jobs.events import EventBus, subscribe_events_method
         bus = EventBus(self.clock, history=10, first_serial=0)
         self.dispatcher = LuxiDispatcher({"SubscribeEvents": subscribe_events_method(bus)})
         proto, transport = self.connect(FlowLimits(max_pending=2))

@@ -9,7 +9,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.luxi import wire
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.luxi.stream import StreamSender
-from ganeti.master.events import EventBus, subscribe_events_method
+from ganeti.master.jobs.events import EventBus, subscribe_events_method
 
 
 def frames(transport):

@@ -14,7 +14,7 @@ from ganeti.luxi.client import BacklogRetry
 from ganeti.luxi.methods import METHODS, STR, Method
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.luxi.twclient import AsyncLuxiClient, EventStreamClient
-from ganeti.master.events import EventBus, subscribe_events_method
+from ganeti.master.jobs.events import EventBus, subscribe_events_method
 from tests.luxi.test_client import full_backlog
 
 TABLE = dict(METHODS)

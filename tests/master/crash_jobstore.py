@@ -11,7 +11,7 @@ from twisted.internet import reactor, threads
 from twisted.python.threadpool import ThreadPool
 
 from ganeti.core.paths import Paths
-from ganeti.master.jobstore import JobStore
+from ganeti.master.jobs.jobstore import JobStore
 
 
 def job(job_id, status):

@@ -11,7 +11,7 @@ from twisted.internet import reactor, threads
 from twisted.python.threadpool import ThreadPool
 
 from ganeti.core import config as configmod
-from ganeti.master.configwriter import ConfigWriter
+from ganeti.master.config.configwriter import ConfigWriter
 
 
 def main(path: str) -> None:

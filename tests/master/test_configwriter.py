@@ -9,7 +9,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import config as configmod
 from ganeti.core.errors import ConfigurationError
-from ganeti.master.configwriter import ConfigWriter
+from ganeti.master.config.configwriter import ConfigWriter
 from tests.fakes.configs import small_config
 
 

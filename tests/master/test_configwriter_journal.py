@@ -10,7 +10,7 @@ from ganeti.core import config as configmod
 from ganeti.core import configjournal
 from ganeti.core.errors import ConfigurationError
 from ganeti.core.paths import Paths
-from ganeti.master.configwriter import ConfigWriter
+from ganeti.master.config.configwriter import ConfigWriter
 from ganeti.noded.backend import configstore
 from ganeti.noded.backend.context import NodeContext, inline_runner
 from tests.fakes.configs import small_config

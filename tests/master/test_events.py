@@ -4,7 +4,7 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.master.events import RESYNC, EventBus
+from ganeti.master.jobs.events import RESYNC, EventBus
 
 
 class EventBusTest(SynchronousTestCase):

@@ -361,7 +361,7 @@ class OneAtATimeTest(FilterCase):
 
 class SlicedEvaluationTest(FilterCase):
     def test_many_jobs_are_evaluated_over_several_reactor_turns(self):
-        from ganeti.master import jobqueue
+        from ganeti.master.jobs import jobqueue
         self.patch(jobqueue, "EVALUATION_SLICE", 10)
         hold = self.add("PAUSE", DRAIN)
         self.add("ACCEPT", [["opcode", ["==", "duration", 99]]], 5)

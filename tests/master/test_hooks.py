@@ -18,7 +18,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import errors
 from ganeti.core import hooks as hookdefs
-from ganeti.master.hooks import HooksRunner
+from ganeti.master.lu.hooks import HooksRunner
 from ganeti.rpc.client import RpcResult
 from tests.fakes.configs import small_config
 from tests.fakes.nodes import master_with_nodes

@@ -7,7 +7,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import jobs, opcodes
 from ganeti.core import query as corequery
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
-from ganeti.master import jobquery as query
+from ganeti.master.query import jobquery as query
 
 
 def _job(job_id, *durations, received=1700000000.25):

@@ -8,7 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import config as configmod
 from ganeti.core import errors
-from ganeti.master.jobstore import JobStore
+from ganeti.master.jobs.jobstore import JobStore
 from ganeti.master.service import MasterDaemon
 from tests.fakes.configs import node_paths, small_config
 

@@ -5,9 +5,9 @@ import dataclasses
 from twisted.internet import defer
 
 from ganeti.core import errors
-from ganeti.master.jobstore import StoreFailure
+from ganeti.master.jobs.jobstore import StoreFailure
+from ganeti.master.jobs.processor import JobHandle
 from ganeti.master.lu.verify_group import LUClusterVerifyGroup
-from ganeti.master.processor import JobHandle
 from tests.master.test_jobqueue import QueueTestCase, delay
 from tests.master.test_jobstore_faults import Disk
 

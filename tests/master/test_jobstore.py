@@ -7,7 +7,7 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.master.jobstore import JobStore, QueueLockedError
+from ganeti.master.jobs.jobstore import JobStore, QueueLockedError
 from tests.fakes.configs import node_paths
 
 

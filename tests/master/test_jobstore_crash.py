@@ -12,7 +12,7 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.master.jobstore import JobStore
+from ganeti.master.jobs.jobstore import JobStore
 from tests.fakes.configs import node_paths
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

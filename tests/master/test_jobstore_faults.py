@@ -13,8 +13,8 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import fileutil
-from ganeti.master import jobstore
-from ganeti.master.jobstore import JobStore, JobStoreError
+from ganeti.master.jobs import jobstore
+from ganeti.master.jobs.jobstore import JobStore, JobStoreError
 from tests.fakes.configs import node_paths
 from tests.master.test_jobstore import ControlledRunner, job
 

@@ -28,6 +28,7 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from ganeti.core import errors
 from ganeti.core.errors import ECODE_NOENT, LockError, OpExecError, OpPrereqError
+from ganeti.master.jobs.processor import JobHandle, Processor
 from ganeti.master.locking.manager import (
     BGL,
     LEVEL_CLUSTER,
@@ -44,7 +45,6 @@ from ganeti.master.lu.base import (
     ResultWithJobs,
     Tasklet,
 )
-from ganeti.master.processor import JobHandle, Processor
 from tests.fakes.configs import small_config
 from tests.fakes.masterd import InProcessMaster
 from tests.fakes.nodes import FakeNodeNet

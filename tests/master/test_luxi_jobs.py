@@ -8,8 +8,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import errors
 from ganeti.core.jobs import QueuedJob
-from ganeti.master import jobquery as query
-from ganeti.master.luxi_jobs import ROWS_PER_TURN, JobMethods
+from ganeti.master.jobs.luxi_jobs import ROWS_PER_TURN, JobMethods
+from ganeti.master.query import jobquery as query
 from tests.fakes.clock import TurnClock
 
 FIELDS = ["id", "ops", "status", "summary", "opstatus", "received_ts", "start_ts", "end_ts",
@@ -74,7 +74,7 @@ class SlicedQueryTest(SynchronousTestCase):
         self.assertEqual(self.successResultOf(d), [[1], [2], [99999]])
 
     def test_fake_store_matches_the_real_one(self):
-        from ganeti.master.jobstore import JobStore
+        from ganeti.master.jobs.jobstore import JobStore
 
         self.assertEqual(inspect.signature(FakeStore.read_archived).parameters.keys(),
                          inspect.signature(JobStore.read_archived).parameters.keys())

@@ -5,7 +5,7 @@ side-by-side oracle (case job-list-ids)."""
 from twisted.internet import defer
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.master.luxi_jobs import JobMethods
+from ganeti.master.jobs.luxi_jobs import JobMethods
 from tests.fakes.clock import TurnClock
 from tests.master.test_luxi_jobs import FakeQueue
 

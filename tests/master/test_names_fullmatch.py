@@ -8,7 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import errors
 from ganeti.luxi.methods import METHODS
-from ganeti.master.jobstore import JobStore
+from ganeti.master.jobs.jobstore import JobStore
 from ganeti.master.lu.tags import check_tag
 from tests.fakes.configs import node_paths
 from tests.master.test_jobstore import ControlledRunner, job

@@ -7,9 +7,9 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core.errors import OpExecError
+from ganeti.master.jobs.processor import JobHandle, Processor
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LockManager
 from ganeti.master.lu.base import LogicalUnit
-from ganeti.master.processor import JobHandle, Processor
 
 
 class InstanceLocksLU(LogicalUnit):
@@ -97,7 +97,7 @@ class ReservationsTest(SynchronousTestCase):
     """A job's temporary reservations are dropped with its locks, whatever happened."""
 
     def setUp(self):
-        from ganeti.master.reservations import ReservationManager
+        from ganeti.master.config.reservations import ReservationManager
         from tests.fakes.configs import small_config
         self.clock = Clock()
         self.locks = LockManager(self.clock, instances=["inst1"])

@@ -8,7 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import config as configmod
 from ganeti.core import constants
 from ganeti.core.errors import OpPrereqError
-from ganeti.master.queries import ClusterQueries
+from ganeti.master.query.queries import ClusterQueries
 from tests.fakes.configs import node_paths, reference_config_dict, small_config
 
 # Every key Ganeti 3.0's `gnt-cluster info` and `version` read (reference 1.7).

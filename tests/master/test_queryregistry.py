@@ -8,9 +8,10 @@ from ganeti.cli import gnt_filter, gnt_group, gnt_job, gnt_node
 from ganeti.core import query
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.queryfields import catalog
-from ganeti.master import filters, jobquery, nodequeries, queryregistry
+from ganeti.master.jobs import filters
 from ganeti.master.lu import query as luquery
-from ganeti.master.queryregistry import QueryRegistry, QuerySource
+from ganeti.master.query import jobquery, nodequeries, queryregistry
+from ganeti.master.query.queryregistry import QueryRegistry, QuerySource
 from ganeti.rapi.resources import groups, jobs, nodes
 from tests.fakes.masterd import InProcessMaster
 

@@ -1,4 +1,4 @@
-"""Per-job reservations (ganeti.master.reservations)."""
+"""Per-job reservations (ganeti.master.config.reservations)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import constants
 from ganeti.core.errors import ECODE_NOTUNIQUE, OpPrereqError, ProgrammerError, ReservationError
 from ganeti.core.objects import Network
-from ganeti.master import reservations as rmod
-from ganeti.master.reservations import ReservationManager
+from ganeti.master.config import reservations as rmod
+from ganeti.master.config.reservations import ReservationManager
 from tests.core.test_config_instances import NET, cluster_with_instances
 
 JOB1, JOB2 = 101, 102

@@ -6,7 +6,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import jobfilters
 from ganeti.core.jobs import QueuedJob
-from ganeti.master.scheduler import Scheduler
+from ganeti.master.jobs.scheduler import Scheduler
 from tests.core.test_jobfilters import _jobs, _rule, _unique, facts
 
 

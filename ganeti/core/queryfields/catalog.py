@@ -3,7 +3,7 @@
 A resource is added here with its table (for instances, networks, OSes
 and exports: a module beside :mod:`~ganeti.core.queryfields.nodes`); the
 master then registers the getters and the row source
-(:mod:`ganeti.master.queryregistry`), and LUXI ``Query``/``QueryFields``,
+(:mod:`ganeti.master.query.queryregistry`), and LUXI ``Query``/``QueryFields``,
 ``OP_QUERY``, the command-line tools and the remote API follow.
 """
 

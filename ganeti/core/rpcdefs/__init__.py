@@ -17,7 +17,6 @@ or ``[false, "error message"]``.
 
 from __future__ import annotations
 
-from ganeti.core.rpcdefs import cluster, files, hooks, instances, jobqueue, oob, test
 from ganeti.core.rpcdefs.base import (
     ENCODING_NONE,
     ENCODING_ZLIB_BASE64,
@@ -41,6 +40,7 @@ from ganeti.core.rpcdefs.base import (
     check_timeout,
     is_wire_path,
 )
+from ganeti.core.rpcdefs.calls import CALLS, DOMAINS, build_table, get_call
 from ganeti.core.rpcdefs.cluster import VERIFY_CHECKS
 from ganeti.core.rpcdefs.wire import (
     decode_content,
@@ -52,32 +52,6 @@ from ganeti.core.rpcdefs.wire import (
     from_wire_path,
     to_wire_path,
 )
-
-#: The domain modules, in the order their calls are listed.
-DOMAINS = (cluster, files, jobqueue, instances, hooks, oob, test)
-
-
-def build_table(*call_lists: list[RpcCall]) -> dict[str, RpcCall]:
-    """One table from declaration lists; a name declared twice is an error."""
-    table: dict[str, RpcCall] = {}
-    for calls in call_lists:
-        for c in calls:
-            if c.name in table:
-                raise ValueError(f"RPC call {c.name!r} declared twice")
-            table[c.name] = c
-    return table
-
-
-CALLS: dict[str, RpcCall] = build_table(*(d.CALLS for d in DOMAINS))
-
-
-def get_call(name: str) -> RpcCall:
-    """The declaration of ``name``; RpcArgumentError if there is none."""
-    try:
-        return CALLS[name]
-    except KeyError:
-        raise RpcArgumentError(f"unknown RPC call {name!r}") from None
-
 
 __all__ = [
     "CALLS", "DOMAINS", "ENCODING_NONE", "ENCODING_ZLIB_BASE64", "MAX_TIMEOUT",

@@ -1,36 +1,25 @@
-"""Logical units: the code behind each opcode, one module per domain."""
+"""Logical units: the code behind each opcode, one module per domain.
 
-from __future__ import annotations
+:mod:`.base` holds the contract every LU follows (docs/design/lu-contract.md),
+:mod:`.registry` the table from OP_ID to LU class, :mod:`.hooks` the hooks
+runner.
+"""
 
-from ganeti.master.lu.base import LogicalUnit, LUContext
-from ganeti.master.lu.cluster import LUClusterQuery, LUClusterSetParams
-from ganeti.master.lu.group import (
-    LUGroupAdd,
-    LUGroupAssignNodes,
-    LUGroupRemove,
-    LUGroupRename,
-    LUGroupSetParams,
-)
-from ganeti.master.lu.node import LUNodeAdd, LUNodeRemove
-from ganeti.master.lu.node_modify import LUNodeSetParams
-from ganeti.master.lu.oob import LUOobCommand
-from ganeti.master.lu.query import LUQuery, LUQueryFields
-from ganeti.master.lu.tags import LUTagsDel, LUTagsGet, LUTagsSearch, LUTagsSet
-from ganeti.master.lu.test import LUTestDelay, LUTestJqueue
-from ganeti.master.lu.verify import (
-    LUClusterRedistConf,
-    LUClusterVerify,
-    LUClusterVerifyConfig,
-)
-from ganeti.master.lu.verify_disks import LUClusterVerifyDisks, LUGroupVerifyDisks
-from ganeti.master.lu.verify_group import LUClusterVerifyGroup
-
-REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in (
-    LUTestDelay, LUTestJqueue, LUClusterQuery, LUClusterSetParams, LUTagsGet, LUTagsSet, LUTagsDel,
-    LUTagsSearch, LUQuery, LUQueryFields, LUNodeAdd, LUNodeRemove, LUNodeSetParams,
-    LUGroupAdd, LUGroupRemove, LUGroupRename, LUGroupSetParams, LUGroupAssignNodes,
-    LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
-    LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand,
-)}
-
-__all__ = ["REGISTRY", "LUContext", "LogicalUnit"]
+__all__ = [
+    "base",
+    "cluster",
+    "group",
+    "hooks",
+    "node",
+    "node_modify",
+    "oob",
+    "query",
+    "registry",
+    "tags",
+    "test",
+    "testsocket",
+    "verify",
+    "verify_disks",
+    "verify_group",
+    "verify_report",
+]

@@ -34,9 +34,10 @@ from twisted.internet.interfaces import IReactorTime
 
 from ganeti.core.errors import OpExecError
 from ganeti.core.opcodes.views import OpView, view
-from ganeti.master import nodes as nodesmod
-from ganeti.master.configwriter import ConfigWriter
-from ganeti.master.hooks import HooksRunner
+from ganeti.master.config import nodes as nodesmod
+from ganeti.master.config.configwriter import ConfigWriter
+from ganeti.master.config.replication import NodeRpc, Replicator
+from ganeti.master.config.reservations import ReservationManager
 from ganeti.master.locking.manager import (
     BGL,
     LEVEL_CLUSTER,
@@ -45,8 +46,7 @@ from ganeti.master.locking.manager import (
     LEVELS,
     LockManager,
 )
-from ganeti.master.replication import NodeRpc, Replicator
-from ganeti.master.reservations import ReservationManager
+from ganeti.master.lu.hooks import HooksRunner
 
 Feedback = Callable[[str, Any], None]
 

@@ -9,10 +9,10 @@ from ganeti.core import hooks as hookdefs
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterSetParams
 from ganeti.core.params_cluster import compute_cluster_change, find_iallocator
+from ganeti.master.config.nodes import fill_candidate_pool
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.node import welcome_candidates
-from ganeti.master.nodes import fill_candidate_pool
-from ganeti.master.queries import cluster_info
+from ganeti.master.query.queries import cluster_info
 
 
 class LUClusterQuery(LogicalUnit):

@@ -39,7 +39,7 @@ from ganeti.core.params_types import (
     NDS_PARAMETER_TYPES,
     force_dict_type,
 )
-from ganeti.master import nodes as nodesmod
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODEGROUP
 from ganeti.master.lu.base import LogicalUnit
 

@@ -26,7 +26,7 @@ from ganeti.core.errors import (
 )
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpNodeAdd, OpNodeRemove, OpNodeSetParams
-from ganeti.master import nodes as nodesmod
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu.base import LogicalUnit, LUContext
 from ganeti.rpc.client import NodeTarget

@@ -32,7 +32,7 @@ from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpNodeSetParams
 from ganeti.core.params_merge import get_updated_params
 from ganeti.core.params_types import NDS_PARAMETER_TYPES, force_dict_type
-from ganeti.master import nodes as nodesmod
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu.node import _OneNodeLU, check_ips_free, welcome_candidates
 from ganeti.master.lu.oob import oob_program
 from ganeti.rpc.client import NodeTarget

@@ -21,10 +21,10 @@ from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpOobCommand
 from ganeti.core.query import nice_sort_key
 from ganeti.core.rpcdefs import is_wire_path
-from ganeti.master import nodes as nodesmod
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODE
 from ganeti.master.lu.base import ALL_SET, LogicalUnit
-from ganeti.master.nodequeries import merged_ndparams
+from ganeti.master.query.nodequeries import merged_ndparams
 
 #: Commands never run for the master (it would switch itself off).
 _SKIP_MASTER = (c.OOB_POWER_OFF, c.OOB_POWER_CYCLE)

@@ -38,10 +38,10 @@ from ganeti.core.errors import ECODE_INVAL, OpExecError, OpPrereqError
 from ganeti.core.objects import Node
 from ganeti.core.opcodes.views import OpTestDelay, OpTestJqueue
 from ganeti.core.rpcdefs import TMO_SLOW
+from ganeti.master.config.nodes import find_node, target
 from ganeti.master.locking.manager import LEVEL_NODE
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.testsocket import SocketTimeout, TestSocket
-from ganeti.master.nodes import find_node, target
 
 #: Ganeti's test notifications of OP_TEST_JQUEUE (constants.JQT_*).
 JQT_EXPANDNAMES = "expandnames"

@@ -19,7 +19,7 @@ from ganeti.core import verifycodes as cv
 from ganeti.core.errors import OpExecError
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterVerify, OpClusterVerifyConfig
-from ganeti.master import nodes as nodesmod
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu.base import LogicalUnit, ResultWithJobs
 from ganeti.master.lu.verify_report import VerifyReporter
 

@@ -18,7 +18,7 @@ from typing import Any
 from ganeti.core import constants
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterVerifyDisks, OpGroupVerifyDisks
-from ganeti.master import nodes as nodesmod
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODEGROUP
 from ganeti.master.lu.base import LogicalUnit, ResultWithJobs
 

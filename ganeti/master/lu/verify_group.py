@@ -22,9 +22,9 @@ from ganeti.core import verifycodes as cv
 from ganeti.core.certverify import MAX_CLOCK_SKEW
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpClusterVerifyGroup
-from ganeti.master import nodes as nodesmod
-from ganeti.master.hooks import NodeHooks
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.hooks import NodeHooks
 from ganeti.master.lu.verify_report import VerifyReporter
 from ganeti.rpc.client import RpcResult
 

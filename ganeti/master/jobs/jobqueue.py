@@ -21,11 +21,12 @@ from ganeti.core import constants, errors, jobfilters, jobs, opcodes
 from ganeti.core.jobfilters import CompiledRule, JobFacts
 from ganeti.core.jobs import QueuedJob, QueuedOpCode
 from ganeti.core.opcodes.base import echo_form, run_form
-from ganeti.master.events import EventBus
-from ganeti.master.jobstore import JobStore, JobStoreError, Recovered
-from ganeti.master.lu import REGISTRY, LogicalUnit, LUContext
-from ganeti.master.processor import JobHandle, Preempted, Processor
-from ganeti.master.scheduler import Scheduler
+from ganeti.master.jobs.events import EventBus
+from ganeti.master.jobs.jobstore import JobStore, JobStoreError, Recovered
+from ganeti.master.jobs.processor import JobHandle, Preempted, Processor
+from ganeti.master.jobs.scheduler import Scheduler
+from ganeti.master.lu.base import LogicalUnit, LUContext
+from ganeti.master.lu.registry import REGISTRY
 
 DEFAULT_SIZE_LIMIT = 10000
 #: Rule tests per reactor turn when many jobs must be evaluated again (about 10 ms).

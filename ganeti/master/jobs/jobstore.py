@@ -15,7 +15,7 @@ coalesces: each pass writes the latest state of every job that changed
 one per state.  When a journal generation grows past a size, a new one
 starts and the file loop checkpoints the old one: it fsyncs the files and
 directories written since the last checkpoint, then deletes the journal.
-Recovery at startup (:mod:`ganeti.master.jobrecovery`) replays whatever
+Recovery at startup (:mod:`ganeti.master.jobs.jobrecovery`) replays whatever
 journals exist over the job files and consolidates them; then a fresh
 journal starts.
 
@@ -46,7 +46,7 @@ from twisted.logger import Logger
 
 from ganeti.core import fileutil
 from ganeti.core.paths import Paths
-from ganeti.master.jobrecovery import (
+from ganeti.master.jobs.jobrecovery import (
     JOURNAL_PREFIX,
     JobStoreError,
     QueueRecovery,
@@ -158,7 +158,7 @@ class JobStore:
 
         ``validate(job_id, data)`` may apply a stricter check than the store's
         own; a job file it raises for is moved aside and reported like any
-        other corrupt file (:class:`~ganeti.master.jobrecovery.QueueRecovery`).
+        other corrupt file (:class:`~ganeti.master.jobs.jobrecovery.QueueRecovery`).
         """
         fileutil.ensure_dirs([(self.queue_dir, 0o700), (self.paths.queue_archive_dir, 0o700)])
         self._lock_queue()

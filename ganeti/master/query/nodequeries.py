@@ -21,8 +21,8 @@ from ganeti.core.params_fill import fill_nd
 from ganeti.core.qlang import hostname_matches
 from ganeti.core.query import NODATA, OFFLINE, UNAVAIL, Field
 from ganeti.core.queryfields import nodes as decls
-from ganeti.master.nodes import find_group, find_node, instance_nodes
-from ganeti.master.queryregistry import QuerySource
+from ganeti.master.config.nodes import find_group, find_node, instance_nodes
+from ganeti.master.query.queryregistry import QuerySource
 
 T = TypeVar("T")
 
@@ -326,7 +326,7 @@ class NodeQueries:
         self._live = live
 
     def sources(self) -> list[QuerySource]:
-        """The query resources "node" and "group" (:mod:`ganeti.master.queryregistry`)."""
+        """The query resources "node" and "group" (:mod:`ganeti.master.query.queryregistry`)."""
         return [
             QuerySource(c.QR_NODE, NODE_FIELDS, self.query_node, ("QueryNodes",
                                                                   self.query_nodes)),

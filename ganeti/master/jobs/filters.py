@@ -20,9 +20,9 @@ from ganeti.core import errors, jobfilters, jobs, query
 from ganeti.core.jobfilters import CompiledRule
 from ganeti.core.objects import ConfigData, FilterRule
 from ganeti.core.queryfields.filters import FILTER_FIELDS as FILTER_DECLS
-from ganeti.master.configwriter import ConfigWriter
-from ganeti.master.jobqueue import JobQueue
-from ganeti.master.queryregistry import QuerySource
+from ganeti.master.config.configwriter import ConfigWriter
+from ganeti.master.jobs.jobqueue import JobQueue
+from ganeti.master.query.queryregistry import QuerySource
 
 
 def _getter(name: str) -> Callable[[FilterRule], Any]:
@@ -90,7 +90,7 @@ class FilterMethods:
         return query.Query(FILTER_FIELDS, fields).old_style(self._lookup(uuids))
 
     def query_source(self) -> QuerySource:
-        """Query resource "filter" (:mod:`ganeti.master.queryregistry`)."""
+        """Query resource "filter" (:mod:`ganeti.master.query.queryregistry`)."""
         return QuerySource(c.QR_FILTER, FILTER_FIELDS, self.query,
                            ("QueryFilters", self.query_filters))
 

@@ -31,7 +31,7 @@ from twisted.logger import Logger
 from ganeti.core import fileutil, rpcdefs, ssconf
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.paths import Paths
-from ganeti.master import nodes as nodesmod
+from ganeti.master.config import nodes as nodesmod
 from ganeti.rpc.client import NodeTarget, RpcResult
 
 #: Administrator-maintained list (one absolute path per line) of extra files for redist-conf.
@@ -41,7 +41,7 @@ JOB_TIMEOUT = rpcdefs.TMO_FAST
 
 
 class ConfigUpdateLike(Protocol):
-    """What replication needs of a commit (see ``ganeti.master.configwriter.ConfigUpdate``)."""
+    """What replication needs of a commit (see ``configwriter.ConfigUpdate``)."""
 
     record: str | None
 
@@ -286,7 +286,7 @@ class Replicator:
                 d.callback(None)
 
     async def _replicate_jobs(self, texts: dict[int, str], archives: list[int]) -> None:
-        from ganeti.master.jobstore import archive_subdir, job_file_name
+        from ganeti.master.jobs.jobstore import archive_subdir, job_file_name
         targets = [nodesmod.target(n) for n in nodesmod.candidates(self._config())]
         if not targets:
             return
@@ -309,7 +309,7 @@ class Replicator:
 
     async def copy_queue(self, targets: list[Node], texts: dict[int, str]) -> list[RpcResult]:
         """Give new candidates the live job files: purge their queue, then upload each."""
-        from ganeti.master.jobstore import job_file_name
+        from ganeti.master.jobs.jobstore import job_file_name
         if not targets:
             return []
         rpc = self._rpc()

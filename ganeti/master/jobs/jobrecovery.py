@@ -6,7 +6,7 @@ silently), never lets the serial go backwards, consolidates everything into
 the files and deletes the journals it replayed; the store then starts a
 fresh journal.  A torn last line is a batch that never committed; a whole
 record after a tear on the same line is recovered; a journal with unreadable
-lines is kept in ``queue/corrupt/``.  See :mod:`ganeti.master.jobstore`.
+lines is kept in ``queue/corrupt/``.  See :mod:`ganeti.master.jobs.jobstore`.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from twisted.logger import Logger
 from ganeti.core import hooks
 from ganeti.core.errors import HooksAbort, HooksFailure, OpExecError, ProgrammerError
 from ganeti.core.objects import ConfigData, Node
-from ganeti.master import nodes as nodesmod
-from ganeti.master.replication import NodeRpc
+from ganeti.master.config import nodes as nodesmod
+from ganeti.master.config.replication import NodeRpc
 from ganeti.rpc.client import NodeTarget, RpcResult
 
 log = Logger()

@@ -22,14 +22,14 @@ from ganeti.core.jobs import QueuedJob
 from ganeti.core.opcodes import luxid
 from ganeti.core.query import Query
 from ganeti.luxi.server import RequestRefused
-from ganeti.master import jobquery
-from ganeti.master.events import EventBus
-from ganeti.master.filters import FilterMethods
-from ganeti.master.jobquery import JobItem
-from ganeti.master.jobqueue import JobQueue
+from ganeti.master.jobs.events import EventBus
+from ganeti.master.jobs.filters import FilterMethods
+from ganeti.master.jobs.jobqueue import JobQueue
 from ganeti.master.locking.manager import LockManager
-from ganeti.master.nodequeries import NodeQueries
-from ganeti.master.queryregistry import LOCK_TABLE, QueryRegistry, QuerySource
+from ganeti.master.query import jobquery
+from ganeti.master.query.jobquery import JobItem
+from ganeti.master.query.nodequeries import NodeQueries
+from ganeti.master.query.queryregistry import LOCK_TABLE, QueryRegistry, QuerySource
 
 #: luxid's JobLost text for a job it cannot find (WaitForJobChange).
 JOB_FILE_MISSING = "Can't load job file"

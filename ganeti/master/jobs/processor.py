@@ -27,10 +27,10 @@ from twisted.logger import Logger
 
 from ganeti.core.errors import ECODE_ENVIRON, GenericError, LockError, OpExecError
 from ganeti.core.lockstrategy import LockAttemptSchedule
+from ganeti.master.config.reservations import ReservationManager
 from ganeti.master.locking.manager import LEVEL_CLUSTER, LockManager
 from ganeti.master.locking.sharedlock import LockGone
 from ganeti.master.lu.base import LogicalUnit, ResultWithJobs, submitted_by
-from ganeti.master.reservations import ReservationManager
 
 #: Makes the logical unit of the opcode being run; called once per lock attempt.
 LUFactory = Callable[[], LogicalUnit]

@@ -1,0 +1,31 @@
+"""The table of every node RPC call, built from the domain modules."""
+
+from __future__ import annotations
+
+from ganeti.core.rpcdefs import cluster, files, hooks, instances, jobqueue, oob, test
+from ganeti.core.rpcdefs.base import RpcArgumentError, RpcCall
+
+#: The domain modules, in the order their calls are listed.
+DOMAINS = (cluster, files, jobqueue, instances, hooks, oob, test)
+
+
+def build_table(*call_lists: list[RpcCall]) -> dict[str, RpcCall]:
+    """One table from declaration lists; a name declared twice is an error."""
+    table: dict[str, RpcCall] = {}
+    for calls in call_lists:
+        for c in calls:
+            if c.name in table:
+                raise ValueError(f"RPC call {c.name!r} declared twice")
+            table[c.name] = c
+    return table
+
+
+CALLS: dict[str, RpcCall] = build_table(*(d.CALLS for d in DOMAINS))
+
+
+def get_call(name: str) -> RpcCall:
+    """The declaration of ``name``; RpcArgumentError if there is none."""
+    try:
+        return CALLS[name]
+    except KeyError:
+        raise RpcArgumentError(f"unknown RPC call {name!r}") from None

@@ -1,0 +1,36 @@
+"""The opcode -> logical unit table the processor dispatches from."""
+
+from __future__ import annotations
+
+from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.cluster import LUClusterQuery, LUClusterSetParams
+from ganeti.master.lu.group import (
+    LUGroupAdd,
+    LUGroupAssignNodes,
+    LUGroupRemove,
+    LUGroupRename,
+    LUGroupSetParams,
+)
+from ganeti.master.lu.node import LUNodeAdd, LUNodeRemove
+from ganeti.master.lu.node_modify import LUNodeSetParams
+from ganeti.master.lu.oob import LUOobCommand
+from ganeti.master.lu.query import LUQuery, LUQueryFields
+from ganeti.master.lu.tags import LUTagsDel, LUTagsGet, LUTagsSearch, LUTagsSet
+from ganeti.master.lu.test import LUTestDelay, LUTestJqueue
+from ganeti.master.lu.verify import (
+    LUClusterRedistConf,
+    LUClusterVerify,
+    LUClusterVerifyConfig,
+)
+from ganeti.master.lu.verify_disks import LUClusterVerifyDisks, LUGroupVerifyDisks
+from ganeti.master.lu.verify_group import LUClusterVerifyGroup
+
+REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in (
+    LUTestDelay, LUTestJqueue, LUClusterQuery, LUClusterSetParams, LUTagsGet, LUTagsSet, LUTagsDel,
+    LUTagsSearch, LUQuery, LUQueryFields, LUNodeAdd, LUNodeRemove, LUNodeSetParams,
+    LUGroupAdd, LUGroupRemove, LUGroupRename, LUGroupSetParams, LUGroupAssignNodes,
+    LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
+    LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand,
+)}
+
+__all__ = ["REGISTRY"]
