@@ -24,6 +24,7 @@ from ganeti.daemon import (
     StepService,
     ThreadPoolService,
 )
+from ganeti.noded.procs import ChildProcesses
 from ganeti.noded.tls import ClusterServerContextFactory
 
 MCL_CURRENT = 1
@@ -58,7 +59,8 @@ class NodeDaemon(DaemonService):
                  lock: Callable[[], bool] = lock_memory,
                  daemon_log: DaemonLog | None = None,
                  install_signal: SignalInstaller | None = None,
-                 process_exit: ProcessExit | None = None) -> None:
+                 process_exit: ProcessExit | None = None,
+                 children: ChildProcesses | None = None) -> None:
         super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.site = site
         self.pool = pool
@@ -69,6 +71,11 @@ class NodeDaemon(DaemonService):
         # the log first, so that the memory lock is logged in it
         StepService("memory lock", start=lock if mlock else None).setServiceParent(self)
         ThreadPoolService(pool).setServiceParent(self)
+        # stopped after the listener (no new calls), before the pool: the programs
+        # that calls started (hooks, OOB) are ended, none outlives the daemon
+        StepService("child processes",
+                    stop=children.stop_all if children is not None else None
+                    ).setServiceParent(self)
         self.listener = ListenService(
             f"{bind}:{port} (TCP, TLS)",
             lambda: reactor.listenSSL(port, site, tls, backlog=LISTEN_BACKLOG, interface=bind),

@@ -76,7 +76,7 @@ def makeService(options: Options) -> service.IService:
                       manage_confd=bool(options["manage-confd"]), processes=reactor)
     site = make_site(ctx, handlers(), max_body=options["max-body"])
     return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
-                      port=options["port"], bind=bind,
+                      port=options["port"], bind=bind, children=ctx.children,
                       mlock=os.geteuid() == 0 and not options["no-mlock"],
                       daemon_log=daemon_log, install_signal=daemon.sighup_installer(reactor),
                       process_exit=daemon.ProcessExit())

@@ -142,6 +142,19 @@ class HooksTest(SynchronousTestCase):
                          {**self.fixed("group-add", "pre", "OP_GROUP_ADD", "GROUP"),
                           "GANETI_GROUP_NAME": "g2"})
 
+    def test_config_update_hook_after_a_config_change(self):
+        self.dump_env("config-update-post.d")
+        self.gnt("gnt-cluster", "add-tags", "hooked")
+        self.addCleanup(self.gnt, "gnt-cluster", "remove-tags", "hooked")
+        master = self.cluster.master
+        self.assertEqual(self.ran("config-update", "post"), [master])
+        fixed = self.fixed("config-update", "post", "OP_TAGS_SET", None)
+        del fixed["GANETI_OBJECT_TYPE"]  # tag units have no hooks path of their own
+        self.assertEqual(self.env_of("config-update", "post", master), fixed)
+        os.unlink(os.path.join(self.out, f"config-update-post-{master}.json"))
+        self.gnt("gnt-cluster", "list-tags")  # a query writes nothing: no hook
+        self.assertEqual(self.ran("config-update", "post"), [])
+
     def test_node_modify_hooks_on_master_and_node(self):
         node2 = self.cluster.nodes[1]
         self.dump_env("node-modify-post.d")

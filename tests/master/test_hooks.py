@@ -172,11 +172,48 @@ class MasterHooksTest(SynchronousTestCase):
                           "GANETI_NODE_PIP": "127.0.1.3", "GANETI_NODE_SIP": "127.0.1.3",
                           "GANETI_MASTER_CAPABLE": "True", "GANETI_POST_NODE_PIP": "127.0.1.3"})
 
-    def test_units_without_hooks_path_run_none(self):
+    def test_units_without_hooks_path_run_only_config_update(self):
         self.run_ok({"OP_ID": "OP_TAGS_SET", "kind": "cluster", "tags": ["a"]},
                     {"OP_ID": "OP_GROUP_ASSIGN_NODES", "group_name": "default",
                      "nodes": ["node2.test"]})
+        self.assertEqual([(n, h, p) for n, h, p, _ in self.hooks.runs],
+                         [("node1.test", "config-update", "post")] * 2)
+        self.assertEqual([e["GANETI_OP_CODE"] for *_, e in self.hooks.runs],
+                         ["OP_TAGS_SET", "OP_GROUP_ASSIGN_NODES"])
+        self.assertEqual(self.hooks.runs[0][3],
+                         self.fixed("config-update", "post", "OP_TAGS_SET", None))
+
+    def test_units_that_change_nothing_run_no_hooks(self):
+        self.run_ok({"OP_ID": "OP_TAGS_GET", "kind": "cluster"},
+                    {"OP_ID": "OP_CLUSTER_QUERY"})
         self.assertEqual(self.hooks.runs, [])
+
+    # -- the config-update hook (Ganeti's, after a unit that wrote the config) ----
+
+    def test_config_update_runs_on_the_master_with_the_pre_environment(self):
+        self.run_ok({"OP_ID": "OP_GROUP_ADD", "group_name": "g1"})
+        self.assertEqual(self.hooks.where("config-update", "post"), ["node1.test"])
+        self.assertEqual(self.hooks.env("node1.test", "config-update", "post"),
+                         {**self.fixed("config-update", "post", "OP_GROUP_ADD", "GROUP"),
+                          "GANETI_GROUP_NAME": "g1"})
+        order = [(h, p) for _, h, p, _ in self.hooks.runs]
+        self.assertEqual(order, [("group-add", "pre"), ("group-add", "post"),
+                                 ("config-update", "post")])
+
+    def test_config_update_failure_stays_out_of_the_job(self):
+        self.hooks.answers[("node1.test", "config-update", "post")] = [
+            ["config-update-post.d/10-fail", FAIL, "cannot back up"]]
+        log = self.run_ok({"OP_ID": "OP_TAGS_SET", "kind": "cluster", "tags": ["a"]})
+        self.assertEqual([line for line in log if "WARNING" in line or "config-update" in line],
+                         [])
+        self.assertEqual(self.master.config.cluster.tags, ["a"])
+
+    def test_a_unit_aborted_before_writing_runs_no_config_update(self):
+        self.hooks.answers[("node1.test", "group-add", "pre")] = [
+            ["group-add-pre.d/50-deny", FAIL, "no"]]
+        self.job({"OP_ID": "OP_GROUP_ADD", "group_name": "g1"})
+        self.assertEqual(self.hooks.where("config-update", "post"), [],
+                         "nothing was written: no config-update hook")
 
     def test_cluster_modify(self):
         self.run_ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "candidate_pool_size": 5})

@@ -16,6 +16,7 @@ from twisted.trial.unittest import TestCase
 from ganeti.core import hooks, rpcdefs
 from ganeti.noded.backend import hooks as hooksmod
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
+from ganeti.noded.procs import ChildProcesses
 from tests.noded.helpers import MemoryNode, node_paths
 
 ENV = {"GANETI_HOOKS_VERSION": "2", "GANETI_OP_CODE": "OP_GROUP_ADD",
@@ -47,12 +48,13 @@ class RunnerTest(TestCase):
         self.base = os.path.abspath(self.mktemp())
         self.pre = os.path.join(self.base, "group-add-pre.d")
         self.clock = Clock()
+        self.children = ChildProcesses(reactor, self.clock)
         os.makedirs(self.pre)
 
     def run_phase(self, hpath="group-add", phase="pre", env=ENV, timeout=30.0):
         return defer.Deferred.fromCoroutine(hooksmod.run_hooks(
-            self.base, hpath, phase, env, spawner=reactor, clock=self.clock,
-            run=inline_runner, timeout=timeout))
+            self.base, hpath, phase, env, children=self.children, run=inline_runner,
+            timeout=timeout))
 
     @defer.inlineCallbacks
     def test_order_env_and_skips(self):
@@ -129,7 +131,8 @@ class RunnerTest(TestCase):
             yield deferLater(0.02)
 
     @defer.inlineCallbacks
-    def test_cancel_ends_the_running_script(self):
+    def start_slow_script(self):
+        """Run a phase whose script sleeps; (its Deferred, the script's pid, a deadline)."""
         pidfile = os.path.join(self.base, "script.pid")
         write_script(self.pre, "10-slow", f"echo $$ > {pidfile}\nexec sleep 60\n")
         d = self.run_phase()
@@ -139,11 +142,25 @@ class RunnerTest(TestCase):
             yield deferLater(0.02)
         with open(pidfile) as f:
             pid = int(f.read())
+        return d, pid, deadline
+
+    @defer.inlineCallbacks
+    def test_cancel_ends_the_running_script(self):
+        d, pid, deadline = yield self.start_slow_script()
         d.cancel()
         yield self.assertFailure(d, defer.CancelledError)
         while not process_gone(pid):
             self.assertLess(time.monotonic(), deadline, "the script still runs")
             yield deferLater(0.02)
+
+    @defer.inlineCallbacks
+    def test_stopping_the_daemon_ends_the_running_script(self):
+        d, pid, _ = yield self.start_slow_script()
+        yield self.children.stop_all()  # what noded does when it stops
+        self.assertTrue(process_gone(pid))
+        results = yield d
+        self.assertEqual(results[0][:2], ["group-add-pre.d/10-slow", hooks.HKR_FAIL])
+        self.assertEqual(self.children.running, {})
 
 
 def deferLater(seconds):

@@ -1,7 +1,8 @@
 """ganeti-noded options, bind address, memory lock, no --log-file, listen failure."""
 
+from twisted.internet import defer
 from twisted.internet.error import CannotListenError, ReactorNotRunning
-from twisted.internet.testing import MemoryReactor
+from twisted.internet.testing import MemoryReactor, MemoryReactorClock
 from twisted.python import usage
 from twisted.python.threadpool import ThreadPool
 from twisted.trial.unittest import SynchronousTestCase
@@ -98,3 +99,31 @@ class ListenFailureTest(SynchronousTestCase):
         self.assertFalse(pool.started)  # its threads would keep the process alive
         self.assertFalse(node.running)
         self.assertEqual(reactor.stops, 0)  # twistd exits 1 without running the reactor
+
+
+class StopTest(SynchronousTestCase):
+    def test_stopping_ends_the_child_processes_after_the_listener(self):
+        reactor = MemoryReactorClock()
+        ctx = NodeContext(paths=node_paths(self), clock=reactor, run=inline_runner)
+        order = []
+
+        class Children:
+            def stop_all(self):
+                order.append(("children stopped; listening:", node.listener.running))
+                return defer.succeed(None)
+
+        node = service.NodeDaemon(
+            reactor, make_site(ctx, handlers()), ThreadPool(minthreads=0, maxthreads=1),
+            ClusterServerContextFactory(cert("cluster.example.com")), port=1811,
+            bind="127.0.0.1", mlock=False, children=Children())
+        node.startService()
+        self.assertIsNotNone(node.listening)
+        self.successResultOf(node.stopService())
+        self.assertEqual(order, [("children stopped; listening:", 0)])
+
+    def test_the_daemon_context_has_children_that_a_stop_ends(self):
+        ctx = NodeContext(paths=node_paths(self), clock=MemoryReactorClock(),
+                          run=inline_runner, processes=MemoryReactorClock())
+        self.assertIsNotNone(ctx.children)
+        self.assertIsNone(NodeContext(paths=node_paths(self), clock=MemoryReactorClock(),
+                                      run=inline_runner).children)

@@ -31,6 +31,7 @@ from ganeti.master.config.reservations import ReservationManager
 from ganeti.master.locking.manager import LEVEL_CLUSTER, LockManager
 from ganeti.master.locking.sharedlock import LockGone
 from ganeti.master.lu.base import LogicalUnit, ResultWithJobs, submitted_by
+from ganeti.master.lu.hooks import HooksRunner
 
 #: Makes the logical unit of the opcode being run; called once per lock attempt.
 LUFactory = Callable[[], LogicalUnit]
@@ -147,13 +148,27 @@ class Processor:
         if hooks is not None:
             await hooks.run_pre(lu)
         handle.interruptible = bool(getattr(lu.op, "interruptible", False))
-        result = await handle.wait(defer.Deferred.fromCoroutine(lu.exec()))
-        handle.interruptible = False
-        if isinstance(result, ResultWithJobs):
-            result = await self._submit(lu, result)
-        if hooks is not None and not lu.op.dry_run:
-            result = await hooks.run_post(lu, result)  # verify reports its hooks in it
+        try:
+            result = await handle.wait(defer.Deferred.fromCoroutine(lu.exec()))
+            handle.interruptible = False
+            if isinstance(result, ResultWithJobs):
+                result = await self._submit(lu, result)
+            if hooks is not None and not lu.op.dry_run:
+                result = await hooks.run_post(lu, result)  # verify reports its hooks in it
+        finally:
+            handle.interruptible = False
+            if hooks is not None and lu.config_writes:
+                await self._config_update_hook(hooks, lu)
         return result
+
+    @staticmethod
+    async def _config_update_hook(hooks: HooksRunner, lu: LogicalUnit) -> None:
+        """Run the "config-update" hook; its own failure is logged, never raised
+        (it must not hide the unit's result or error)."""
+        try:
+            await hooks.run_config_update(lu)
+        except Exception:
+            _log.failure("The config-update hook after {op} failed", op=lu.OP_ID)
 
     @staticmethod
     async def _submit(lu: LogicalUnit, result: ResultWithJobs) -> dict[str, Any]:

@@ -27,12 +27,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 
 from ganeti.core.errors import OpExecError
+from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpView, view
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.configwriter import ConfigWriter
@@ -47,6 +48,8 @@ from ganeti.master.locking.manager import (
     LockManager,
 )
 from ganeti.master.lu.hooks import HooksRunner
+
+R = TypeVar("R")
 
 Feedback = Callable[[str, Any], None]
 
@@ -162,6 +165,15 @@ class LogicalUnit:
         #: level -> LOCKS_REPLACE / LOCKS_APPEND, for :meth:`lock_instances_nodes`
         self.recalculate_locks: dict[int, str] = {}
         self.tasklets: list[Tasklet] | None = None
+        #: How many config changes this unit committed (Ganeti's ``write_count``:
+        #: the "config-update" hook runs after a unit that changed the config).
+        self.config_writes = 0
+
+    async def update_config(self, change: Callable[[ConfigData], R]) -> R:
+        """Commit ``change`` through the config writer (durable and replicated
+        when this returns); counted in :attr:`config_writes`."""
+        self.config_writes += 1
+        return await self.ctx.config.update(change)
 
     @property
     def uses_locks(self) -> bool:

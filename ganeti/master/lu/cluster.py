@@ -71,6 +71,6 @@ class LUClusterSetParams(LogicalUnit):
 
         for line in self.change.feedback:
             self.ctx.feedback("message", line)
-        promoted = await self.ctx.config.update(change)
+        promoted = await self.update_config(change)
         await welcome_candidates(self.ctx, promoted)
         return None

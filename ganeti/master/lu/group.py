@@ -195,7 +195,7 @@ class LUGroupAdd(LogicalUnit):
             add_group_params(group, cfg.cluster, self.op)
             cfg.nodegroups[group.uuid] = group
 
-        await self.ctx.config.update(change)
+        await self.update_config(change)
         await self.ctx.locks.add(LEVEL_NODEGROUP, [uuid])
         return None
 
@@ -228,7 +228,7 @@ class LUGroupRemove(_OneGroupLU):
                                     ECODE_STATE)
             del cfg.nodegroups[uuid]
 
-        await self.ctx.config.update(change)
+        await self.update_config(change)
         self.ctx.locks.remove(self.ctx.owner, LEVEL_NODEGROUP, [uuid])
         return None
 
@@ -267,7 +267,7 @@ class LUGroupRename(_OneGroupLU):
             group.serial_no += 1
             group.mtime = now
 
-        await self.ctx.config.update(change)  # the lock (by UUID) stays as it is
+        await self.update_config(change)  # the lock (by UUID) stays as it is
         return new
 
 
@@ -303,7 +303,7 @@ class LUGroupSetParams(_OneGroupLU):
             group.mtime = now
             return result
 
-        return await self.ctx.config.update(change)
+        return await self.update_config(change)
 
 
 class LUGroupAssignNodes(LogicalUnit):
@@ -346,5 +346,5 @@ class LUGroupAssignNodes(LogicalUnit):
                 node.serial_no += 1
                 node.mtime = now
 
-        await self.ctx.config.update(change)
+        await self.update_config(change)
         return None

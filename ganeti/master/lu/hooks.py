@@ -63,6 +63,22 @@ def _uniq(uuids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(uuids))
 
 
+class _QuietUnit:
+    """A unit whose job log is not written to (the config-update hook's runs):
+    feedback goes to the master's log instead."""
+
+    def __init__(self, lu: Any) -> None:
+        self.OP_ID = lu.OP_ID
+        self.HTYPE = getattr(lu, "HTYPE", None)
+        self.ctx = _QuietContext()
+
+
+class _QuietContext:
+    @staticmethod
+    def feedback(kind: str, message: Any) -> None:
+        log.info("config-update hook: {message}", message=str(message).strip())
+
+
 class HooksRunner:
     """Runs the pre and post hooks of logical units on their nodes.
 
@@ -147,7 +163,7 @@ class HooksRunner:
         if not hpath:
             return result
         cfg = lu.ctx.config.config
-        run = self._runs.pop(lu, None)
+        run = self._runs.get(lu)  # kept for the config-update hook (weakly, with the unit)
         if run is None:  # no pre phase ran: compute what it would have
             pre_nodes, post_nodes = lu.build_hooks_nodes()
             run = _Run(self._lu_env(lu, "GANETI_"), _uniq(pre_nodes), _uniq(post_nodes),
@@ -158,6 +174,32 @@ class HooksRunner:
             nodes = _uniq(prepare(list(nodes)))
         env = {**self._lu_env(lu, "GANETI_POST_"), **run.pre_env}
         found = await self._phase(lu, cfg, hpath, hooks.PHASE_POST, env, nodes, run)
+        self._warn_failures(lu, found)
+        return self._callback(lu, hooks.PHASE_POST, found, result)
+
+    async def run_config_update(self, lu: Any) -> None:
+        """Ganeti's special "config-update" hook: a post phase on the master only,
+        after a unit that changed the config (whether it then succeeded or not),
+        with the unit's pre-phase environment.  As Ganeti's, its results do not reach
+        the job: a failing script is logged in the master's log only."""
+        cfg = lu.ctx.config.config
+        run = self._runs.get(lu)
+        if run is None:
+            env = self._lu_env(lu, "GANETI_") if getattr(lu, "HPATH", None) else {}
+            run = _Run(env, [], [], {}, {})
+        hpath = hooks.HOOKS_NAME_CFGUPDATE
+        quiet = _QuietUnit(lu)
+        found = await self._phase(quiet, cfg, hpath, hooks.PHASE_POST, run.pre_env,
+                                  [cfg.cluster.master_node], run)
+        for node in found:
+            for script, status, output in node.results:
+                if status == hooks.HKR_FAIL:
+                    log.warn("Hook {script} on {node} failed after {op}: {output}",
+                             script=script, node=node.name, op=lu.OP_ID,
+                             output=output or "(no output)")
+
+    @staticmethod
+    def _warn_failures(lu: Any, found: list[NodeHooks]) -> None:
         for node in found:
             if node.offline or node.fail_msg:
                 continue
@@ -165,7 +207,6 @@ class HooksRunner:
                 if status == hooks.HKR_FAIL:
                     lu.ctx.feedback("message", f" - WARNING: On {node.uuid} script {script} "
                                                f"failed, output: {output or '(no output)'}")
-        return self._callback(lu, hooks.PHASE_POST, found, result)
 
     @staticmethod
     def _callback(lu: Any, phase: str, found: list[NodeHooks] | None, result: Any) -> Any:

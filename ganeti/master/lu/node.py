@@ -208,7 +208,7 @@ class LUNodeAdd(LogicalUnit):
             cfg.cluster.mtime = now
             return node.master_candidate
 
-        candidate = await ctx.config.update(change)
+        candidate = await self.update_config(change)
         if not readd:  # locks are keyed by UUID
             await ctx.locks.add(LEVEL_NODE, [new_uuid])
             await ctx.locks.add(LEVEL_NODE_RES, [new_uuid])
@@ -291,7 +291,7 @@ class LUNodeRemove(_OneNodeLU):
             return nodesmod.fill_candidate_pool(cfg, now)
 
         ctx.feedback("message", f"Removing node {node.name} from the configuration")
-        promoted = await ctx.config.update(change)
+        promoted = await self.update_config(change)
         ctx.locks.remove(ctx.owner, LEVEL_NODE, [node.uuid])
         ctx.locks.remove(ctx.owner, LEVEL_NODE_RES, [node.uuid])
         if ctx.replicator is not None:

@@ -259,7 +259,7 @@ class LUNodeSetParams(_OneNodeLU):
             cfg.cluster.mtime = now
             return result, promoted, self.new_role == ROLE_CANDIDATE != self.old_role
 
-        result, promoted, became = await ctx.config.update(change)
+        result, promoted, became = await self.update_config(change)
         if self.old_role == ROLE_CANDIDATE and self.new_role not in (ROLE_CANDIDATE,
                                                                       ROLE_OFFLINE):
             # after the config no longer sends it updates: it drops its copy

@@ -142,7 +142,7 @@ class LUOobCommand(LogicalUnit):
             cfg.cluster.serial_no += 1
             cfg.cluster.mtime = now
 
-        await self.ctx.config.update(change)
+        await self.update_config(change)
 
     async def exec(self) -> Any:
         cfg = self.ctx.config.config

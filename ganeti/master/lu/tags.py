@@ -51,7 +51,7 @@ class _TagsLU(LogicalUnit):
         if self.op.dry_run:
             change(copy.deepcopy(self.ctx.config.config))
             return
-        await self.ctx.config.update(change)
+        await self.update_config(change)
 
 
 class LUTagsGet(_TagsLU):

@@ -12,6 +12,7 @@ from twisted.internet.interfaces import IReactorProcess, IReactorTime
 from twisted.python.threadpool import ThreadPool
 
 from ganeti.core.paths import Paths
+from ganeti.noded.procs import ChildProcesses
 
 Runner = Callable[..., "defer.Deferred[Any]"]
 
@@ -48,6 +49,13 @@ class NodeContext:
     manage_confd: bool = False
     #: starts programs (``spawnProcess``: the hook scripts); None where none may run
     processes: IReactorProcess | None = None
+    #: the external programs of all calls, ended when the daemon stops; made from
+    #: ``processes`` unless given
+    children: ChildProcesses | None = None
+
+    def __post_init__(self) -> None:
+        if self.children is None and self.processes is not None:
+            object.__setattr__(self, "children", ChildProcesses(self.processes, self.clock))
 
 
 Handler = Callable[..., Any]

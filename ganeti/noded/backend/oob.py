@@ -20,7 +20,6 @@ from twisted.internet import defer
 
 from ganeti.core import serializer
 from ganeti.noded.backend.context import NodeContext, RPCFail
-from ganeti.noded.procs import ChildProcesses
 
 #: Output kept in error messages (a misbehaving program may print a lot).
 _MAX_OUTPUT = 4096
@@ -77,8 +76,8 @@ async def spawn_program(ctx: NodeContext, program: str, command: str, node: str,
     if not os.path.isabs(program):
         raise RPCFail(f"'{_describe(cmd)}' failed with reason 'the out-of-band program "
                       "must be an absolute path'; output: ")
-    assert ctx.processes is not None
-    out = await ChildProcesses(ctx.processes, ctx.clock).run(cmd, timeout=timeout)
+    assert ctx.children is not None
+    out = await ctx.children.run(cmd, timeout=timeout)
     stdout = out.stdout.decode("utf-8", "replace")
     if out.exec_error is not None:
         raise RPCFail(f"'{_describe(cmd)}' failed with reason '{out.exec_error}'; output: ")
@@ -94,7 +93,7 @@ async def spawn_program(ctx: NodeContext, program: str, command: str, node: str,
 
 async def _run_oob(ctx: NodeContext, program: str, command: str, node: str,
                    timeout: float) -> Any:
-    if ctx.processes is not None:
+    if ctx.children is not None:
         output = await spawn_program(ctx, program, command, node, timeout)
     else:  # no process reactor (in-memory tests): a blocking run in ctx.run
         output = await ctx.run(run_program, program, command, node, timeout)
