@@ -14,7 +14,6 @@ state goes away; if the queue cannot be restored, the daemon fails.
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import os
 from collections.abc import Callable
@@ -150,9 +149,6 @@ def load_master_config(paths: Paths) -> ConfigData:
         cfg.__dict__["_cache_loaded"] = loaded  # the writer takes the text (configwriter)
         check_master(paths, cfg)
         unknown = configmod.unknown_keys(cfg)
-    # The config lives as long as the daemon: the collector need not walk it again
-    # (objects a change replaces are still freed when their last reference goes).
-    gc.freeze()
     if unknown:
         Logger().warn("{path} has keys this version does not know (kept as they are): "
                       "{keys}", path=paths.config_file, keys=", ".join(unknown))

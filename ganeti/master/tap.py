@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from twisted.application import service
 from twisted.python import usage
 
@@ -54,6 +56,10 @@ def makeService(options: Options) -> service.IService:
         cfg = load_master_config(paths)
     except GenericError as err:
         daemon.cannot_start(daemon_log, "ganeti-masterd", str(err))
+    # The config lives as long as the daemon: the cyclic collector need not walk it
+    # again (objects a change replaces are still freed when their last reference goes;
+    # config objects form no cycles).
+    gc.freeze()
     return MasterDaemon(reactor, paths, cfg, max_frame=options["max-frame"],
                         io_threads=options["io-threads"], daemon_log=daemon_log,
                         install_signal=daemon.sighup_installer(reactor),
