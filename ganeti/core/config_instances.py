@@ -53,8 +53,18 @@ _FILE_TYPES = (constants.DT_FILE, constants.DT_SHARED_FILE, constants.DT_GLUSTER
 
 
 def check(cfg: ConfigData, problems: list[str], instances: Iterable[str] | None = None,
-          disks: Iterable[str] | None = None, networks: Iterable[str] | None = None) -> None:
-    """Append the problems of the given instances, disks and networks (None: all)."""
+          disks: Iterable[str] | None = None, networks: Iterable[str] | None = None,
+          unique: UniqueIndex | None = None, gone_instances: Iterable[str] = (),
+          gone_disks: Iterable[str] = ()) -> Staged | None:
+    """Append the problems of the given instances, disks and networks (None: all).
+
+    With ``unique`` (the whole config's unique values before the change; the
+    incremental check), the values of the checked objects are also compared
+    with those of every other object.  The result is then what brings
+    ``unique`` up to date once the change is accepted
+    (``unique.replace(*staged)``): the checked objects' values replace theirs;
+    those of ``gone_instances`` and ``gone_disks``, deleted, are dropped.
+    """
     full = instances is None and disks is None and networks is None
     inst_ids = list(cfg.instances) if instances is None else list(instances)
     disk_ids = list(cfg.disks) if disks is None else list(disks)
@@ -63,19 +73,119 @@ def check(cfg: ConfigData, problems: list[str], instances: Iterable[str] | None 
     for uuid in inst_ids:
         inst = cfg.instances.get(uuid)
         if inst is not None:
+            clashes.holder = (HOLDER_INSTANCE, uuid)
             _check_instance(cfg, inst, problems, clashes)
     for uuid in disk_ids:
         disk = cfg.disks.get(uuid)
         if disk is not None:
+            clashes.holder = (HOLDER_DISK, uuid)
             _check_disk(cfg, disk, f"disks/{uuid}", problems, clashes, top=True)
     for uuid in net_ids:
         net = cfg.networks.get(uuid)
         if net is not None:
             _check_network(net, problems)
     _check_group_networks(cfg, problems, None if networks is None else set(net_ids))
-    if full:
+    clashes.holder = HOLDER_CLUSTER
+    if full or unique is not None:
         _check_port_pool(cfg, clashes, problems)
-    clashes.report(problems)
+    if unique is None:
+        clashes.report(problems)
+        return None
+    touched = ({(HOLDER_INSTANCE, u) for u in (*inst_ids, *gone_instances)}
+               | {(HOLDER_DISK, u) for u in (*disk_ids, *gone_disks)} | {HOLDER_CLUSTER})
+    clashes.report(problems, unique, touched)
+    return touched, clashes.entries
+
+
+#: Who holds a unique value: an instance, a (top-level) disk, or the cluster
+#: (its pool of free ports).
+Holder = tuple[str, str]
+HOLDER_INSTANCE = "instance"
+HOLDER_DISK = "disk"
+HOLDER_CLUSTER: Holder = ("cluster", "")
+#: The values that must be unique, in the order problems are reported.
+UNIQUE_TABLES = ("macs", "ports", "minors", "disk_owner", "ips")
+Entry = tuple[str, Any, str]  # (table, value, how the problem names the user)
+#: What :meth:`UniqueIndex.replace` takes: the holders checked, their values.
+Staged = tuple[set[Holder], dict[Holder, list[Entry]]]
+
+
+class UniqueIndex:
+    """Every value of the config that must be unique, with who uses it.
+
+    ``table -> value -> {holder: [labels]}`` for the tables of
+    :data:`UNIQUE_TABLES`.  Built once from a whole config (:meth:`of`), then
+    kept up to date change by change by the incremental check, so that a
+    change is compared with every untouched object at the cost of the change.
+    :meth:`mark` and :meth:`rollback` undo the updates of changes whose commit
+    failed.
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict[str, dict[Any, dict[Holder, list[str]]]] = {
+            t: {} for t in UNIQUE_TABLES}
+        self._by_holder: dict[Holder, list[Entry]] = {}
+        self._undo: list[tuple[set[Holder], dict[Holder, list[Entry]]]] = []
+
+    @classmethod
+    def of(cls, cfg: ConfigData) -> UniqueIndex:
+        """The index of a whole config (as costly as its full check)."""
+        clashes = _Clashes(fill_nic(cfg.cluster, {}))
+        ignored: list[str] = []
+        for uuid, inst in cfg.instances.items():
+            clashes.holder = (HOLDER_INSTANCE, uuid)
+            _check_instance(cfg, inst, ignored, clashes)
+        for uuid, disk in cfg.disks.items():
+            clashes.holder = (HOLDER_DISK, uuid)
+            _check_disk(cfg, disk, f"disks/{uuid}", ignored, clashes, top=True)
+        clashes.holder = HOLDER_CLUSTER
+        _check_port_pool(cfg, clashes, ignored)
+        index = cls()
+        index._put(clashes.entries)
+        return index
+
+    def users(self, table: str, value: Any) -> dict[Holder, list[str]]:
+        """Who uses ``value`` of ``table``."""
+        return self._tables[table].get(value, {})
+
+    def replace(self, holders: set[Holder], entries: dict[Holder, list[Entry]]) -> None:
+        """Drop every value of ``holders``, then add ``entries`` (undoable)."""
+        old = {h: self._by_holder[h] for h in holders if h in self._by_holder}
+        self._drop(holders)
+        self._put(entries)
+        self._undo.append((set(holders) | set(entries), old))
+
+    def mark(self) -> int:
+        """A point to :meth:`rollback` to."""
+        return len(self._undo)
+
+    def rollback(self, mark: int) -> None:
+        """Undo the replacements made since ``mark``, last first."""
+        while len(self._undo) > mark:
+            holders, old = self._undo.pop()
+            self._drop(holders)
+            self._put(old)
+
+    def forget(self) -> None:
+        """The replacements so far are committed: no undo is kept."""
+        self._undo.clear()
+
+    def _drop(self, holders: Iterable[Holder]) -> None:
+        for holder in holders:
+            for table, value, _ in self._by_holder.pop(holder, ()):
+                users = self._tables[table].get(value)
+                if users is not None:
+                    users.pop(holder, None)
+                    if not users:
+                        del self._tables[table][value]
+
+    def _put(self, entries: dict[Holder, list[Entry]]) -> None:
+        for holder, items in entries.items():
+            self._by_holder.setdefault(holder, []).extend(items)
+            for table, value, label in items:
+                labels = self._tables[table].setdefault(value, {}).setdefault(holder, [])
+                if label not in labels:
+                    labels.append(label)
 
 
 class _Clashes:
@@ -84,13 +194,54 @@ class _Clashes:
     def __init__(self, nic_defaults: dict[str, Any]) -> None:
         # the cluster's filled NIC parameters, computed once per check
         self.nic_defaults = nic_defaults
-        self.macs: dict[str, list[str]] = {}
-        self.ports: dict[int, list[str]] = {}
-        self.minors: dict[tuple[str, int], list[str]] = {}
-        self.disk_owner: dict[str, list[str]] = {}
-        self.ips: dict[str, list[str]] = {}
+        self.tables: dict[str, dict[Any, list[str]]] = {t: {} for t in UNIQUE_TABLES}
+        #: who the values being added belong to
+        self.holder: Holder = HOLDER_CLUSTER
+        #: the values of each holder checked
+        self.entries: dict[Holder, list[Entry]] = {}
         # parameter dicts already found valid (most instances share a few)
         self._valid_params: set[tuple[str, tuple[tuple[str, Any], ...]]] = set()
+
+    def add(self, table: str, key: Any, owner: str) -> None:
+        owners = self.tables[table].setdefault(key, [])
+        if owner not in owners:
+            owners.append(owner)
+        self.entries.setdefault(self.holder, []).append((table, key, owner))
+
+    def report(self, problems: list[str], unique: UniqueIndex | None = None,
+               touched: frozenset[Holder] | set[Holder] = frozenset()) -> None:
+        """Each value used more than once; with ``unique``, users outside ``touched``
+        (the objects not checked this time) count too."""
+        def owners(table: str, key: Any, own: list[str]) -> list[str]:
+            if unique is None:
+                return own
+            others = [label for holder, labels in unique.users(table, key).items()
+                      if holder not in touched for label in labels]
+            return others + [o for o in own if o not in others]
+
+        for mac, own in self.tables["macs"].items():
+            found = owners("macs", mac, own)
+            if len(found) > 1:
+                problems.append(f"mac {mac}: used by more than one NIC: {', '.join(found)}")
+        for port, own in sorted(self.tables["ports"].items()):
+            found = owners("ports", port, own)
+            if len(found) > 1:
+                problems.append(f"tcp/udp port {port}: has duplicates: {', '.join(found)}")
+        for (node, minor), own in sorted(self.tables["minors"].items()):
+            found = owners("minors", (node, minor), own)
+            if len(found) > 1:
+                problems.append(f"drbd minor {minor} of node {node}: used by more than one "
+                                f"disk: {', '.join(found)}")
+        for disk, own in sorted(self.tables["disk_owner"].items()):
+            found = owners("disk_owner", disk, own)
+            if len(found) > 1:
+                problems.append(f"disks/{disk}: used by more than one instance: "
+                                f"{', '.join(found)}")
+        for ip, own in sorted(self.tables["ips"].items()):
+            found = owners("ips", ip, own)
+            if len(found) > 1:
+                problems.append(f"IP address {ip}: used by more than one NIC: "
+                                f"{', '.join(found)}")
 
     def params_problem(self, kind: str, params: dict[str, Any],
                        types: dict[str, str]) -> str | None:
@@ -109,32 +260,6 @@ class _Clashes:
         if key is not None:
             self._valid_params.add(key)
         return None
-
-    @staticmethod
-    def _add(table: dict[Any, list[str]], key: Any, owner: str) -> None:
-        owners = table.setdefault(key, [])
-        if owner not in owners:
-            owners.append(owner)
-
-    def report(self, problems: list[str]) -> None:
-        for mac, owners in self.macs.items():
-            if len(owners) > 1:
-                problems.append(f"mac {mac}: used by more than one NIC: {', '.join(owners)}")
-        for port, owners in sorted(self.ports.items()):
-            if len(owners) > 1:
-                problems.append(f"tcp/udp port {port}: has duplicates: {', '.join(owners)}")
-        for (node, minor), owners in sorted(self.minors.items()):
-            if len(owners) > 1:
-                problems.append(f"drbd minor {minor} of node {node}: used by more than one "
-                                f"disk: {', '.join(owners)}")
-        for disk, owners in sorted(self.disk_owner.items()):
-            if len(owners) > 1:
-                problems.append(f"disks/{disk}: used by more than one instance: "
-                                f"{', '.join(owners)}")
-        for ip, owners in sorted(self.ips.items()):
-            if len(owners) > 1:
-                problems.append(f"IP address {ip}: used by more than one NIC: "
-                                f"{', '.join(owners)}")
 
 
 # -- instances ----------------------------------------------------------------------------
@@ -161,7 +286,7 @@ def _check_instance(cfg: ConfigData, inst: Instance, problems: list[str],
             problems.append(f"{where}: network_port {inst.network_port} is not a port number")
         else:
             _check_port_recorded(cfg, inst.network_port, f"{where}: network_port", problems)
-            clashes._add(clashes.ports, inst.network_port, f"{inst.name}/network port")
+            clashes.add("ports", inst.network_port, f"{inst.name}/network port")
     if inst.beparams:
         problem = clashes.params_problem("be", inst.beparams, BES_PARAMETER_COMPAT)
         if problem is not None:
@@ -179,7 +304,7 @@ def _check_instance_disks(cfg: ConfigData, inst: Instance, where: str,
             problems.append(f"{where}: disk {disk_uuid!r} is listed twice")
             continue
         seen.add(disk_uuid)
-        clashes._add(clashes.disk_owner, disk_uuid, inst.name)
+        clashes.add("disk_owner", disk_uuid, inst.name)
         disk = cfg.disks.get(disk_uuid)
         if disk is None:
             problems.append(f"{where}: disk {disk_uuid!r} is not in the disks container")
@@ -190,7 +315,7 @@ def _check_instance_disks(cfg: ConfigData, inst: Instance, where: str,
                             f"{expected!r}, but is {disk.iv_name!r}")
         if disk.dev_type == constants.DT_DRBD8 and _drbd_shape_ok(disk):
             assert disk.logical_id is not None
-            clashes._add(clashes.ports, disk.logical_id[2], f"{inst.name}/drbd disk {idx}")
+            clashes.add("ports", disk.logical_id[2], f"{inst.name}/drbd disk {idx}")
 
 
 def _check_nic(cfg: ConfigData, inst: Instance, idx: int, nic: NIC, where: str,
@@ -200,7 +325,7 @@ def _check_nic(cfg: ConfigData, inst: Instance, idx: int, nic: NIC, where: str,
     elif not MAC_RE.match(nic.mac):
         problems.append(f"{where}: mac {nic.mac!r} is not a valid lower-case MAC address")
     else:
-        clashes._add(clashes.macs, nic.mac, f"{inst.name}/nic {idx}")
+        clashes.add("macs", nic.mac, f"{inst.name}/nic {idx}")
     net = None
     if nic.network is not None:
         net = cfg.networks.get(nic.network)
@@ -232,7 +357,7 @@ def _check_nic(cfg: ConfigData, inst: Instance, idx: int, nic: NIC, where: str,
     if nic.ip is not None:
         # Ganeti's key: the same IP on the same link and network is a clash.
         link = filled.get(constants.NIC_LINK)
-        clashes._add(clashes.ips, f"{mode}:{link}/{nic.ip}/{nic.network}",
+        clashes.add("ips", f"{mode}:{link}/{nic.ip}/{nic.network}",
                      f"{inst.name}/nic {idx}")
 
 
@@ -321,7 +446,7 @@ def _check_logical_id(cfg: ConfigData, disk: Disk, where: str, problems: list[st
             if minor < 0:
                 problems.append(f"{where}: negative drbd minor {minor}")
             else:
-                clashes._add(clashes.minors, (node, minor), disk.uuid or where)
+                clashes.add("minors", (node, minor), disk.uuid or where)
         if disk.nodes and set(disk.nodes) != {node_a, node_b}:
             problems.append(f"{where}: nodes {disk.nodes} differ from the drbd nodes "
                             f"{[node_a, node_b]}")
@@ -349,7 +474,7 @@ def _check_port_pool(cfg: ConfigData, clashes: _Clashes, problems: list[str]) ->
         if not 0 < port <= MAX_PORT:
             problems.append(f"cluster: tcpudp_port_pool entry {port} is not a port number")
             continue
-        clashes._add(clashes.ports, port, "cluster/port marked as free")
+        clashes.add("ports", port, "cluster/port marked as free")
         if port > cfg.cluster.highest_used_port:
             problems.append(f"cluster: tcpudp_port_pool entry {port} is above "
                             f"highest_used_port {cfg.cluster.highest_used_port}")

@@ -96,18 +96,42 @@ def _referrers(new: ConfigData, delta: Delta) -> tuple[set[str], set[str], set[s
             {k for k in networks if k in new.networks})
 
 
-def verify_delta(old: ConfigData, new: ConfigData, delta: Delta) -> list[str]:
-    """The problems of ``new`` that the change ``delta`` (from ``old``) can have caused."""
+def touches_unique_values(delta: Delta) -> bool:
+    """Whether ``delta`` may change values that must be unique across instances
+    (MACs, ports, DRBD minors, IPs, disk owners)."""
+    return bool(delta.touched("instances") or delta.touched("disks")
+                or delta.touched("networks") or delta.deleted.get("nodes"))
+
+
+def verify_delta(old: ConfigData, new: ConfigData, delta: Delta,
+                 unique: config_instances.UniqueIndex | None = None) -> list[str]:
+    """The problems of ``new`` that the change ``delta`` (from ``old``) can have caused.
+
+    ``unique``: the index of ``old``'s unique values; the changed objects are
+    compared with every other object through it, and when there is no problem
+    it is updated to ``new`` (undo with its ``mark``/``rollback``).  Without it
+    a clash is found only among the objects the change touched.
+    """
     problems: list[str] = []
     _names(old, new, delta, problems)
     configmod.check_cluster(new, problems)
     if delta.touched("nodes") or delta.touched("nodegroups"):
         _nodes_and_groups(old, new, delta, problems)
-    if (delta.touched("instances") or delta.touched("disks") or delta.touched("networks")
-            or delta.deleted.get("nodes")):
+    staged = None
+    if touches_unique_values(delta) or (unique is not None and delta.cluster):
         instances, disks, networks = _referrers(new, delta)
-        config_instances.check(new, problems, instances=sorted(instances),
-                               disks=sorted(disks), networks=sorted(networks))
+        if unique is not None:
+            # a disk's DRBD port counts as its instance's: check the owners again
+            for disk in delta.changed.get("disks", ()):
+                instances.update(u for kind, u in unique.users("disk_owner", disk)
+                                 if u in new.instances)
+        staged = config_instances.check(
+            new, problems, instances=sorted(instances), disks=sorted(disks),
+            networks=sorted(networks), unique=unique,
+            gone_instances=delta.deleted.get("instances", ()),
+            gone_disks=delta.deleted.get("disks", ()))
     for key, rule in delta.changed.get("filters", {}).items():
         configmod.check_filter(key, rule, problems)
+    if unique is not None and staged is not None and not problems:
+        unique.replace(*staged)
     return problems

@@ -1,15 +1,16 @@
 """Copy-on-write drafts, incremental verify and the text kept by parts."""
 
 import copy
+import json
 import random
 import uuid as uuidmod
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import config as configmod
-from ganeti.core import configdraft, configtext, configverify
+from ganeti.core import config_instances, configdraft, configtext, configverify
 from ganeti.core.objects import Node
-from tests.fakes.configs import small_config
+from tests.fakes.configs import grow, small_config
 
 
 def grown(nodes=6):
@@ -163,6 +164,135 @@ class IncrementalVerifyTest(SynchronousTestCase):
                 cfg = new
         self.assertGreater(agreed[True], 50)
         self.assertGreater(agreed[False], 50)
+
+
+def with_instances(count=16):
+    """A small config with a few nodes and ``count`` instances (plain, drbd, file and
+    diskless disks, one NIC each)."""
+    d = json.loads(configmod.dump(grown(4)))
+    cfg = configmod.parse(grow(d, count, 0))
+    assert configmod.verify(cfg) == []
+    return cfg
+
+
+def random_instance_change(rng, cfg):
+    """A random change of instances or their disks; many make clashes with objects
+    the change does not touch."""
+    insts = list(cfg.instances)
+    a, b = rng.sample(insts, 2)
+    drbd = [k for k, disk in cfg.disks.items() if disk.dev_type == "drbd"]
+    kind = rng.choice(["mac-clash", "mac-new", "mac-swap", "port-clash", "port-new",
+                       "drbd-port-clash", "minor-clash", "ip-new", "ip-clash", "remove",
+                       "rename", "tag", "pool-clash"])
+    fresh = rng.randrange(1 << 24)
+
+    def change(c):
+        ia, ib = c.instances[a], c.instances[b]
+        if kind == "mac-clash":
+            ia.nics[0].mac = ib.nics[0].mac
+        elif kind == "mac-new":
+            ia.nics[0].mac = "aa:01:" + ":".join(f"{(fresh >> s) & 255:02x}"
+                                                 for s in (24, 16, 8, 0))
+        elif kind == "mac-swap":
+            ia.nics[0].mac, ib.nics[0].mac = ib.nics[0].mac, ia.nics[0].mac
+        elif kind == "port-clash":
+            ia.network_port = ib.network_port
+        elif kind == "port-new":
+            c.cluster.highest_used_port += 1
+            ia.network_port = c.cluster.highest_used_port
+        elif kind == "drbd-port-clash" and drbd:
+            disk = c.disks[rng.choice(drbd)]
+            lid = list(disk.logical_id)
+            lid[2] = ib.network_port
+            disk.logical_id = lid
+        elif kind == "minor-clash" and len(drbd) > 1:
+            one, two = rng.sample(drbd, 2)
+            lid = list(c.disks[one].logical_id)
+            other = c.disks[two].logical_id
+            lid[0], lid[3] = other[0], other[3]
+            if lid[0] == lid[1]:
+                lid[1] = other[1]
+            c.disks[one].logical_id = lid
+            c.disks[one].nodes = [lid[0], lid[1]]
+        elif kind == "ip-new":
+            ia.nics[0].ip = f"10.{fresh >> 16 & 255}.{fresh >> 8 & 255}.{fresh & 255}"
+        elif kind == "ip-clash":
+            ia.nics[0].ip = ib.nics[0].ip or "10.9.9.9"
+        elif kind == "remove":
+            for disk in ia.disks:
+                del c.disks[disk]
+            del c.instances[a]
+        elif kind == "rename":
+            ia.name = f"renamed{fresh}.test"
+        elif kind == "tag":
+            c.cluster.tags.append("t")
+        elif kind == "pool-clash":
+            c.cluster.tcpudp_port_pool.append(ib.network_port)
+    return change
+
+
+class UniqueValuesTest(SynchronousTestCase):
+    """Values that must be unique across instances: the incremental check, given the
+    index of the whole config, agrees with the full verify."""
+
+    def test_verify_delta_with_the_index_agrees_with_full_verify(self):
+        rng = random.Random(16)
+        cfg = with_instances()
+        unique = config_instances.UniqueIndex.of(cfg)
+        agreed = {True: 0, False: 0}
+        for _ in range(600):
+            if len(cfg.instances) < 6:
+                cfg = with_instances()
+                unique = config_instances.UniqueIndex.of(cfg)
+            draft = configdraft.Draft(cfg)
+            random_instance_change(rng, cfg)(draft)
+            new, delta = configdraft.finish(draft)
+            incremental = configverify.verify_delta(cfg, new, delta, unique)
+            full = configmod.verify(new)
+            self.assertEqual(bool(incremental), bool(full), (incremental, full))
+            agreed[bool(full)] += 1
+            if not full:
+                cfg = new
+                # the index followed the change: it is the index of the new config
+                self.assertEqual(unique._tables, config_instances.UniqueIndex.of(cfg)._tables)
+        self.assertGreater(agreed[True], 100)
+        self.assertGreater(agreed[False], 100)
+
+    def test_without_the_index_a_clash_with_an_untouched_instance_is_missed(self):
+        # why the writer keeps the index: the touched objects alone do not show it
+        cfg = with_instances()
+        a, b = list(cfg.instances)[:2]
+        draft = configdraft.Draft(cfg)
+        draft.instances[a].nics[0].mac = cfg.instances[b].nics[0].mac
+        new, delta = configdraft.finish(draft)
+        self.assertEqual(configverify.verify_delta(cfg, new, delta), [])
+        problems = configverify.verify_delta(cfg, new, delta,
+                                             config_instances.UniqueIndex.of(cfg))
+        mac = cfg.instances[b].nics[0].mac
+        self.assertEqual(problems, [
+            f"mac {mac}: used by more than one NIC: {cfg.instances[b].name}/nic 0, "
+            f"{cfg.instances[a].name}/nic 0"])
+        self.assertEqual(configmod.verify(new), [
+            f"mac {mac}: used by more than one NIC: {cfg.instances[a].name}/nic 0, "
+            f"{cfg.instances[b].name}/nic 0"])
+
+    def test_rollback_undoes_accepted_changes(self):
+        cfg = with_instances()
+        unique = config_instances.UniqueIndex.of(cfg)
+        before = copy.deepcopy(unique._tables)
+        mark = unique.mark()
+        draft = configdraft.Draft(cfg)
+        first = next(iter(cfg.instances))
+        draft.instances[first].nics[0].mac = "aa:02:00:00:00:01"
+        del draft.instances[list(cfg.instances)[1]]
+        new, delta = configdraft.finish(draft)
+        for disk in cfg.instances[list(cfg.instances)[1]].disks:
+            del new.disks[disk]
+            delta.deleted.setdefault("disks", []).append(disk)
+        self.assertEqual(configverify.verify_delta(cfg, new, delta, unique), [])
+        self.assertNotEqual(unique._tables, before)
+        unique.rollback(mark)
+        self.assertEqual(unique._tables, before)
 
 
 class TextTest(SynchronousTestCase):

@@ -10,6 +10,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import config as configmod
 from ganeti.core.errors import ConfigurationError
 from ganeti.master.config.configwriter import ConfigWriter
+from tests.core.test_configdraft import with_instances
 from tests.fakes.configs import small_config
 
 
@@ -123,3 +124,71 @@ class ConfigWriterTest(SynchronousTestCase):
         self.writer.update(lambda cfg: cfg.cluster.tags.append("z"))
         self.runner.finish()
         self.assertEqual(configmod.load_file(self.path).cluster.tags, ["z"])
+
+
+class UniqueValuesTest(SynchronousTestCase):
+    """Values that must be unique across instances are checked against the whole
+    config, at the cost of the change (the writer's index)."""
+
+    def setUp(self):
+        self.path = os.path.join(self.mktemp(), "config.data")
+        os.makedirs(os.path.dirname(self.path))
+        self.runner = ControlledRunner()
+        self.cfg = with_instances()
+        self.writer = ConfigWriter(self.path, self.cfg, self.runner, Clock(), durable=False)
+        self.a, self.b = list(self.cfg.instances)[:2]
+
+    def set_mac(self, uuid, mac):
+        def change(cfg):
+            cfg.instances[uuid].nics[0].mac = mac
+        return self.writer.update(change)
+
+    def test_a_clash_with_an_untouched_instance_is_refused(self):
+        mac = self.cfg.instances[self.b].nics[0].mac
+        f = self.failureResultOf(self.set_mac(self.a, mac), ConfigurationError)
+        self.assertIn(f"mac {mac}: used by more than one NIC", str(f.value))
+        self.assertEqual(self.runner.calls, [])  # nothing was written
+
+    def test_a_value_freed_by_a_commit_may_be_taken(self):
+        old = self.cfg.instances[self.a].nics[0].mac
+        d = self.set_mac(self.a, "aa:03:00:00:00:01")
+        self.runner.finish()
+        self.successResultOf(d)
+        d = self.set_mac(self.b, old)
+        self.runner.finish()
+        self.successResultOf(d)
+
+    def test_a_failed_write_takes_the_index_back(self):
+        # the index exists (an earlier change built it): the failed batch is undone
+        d = self.set_mac(list(self.cfg.instances)[2], "aa:03:00:00:00:09")
+        self.runner.finish()
+        self.successResultOf(d)
+        self.assertIsNotNone(self.writer._unique)
+        self.check_failed_write()
+
+    def test_a_failed_write_drops_an_index_built_in_its_batch(self):
+        self.assertIsNone(self.writer._unique)
+        self.check_failed_write()
+
+    def check_failed_write(self):
+        self.writer.path = os.path.join(self.path + ".missing-dir", "config.data")
+        d = self.set_mac(self.a, "aa:03:00:00:00:02")
+        self.runner.finish()
+        self.failureResultOf(d, FileNotFoundError)
+        self.writer.path = self.path
+        # the lost change holds nothing: its value is free, its old value still taken
+        d = self.set_mac(self.b, "aa:03:00:00:00:02")
+        self.runner.finish()
+        self.successResultOf(d)
+        old = self.cfg.instances[self.a].nics[0].mac
+        self.failureResultOf(self.set_mac(self.b, old), ConfigurationError)
+
+    def test_changes_in_one_batch_see_each_other(self):
+        first = self.writer.update(lambda cfg: cfg.cluster.tags.append("x"))
+        taken = self.set_mac(self.a, "aa:03:00:00:00:03")  # queued behind the first
+        clash = self.set_mac(self.b, "aa:03:00:00:00:03")  # same batch, same value
+        self.runner.finish()
+        self.successResultOf(first)
+        self.runner.finish()
+        self.successResultOf(taken)
+        self.failureResultOf(clash, ConfigurationError)

@@ -38,7 +38,14 @@ from twisted.internet import defer, task
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
-from ganeti.core import configdraft, configjournal, configtext, configverify, fileutil
+from ganeti.core import (
+    config_instances,
+    configdraft,
+    configjournal,
+    configtext,
+    configverify,
+    fileutil,
+)
 from ganeti.core.configdraft import CONTAINERS, Delta
 from ganeti.core.errors import ConfigurationError, OpExecError
 from ganeti.core.objects import ConfigData
@@ -144,6 +151,11 @@ class ConfigWriter:
         self._last_checkpoint = float("-inf")
         self.writes = 0  # durable commits (whole files or journal records)
         self.checkpoints = 0  # background checkpoints written
+        #: the committed config's unique values (MACs, ports, minors, ...), built at
+        #: the first change that touches instances, disks or networks (as costly as
+        #: their full check), then kept up to date by each change's check
+        self._unique: config_instances.UniqueIndex | None = None
+        self._unique_mark: int | None = None
         if recovered:
             self._checkpoint_serial = -1
             self._enqueue(_Exclusive(self._recover), defer.Deferred())
@@ -219,12 +231,17 @@ class ConfigWriter:
         accepted: list[tuple[defer.Deferred[Any], Any]] = []
         keys: dict[str, set[str]] = {}
         cluster = False
+        # where a failed commit takes the index back to (None: it was built during
+        # this batch, from uncommitted changes: it is dropped)
+        self._unique_mark = self._unique.mark() if self._unique is not None else None
         for change, d in batch:
             draft = configdraft.Draft(candidate)
             try:
                 result = change(draft)
                 new, delta = configdraft.finish(draft)
-                problems = configverify.verify_delta(candidate, new, delta)
+                if self._unique is None and configverify.touches_unique_values(delta):
+                    self._unique = config_instances.UniqueIndex.of(candidate)
+                problems = configverify.verify_delta(candidate, new, delta, self._unique)
                 if problems:
                     raise ConfigurationError("the change would make the config "
                                              "inconsistent: " + "; ".join(problems))
@@ -272,9 +289,16 @@ class ConfigWriter:
                 await self._run_blocking(_write_whole, self.path, state, self._durable)
         except Exception as err:
             self.log.error("Writing {path} failed: {error}", path=self.path, error=err)
+            if self._unique is not None:
+                if self._unique_mark is None:
+                    self._unique = None
+                else:
+                    self._unique.rollback(self._unique_mark)
             for d, _ in accepted:
                 d.errback(err)
             return
+        if self._unique is not None:
+            self._unique.forget()
         self.writes += 1
         self._config = candidate
         self._state = state
