@@ -83,6 +83,7 @@ lint: install
 	$(VENV)/bin/ruff check ganeti twisted tests bench bin
 typecheck: install
 	$(VENV)/bin/mypy ganeti twisted/plugins
+	$(VENV)/bin/mypy --strict ganeti/core/opcodes/views.py ganeti/core/opcodes/genviews.py
 
 unit: install
 	$(PY) -m pytest -q tests
