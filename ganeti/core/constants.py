@@ -67,6 +67,13 @@ HT_LXC = "lxc"
 HT_CHROOT = "chroot"
 HYPER_TYPES = frozenset({HT_KVM, HT_FAKE, HT_XEN_PVM, HT_XEN_HVM, HT_LXC, HT_CHROOT})
 
+# Instance reboot types (Ganeti's INSTANCE_REBOOT_*); "full" is a stop and a start
+# done by the master, never sent to a node
+INSTANCE_REBOOT_SOFT = "soft"
+INSTANCE_REBOOT_HARD = "hard"
+INSTANCE_REBOOT_FULL = "full"
+REBOOT_TYPES = frozenset({INSTANCE_REBOOT_SOFT, INSTANCE_REBOOT_HARD, INSTANCE_REBOOT_FULL})
+
 DT_DISKLESS = "diskless"
 DT_FILE = "file"
 DT_SHARED_FILE = "sharedfile"

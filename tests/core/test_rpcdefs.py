@@ -11,7 +11,9 @@ class TableTest(SynchronousTestCase):
             "version", "node_info", "upload_file", "write_ssconf_files", "jobqueue_update",
             "jobqueue_rename", "jobqueue_purge", "test_delay", "node_verify", "node_leave_cluster",
             "jobqueue_update_many", "set_watcher_pause", "run_oob", "node_demote_from_mc",
-            "hooks_runner", "instance_os_add", "config_update"})
+            "hooks_runner", "instance_os_add", "config_update", "instance_info",
+            "all_instances_info", "instance_list", "instance_start", "instance_shutdown",
+            "instance_reboot", "instance_balloon_memory"})
         for name, call in rpcdefs.CALLS.items():
             self.assertEqual(call.name, name)
             self.assertLessEqual(call.timeout_for([1] * len(call.args)), rpcdefs.MAX_TIMEOUT)

@@ -1,5 +1,6 @@
-"""Instance calls.  Only declarations that carry information yet: the node side of
-instances comes with the next issue, so noded answers these with 404 until then.
+"""Instance calls: runtime state, start, shutdown, reboot and memory on the nodes
+(served by ganeti/noded/backend/instances.py, the fake hypervisor for now), and
+the OS installation (declared, not served yet).
 
 ``instance_os_add`` is Ganeti's longest call (a whole day: an OS installation
 copies an image) and shows the master-side encoder: the instance travels with
@@ -10,7 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganeti.core.rpcdefs.base import RPC_TMO_1DAY, RpcArg, RpcCall, call, is_int
+from ganeti.core import constants
+from ganeti.core.rpcdefs.base import (
+    RPC_TMO_1DAY,
+    RPC_TMO_NORMAL,
+    RPC_TMO_URGENT,
+    RpcArg,
+    RpcCall,
+    call,
+    is_int,
+    is_number,
+)
 from ganeti.core.rpcdefs.encoders import instance_dict
 
 
@@ -19,12 +30,64 @@ def _is_instance_dict(v: Any) -> bool:
             and all(isinstance(v.get(k), dict) for k in ("hvparams", "beparams", "osparams")))
 
 
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_dict(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+def _is_reason(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, list) and len(x) == 3 for x in v)
+
+
+def _instance_arg(name: str = "instance") -> RpcArg:
+    return RpcArg(name, _is_instance_dict,
+                  "an instance object with filled hvparams, beparams and osparams",
+                  encode=instance_dict)
+
+
+_REASON = RpcArg("reason", _is_reason, "a reason trail ([source, reason, timestamp], ...)")
+
 CALLS: list[RpcCall] = [
+    call("instance_info", RPC_TMO_URGENT,
+         "One instance's runtime state on the node ({} if it does not run).",
+         RpcArg("instance", lambda v: isinstance(v, str) and bool(v), "an instance name"),
+         RpcArg("hname", lambda v: v in constants.HYPER_TYPES, "a hypervisor name"),
+         RpcArg("hvparams", _is_dict, "the instance's hypervisor parameters")),
+    call("all_instances_info", RPC_TMO_URGENT,
+         "The runtime state of every instance running on the node.",
+         RpcArg("hypervisor_list", _is_str_list, "a list of hypervisor names"),
+         RpcArg("all_hvparams", _is_dict, "hypervisor name -> cluster hvparams")),
+    call("instance_list", RPC_TMO_URGENT,
+         "The names of the instances running on the node.",
+         RpcArg("hypervisor_list", _is_str_list, "a list of hypervisor names"),
+         RpcArg("hvparams", _is_dict, "hypervisor name -> cluster hvparams")),
+    call("instance_start", RPC_TMO_NORMAL,
+         "Start an instance (nothing if it runs already).",
+         _instance_arg("instance_hvp_bep"),
+         RpcArg("startup_paused", lambda v: isinstance(v, bool), "a boolean"),
+         _REASON),
+    call("instance_shutdown", RPC_TMO_NORMAL,
+         "Stop an instance (nothing if it does not run).",
+         _instance_arg(),
+         RpcArg("timeout", lambda v: is_number(v) and v >= 0, "seconds (>= 0)"),
+         _REASON),
+    call("instance_reboot", RPC_TMO_NORMAL,
+         "Reboot a running instance (soft or hard).",
+         _instance_arg("inst"),
+         RpcArg("reboot_type", lambda v: v in constants.REBOOT_TYPES,
+                "one of " + ", ".join(sorted(constants.REBOOT_TYPES))),
+         RpcArg("shutdown_timeout", lambda v: is_number(v) and v >= 0, "seconds (>= 0)"),
+         _REASON),
+    call("instance_balloon_memory", RPC_TMO_NORMAL,
+         "Set a running instance's memory (MiB).",
+         _instance_arg(),
+         RpcArg("memory", lambda v: is_int(v) and v > 0, "a positive number of MiB")),
     call("instance_os_add", RPC_TMO_1DAY,
          "Run the instance's OS create (or reinstall) scripts (not served yet).",
-         RpcArg("instance", _is_instance_dict,
-                "an instance object with filled hvparams, beparams and osparams",
-                encode=instance_dict),
+         _instance_arg(),
          RpcArg("reinstall", lambda v: isinstance(v, bool), "a boolean"),
          RpcArg("debug", lambda v: is_int(v) and 0 <= v <= 2, "a debug level (0..2)")),
 ]
