@@ -30,6 +30,7 @@ from typing import Any
 from ganeti.cli.framework import Context, UsageError, format_error
 from ganeti.core import constants as c
 from ganeti.core import errors, jobs, params
+from ganeti.core.textutil import safe_encode
 
 #: ``--priority`` names and the opcode priorities they stand for.
 PRIORITY_NAMES: dict[str, int] = {
@@ -121,26 +122,6 @@ def set_generic_options(ctx: Context, opts: argparse.Namespace,
 def send_job(ctx: Context, ops: list[dict[str, Any]]) -> int:
     """``SubmitJob(ops)``; the new job's id."""
     return int(ctx.luxi().call("SubmitJob", ops))
-
-
-def safe_encode(text: str) -> str:
-    """``text`` safe for a terminal, as Ganeti's ``SafeEncode``: non-ASCII as
-    backslash escapes, tab and newline as ``\\t``/``\\n``, other control
-    characters as ``\\xNN`` (carriage return as Ganeti writes it, ``\\'r``)."""
-    out = []
-    for char in text.encode("ascii", "backslashreplace").decode("ascii"):
-        code = ord(char)
-        if char == "\t":
-            out.append("\\t")
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\'r")
-        elif code < 32 or code >= 127:
-            out.append(f"\\x{code & 0xff:02x}")
-        else:
-            out.append(char)
-    return "".join(out)
 
 
 def format_log_message(log_type: str, message: Any) -> str:

@@ -14,6 +14,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
 
 from ganeti.core import hooks, rpcdefs
+from ganeti.core.textutil import safe_encode
 from ganeti.noded.backend import hooks as hooksmod
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.procs import ChildProcesses
@@ -221,4 +222,4 @@ class CallTest(TestCase):
 
 class EncodingTest(TestCase):
     def test_safe_encode_as_ganeti(self):
-        self.assertEqual(hooks.safe_encode("a\nb\tc\rd\x01é"), "a\\nb\\tc\\'rd\\x01\\xe9")
+        self.assertEqual(safe_encode("a\nb\tc\rd\x01é"), "a\\nb\\tc\\'rd\\x01\\xe9")

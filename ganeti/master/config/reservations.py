@@ -320,28 +320,25 @@ def _set_bit(bits: str | None, size: int, index: int, value: str) -> str:
     return current[:index] + value + current[index + 1:]
 
 
-def commit_ip(net: Network, ip: str, external: bool = False) -> None:
-    """Mark ``ip`` used in the network's pool (in a config change)."""
+def _mark_ip(net: Network, ip: str, external: bool, value: str) -> None:
     cidr = ipaddress.ip_network(net.network)
     index = int(ipaddress.ip_address(ip)) - int(cidr.network_address)
     if not 0 <= index < cidr.num_addresses:
         raise ReservationError(f"IP address {ip} does not belong to network {net.name}")
     if external:
-        net.ext_reservations = _set_bit(net.ext_reservations, cidr.num_addresses, index, "1")
+        net.ext_reservations = _set_bit(net.ext_reservations, cidr.num_addresses, index, value)
     else:
-        net.reservations = _set_bit(net.reservations, cidr.num_addresses, index, "1")
+        net.reservations = _set_bit(net.reservations, cidr.num_addresses, index, value)
+
+
+def commit_ip(net: Network, ip: str, external: bool = False) -> None:
+    """Mark ``ip`` used in the network's pool (in a config change)."""
+    _mark_ip(net, ip, external, "1")
 
 
 def release_ip(net: Network, ip: str, external: bool = False) -> None:
     """Give ``ip`` back to the network's pool (in a config change)."""
-    cidr = ipaddress.ip_network(net.network)
-    index = int(ipaddress.ip_address(ip)) - int(cidr.network_address)
-    if not 0 <= index < cidr.num_addresses:
-        raise ReservationError(f"IP address {ip} does not belong to network {net.name}")
-    if external:
-        net.ext_reservations = _set_bit(net.ext_reservations, cidr.num_addresses, index, "0")
-    else:
-        net.reservations = _set_bit(net.reservations, cidr.num_addresses, index, "0")
+    _mark_ip(net, ip, external, "0")
 
 
 def commit_port(cluster: Cluster, port: int) -> None:

@@ -28,6 +28,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from ganeti.core import hooks
+from ganeti.core.textutil import safe_encode
 from ganeti.noded.backend.context import NodeContext, RPCFail, Runner
 from ganeti.noded.procs import ChildProcesses
 
@@ -67,13 +68,13 @@ async def run_script(children: ChildProcesses, path: str, env: dict[str, str],
     the script's whole group; so does cancelling the call."""
     out = await children.run([path], env=env, timeout=timeout)
     if out.exec_error is not None:
-        return hooks.HKR_FAIL, hooks.safe_encode(
+        return hooks.HKR_FAIL, safe_encode(
             f"Hook script execution error: {out.exec_error}")
     text = (out.stdout + out.stderr).decode("utf-8", "replace").strip()
     if out.timed_out:
         text = (text + "\n" if text else "") + f"terminated after timeout of {timeout:.2f} seconds"
     status = hooks.HKR_SUCCESS if out.ok else hooks.HKR_FAIL
-    return status, hooks.safe_encode(text)
+    return status, safe_encode(text)
 
 
 async def run_hooks(base_dir: str, hpath: str, phase: str, env: dict[str, str], *,
