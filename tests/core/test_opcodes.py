@@ -9,7 +9,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import opcodes
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
-from ganeti.core.opcodes import base, kinds, table
+from ganeti.core.opcodes import base, catalog, kinds
 
 # A minimal valid wire form of every declared opcode.
 GOOD = {
@@ -152,7 +152,7 @@ class TableTest(SynchronousTestCase):
                     self.assertIn(param.name, BAD, f"{op.op_id}.{param.name}")
 
     def test_declarations_are_consistent(self):
-        for op in table.ALL:
+        for op in catalog.ALL:
             self.assertTrue(op.op_id.startswith("OP_"))
             self.assertTrue(op.doc and "\n" not in op.doc)
             names = [p.name for p in op.all_params]

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
-from ganeti.core.opcodes import table
+from ganeti.core.opcodes import catalog
 from ganeti.core.opcodes.base import (
     COMMON_PARAMS,
     OP_ID_KEY,
@@ -22,7 +22,7 @@ from ganeti.core.opcodes.base import (
 )
 
 #: OP_ID -> declaration, for every opcode this implementation knows.
-OPCODES: Mapping[str, OpCode] = MappingProxyType({op.op_id: op for op in table.ALL})
+OPCODES: Mapping[str, OpCode] = MappingProxyType({op.op_id: op for op in catalog.ALL})
 
 #: The summary of an opcode that has no usable OP_ID (luxid's wording).
 INVALID_OP_SUMMARY = "INVALID_OP"
@@ -114,7 +114,7 @@ def reference_markdown() -> str:
     lines = ["Common parameters (every opcode):", "",
              "| parameter | kind | default | description |", "|---|---|---|---|"]
     lines += [_param_row(p) for p in COMMON_PARAMS]
-    for op in table.ALL:
+    for op in catalog.ALL:
         shown = f"; summary shows `{op.summary_param}`" if op.summary_param else ""
         lines += ["", f"### {op.op_id}", "", f"{op.doc}{shown}.", ""]
         own = [p for p in op.params if not p.reserved]

@@ -22,7 +22,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from ganeti.core.opcodes import table
+from ganeti.core.opcodes import catalog
 from ganeti.core.opcodes.base import COMMON_PARAMS, OpCode, Param
 
 TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "views.py")
@@ -139,7 +139,7 @@ def _class(name: str, base: str | None, op_id: str, doc: str,
     return lines
 
 
-def render(opcodes: Sequence[OpCode] = table.ALL) -> str:
+def render(opcodes: Sequence[OpCode] = catalog.ALL) -> str:
     """The text of views.py."""
     lines = [_HEADER.rstrip("\n")]
     lines += _class("OpView", None, "", "The parameters every opcode has", COMMON_PARAMS, ())

@@ -16,11 +16,11 @@ import copy
 import json
 from typing import Any
 
-from ganeti.core.opcodes import table
+from ganeti.core.opcodes import catalog
 from ganeti.core.opcodes.base import OP_ID_KEY, OpCode
 from ganeti.core.opcodes.kinds import KindMismatch
 
-_OPCODES: dict[str, OpCode] = {op.op_id: op for op in table.ALL}
+_OPCODES: dict[str, OpCode] = {op.op_id: op for op in catalog.ALL}
 
 
 def _keys(value: list[str]) -> str:

@@ -402,8 +402,9 @@ OP_GROUP_VERIFY_DISKS = OpCode(
      opt("is_strict", kinds.BOOL, "Whether verification is strict", True)),
     summary_param="group_name")
 
-#: Every declared opcode, in the order of the reference.
-ALL: tuple[OpCode, ...] = (
+#: The opcodes declared in this module (the others: table_instance, table_network,
+#: table_os, table_storage; all of them: :data:`ganeti.core.opcodes.catalog.ALL`).
+CORE: tuple[OpCode, ...] = (
     OP_CLUSTER_QUERY, OP_CLUSTER_SET_PARAMS, OP_QUERY, OP_QUERY_FIELDS, OP_TAGS_GET,
     OP_TAGS_SEARCH, OP_TAGS_SET, OP_TAGS_DEL, OP_TEST_DELAY, OP_TEST_JQUEUE,
     OP_CLUSTER_REDIST_CONF, OP_CLUSTER_VERIFY, OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_GROUP,

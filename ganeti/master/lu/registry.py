@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ganeti.master.lu import instance, network, os_lu, storage
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.cluster import LUClusterQuery, LUClusterSetParams
 from ganeti.master.lu.group import (
@@ -31,6 +32,7 @@ REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in (
     LUGroupAdd, LUGroupRemove, LUGroupRename, LUGroupSetParams, LUGroupAssignNodes,
     LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
     LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand,
+    *instance.LUS, *network.LUS, *os_lu.LUS, *storage.LUS,
 )}
 
 __all__ = ["REGISTRY"]
