@@ -28,7 +28,7 @@ APT_DOWNLOAD := apt-get download -q -o APT::Sandbox::User=$$(id -un)
 REAL_CLUSTER_PACKAGES := ganeti ganeti-3.0 ganeti-haskell-3.0 ganeti-htools-3.0 ganeti-testsuite \
 	bc iproute2 util-linux
 
-.PHONY: install install-compat install-oracle install-browser demo test lint typecheck unit sdist clean
+.PHONY: install install-compat install-oracle install-browser demo test lint typecheck unit regen sdist clean
 
 install: $(STAMP)
 	@$(PY) -c "from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))"
@@ -89,6 +89,12 @@ unit: install
 	$(PY) -m pytest -q tests
 
 test: install install-compat install-oracle install-browser lint typecheck unit
+
+# Rewrite what is generated from declarations: the typed opcode views, the opcode
+# reference in docs/design/opcodes-and-jobs.md and docs/rapi-openapi.json.
+regen: install
+	$(VENV)/bin/python -m ganeti.core.opcodes.genviews --docs docs/design/opcodes-and-jobs.md
+	$(VENV)/bin/python -m ganeti.rapi.routes > docs/rapi-openapi.json
 
 sdist: install
 	$(PY) setup.py -q sdist

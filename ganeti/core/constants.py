@@ -73,6 +73,8 @@ INSTANCE_REBOOT_SOFT = "soft"
 INSTANCE_REBOOT_HARD = "hard"
 INSTANCE_REBOOT_FULL = "full"
 REBOOT_TYPES = frozenset({INSTANCE_REBOOT_SOFT, INSTANCE_REBOOT_HARD, INSTANCE_REBOOT_FULL})
+#: Seconds an instance gets to shut down cleanly before it is destroyed (Ganeti's)
+DEFAULT_SHUTDOWN_TIMEOUT = 120
 
 DT_DISKLESS = "diskless"
 DT_FILE = "file"

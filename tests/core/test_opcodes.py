@@ -38,6 +38,24 @@ GOOD = {
     "OP_GROUP_RENAME": {"group_name": "rack2", "new_name": "rack3"},
     "OP_GROUP_SET_PARAMS": {"group_name": "rack2", "ndparams": {"spindle_count": 2}},
     "OP_GROUP_ASSIGN_NODES": {"group_name": "rack2", "nodes": ["node2"]},
+    "OP_INSTANCE_CREATE": {"instance_name": "inst1.example.com", "mode": "create",
+                           "disks": [{"size": 1024}], "nics": [{}], "pnode": "node1",
+                           "os_type": "busybox+default", "disk_template": "plain"},
+    "OP_INSTANCE_REINSTALL": {"instance_name": "inst1", "os_type": "busybox"},
+    "OP_INSTANCE_REMOVE": {"instance_name": "inst1"},
+    "OP_INSTANCE_RENAME": {"instance_name": "inst1", "new_name": "inst2"},
+    "OP_INSTANCE_STARTUP": {"instance_name": "inst1", "beparams": {"maxmem": 256}},
+    "OP_INSTANCE_SHUTDOWN": {"instance_name": "inst1", "timeout": 0},
+    "OP_INSTANCE_REBOOT": {"instance_name": "inst1", "reboot_type": "hard"},
+    "OP_INSTANCE_CONSOLE": {"instance_name": "inst1"},
+    "OP_INSTANCE_ACTIVATE_DISKS": {"instance_name": "inst1"},
+    "OP_INSTANCE_DEACTIVATE_DISKS": {"instance_name": "inst1"},
+    "OP_INSTANCE_RECREATE_DISKS": {"instance_name": "inst1", "disks": [0]},
+    "OP_INSTANCE_QUERY_DATA": {"instances": ["inst1"]},
+    "OP_INSTANCE_SET_PARAMS": {"instance_name": "inst1",
+                               "disks": [["add", -1, {"size": 512}]],
+                               "nics": [["modify", 0, {"ip": None}]]},
+    "OP_INSTANCE_GROW_DISK": {"instance_name": "inst1", "disk": 0, "amount": 1024},
 }
 
 # For every (non-reserved) parameter name, values its kind must refuse.
@@ -132,7 +150,47 @@ BAD = {
     "ignore_status": [1, "yes"],
     "power_delay": [-1, "2", True],
     "powered": ["yes", 1],
+    # instances
+    "OP_INSTANCE_SHUTDOWN.timeout": [-1, 1.5, "60", None.__class__],
+    "instance_name": ["", 5, None.__class__],
+    "instance_uuid": ["", 5],
+    "force_variant": [1], "wait_for_sync": ["yes"], "name_check": [0], "ignore_ipolicy": [1],
+    "opportunistic_locking": ["x"], "identify_defaults": [1], "ip_check": [0],
+    "conflicts_check": ["no"], "no_install": [1], "start": ["yes"], "absolute": [1],
+    "ignore_failures": [1], "ignore_offline_nodes": ["x"], "no_remember": [0],
+    "startup_paused": [1], "ignore_secondaries": [1], "ignore_size": [1], "static": [1],
+    "hotplug": ["no"], "hotplug_if_possible": [1],
+    "disks": ["x", {}, [[]], [["add"]], [[True, {}]], [["grow", 0, {}]]],
+    "OP_INSTANCE_CREATE.disks": ["x", [5], [{"size": 1.5}], [{"": 1}], [{"mode": ""}],
+                                 None.__class__],
+    "OP_INSTANCE_SET_PARAMS.disks": ["x", [[0, 1, {}]], [["add", -1, 5]],
+                                     [["modify", None, {}]], [["add", {}], ["add", 0, {}]]],
+    "nics": ["x", [{"bogus": "1"}], [{"ip": 5}], None.__class__],
+    "OP_INSTANCE_SET_PARAMS.nics": ["x", [["add", -1, {"bogus": "x"}]], [["swap", 0, {}]]],
+    "disk_template": ["floppy", 5], "hypervisor": ["vmware", 1],
+    "file_driver": ["ext4", 1], "file_storage_dir": [5], "iallocator": [5],
+    "mode": ["clone", None.__class__, 1], "os_type": [5], "os_name": [5],
+    "osparams": ["x", [], {1: 2}], "osparams_private": ["x", []], "osparams_secret": [[]],
+    "pnode": [5], "pnode_uuid": [5], "snode": [5], "snode_uuid": [5],
+    "remote_node": [5], "remote_node_uuid": [5],
+    "src_node": [5], "src_node_uuid": [5], "src_path": [5], "compress": [5, None.__class__],
+    "source_shutdown_timeout": [-1, "1"], "shutdown_timeout": [-1, 1.5, "120"],
+    "admin_state_source": ["root", 1], "reboot_type": ["warm", None.__class__],
+    "runtime_mem": [0, -5, "512"],
+    **{f"{op}.hvparams": [[], "kvm", {1: 2}] for op in (
+        "OP_INSTANCE_CREATE", "OP_INSTANCE_STARTUP", "OP_INSTANCE_SET_PARAMS")},
+    "OP_INSTANCE_CREATE.group_name": [5, []],
+    "OP_INSTANCE_RENAME.new_name": ["", 5, None.__class__],
+    "disk": [-1, 16, "0", None.__class__], "amount": [-1, "1G", None.__class__],
+    "instances": ["inst1", [""]],
+    "OP_INSTANCE_RECREATE_DISKS.disks": ["x", [-1], [[0, "x"]], [[0]]],
 }
+
+
+def _bad(op_id, name):
+    """The bad values of a parameter: BAD["OP_X.name"] where one opcode's kind
+    differs from the others' of that name, else BAD["name"]."""
+    return BAD.get(f"{op_id}.{name}", BAD.get(name))
 
 
 def _wire(op_id, **extra):
@@ -149,7 +207,8 @@ class TableTest(SynchronousTestCase):
         for op in opcodes.OPCODES.values():
             for param in op.all_params:
                 if not param.reserved:
-                    self.assertIn(param.name, BAD, f"{op.op_id}.{param.name}")
+                    self.assertIsNotNone(_bad(op.op_id, param.name),
+                                         f"{op.op_id}.{param.name}")
 
     def test_declarations_are_consistent(self):
         for op in catalog.ALL:
@@ -270,7 +329,7 @@ class ValidateBadTest(SynchronousTestCase):
             for param in op.all_params:
                 if param.reserved:
                     continue
-                for bad in BAD[param.name]:
+                for bad in _bad(op_id, param.name):
                     if bad is type(None):
                         if param.kind.nullable or not param.required:
                             continue
@@ -302,7 +361,7 @@ class ValidateBadTest(SynchronousTestCase):
         self._refused(["OP_TEST_DELAY"], "JSON object")
         self._refused(None, "JSON object")
         self._refused({"duration": 1}, "no OP_ID")
-        self._refused({"OP_ID": "OP_INSTANCE_CREATE"}, "Unknown opcode 'OP_INSTANCE_CREATE'")
+        self._refused({"OP_ID": "OP_EXT_STORAGE_DIAGNOSE"}, "Unknown opcode 'OP_EXT_STORAGE_DIAGNOSE'")
         self._refused({"OP_ID": 5}, "must be a string")
         self._refused({"OP_ID": "op_test_delay", "duration": 1}, "Unknown opcode")
 
@@ -358,8 +417,8 @@ class SummaryTest(SynchronousTestCase):
         self.assertEqual(self._summary("OP_CLUSTER_SET_PARAMS"), "CLUSTER_SET_PARAMS")
 
     def test_undeclared_and_invalid_opcodes(self):
-        self.assertEqual(opcodes.summary({"OP_ID": "OP_INSTANCE_CREATE",
-                                          "instance_name": "x"}), "INSTANCE_CREATE")
+        self.assertEqual(opcodes.summary({"OP_ID": "OP_EXT_STORAGE_DIAGNOSE",
+                                          "instance_name": "x"}), "EXT_STORAGE_DIAGNOSE")
         self.assertEqual(opcodes.summary({"OP_ID": 3}), "INVALID_OP")
         self.assertEqual(opcodes.summary({}), "INVALID_OP")
 

@@ -6,6 +6,8 @@ that mypy checks what logical units read (``self.op.node_name``).  Run::
 
     python -m ganeti.core.opcodes.genviews          # rewrite views.py
     python -m ganeti.core.opcodes.genviews --check  # exit 1 if it is out of date
+    python -m ganeti.core.opcodes.genviews --docs docs/design/opcodes-and-jobs.md
+                                                    # also the opcode reference (make regen)
 
 A field's type is its kind's ``py`` text; ``| None`` is added when null can
 be stored (a nullable kind, or an optional parameter whose default is
@@ -154,25 +156,46 @@ def render(opcodes: Sequence[OpCode] = catalog.ALL) -> str:
     return "\n".join(lines) + "\n" + _FOOTER
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Write views.py, or with ``--check`` report whether it is up to date."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    text = render()
+_BEGIN = "<!-- BEGIN GENERATED OPCODE REFERENCE -->\n"
+_END = "<!-- END GENERATED OPCODE REFERENCE -->"
+
+
+def _with_reference(doc: str) -> str:
+    """``doc`` with its generated opcode reference section rewritten."""
+    from ganeti.core.opcodes.checks import reference_markdown
+    start = doc.index(_BEGIN) + len(_BEGIN)
+    return doc[:start] + "\n" + reference_markdown().strip() + "\n\n" + doc[doc.index(_END):]
+
+
+def _sync(path: str, text: str, check: bool) -> bool:
+    """Write ``text`` to ``path`` (or with ``check`` only compare); True if it was current."""
     try:
-        with open(TARGET, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             current = f.read()
     except FileNotFoundError:
         current = ""
-    if "--check" in args:
-        if current != text:
-            print(f"{TARGET} is out of date: run python -m ganeti.core.opcodes.genviews",
-                  file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        with open(TARGET, "w", encoding="utf-8") as f:
+    if current == text:
+        return True
+    if check:
+        print(f"{path} is out of date: run python -m ganeti.core.opcodes.genviews",
+              file=sys.stderr)
+    else:
+        with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-    return 0
+    return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write views.py (and with ``--docs FILE`` the opcode reference in FILE); with
+    ``--check`` only report whether they are up to date."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    current = _sync(TARGET, render(), check)
+    if "--docs" in args:
+        doc = args[args.index("--docs") + 1]
+        with open(doc, encoding="utf-8") as f:
+            current = _sync(doc, _with_reference(f.read()), check) and current
+    return 1 if check and not current else 0
 
 
 if __name__ == "__main__":
