@@ -25,7 +25,14 @@ from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
-from ganeti.core.errors import ECODE_ENVIRON, GenericError, LockError, OpExecError
+from ganeti.core.errors import (
+    ECODE_ENVIRON,
+    ECODE_NOTUNIQUE,
+    GenericError,
+    LockError,
+    OpExecError,
+    OpPrereqError,
+)
 from ganeti.core.lockstrategy import LockAttemptSchedule
 from ganeti.master.config.reservations import ReservationManager
 from ganeti.master.locking.manager import LEVEL_CLUSTER, LockManager
@@ -137,7 +144,33 @@ class Processor:
                 if handle.pause_requested and not handle.cancel_requested:
                     raise Preempted() from None
                 raise
-        else:
+        try:
+            result = await self._run(lu, handle, on_running)
+        except BaseException:
+            self._drop_added(lu, handle)
+            raise
+        self._drop_removed(lu, handle)
+        return result
+
+    def _drop_added(self, lu: LogicalUnit, handle: JobHandle) -> None:
+        """After a failure: remove the locks the job added for its unit (a failed
+        create leaves no instance lock behind), and those the unit asked to remove."""
+        for level, names in lu.added_locks.items():
+            lu.remove_locks[level] = sorted(set(lu.remove_locks.get(level, [])) | set(names))
+        self._drop_removed(lu, handle)
+
+    def _drop_removed(self, lu: LogicalUnit, handle: JobHandle) -> None:
+        for level, names in lu.remove_locks.items():
+            held = self.locks.owned(handle.owner, level) & set(names)
+            if held:
+                self.locks.remove(handle.owner, level, sorted(held))
+        lu.remove_locks.clear()
+
+    async def _run(self, lu: LogicalUnit, handle: JobHandle,
+                   on_running: Callable[[], Awaitable[None]]) -> Any:
+        """With the locks held: the prerequisites, pre hooks, exec, submitted jobs,
+        post hooks and the config-update hook."""
+        if not lu.uses_locks:
             lu.expand_names()
             await handle.wait(defer.Deferred.fromCoroutine(lu.before_locks()))
         if handle.cancel_requested:
@@ -205,8 +238,12 @@ class Processor:
                 gone += 1
                 if gone > MAX_GONE_RETRIES:
                     raise OpExecError(f"Locks keep disappearing: {err}") from None
+            except BaseException:
+                self._drop_added(lu, handle)
+                raise
             finally:
                 first = False
+            self._drop_added(lu, handle)
             self.locks.release_all(handle.owner)
             lu = None
 
@@ -227,11 +264,24 @@ class Processor:
             if level == LEVEL_CLUSTER:
                 continue
             lu.declare_locks(level)
-            if level not in lu.needed_locks:
-                continue
-            if not await self._take(lu, handle, level, priority, deadline):
-                return False
+            if level in lu.needed_locks:
+                if not await self._take(lu, handle, level, priority, deadline):
+                    return False
+            if lu.add_locks.get(level):
+                await self._add(lu, handle, level)
         return True
+
+    async def _add(self, lu: LogicalUnit, handle: JobHandle, level: int) -> None:
+        """Create ``lu.add_locks[level]``, held by the job (Ganeti's ``add_locks``: the
+        lock of an instance being created); the processor removes them again
+        unless the opcode succeeds."""
+        names = sorted(lu.add_locks[level])
+        try:
+            await self.locks.add(level, names, owner=handle.owner)
+        except LockError as err:
+            raise OpPrereqError(f"Couldn't add locks ({err}), most likely because of another "
+                                "job who added them first", ECODE_NOTUNIQUE) from None
+        lu.added_locks[level] = names
 
     async def _take(self, lu: LogicalUnit, handle: JobHandle, level: int, priority: int,
                     deadline: float | None) -> bool:

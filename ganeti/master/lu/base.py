@@ -165,6 +165,13 @@ class LogicalUnit:
         #: level -> LOCKS_REPLACE / LOCKS_APPEND, for :meth:`lock_instances_nodes`
         self.recalculate_locks: dict[int, str] = {}
         self.tasklets: list[Tasklet] | None = None
+        #: level -> lock names the processor creates, held by the job (Ganeti's
+        #: ``add_locks``: a new instance's lock); removed again unless the opcode succeeds
+        self.add_locks: dict[int, list[str]] = {}
+        #: what the processor did add (filled by the processor)
+        self.added_locks: dict[int, list[str]] = {}
+        #: level -> lock names the processor removes when the opcode ends (held by the job)
+        self.remove_locks: dict[int, list[str]] = {}
         #: How many config changes this unit committed (Ganeti's ``write_count``:
         #: the "config-update" hook runs after a unit that changed the config).
         self.config_writes = 0

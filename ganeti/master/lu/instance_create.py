@@ -1,0 +1,399 @@
+"""OP_INSTANCE_CREATE: a new instance on explicit nodes (allocators come later).
+
+The order is Ganeti's: check everything, create the disks, add the instance to
+the config, install the OS, start it.  Unlike Ganeti, a failure after the disks
+exist (the config commit, the OS create script) removes what was made: the
+disks and the config entry, so a failed create leaves nothing behind; the job
+fails with the step's error (for an OS script, with the tail of its log).
+"""
+
+from __future__ import annotations
+
+import copy
+import socket
+import uuid as uuidmod
+from typing import Any
+
+from ganeti.core import constants as c
+from ganeti.core import hooks as hookdefs
+from ganeti.core import params_fill
+from ganeti.core.errors import (
+    ECODE_EXISTS,
+    ECODE_INVAL,
+    ECODE_NORES,
+    ECODE_NOTUNIQUE,
+    ECODE_STATE,
+    GenericError,
+    OpExecError,
+    OpPrereqError,
+)
+from ganeti.core.objects import ConfigData, Disk, Instance
+from ganeti.core.opcodes import kinds
+from ganeti.core.opcodes.table_instance import MAX_DISKS, MAX_NICS
+from ganeti.core.opcodes.views import OpInstanceCreate
+from ganeti.core.params_types import parse_unit
+from ganeti.core.rpcdefs.encoders import InstanceArg
+from ganeti.master.config import nodes as nodesmod
+from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
+from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_policy
+from ganeti.master.lu.base import LogicalUnit
+
+#: Templates whose disks live on two nodes (Ganeti's DTS_INT_MIRROR).
+DTS_INT_MIRROR = frozenset({c.DT_DRBD8})
+#: Templates this version can create disks for (drbd and ext: accepted by the
+#: config and queries, refused here until the mirrored template exists).
+DTS_CREATABLE = frozenset({c.DT_DISKLESS, c.DT_FILE, c.DT_SHARED_FILE, c.DT_PLAIN,
+                           c.DT_BLOCK})
+DTS_MAY_ADOPT = frozenset({c.DT_PLAIN, c.DT_BLOCK})
+DTS_MUST_ADOPT = frozenset({c.DT_BLOCK})
+DTS_FILEBASED = frozenset({c.DT_FILE, c.DT_SHARED_FILE})
+_DISK_KEYS_TYPES = {"size": "size", "spindles": "int", "mode": "str", "adopt": "str",
+                    "vg": "str", "metavg": "str", "name": "str", "provider": "str",
+                    "access": "str", "dev_type": "str"}
+
+
+def check_disk_specs(template: str, specs: list[dict[str, Any]],
+                     require_size: bool = True) -> tuple[list[dict[str, Any]], bool]:
+    """The opcode's disk definitions checked and normalised (Ganeti's
+    _CheckDiskArguments and ComputeDisks); whether they are adopted."""
+    out: list[dict[str, Any]] = []
+    names: set[str] = set()
+    has_adopt = has_no_adopt = False
+    for spec in specs:
+        disk = dict(spec)
+        for key in disk:
+            if key not in _DISK_KEYS_TYPES:
+                raise OpPrereqError(f"Unknown parameter '{key}'", ECODE_INVAL)
+        if "size" in disk:
+            try:
+                disk["size"] = parse_unit(disk["size"])
+            except (GenericError, ValueError, TypeError):
+                raise OpPrereqError(f"Invalid disk size '{disk['size']}'", ECODE_INVAL) \
+                    from None
+        elif require_size and "adopt" not in disk:
+            raise OpPrereqError("Missing disk size", ECODE_INVAL)
+        disk["mode"] = ic.check_disk_mode(disk.get("mode", "rw"))
+        name = disk.get("name")
+        if name is not None and str(name).lower() == ic.VALUE_NONE:
+            disk["name"] = name = None
+        if name is not None:
+            if name in names:
+                raise OpPrereqError(f"disk name '{name}' already used", ECODE_INVAL)
+            names.add(name)
+        if "adopt" in disk:
+            has_adopt = True
+        else:
+            has_no_adopt = True
+        out.append(disk)
+    if has_adopt and has_no_adopt:
+        raise OpPrereqError("Either all disks are adopted or none is", ECODE_INVAL)
+    if has_adopt and template not in DTS_MAY_ADOPT:
+        raise OpPrereqError(f"Disk adoption is not supported for the '{template}' disk "
+                            "template", ECODE_INVAL)
+    if not has_adopt and template in DTS_MUST_ADOPT and out:
+        raise OpPrereqError(f"Disk template {template} requires disk adoption, but no "
+                            "'adopt' parameter given", ECODE_INVAL)
+    return out, has_adopt
+
+
+class LUInstanceCreate(LogicalUnit):
+    """OP_INSTANCE_CREATE; the result is the names of the instance's nodes."""
+
+    OP_ID = "OP_INSTANCE_CREATE"
+    op: OpInstanceCreate
+    HPATH = "instance-add"
+    HTYPE = hookdefs.HTYPE_INSTANCE
+
+    # -- arguments -------------------------------------------------------------
+
+    def check_arguments(self) -> None:
+        op = self.op
+        self.name = op.instance_name.lower()
+        if not kinds.is_hostname(self.name):
+            raise OpPrereqError(f"Invalid instance name '{op.instance_name}'", ECODE_INVAL)
+        self.start = op.start
+        if op.no_install and op.start:
+            self.ctx.feedback("message", "No-installation mode selected, disabling startup")
+            self.start = False
+        if op.ip_check and not op.name_check:
+            raise OpPrereqError("Cannot do IP address check without a name check",
+                                ECODE_INVAL)
+        if op.iallocator:
+            raise OpPrereqError("Instance allocators are not supported yet: give the "
+                                "primary node (pnode)", ECODE_INVAL)
+        if not op.pnode and not op.pnode_uuid:
+            raise OpPrereqError("One and only one of iallocator and primary node must be "
+                                "given", ECODE_INVAL)
+        if op.mode == "remote-import":
+            raise OpPrereqError("Remote imports are not supported yet", ECODE_INVAL)
+        if op.mode == "import" and not op.src_path:
+            raise OpPrereqError("No source path given for an import", ECODE_INVAL)
+        if op.mode == "create" and op.os_type is None:
+            raise OpPrereqError("No guest OS or OS image specified", ECODE_INVAL)
+        if len(op.disks) > MAX_DISKS:
+            raise OpPrereqError(f"Instance has too many disks ({len(op.disks)}), cannot "
+                                f"have more than {MAX_DISKS}", ECODE_INVAL)
+        if len(op.nics) > MAX_NICS:
+            raise OpPrereqError(f"Instance has too many network interfaces "
+                                f"({len(op.nics)}), cannot have more than {MAX_NICS}",
+                                ECODE_INVAL)
+        if op.file_driver and op.file_driver not in c.FILE_DRIVERS:
+            raise OpPrereqError(f"Invalid file driver name '{op.file_driver}'", ECODE_INVAL)
+        for value in (op.osparams_secret or {}).values():
+            if not isinstance(value, str):
+                raise OpPrereqError("Secret OS parameters must be strings", ECODE_INVAL)
+
+    # -- names and locks -------------------------------------------------------
+
+    def expand_names(self) -> None:
+        cfg = self.ctx.config.config
+        if cfg.instance_by_name(self.name) is not None:
+            raise OpPrereqError(f"Instance '{self.name}' is already in the cluster",
+                                ECODE_EXISTS)
+        self.pnode = nodesmod.find_node(cfg, self.op.pnode_uuid or self.op.pnode)
+        self.template = self.op.disk_template or (cfg.cluster.enabled_disk_templates or
+                                                  [c.DT_DISKLESS])[0]
+        self.snode = None
+        if self.template in DTS_INT_MIRROR:
+            if not (self.op.snode or self.op.snode_uuid):
+                raise OpPrereqError("The networked disk templates need a mirror node",
+                                    ECODE_INVAL)
+            self.snode = nodesmod.find_node(cfg, self.op.snode_uuid or self.op.snode)
+        elif self.op.snode or self.op.snode_uuid:
+            self.ctx.feedback("message", "Secondary node will be ignored on non-mirrored "
+                                         "disk template")
+        nodes = sorted({self.pnode.uuid} | ({self.snode.uuid} if self.snode else set()))
+        if self.op.mode == "import" and self.op.src_node:
+            nodes = sorted(set(nodes) | {nodesmod.find_node(cfg, self.op.src_node).uuid})
+        self.add_locks[LEVEL_INSTANCE] = [self.name]
+        self.needed_locks[LEVEL_NODE] = nodes
+        self.needed_locks[LEVEL_NODE_RES] = list(nodes)
+
+    # -- hooks -----------------------------------------------------------------
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        inst = self.instance
+        cfg = self.ctx.config.config
+        env = ic.instance_hook_env(cfg, inst) if inst is not None else {}
+        env["ADD_MODE"] = self.op.mode
+        if self.op.mode == "import":
+            env["SRC_NODE"] = self.op.src_node or ""
+            env["SRC_PATH"] = self.op.src_path or ""
+        return env
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        master = self.ctx.config.config.cluster.master_node
+        nodes = [master, self.pnode.uuid] + ([self.snode.uuid] if self.snode else [])
+        return nodes, nodes
+
+    # -- prerequisites ---------------------------------------------------------
+
+    def check_prereq(self) -> None:
+        cfg = self.ctx.config.config
+        cluster = cfg.cluster
+        op = self.op
+        if self.template not in cluster.enabled_disk_templates:
+            raise OpPrereqError(f"Cannot create an instance with disk template "
+                                f"'{self.template}', because it is not enabled in the "
+                                "cluster. Enabled disk templates are: "
+                                f"{','.join(cluster.enabled_disk_templates)}.", ECODE_STATE)
+        if self.template not in DTS_CREATABLE:
+            raise OpPrereqError(f"Disk template '{self.template}' cannot be created yet "
+                                "(the mirrored and external templates come later)",
+                                ECODE_INVAL)
+        if self.template == c.DT_DISKLESS and op.disks:
+            raise OpPrereqError("Diskless instances cannot have disks", ECODE_INVAL)
+        if self.template != c.DT_DISKLESS and not op.disks:
+            raise OpPrereqError(f"Disk template '{self.template}' needs at least one disk",
+                                ECODE_INVAL)
+        self.disk_specs, self.adopt = check_disk_specs(self.template, list(op.disks))
+        self.hypervisor = op.hypervisor or (cluster.enabled_hypervisors or [c.HT_FAKE])[0]
+        if self.hypervisor not in cluster.enabled_hypervisors:
+            raise OpPrereqError(f"Selected hypervisor ({self.hypervisor}) not enabled in the "
+                                "cluster "
+                                f"({','.join(cluster.enabled_hypervisors)})", ECODE_STATE)
+        if op.os_type and op.os_type in cluster.blacklisted_os:
+            raise OpPrereqError(f"Guest OS '{op.os_type}' is not allowed for installation",
+                                ECODE_STATE)
+        # parameters: checked, and with identify_defaults the cluster's values dropped
+        self.hv_full = ic.check_hvparams(cfg, self.hypervisor, op.os_type, op.hvparams)
+        self.beparams = ic.upgrade_beparams(op.beparams)
+        self.be_full = params_fill.fill_be(cluster, self.beparams)
+        ic.check_be_memory(self.be_full)
+        self.hvparams = dict(op.hvparams)
+        if op.identify_defaults:
+            self._identify_defaults(cfg)
+        # nodes
+        for node in [self.pnode] + ([self.snode] if self.snode else []):
+            ic.check_node_online(node, "Cannot use offline primary node" if node is self.pnode
+                                 else None)
+            ic.check_node_not_drained(node)
+            ic.check_node_vm_capable(node)
+        if self.snode is not None and self.snode.uuid == self.pnode.uuid:
+            raise OpPrereqError("The secondary node cannot be the primary node", ECODE_INVAL)
+        # NICs (MACs and pool addresses are reserved for the job in exec)
+        self.nics = ic.build_nics(self, cfg, list(op.nics), op.name_check, ic.VALUE_AUTO)
+        # the instance policy of the primary node's group
+        spec = instance_policy.spec_of(self.be_full, [d.get("size", 0) for d in self.disk_specs],
+                                       len(self.nics), [d.get("spindles") for d in
+                                                        self.disk_specs])
+        violations = instance_policy.violations(cfg, self.pnode.group, spec, self.template)
+        if violations and not op.ignore_ipolicy:
+            group = cfg.nodegroups.get(self.pnode.group)
+            raise OpPrereqError(f"Instance allocation to group "
+                                f"{group.name if group else self.pnode.group} "
+                                f"({self.pnode.group}) violates policy: "
+                                f"{'; '.join(violations)}", ECODE_INVAL)
+        self.instance: Instance | None = None
+
+    def _identify_defaults(self, cfg: ConfigData) -> None:
+        """Ganeti's _RevertToDefaults: drop values equal to the cluster's."""
+        cluster = cfg.cluster
+        hv_defaults = params_fill.fill_hv(cluster, self.hypervisor, self.op.os_type, {})
+        self.hvparams = {k: v for k, v in self.hvparams.items() if hv_defaults.get(k) != v}
+        be_defaults = params_fill.fill_be(cluster, {})
+        self.beparams = {k: v for k, v in self.beparams.items() if be_defaults.get(k) != v}
+
+    async def _check_name(self) -> None:
+        """The name check (Ganeti's CheckHostnameSane, resolved in the thread pool): the
+        name must resolve; NICs with ``ip=auto`` get its address; with the IP check
+        nothing may answer at that address (Ganeti's TCP ping of the node daemon port)."""
+        try:
+            infos = await self.ctx.run_blocking(socket.getaddrinfo, self.name, None,
+                                                socket.AF_INET, socket.SOCK_STREAM)
+        except OSError as err:
+            raise OpPrereqError(f"Host name {self.name} not found: {err}", ECODE_NORES) \
+                from None
+        ip = str(infos[0][4][0]) if infos else None
+        for nic in self.nics:
+            if nic.ip == ic.VALUE_AUTO:
+                nic.ip = ip
+        if self.op.ip_check and ip is not None:
+            def ping() -> bool:
+                try:
+                    socket.create_connection((ip, c.DEFAULT_NODED_PORT), timeout=1.0).close()
+                except OSError:
+                    return False
+                return True
+            if await self.ctx.run_blocking(ping):
+                raise OpPrereqError(f"IP {ip} of instance {self.name} already in use",
+                                    ECODE_NOTUNIQUE)
+
+    # -- exec ------------------------------------------------------------------
+
+    async def exec(self) -> Any:
+        from ganeti.master.lu import instance_storage as storage
+        cfg = self.ctx.config.config
+        op = self.op
+        now = self.ctx.clock.seconds()
+        uuid = str(uuidmod.uuid4())
+        if op.name_check:
+            await self._check_name()
+        ic.assign_nic_resources(self, cfg, self.nics, op.conflicts_check)
+        disks: list[Disk] = []
+        if self.template != c.DT_DISKLESS:
+            file_dir = op.file_storage_dir
+            driver = op.file_driver or (c.FD_LOOP if self.template in DTS_FILEBASED else None)
+            disks = storage.generate_disks(self, cfg, self.template, uuid, self.pnode.uuid,
+                                           [self.snode.uuid] if self.snode else [],
+                                           self.disk_specs, file_dir, driver)
+        inst = Instance(
+            uuid=uuid, name=self.name, primary_node=self.pnode.uuid, os=op.os_type,
+            hypervisor=self.hypervisor, hvparams=self.hvparams, beparams=self.beparams,
+            osparams=dict(op.osparams), osparams_private=dict(op.osparams_private or {}),
+            admin_state=c.ADMINST_UP if self.start else c.ADMINST_DOWN,
+            admin_state_source=c.ADMIN_SOURCE, nics=self.nics,
+            disks=[d.uuid for d in disks], disk_template=self.template,
+            disks_active=bool(disks), tags=list(op.tags), ctime=now, mtime=now, serial_no=1)
+        self.instance = inst
+        if op.dry_run:
+            return None
+        if disks:
+            self.ctx.feedback("message", "* creating instance disks...")
+            await storage.create_disks(self, self._with_disks(cfg, inst, disks), inst, disks)
+        self.ctx.feedback("message", f"adding instance {self.name} to cluster config")
+        try:
+            await self.update_config(self._add(inst, disks))
+        except BaseException:
+            if disks:
+                await self._cleanup_disks(inst, disks)
+            raise
+        # the nodes are not needed any more (Ganeti releases them here as well)
+        self.release_locks(LEVEL_NODE)
+        if op.mode == "create" and not op.no_install:
+            await self._install(inst, disks)
+        elif op.mode == "import":
+            await self._undo(inst, disks)
+            raise OpExecError("Instance import is not supported yet")
+        if self.start:
+            self.ctx.feedback("message", "* starting instance...")
+            await ic.start_on_node(self, self.ctx.config.config.instances[uuid])
+        cfg = self.ctx.config.config
+        return sorted(cfg.nodes[u].name for u in nodesmod.instance_nodes(cfg, inst)
+                      if u in cfg.nodes)
+
+    @staticmethod
+    def _with_disks(cfg: ConfigData, inst: Instance, disks: list[Disk]) -> ConfigData:
+        """A view of the config in which the new instance's disks exist (the node
+        calls fill disk parameters from the config)."""
+        view = copy.copy(cfg)
+        view.__dict__.pop("_cache_names", None)  # the original's name indexes stay its own
+        view.disks = dict(cfg.disks)
+        view.instances = dict(cfg.instances)
+        for d in disks:
+            view.disks[d.uuid] = d
+        view.instances[inst.uuid] = inst
+        return view
+
+    def _add(self, inst: Instance, disks: list[Disk]) -> Any:
+        name = self.name
+
+        def change(cfg: ConfigData) -> None:
+            if cfg.instance_by_name(name) is not None:
+                raise OpPrereqError(f"Instance '{name}' is already in the cluster",
+                                    ECODE_EXISTS)
+            for d in disks:
+                cfg.disks[d.uuid] = d
+            cfg.instances[inst.uuid] = inst.clone()
+            ic.commit_nic_ips(cfg, inst.nics)
+        return change
+
+    async def _install(self, inst: Instance, disks: list[Disk]) -> None:
+        self.ctx.feedback("message", "* running the instance OS create scripts...")
+        cfg = self.ctx.config.config
+        node = cfg.nodes[inst.primary_node]
+        arg = ic.instance_arg(cfg.instances[inst.uuid])
+        secret = dict(self.op.osparams_secret or {})
+        if secret:
+            arg = InstanceArg(arg.instance, osp_secret=secret)
+        try:
+            results = await self.ctx.rpc().call([nodesmod.target(node)], "instance_os_add",
+                                                [arg, False, self.op.debug_level or 0])
+            results[node.name].raise_if_failed(
+                f"Could not add os for instance {inst.name} on node {node.name}")
+        except BaseException:
+            await self._undo(inst, disks)
+            raise
+
+    async def _undo(self, inst: Instance, disks: list[Disk]) -> None:
+        """Remove the instance and its disks again after a failed step."""
+        self.ctx.feedback("message", f"Removing instance {inst.name} after the failure")
+        if disks:
+            await self._cleanup_disks(inst, disks)
+
+        def change(cfg: ConfigData) -> None:
+            gone = cfg.instances.pop(inst.uuid, None)
+            for d in disks:
+                cfg.disks.pop(d.uuid, None)
+            if gone is not None:
+                ic.commit_nic_ips(cfg, gone.nics, release=True)
+        await self.update_config(change)
+
+    async def _cleanup_disks(self, inst: Instance, disks: list[Disk]) -> None:
+        from ganeti.master.lu import instance_storage as storage
+        cfg = self._with_disks(self.ctx.config.config, inst, disks)
+        try:
+            await storage.remove_disks(self, cfg, inst, disks, ignore_failures=True)
+        except GenericError as err:
+            self.ctx.feedback("message", f"Could not remove the disks of {inst.name}: {err}")

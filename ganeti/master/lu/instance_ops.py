@@ -1,0 +1,709 @@
+"""Instance units acting on one existing instance: start, stop, reboot, remove,
+rename, reinstall, console, and the disk operations (activate, deactivate, grow,
+recreate).
+
+Locks are Ganeti's: the instance (by name), then the nodes or node resources
+its operation touches; the BGL is shared.  State checks that need the node
+(is the instance running?) run first thing in ``exec``, before anything changes,
+and fail with ``OpPrereqError`` as Ganeti's CheckInstanceState does.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from ganeti.core import constants as c
+from ganeti.core import hooks as hookdefs
+from ganeti.core import params_fill
+from ganeti.core.errors import (
+    ECODE_EXISTS,
+    ECODE_INVAL,
+    ECODE_NORES,
+    ECODE_NOTUNIQUE,
+    ECODE_STATE,
+    LockError,
+    OpExecError,
+    OpPrereqError,
+)
+from ganeti.core.objects import ConfigData, Instance
+from ganeti.core.opcodes import kinds
+from ganeti.core.opcodes.views import (
+    OpInstanceActivateDisks,
+    OpInstanceConsole,
+    OpInstanceDeactivateDisks,
+    OpInstanceGrowDisk,
+    OpInstanceReboot,
+    OpInstanceRecreateDisks,
+    OpInstanceReinstall,
+    OpInstanceRemove,
+    OpInstanceRename,
+    OpInstanceShutdown,
+    OpInstanceStartup,
+)
+from ganeti.core.rpcdefs.encoders import InstanceArg
+from ganeti.master.config import nodes as nodesmod
+from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
+from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu.base import LOCKS_REPLACE, LogicalUnit
+
+ONLINE = (c.ADMINST_UP, c.ADMINST_DOWN)
+NOT_RUNNING = (c.ADMINST_DOWN, c.ADMINST_OFFLINE)
+
+
+def check_admin_state(inst: Instance, states: tuple[str, ...], msg: str | None = None) -> None:
+    """The config half of Ganeti's CheckInstanceState."""
+    if msg is None:
+        msg = f"can't use instance from outside {', '.join(states)} states"
+    if inst.admin_state not in states:
+        raise OpPrereqError(f"Instance '{inst.name}' is marked to be {inst.admin_state}, "
+                            f"{msg}", ECODE_STATE)
+
+
+async def check_not_running(lu: LogicalUnit, inst: Instance, msg: str) -> None:
+    """The live half of CheckInstanceState for "not running" (the node is asked)."""
+    cfg = lu.ctx.config.config
+    if cfg.nodes[inst.primary_node].offline:
+        lu.ctx.feedback("message", "Primary node offline, ignoring check that instance is "
+                                   "down")
+        return
+    if await ic.instance_running(lu, inst):
+        raise OpPrereqError(f"Instance {inst.name} is running, {msg}", ECODE_STATE)
+
+
+def _storage() -> Any:
+    from ganeti.master.lu import instance_storage
+    return instance_storage
+
+
+class InstanceLU(LogicalUnit):
+    """A unit on one existing instance: finds and locks it (by name), and with
+    ``NODE_LEVELS`` the nodes (or only the primary with ``PRIMARY_ONLY``)."""
+
+    REQ_BGL = False
+    HTYPE = hookdefs.HTYPE_INSTANCE
+    NODE_LEVELS: tuple[int, ...] = ()
+    PRIMARY_ONLY = False
+    op: Any
+
+    def expand_names(self) -> None:
+        cfg = self.ctx.config.config
+        inst = ic.find_instance(cfg, self.op.instance_name, self.op.instance_uuid)
+        self.name = inst.name
+        self.needed_locks[LEVEL_INSTANCE] = [inst.name]
+        for level in self.NODE_LEVELS:
+            self.needed_locks[level] = []
+            self.recalculate_locks[level] = LOCKS_REPLACE
+
+    def declare_locks(self, level: int) -> None:
+        if level in self.NODE_LEVELS:
+            self.lock_instances_nodes(primary_only=self.PRIMARY_ONLY, level=level)
+
+    @property
+    def instance(self) -> Instance:
+        """The instance as the config has it now (read again after each change)."""
+        inst = self.ctx.config.config.instance_by_name(self.name)
+        if inst is None:
+            last: Instance | None = getattr(self, "_last_seen", None)
+            if last is not None:  # removed by this unit: its post hooks still describe it
+                return last
+            raise OpPrereqError(f"Instance '{self.name}' not known", "unknown_entity")
+        self._last_seen = inst
+        return inst
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        return ic.instance_hook_env(self.ctx.config.config, self.instance)
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        nodes = ic.hooks_nodes(self.ctx.config.config, self.instance)
+        return nodes, nodes
+
+    async def set_admin_state(self, state: str, source: str | None = None) -> None:
+        uuid = self.instance.uuid
+        now = self.ctx.clock.seconds()
+
+        def change(cfg: ConfigData) -> None:
+            inst = cfg.instances[uuid]
+            if inst.admin_state == state and (source is None
+                                              or inst.admin_state_source == source):
+                return
+            inst.admin_state = state
+            if source is not None:
+                inst.admin_state_source = source
+            inst.serial_no += 1
+            inst.mtime = now
+        await self.update_config(change)
+
+    async def set_disks_active(self, active: bool) -> None:
+        uuid = self.instance.uuid
+
+        def change(cfg: ConfigData) -> None:
+            inst = cfg.instances[uuid]
+            if inst.disks_active != active:
+                inst.disks_active = active
+                inst.serial_no += 1
+        await self.update_config(change)
+
+    async def start_disks(self) -> None:
+        inst = self.instance
+        if inst.disks:
+            await _storage().assemble_disks(self, self.ctx.config.config, inst)
+            await self.set_disks_active(True)
+
+    async def stop_disks(self, ignore_primary: bool = False) -> None:
+        inst = self.instance
+        if inst.disks:
+            await _storage().shutdown_disks(self, self.ctx.config.config, inst,
+                                            ignore_primary=ignore_primary)
+            await self.set_disks_active(False)
+
+
+class LUInstanceStartup(InstanceLU):
+    """OP_INSTANCE_STARTUP."""
+
+    OP_ID = "OP_INSTANCE_STARTUP"
+    op: OpInstanceStartup
+    HPATH = "instance-start"
+    NODE_LEVELS = (LEVEL_NODE_RES,)
+    PRIMARY_ONLY = True
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        env = super().build_hooks_env()
+        env["FORCE"] = self.op.force
+        return env
+
+    def check_prereq(self) -> None:
+        cfg = self.ctx.config.config
+        inst = self.instance
+        check_admin_state(inst, ONLINE)
+        self.hvp = dict(self.op.hvparams)
+        if self.hvp:
+            full = {**params_fill.fill_instance_hv(cfg.cluster, inst), **self.hvp}
+            ic.check_hvparams(cfg, inst.hypervisor, inst.os, self.hvp)
+            self.hvp = full
+        self.bep = ic.upgrade_beparams(self.op.beparams) if self.op.beparams else {}
+        node = cfg.nodes[inst.primary_node]
+        self.primary_offline = node.offline
+        if self.primary_offline and self.op.ignore_offline_nodes:
+            self.ctx.feedback("message", "Ignoring offline primary node")
+            if self.hvp or self.bep:
+                self.ctx.feedback("message", "Overridden parameters are ignored")
+        else:
+            ic.check_node_online(node)
+
+    async def exec(self) -> Any:
+        inst = self.instance
+        cfg = self.ctx.config.config
+        if not (self.primary_offline and self.op.ignore_offline_nodes):
+            running = await ic.instance_running(self, inst)
+            if not running:
+                be = {**params_fill.fill_instance_be(cfg.cluster, inst), **self.bep}
+                await ic.check_node_free_memory(self, cfg.nodes[inst.primary_node],
+                                                f"starting instance {inst.name}",
+                                                int(be.get(c.BE_MINMEM) or 0))
+        if self.op.dry_run:
+            return None
+        if not self.op.no_remember:
+            await self.set_admin_state(c.ADMINST_UP, c.ADMIN_SOURCE)
+        if self.primary_offline:
+            self.ctx.feedback("message", "Primary node offline, marked instance as started")
+            return None
+        await self.start_disks()
+        try:
+            await ic.start_on_node(self, self.instance, self.hvp, self.bep,
+                                   self.op.startup_paused)
+        except OpExecError:
+            await self.stop_disks()
+            raise
+        return None
+
+
+class LUInstanceShutdown(InstanceLU):
+    """OP_INSTANCE_SHUTDOWN."""
+
+    OP_ID = "OP_INSTANCE_SHUTDOWN"
+    op: OpInstanceShutdown
+    HPATH = "instance-stop"
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        env = super().build_hooks_env()
+        env["TIMEOUT"] = self.op.timeout
+        return env
+
+    def check_prereq(self) -> None:
+        inst = self.instance
+        if not self.op.force:
+            check_admin_state(inst, ONLINE)
+        else:
+            self.ctx.feedback("message", "Ignoring offline instance check")
+        node = self.ctx.config.config.nodes[inst.primary_node]
+        self.primary_offline = node.offline
+        if self.primary_offline and self.op.ignore_offline_nodes:
+            self.ctx.feedback("message", "Ignoring offline primary node")
+        else:
+            ic.check_node_online(node)
+
+    async def exec(self) -> Any:
+        if self.op.dry_run:
+            return None
+        if not self.op.no_remember:
+            await self.set_admin_state(c.ADMINST_DOWN,
+                                       self.op.admin_state_source or c.ADMIN_SOURCE)
+        if self.primary_offline:
+            self.ctx.feedback("message", "Primary node offline, marked instance as stopped")
+            return None
+        await ic.shutdown_on_node(self, self.instance, self.op.timeout, ignore_failure=True)
+        await self.stop_disks()
+        return None
+
+
+class LUInstanceReboot(InstanceLU):
+    """OP_INSTANCE_REBOOT: soft and hard on the node, full as a stop and a start."""
+
+    OP_ID = "OP_INSTANCE_REBOOT"
+    op: OpInstanceReboot
+    HPATH = "instance-reboot"
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        env = super().build_hooks_env()
+        env.update(IGNORE_SECONDARIES=self.op.ignore_secondaries,
+                   REBOOT_TYPE=self.op.reboot_type,
+                   SHUTDOWN_TIMEOUT=self.op.shutdown_timeout)
+        return env
+
+    def check_prereq(self) -> None:
+        inst = self.instance
+        check_admin_state(inst, ONLINE)
+        ic.check_node_online(self.ctx.config.config.nodes[inst.primary_node])
+
+    async def exec(self) -> Any:
+        if self.op.dry_run:
+            return None
+        inst = self.instance
+        cfg = self.ctx.config.config
+        node = cfg.nodes[inst.primary_node]
+        running = await ic.instance_running(self, inst)
+        if running and self.op.reboot_type in (c.INSTANCE_REBOOT_SOFT,
+                                               c.INSTANCE_REBOOT_HARD):
+            results = await self.ctx.rpc().call(
+                [nodesmod.target(node)], "instance_reboot",
+                [ic.instance_arg(inst), self.op.reboot_type, self.op.shutdown_timeout,
+                 ic.reason_trail(self)])
+            results[node.name].raise_if_failed("Could not reboot instance")
+        else:
+            if running:
+                await ic.shutdown_on_node(self, inst, self.op.shutdown_timeout)
+                await self.stop_disks()
+            else:
+                self.ctx.feedback("message", f"Instance {inst.name} was already stopped, "
+                                             "starting now")
+            await self.start_disks()
+            try:
+                await ic.start_on_node(self, self.instance)
+            except OpExecError as err:
+                await self.stop_disks()
+                raise OpExecError(f"Could not start instance for full reboot: "
+                                  f"{err.args[0]}") from None
+        await self.set_admin_state(c.ADMINST_UP, c.ADMIN_SOURCE)
+        return None
+
+
+async def remove_instance(lu: InstanceLU, inst: Instance, ignore_failures: bool) -> None:
+    """Ganeti's RemoveInstance: the disks, then the config entry, then the lock."""
+    cfg = lu.ctx.config.config
+    if inst.disks:
+        ok = await _storage().remove_disks(lu, cfg, inst, ignore_failures=ignore_failures)
+        if not ok:
+            if not ignore_failures:
+                raise OpExecError("Can't remove instance's disks")
+            lu.ctx.feedback("message", "Warning: can't remove instance's disks")
+    lu.ctx.feedback("message", f"Removing instance {inst.name} out of cluster config")
+    uuid = inst.uuid
+
+    def change(cfg: ConfigData) -> None:
+        gone = cfg.instances.pop(uuid, None)
+        if gone is None:
+            return
+        for disk_uuid in gone.disks:
+            cfg.disks.pop(disk_uuid, None)
+        ic.commit_nic_ips(cfg, gone.nics, release=True)
+    await lu.update_config(change)
+    lu.remove_locks[LEVEL_INSTANCE] = [inst.name]
+
+
+class LUInstanceRemove(InstanceLU):
+    """OP_INSTANCE_REMOVE."""
+
+    OP_ID = "OP_INSTANCE_REMOVE"
+    op: OpInstanceRemove
+    HPATH = "instance-remove"
+    NODE_LEVELS = (LEVEL_NODE, LEVEL_NODE_RES)
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        env = super().build_hooks_env()
+        env["SHUTDOWN_TIMEOUT"] = self.op.shutdown_timeout
+        return env
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        nodes = ic.hooks_nodes(self.ctx.config.config, self.instance)
+        return [nodes[0]], nodes  # Ganeti's: the master before, all after
+
+    async def exec(self) -> Any:
+        if self.op.dry_run:
+            return None
+        inst = self.instance
+        cfg = self.ctx.config.config
+        node = cfg.nodes[inst.primary_node]
+        self.ctx.feedback("message", f"Shutting down instance {inst.name} on node "
+                                     f"{node.name}")
+        results = await self.ctx.rpc().call([nodesmod.target(node)], "instance_shutdown",
+                                            [ic.instance_arg(inst), self.op.shutdown_timeout,
+                                             ic.reason_trail(self)])
+        result = results[node.name]
+        if not result.success:
+            if self.op.ignore_failures or node.offline:
+                self.ctx.feedback("message", f"Warning: can't shutdown instance: "
+                                             f"{result.fail_msg}")
+            else:
+                raise OpExecError(f"Could not shutdown instance {inst.name} on node "
+                                  f"{node.name}: {result.fail_msg}")
+        if inst.disks and inst.disks_active:
+            await self.stop_disks(ignore_primary=True)
+        await remove_instance(self, self.instance, self.op.ignore_failures)
+        return None
+
+
+class LUInstanceRename(InstanceLU):
+    """OP_INSTANCE_RENAME; the result is the new name."""
+
+    OP_ID = "OP_INSTANCE_RENAME"
+    op: OpInstanceRename
+    HPATH = "instance-rename"
+
+    def check_arguments(self) -> None:
+        if self.op.ip_check and not self.op.name_check:
+            raise OpPrereqError("IP address check requires a name check", ECODE_INVAL)
+        self.new_name = self.op.new_name.lower()
+        if not kinds.is_hostname(self.new_name):
+            raise OpPrereqError(f"Invalid instance name '{self.op.new_name}'", ECODE_INVAL)
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        env = super().build_hooks_env()
+        env["INSTANCE_NEW_NAME"] = self.new_name
+        return env
+
+    def check_prereq(self) -> None:
+        cfg = self.ctx.config.config
+        inst = self.instance
+        ic.check_node_online(cfg.nodes[inst.primary_node])
+        check_admin_state(inst, NOT_RUNNING, "cannot rename")
+        if self.new_name != inst.name and cfg.instance_by_name(self.new_name) is not None:
+            raise OpPrereqError(f"Instance '{self.new_name}' is already in the cluster",
+                                ECODE_EXISTS)
+
+    async def exec(self) -> Any:
+        inst = self.instance
+        await check_not_running(self, inst, "cannot rename")
+        if self.op.name_check:
+            try:
+                infos = await self.ctx.run_blocking(socket.getaddrinfo, self.new_name, None,
+                                                    socket.AF_INET, socket.SOCK_STREAM)
+            except OSError as err:
+                raise OpPrereqError(f"Host name {self.new_name} not found: {err}",
+                                    ECODE_NORES) from None
+            if self.op.ip_check and infos:
+                ip = str(infos[0][4][0])
+
+                def ping() -> bool:
+                    try:
+                        socket.create_connection((ip, c.DEFAULT_NODED_PORT), 1.0).close()
+                    except OSError:
+                        return False
+                    return True
+                if await self.ctx.run_blocking(ping):
+                    raise OpPrereqError(f"IP {ip} of instance {self.new_name} already in use",
+                                        ECODE_NOTUNIQUE)
+        if self.op.dry_run:
+            return self.new_name
+        old, new, uuid = inst.name, self.new_name, inst.uuid
+        now = self.ctx.clock.seconds()
+
+        def change(cfg: ConfigData) -> None:
+            if cfg.instance_by_name(new) is not None:
+                raise OpPrereqError(f"Instance '{new}' is already in the cluster",
+                                    ECODE_EXISTS)
+            obj = cfg.instances[uuid]
+            obj.name = new
+            obj.serial_no += 1
+            obj.mtime = now
+        await self.update_config(change)
+        self.name = new
+        self.remove_locks[LEVEL_INSTANCE] = [old]
+        try:
+            await self.ctx.locks.add(LEVEL_INSTANCE, [new])
+        except LockError as err:  # a create of that name holds it; it will fail
+            self.ctx.feedback("message", f"Lock of {new} not added: {err}")
+        inst = self.instance
+        if any(self.ctx.config.config.disks[d].dev_type in (c.DT_FILE, c.DT_SHARED_FILE)
+               for d in inst.disks if d in self.ctx.config.config.disks):
+            await _storage().rename_instance_disks(self, self.ctx.config.config, inst, old, new)
+        if inst.os:
+            await self.start_disks()
+            try:
+                node = self.ctx.config.config.nodes[inst.primary_node]
+                results = await self.ctx.rpc().call(
+                    [nodesmod.target(node)], "instance_run_rename",
+                    [ic.instance_arg(inst), old, self.op.debug_level or 0])
+                result = results[node.name]
+                if not result.success:
+                    self.ctx.feedback("message", f"Could not run OS rename script for "
+                                                 f"instance {new} on node {node.name} (but "
+                                                 "the instance has been renamed in Ganeti): "
+                                                 f"{result.fail_msg}")
+            finally:
+                await self.stop_disks()
+        return new
+
+
+class LUInstanceReinstall(InstanceLU):
+    """OP_INSTANCE_REINSTALL: run the OS create script again on the instance's disks."""
+
+    OP_ID = "OP_INSTANCE_REINSTALL"
+    op: OpInstanceReinstall
+    HPATH = "instance-reinstall"
+    NODE_LEVELS = (LEVEL_NODE,)
+    PRIMARY_ONLY = True
+
+    def check_prereq(self) -> None:
+        cfg = self.ctx.config.config
+        inst = self.instance
+        ic.check_node_online(cfg.nodes[inst.primary_node], "Instance primary node offline, "
+                                                            "cannot reinstall")
+        if not inst.disks:
+            raise OpPrereqError(f"Instance '{inst.name}' has no disks", ECODE_INVAL)
+        check_admin_state(inst, NOT_RUNNING, "cannot reinstall")
+        self.os_name = self.op.os_type or inst.os
+        if not self.os_name:
+            raise OpPrereqError("No OS given and the instance has none", ECODE_INVAL)
+        if self.os_name in cfg.cluster.blacklisted_os and self.op.os_type:
+            raise OpPrereqError(f"Guest OS '{self.os_name}' is not allowed for installation",
+                                ECODE_STATE)
+
+    async def exec(self) -> Any:
+        inst = self.instance
+        await check_not_running(self, inst, "cannot reinstall")
+        if self.op.dry_run:
+            return None
+        if self.op.os_type and self.op.os_type != inst.os:
+            self.ctx.feedback("message", f"Changing OS to {self.op.os_type}...")
+            new_os, uuid = self.op.os_type, inst.uuid
+
+            def change(cfg: ConfigData) -> None:
+                obj = cfg.instances[uuid]
+                obj.os = new_os
+                obj.serial_no += 1
+            await self.update_config(change)
+        inst = self.instance
+        await self.start_disks()
+        try:
+            self.ctx.feedback("message", "Running the instance OS create scripts...")
+            node = self.ctx.config.config.nodes[inst.primary_node]
+            osp = {**(self.op.osparams or {}), **(self.op.osparams_private or {})}
+            arg = InstanceArg(inst, osp=osp or None,
+                              osp_secret=dict(self.op.osparams_secret or {}) or None)
+            results = await self.ctx.rpc().call([nodesmod.target(node)], "instance_os_add",
+                                                [arg, True, self.op.debug_level or 0])
+            results[node.name].raise_if_failed(
+                f"Could not install OS for instance {inst.name} on node {node.name}")
+        finally:
+            await self.stop_disks()
+        return None
+
+
+class LUInstanceConsole(InstanceLU):
+    """OP_INSTANCE_CONSOLE: how to reach the console (Ganeti's console object)."""
+
+    OP_ID = "OP_INSTANCE_CONSOLE"
+    op: OpInstanceConsole
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.share_locks[LEVEL_INSTANCE] = True
+
+    def check_prereq(self) -> None:
+        ic.check_node_online(self.ctx.config.config.nodes[self.instance.primary_node])
+
+    async def exec(self) -> Any:
+        inst = self.instance
+        cfg = self.ctx.config.config
+        node = cfg.nodes[inst.primary_node]
+        if not await ic.instance_running(self, inst):
+            if inst.admin_state == c.ADMINST_UP:
+                state = "ERROR_down"
+            else:
+                state = "ADMIN_down"
+            raise OpExecError(f"Instance {inst.name} is not running (state {state})")
+        if inst.hypervisor == c.HT_FAKE:
+            return {"instance": inst.name, "kind": "msg",
+                    "message": "Console not available for fake hypervisor"}
+        return {"instance": inst.name, "kind": "msg",
+                "message": f"Console of {inst.hypervisor} instances comes with the real "
+                           f"hypervisor (node {node.name})"}
+
+
+class LUInstanceActivateDisks(InstanceLU):
+    """OP_INSTANCE_ACTIVATE_DISKS; the result is [[node, iv_name, device path], ...]."""
+
+    OP_ID = "OP_INSTANCE_ACTIVATE_DISKS"
+    op: OpInstanceActivateDisks
+    NODE_LEVELS = (LEVEL_NODE,)
+
+    def check_prereq(self) -> None:
+        ic.check_node_online(self.ctx.config.config.nodes[self.instance.primary_node])
+
+    async def exec(self) -> Any:
+        inst = self.instance
+        if not inst.disks:
+            return []
+        result = await _storage().assemble_disks(self, self.ctx.config.config, inst,
+                                                 ignore_size=self.op.ignore_size)
+        await self.set_disks_active(True)
+        return [list(item) for item in result]
+
+
+class LUInstanceDeactivateDisks(InstanceLU):
+    """OP_INSTANCE_DEACTIVATE_DISKS."""
+
+    OP_ID = "OP_INSTANCE_DEACTIVATE_DISKS"
+    op: OpInstanceDeactivateDisks
+    NODE_LEVELS = (LEVEL_NODE,)
+
+    async def exec(self) -> Any:
+        inst = self.instance
+        if self.op.force:
+            await self.stop_disks()
+            return None
+        await check_not_running(self, inst, "cannot deactivate disks")
+        await self.stop_disks()
+        return None
+
+
+class LUInstanceGrowDisk(InstanceLU):
+    """OP_INSTANCE_GROW_DISK."""
+
+    OP_ID = "OP_INSTANCE_GROW_DISK"
+    op: OpInstanceGrowDisk
+    HPATH = "disk-grow"
+    NODE_LEVELS = (LEVEL_NODE, LEVEL_NODE_RES)
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        env = super().build_hooks_env()
+        env.update(DISK=self.op.disk, AMOUNT=self.op.amount, ABSOLUTE=self.op.absolute)
+        return env
+
+    def check_prereq(self) -> None:
+        cfg = self.ctx.config.config
+        inst = self.instance
+        for uuid in nodesmod.instance_nodes(cfg, inst):
+            ic.check_node_online(cfg.nodes[uuid])
+        disks = ic.instance_disks(cfg, inst)
+        if self.op.disk >= len(disks):
+            raise OpPrereqError(f"Invalid disk index '{self.op.disk}'", ECODE_INVAL)
+        self.disk = disks[self.op.disk]
+        if self.disk.dev_type in (c.DT_DISKLESS,) or inst.disk_template == c.DT_DISKLESS:
+            raise OpPrereqError("Instance's disk layout does not support growing",
+                                ECODE_INVAL)
+        if self.op.absolute:
+            self.target = self.op.amount
+            self.delta = self.target - self.disk.size
+            if self.delta < 0:
+                raise OpPrereqError(f"Requested size ({self.target}) is smaller than "
+                                    f"current disk size ({self.disk.size})", ECODE_STATE)
+        else:
+            self.delta = self.op.amount
+            self.target = self.disk.size + self.delta
+
+    async def exec(self) -> Any:
+        if self.op.dry_run or self.delta == 0:
+            return None
+        inst = self.instance
+        self.ctx.feedback("message", f"Growing disk {self.op.disk} of instance '{inst.name}' "
+                                     f"by {self.delta} MiB to {self.target} MiB")
+        await _storage().grow_disk(self, self.ctx.config.config, inst, self.disk, self.delta)
+        disk_uuid, target = self.disk.uuid, self.target
+
+        def change(cfg: ConfigData) -> None:
+            disk = cfg.disks[disk_uuid]
+            disk.size = target
+            disk.serial_no = (disk.serial_no or 0) + 1
+            cfg.instances[inst.uuid].serial_no += 1
+        await self.update_config(change)
+        return None
+
+
+class LUInstanceRecreateDisks(InstanceLU):
+    """OP_INSTANCE_RECREATE_DISKS: create missing disks again (same nodes; relocation
+    comes with allocators)."""
+
+    OP_ID = "OP_INSTANCE_RECREATE_DISKS"
+    op: OpInstanceRecreateDisks
+    HPATH = "instance-recreate-disks"
+    NODE_LEVELS = (LEVEL_NODE, LEVEL_NODE_RES)
+
+    def check_arguments(self) -> None:
+        if self.op.nodes or self.op.node_uuids or self.op.iallocator:
+            raise OpPrereqError("Recreating disks on other nodes is not supported yet",
+                                ECODE_INVAL)
+
+    def check_prereq(self) -> None:
+        cfg = self.ctx.config.config
+        inst = self.instance
+        check_admin_state(inst, NOT_RUNNING, "cannot recreate disks")
+        disks = ic.instance_disks(cfg, inst)
+        if not disks:
+            raise OpPrereqError(f"Instance '{inst.name}' has no disks", ECODE_INVAL)
+        self.indices: dict[int, dict[str, Any]] = {}
+        for item in self.op.disks or []:
+            idx, params = (item, {}) if isinstance(item, int) else (item[0], item[1])
+            if idx >= len(disks):
+                raise OpPrereqError(f"Invalid disk index '{idx}'", ECODE_INVAL)
+            unknown = set(params) - {"size", "mode", "spindles"}
+            if unknown:
+                raise OpPrereqError(f"Parameter(s) {', '.join(sorted(unknown))} cannot be "
+                                    "changed when recreating disks", ECODE_INVAL)
+            self.indices[idx] = dict(params)
+        if not self.indices:
+            self.indices = {i: {} for i in range(len(disks))}
+
+    async def exec(self) -> Any:
+        inst = self.instance
+        await check_not_running(self, inst, "cannot recreate disks")
+        if self.op.dry_run:
+            return None
+        cfg = self.ctx.config.config
+        disks = ic.instance_disks(cfg, inst)
+        chosen = []
+        for idx, params in sorted(self.indices.items()):
+            disk = disks[idx].clone()
+            if "size" in params:
+                disk.size = int(params["size"])
+            if "mode" in params:
+                disk.mode = ic.check_disk_mode(params["mode"])
+            chosen.append(disk)
+
+        def change(cfg: ConfigData) -> None:
+            for disk in chosen:
+                cfg.disks[disk.uuid] = disk.clone()
+        await self.update_config(change)
+        storage = _storage()
+        await storage.remove_disks(self, self.ctx.config.config, inst, chosen,
+                                   ignore_failures=True)
+        await storage.create_disks(self, self.ctx.config.config, inst, chosen)
+        return None
+
+
+LUS: tuple[type[LogicalUnit], ...] = (
+    LUInstanceStartup, LUInstanceShutdown, LUInstanceReboot, LUInstanceRemove,
+    LUInstanceRename, LUInstanceReinstall, LUInstanceConsole, LUInstanceActivateDisks,
+    LUInstanceDeactivateDisks, LUInstanceGrowDisk, LUInstanceRecreateDisks,
+)

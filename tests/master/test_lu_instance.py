@@ -1,0 +1,228 @@
+"""Instance units through the real queue, the real processor and in-process node
+daemons (the fake hypervisor): create, start, stop, reboot, rename, modify, remove,
+and what a refused or failed step leaves behind (nothing)."""
+
+from __future__ import annotations
+
+import os
+
+from twisted.trial.unittest import TestCase
+
+from ganeti.core import constants as c
+from ganeti.master.locking.manager import LEVEL_INSTANCE
+from tests.fakes.configs import small_config
+from tests.fakes.masterd import InProcessMaster
+from tests.fakes.nodes import FakeNodeNet
+
+
+def create_op(name="inst1.test", **params):
+    op = {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": name, "mode": "create",
+          "disk_template": "diskless", "disks": [], "nics": [{}], "pnode": "node1.test",
+          "os_type": "busybox", "no_install": True, "start": False, "name_check": False,
+          "ip_check": False, "beparams": {"maxmem": 128, "minmem": 128}}
+    op.update(params)
+    return op
+
+
+class InstanceCase(TestCase):
+    def setUp(self):
+        tmp = self.mktemp()
+        os.makedirs(tmp)
+        cfg = small_config(enabled_hypervisors=[c.HT_FAKE],
+                           enabled_disk_templates=[c.DT_DISKLESS, c.DT_FILE, c.DT_PLAIN])
+        self.net = FakeNodeNet(os.path.join(tmp, "nodes"), None)
+        self.master = InProcessMaster(tmp, cfg=cfg, rpc=self.net)
+        self.addCleanup(self.master.stop)
+        self.net.clock = self.master.reactor
+        self.net.config = lambda: self.master.config
+        self.net.add("node1.test", "127.0.1.1", paths=self.master.paths)
+
+    @property
+    def config(self):
+        return self.master.config
+
+    def run_ok(self, *ops):
+        status, results, log = self.master.finish(self.master.submit(*ops))
+        self.assertEqual(status, "success", results)
+        return results[-1]
+
+    def run_error(self, *ops):
+        status, results, _log = self.master.finish(self.master.submit(*ops))
+        self.assertEqual(status, "error", results)
+        cls, args = results[-1]
+        return cls, args[0], (args[1] if len(args) > 1 else None)
+
+    def running(self, name, node="node1.test"):
+        """The fake hypervisor's state file of an instance on a node."""
+        run_dir = self.net.paths(node).run_dir
+        return os.path.exists(os.path.join(run_dir, "fake-hypervisor", name))
+
+    def instance(self, name="inst1.test"):
+        return self.config.instance_by_name(name)
+
+
+class CreateTest(InstanceCase):
+    def test_create_diskless_without_install_does_not_start(self):
+        result = self.run_ok(create_op(start=True, no_install=True))
+        self.assertEqual(result, ["node1.test"])
+        inst = self.instance()
+        self.assertEqual(inst.admin_state, c.ADMINST_DOWN)  # no_install disables start
+        self.assertFalse(self.running("inst1.test"))
+        self.assertEqual(len(inst.nics), 1)
+        self.assertTrue(inst.nics[0].mac.startswith(self.config.cluster.mac_prefix))
+        self.assertEqual(inst.hypervisor, c.HT_FAKE)
+        self.assertIn("inst1.test", self.master.daemon.locks.names(LEVEL_INSTANCE))
+
+    def test_start_stop_reboot_remove(self):
+        self.run_ok(create_op())
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test"})
+        self.assertTrue(self.running("inst1.test"))
+        self.assertEqual(self.instance().admin_state, c.ADMINST_UP)
+        self.run_ok({"OP_ID": "OP_INSTANCE_REBOOT", "instance_name": "inst1.test",
+                     "reboot_type": "hard"})
+        self.assertTrue(self.running("inst1.test"))
+        self.run_ok({"OP_ID": "OP_INSTANCE_REBOOT", "instance_name": "inst1.test",
+                     "reboot_type": "full"})
+        self.assertTrue(self.running("inst1.test"))
+        self.run_ok({"OP_ID": "OP_INSTANCE_SHUTDOWN", "instance_name": "inst1.test"})
+        self.assertFalse(self.running("inst1.test"))
+        self.assertEqual(self.instance().admin_state, c.ADMINST_DOWN)
+        self.run_ok({"OP_ID": "OP_INSTANCE_REMOVE", "instance_name": "inst1.test"})
+        self.assertIsNone(self.instance())
+        self.assertNotIn("inst1.test", self.master.daemon.locks.names(LEVEL_INSTANCE))
+
+    def test_remove_stops_a_running_instance(self):
+        self.run_ok(create_op(), {"OP_ID": "OP_INSTANCE_STARTUP",
+                                  "instance_name": "inst1.test"})
+        self.assertTrue(self.running("inst1.test"))
+        self.run_ok({"OP_ID": "OP_INSTANCE_REMOVE", "instance_name": "inst1.test"})
+        self.assertFalse(self.running("inst1.test"))
+
+    def test_no_remember_keeps_the_admin_state(self):
+        self.run_ok(create_op())
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test",
+                     "no_remember": True})
+        self.assertTrue(self.running("inst1.test"))
+        self.assertEqual(self.instance().admin_state, c.ADMINST_DOWN)
+
+    def test_duplicate_name_is_refused_and_changes_nothing(self):
+        self.run_ok(create_op())
+        serial = self.config.serial_no
+        cls, msg, code = self.run_error(create_op())
+        self.assertEqual((cls, code), ("OpPrereqError", "already_exists"))
+        self.assertEqual(msg, "Instance 'inst1.test' is already in the cluster")
+        self.assertEqual(self.config.serial_no, serial)
+
+    def test_refusals_change_nothing(self):
+        serial = self.config.serial_no
+        cases = [
+            (create_op(pnode="nosuch.test"), "unknown_entity", "Node 'nosuch.test' not known"),
+            (create_op(disk_template="drbd", snode="node1.test"), "wrong_state",
+             "Cannot create an instance with disk template 'drbd', because it is not "
+             "enabled in the cluster. Enabled disk templates are: diskless,file,plain."),
+            (create_op(hypervisor="kvm"), "wrong_state",
+             "Selected hypervisor (kvm) not enabled in the cluster (fake)"),
+            (create_op(disks=[{"size": 100}]), "wrong_input",
+             "Diskless instances cannot have disks"),
+            (create_op(beparams={"maxmem": 128, "minmem": 256}), "wrong_input",
+             "Minimum memory cannot be greater than maximum memory (256 > 128)"),
+            (create_op(hvparams={"migration_port": 1}), "wrong_input",
+             "The following hypervisor parameters are global and cannot be customized at "
+             "instance level, please modify them at cluster level: migration_port"),
+            (create_op(nics=[{"ip": "10.0.0.300"}]), "wrong_input",
+             "Invalid IP address '10.0.0.300'"),
+            (create_op(nics=[{"mode": "routed"}]), "wrong_input",
+             "Routed nic mode requires an ip address if not attached to a network"),
+            (create_op(nics=[{"mac": "aa:bb"}]), "wrong_input", "Invalid MAC address 'aa:bb'"),
+            (create_op(name_check=False, ip_check=True), "wrong_input",
+             "Cannot do IP address check without a name check"),
+            (create_op(iallocator="hail"), "wrong_input",
+             "Instance allocators are not supported yet: give the primary node (pnode)"),
+            (create_op(no_install=False, os_type=None), "wrong_input",
+             "No guest OS or OS image specified"),
+            (create_op(instance_name="bad name"), "wrong_input",
+             "Invalid instance name 'bad name'"),
+        ]
+        for op, code, message in cases:
+            cls, msg, got = self.run_error(op)
+            self.assertEqual((cls, got, msg), ("OpPrereqError", code, message))
+        self.assertEqual(self.config.serial_no, serial)
+        self.assertEqual(self.config.instances, {})
+        self.assertEqual(self.master.daemon.locks.names(LEVEL_INSTANCE), [])
+
+    def test_policy_violation_is_refused(self):
+        cls, msg, code = self.run_error(create_op(beparams={"maxmem": 1 << 20,
+                                                            "minmem": 128}))
+        self.assertEqual((cls, code), ("OpPrereqError", "wrong_input"))
+        self.assertIn("violates policy: memory-size value 1048576 is not in range", msg)
+        self.run_ok(create_op(beparams={"maxmem": 1 << 20, "minmem": 128},
+                              ignore_ipolicy=True))
+
+
+class ModifyTest(InstanceCase):
+    def setUp(self):
+        super().setUp()
+        self.run_ok(create_op())
+
+    def test_beparams_and_nics(self):
+        result = self.run_ok({"OP_ID": "OP_INSTANCE_SET_PARAMS",
+                              "instance_name": "inst1.test",
+                              "beparams": {"maxmem": 256, "vcpus": 2},
+                              "nics": [["add", -1, {"mac": "aa:00:00:11:22:33"}]]})
+        self.assertIn(["be/maxmem", 256], result)
+        self.assertIn(["be/vcpus", 2], result)
+        inst = self.instance()
+        self.assertEqual(inst.beparams["maxmem"], 256)
+        self.assertEqual([n.mac for n in inst.nics][1], "aa:00:00:11:22:33")
+        self.run_ok({"OP_ID": "OP_INSTANCE_SET_PARAMS", "instance_name": "inst1.test",
+                     "nics": [["remove", 0, {}]]})
+        self.assertEqual([n.mac for n in self.instance().nics], ["aa:00:00:11:22:33"])
+
+    def test_offline_and_online(self):
+        self.run_ok({"OP_ID": "OP_INSTANCE_SET_PARAMS", "instance_name": "inst1.test",
+                     "offline": True})
+        self.assertEqual(self.instance().admin_state, c.ADMINST_OFFLINE)
+        cls, msg, code = self.run_error({"OP_ID": "OP_INSTANCE_STARTUP",
+                                         "instance_name": "inst1.test"})
+        self.assertEqual((cls, code), ("OpPrereqError", "wrong_state"))
+        self.assertIn("is marked to be offline", msg)
+        self.run_ok({"OP_ID": "OP_INSTANCE_SET_PARAMS", "instance_name": "inst1.test",
+                     "offline": False})
+        self.assertEqual(self.instance().admin_state, c.ADMINST_DOWN)
+
+    def test_no_change_is_refused(self):
+        cls, msg, code = self.run_error({"OP_ID": "OP_INSTANCE_SET_PARAMS",
+                                         "instance_name": "inst1.test"})
+        self.assertEqual((cls, msg, code), ("OpPrereqError", "No changes submitted",
+                                            "wrong_input"))
+
+    def test_rename(self):
+        new = self.run_ok({"OP_ID": "OP_INSTANCE_RENAME", "instance_name": "inst1.test",
+                           "new_name": "inst2.test", "name_check": False, "ip_check": False})
+        self.assertEqual(new, "inst2.test")
+        self.assertIsNone(self.instance())
+        self.assertIsNotNone(self.instance("inst2.test"))
+        names = self.master.daemon.locks.names(LEVEL_INSTANCE)
+        self.assertEqual(names, ["inst2.test"])
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst2.test"})
+        self.assertTrue(self.running("inst2.test"))
+        cls, msg, _ = self.run_error({"OP_ID": "OP_INSTANCE_RENAME",
+                                      "instance_name": "inst2.test", "new_name": "inst3.test",
+                                      "name_check": False, "ip_check": False})
+        self.assertIn("is marked to be up, cannot rename", msg)
+
+    def test_query_data(self):
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test"})
+        data = self.run_ok({"OP_ID": "OP_INSTANCE_QUERY_DATA", "instances": ["inst1.test"]})
+        info = data["inst1.test"]
+        self.assertEqual((info["config_state"], info["run_state"], info["pnode"]),
+                         ("up", "up", "node1.test"))
+        self.assertEqual(info["be_actual"]["maxmem"], 128)
+        static = self.run_ok({"OP_ID": "OP_INSTANCE_QUERY_DATA", "static": True})
+        self.assertIsNone(static["inst1.test"]["run_state"])
+
+    def test_unknown_instance(self):
+        for op_id in ("OP_INSTANCE_STARTUP", "OP_INSTANCE_REMOVE", "OP_INSTANCE_SHUTDOWN"):
+            cls, msg, code = self.run_error({"OP_ID": op_id, "instance_name": "nosuch"})
+            self.assertEqual((cls, msg, code), ("OpPrereqError", "Instance 'nosuch' not known",
+                                                "unknown_entity"))
