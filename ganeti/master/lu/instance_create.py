@@ -102,6 +102,7 @@ class LUInstanceCreate(LogicalUnit):
 
     OP_ID = "OP_INSTANCE_CREATE"
     op: OpInstanceCreate
+    REQ_BGL = False
     HPATH = "instance-add"
     HTYPE = hookdefs.HTYPE_INSTANCE
 
@@ -319,8 +320,10 @@ class LUInstanceCreate(LogicalUnit):
             if disks:
                 await self._cleanup_disks(inst, disks)
             raise
-        # the nodes are not needed any more (Ganeti releases them here as well)
+        # the nodes are not needed any more: the instance is in the config, its
+        # resources are accounted there (Ganeti releases both levels here as well)
         self.release_locks(LEVEL_NODE)
+        self.release_locks(LEVEL_NODE_RES)
         if op.mode == "create" and not op.no_install:
             await self._install(inst, disks)
         elif op.mode == "import":
