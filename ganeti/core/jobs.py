@@ -160,6 +160,28 @@ def _load_log(value: Any, where: str) -> list[list[Any]]:
 
 # --- the job file objects ------------------------------------------------------
 
+#: Opcode parameters whose values are private (Ganeti's PRIVATE_PARAMETERS_BLACKLIST):
+#: stored and shown as null for every key they hold.
+PRIVATE_PARAMETERS = ("osparams_private", "osparams_secret", "osparams_private_cluster")
+
+
+def redact_private(op: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``op`` with the values of its private parameters nulled (per key; per OS and key
+    for ``*_cluster``), and those parameters as given (None if there were none)."""
+    private: dict[str, Any] = {}
+    for name in PRIVATE_PARAMETERS:
+        value = op.get(name)
+        if not isinstance(value, dict) or not value:
+            continue
+        private[name] = value
+        if name.endswith("_cluster"):
+            op[name] = {os_name: ({k: None for k in params} if isinstance(params, dict)
+                                  else None) for os_name, params in value.items()}
+        else:
+            op[name] = {k: None for k in value}
+    return op, private or None
+
+
 @dataclass
 class QueuedOpCode:
     """One opcode of a job: its input and what happened to it so far.
@@ -180,12 +202,25 @@ class QueuedOpCode:
     exec_timestamp: Timestamp | None = None
     end_timestamp: Timestamp | None = None
 
+    #: The values of private parameters (Ganeti's PRIVATE_PARAMETERS_BLACKLIST) as
+    #: submitted: kept in memory for the unit that runs the opcode, never stored,
+    #: queried or logged; ``input`` holds them as null (Ganeti's job files too).
+    private: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
     @classmethod
     def new(cls, op: dict[str, Any]) -> QueuedOpCode:
-        """A queued opcode for a validated opcode (priority taken from it)."""
+        """A queued opcode for a validated opcode (priority taken from it); private
+        parameter values go to :attr:`private`, ``input`` keeps their names."""
         priority = op.get("priority", c.OP_PRIO_DEFAULT)
-        return cls(input=copy.deepcopy(op),
+        stored, private = redact_private(copy.deepcopy(op))
+        return cls(input=stored, private=private,
                    priority=priority if _is_int(priority) else c.OP_PRIO_DEFAULT)
+
+    def run_input(self) -> dict[str, Any]:
+        """The opcode a unit runs: ``input`` with the private values put back."""
+        if not self.private:
+            return self.input
+        return {**self.input, **self.private}
 
     @property
     def op_id(self) -> str:
@@ -384,7 +419,7 @@ class QueuedJob:
 __all__ = [
     "ALL_STATUSES", "CANCELED", "CANCELING", "ERROR", "FINALIZED", "PENDING", "QUEUED",
     "RUNNING", "STATUS_ORDER", "SUCCESS", "WAITING", "CorruptJobError", "QueuedJob",
-    "QueuedOpCode", "Timestamp", "job_priority", "job_status", "log_entry", "merge_time",
-    "split_time", "time_ns",
+    "PRIVATE_PARAMETERS", "QueuedOpCode", "Timestamp", "job_priority", "job_status",
+    "log_entry", "merge_time", "redact_private", "split_time", "time_ns",
 ]
 

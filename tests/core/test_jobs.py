@@ -140,7 +140,7 @@ class JobObjectTest(SynchronousTestCase):
         self.assertEqual(job.log_entries_since(2), [])
         self.assertTrue(job.finalized)
         self.assertEqual(job.status, E)
-        self.assertEqual(job.summary(), ["TEST_DELAY(2.0)", "INSTANCE_CREATE"])
+        self.assertEqual(job.summary(), ["TEST_DELAY(2.0)", "INSTANCE_CREATE(web1)"])
         self.assertEqual(job.ops[1].op_id, "OP_INSTANCE_CREATE")
 
 

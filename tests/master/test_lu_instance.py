@@ -150,6 +150,25 @@ class CreateTest(InstanceCase):
         self.assertEqual(self.config.instances, {})
         self.assertEqual(self.master.daemon.locks.names(LEVEL_INSTANCE), [])
 
+    def test_secret_os_parameters_are_never_stored(self):
+        job = self.master.submit(create_op(osparams_secret={"password": "s3cret"},
+                                           osparams_private={"key": "pr1vate"}))
+        status, _results, log = self.master.finish(job)
+        self.assertEqual(status, "success")
+        (ops,) = self.master.client().call("QueryJobs", [job], ["ops"])[0]
+        self.assertEqual(ops[0]["osparams_secret"], {"password": None})
+        self.assertEqual(ops[0]["osparams_private"], {"key": None})
+        for base, _dirs, files in os.walk(self.master.paths.queue_dir):
+            for name in files:
+                with open(os.path.join(base, name), "rb") as f:
+                    data = f.read()
+                self.assertNotIn(b"s3cret", data, name)
+                self.assertNotIn(b"pr1vate", data, name)
+        self.assertNotIn("s3cret", " ".join(map(str, log)))
+        # the private (not secret) parameters are kept in the config, as Ganeti's
+        self.assertEqual(self.instance().osparams_private, {"key": "pr1vate"})
+        self.assertNotIn("password", self.instance().osparams)
+
     def test_policy_violation_is_refused(self):
         cls, msg, code = self.run_error(create_op(beparams={"maxmem": 1 << 20,
                                                             "minmem": 128}))

@@ -432,8 +432,10 @@ class JobQueue:
                     raise errors.OpCodeUnknown(f"No logical unit for {op.op_id}")
                 ctx = self.context(handle, job)
 
+                run_input = op.run_input()
+
                 def make_lu(cls: type[LogicalUnit] = lu_class, ctx: LUContext = ctx,
-                            data: dict[str, Any] = op.input) -> LogicalUnit:
+                            data: dict[str, Any] = run_input) -> LogicalUnit:
                     return cls(ctx, data)  # a fresh unit for every lock attempt
 
                 async def on_running(op: QueuedOpCode = op) -> None:
