@@ -370,6 +370,22 @@ def activate_disks_after_reboot(client: Any, node: str,
             log.debug("Submitted job %s", jobs_id)
 
 
+def restart_instances(ctx: Context, state: watchermod.WatcherState,
+                      instances: list[dict[str, Any]], now: float) -> list[str]:
+    """Start the instances that should run and do not, one job each, waiting for
+    each (Ganeti's _CheckInstances); the names restarted."""
+    client = ctx.luxi()
+    statuses = {i["name"]: i.get("status") or "" for i in instances}
+    names = watchermod.restart_plan(state, statuses, now, log)
+    for name in names:
+        try:
+            job_id = int(client.call("SubmitJob", [watchermod.restart_opcode(name, now)]))
+            jobs.poll_job(ctx, job_id, jobs.Reporter(ctx, feedback=_log_feedback))
+        except Exception:  # one instance's failure must not stop the others
+            log.exception("Error while restarting instance '%s'", name)
+    return names
+
+
 def verify_disks(ctx: Context, uuid: str, state: watchermod.WatcherState,
                  instances: list[dict[str, Any]], now: float,
                  save: Callable[[], None]) -> int | None:
@@ -431,6 +447,8 @@ def group_watcher(paths: Paths, opts: argparse.Namespace, rt: Runtime) -> int:
             activate_disks_after_reboot(client, node, instances or [])
         only_ext = all(i.get("disk_template") == "ext" for i in instances or [])
         now = rt.now()
+        if instances:
+            restart_instances(ctx, state, instances, now)
         if opts.no_verify_disks or only_ext:
             log.debug("Not verifying disks (%s)", "--no-verify-disks" if opts.no_verify_disks
                       else "no instances with disks to verify")

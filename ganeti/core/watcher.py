@@ -220,6 +220,20 @@ class WatcherState:
                     or when < now - RETRY_EXPIRATION:
                 del idata[name]
 
+    def restart_attempts(self, name: str) -> int:
+        """How often the watcher tried to restart an instance (Ganeti's counter)."""
+        rec = self.data["instance"].get(name)
+        count = rec.get(KEY_RESTART_COUNT, 0) if isinstance(rec, dict) else 0
+        return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+    def record_restart_attempt(self, name: str, now: float) -> None:
+        rec = self.data["instance"].setdefault(name, {})
+        rec[KEY_RESTART_COUNT] = self.restart_attempts(name) + 1
+        rec[KEY_RESTART_WHEN] = now
+
+    def forget_instance(self, name: str) -> None:
+        self.data["instance"].pop(name, None)
+
     # the verify-disks record (an addition)
 
     def last_verify_disks(self) -> tuple[float, int | None]:
@@ -246,6 +260,52 @@ def verify_disks_due(state: WatcherState, now: float, spacing: float) -> bool:
     """
     last, _ = state.last_verify_disks()
     return not (last <= now < last + spacing)
+
+
+#: Restart attempts before the watcher gives up on an instance (Ganeti's MAXTRIES).
+MAX_RESTARTS = 5
+#: Instance states the watcher restarts (admin up, not running) and those it cannot help.
+BAD_STATES = frozenset({"ERROR_down"})
+HELPLESS_STATES = frozenset({"ERROR_nodedown", "ERROR_nodeoffline"})
+
+
+def restart_plan(state: WatcherState, statuses: dict[str, str], now: float,
+                 log: Any) -> list[str]:
+    """Ganeti's _CheckInstances bookkeeping: the instances to restart now.
+
+    ``statuses`` maps instance names to their ``status`` query value.  An
+    instance in :data:`BAD_STATES` is restarted and the attempt counted; after
+    :data:`MAX_RESTARTS` attempts the watcher gives up (one error, then a warning
+    per round) until the instance recovers; one that recovered is forgotten
+    ("Restart of instance ... succeeded").
+    """
+    state.maintain_instances(list(statuses), now)
+    restart = []
+    for name, status in sorted(statuses.items()):
+        attempts = state.restart_attempts(name)
+        if status in BAD_STATES:
+            if attempts > MAX_RESTARTS:
+                log.warning("Not restarting instance '%s', retries exhausted", name)
+                continue
+            if attempts == MAX_RESTARTS:
+                state.record_restart_attempt(name, now)
+                log.error("Could not restart instance '%s' after %s attempts, giving up",
+                          name, MAX_RESTARTS)
+                continue
+            log.info("Restarting instance '%s' (attempt #%s)", name, attempts + 1)
+            state.record_restart_attempt(name, now)
+            restart.append(name)
+        elif attempts:
+            state.forget_instance(name)
+            if status not in HELPLESS_STATES:
+                log.info("Restart of instance '%s' succeeded", name)
+    return restart
+
+
+def restart_opcode(name: str, now: float) -> dict[str, Any]:
+    """The startup a watcher submits for an instance that should run."""
+    return {"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": name, "force": False,
+            "reason": reason(f"Restarting instance {name}", now)}
 
 
 # --- opcodes -------------------------------------------------------------------------

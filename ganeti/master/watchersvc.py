@@ -176,6 +176,7 @@ class WatcherService(service.Service):
             self.on_node_rebooted(uuid, node)
         instances = self.group_instances(uuid)
         now = self.clock.seconds()
+        out["restarted"] = await self._restart_instances(uuid, state, now) if instances else []
         if instances and not all(i.get("disk_template") == "ext" for i in instances) \
                 and watchermod.verify_disks_due(state, now, self.verify_interval):
             try:
@@ -198,6 +199,32 @@ class WatcherService(service.Service):
                               uuid=uuid, names=", ".join(offline))
         return out
 
+    async def _restart_instances(self, uuid: str, state: watchermod.WatcherState,
+                                 now: float) -> list[str]:
+        """Start the group's instances that should run and do not (Ganeti's watcher
+        restarts them within 5 minutes; this service within one interval).  The jobs
+        are submitted, not waited for: the next round sees whether they worked."""
+        try:
+            response = await self.query(constants.QR_INSTANCE, ["name", "status"],
+                                        ["==", "pnode.group.uuid", uuid])
+        except GenericError as err:
+            self.log.warn("Cannot query the instances of group {uuid}: {error}", uuid=uuid,
+                          error=err)
+            return []
+        statuses = {row[0][1]: row[1][1] for row in response["data"]
+                    if row[0][0] == constants.RS_NORMAL and row[1][0] == constants.RS_NORMAL}
+        names = watchermod.restart_plan(state, statuses, now, _PercentLog(self.log))
+        for name in names:
+            try:
+                job_id = await self.jobs.submit([watchermod.restart_opcode(name, now)])
+            except GenericError as err:
+                self.log.error("Error while restarting instance {name}: {error}", name=name,
+                               error=err)
+            else:
+                self.log.info("Restart of instance {name} submitted as job {job}", name=name,
+                              job=job_id)
+        return names
+
     def group_instances(self, uuid: str) -> list[dict[str, Any]]:
         """The instances whose primary node is in the group (from the config)."""
         cfg = self.config()
@@ -213,6 +240,23 @@ class WatcherService(service.Service):
         """A node's boot id changed.  Ganeti then activates the disks of the
         instances that have it as a secondary; nothing to do without instances."""
         self.log.info("Node {node} (group {group}) rebooted", node=node, group=group_uuid)
+
+
+class _PercentLog:
+    """The %-style logger interface of :func:`ganeti.core.watcher.restart_plan`, onto
+    a Twisted logger."""
+
+    def __init__(self, log: Logger) -> None:
+        self._log = log
+
+    def info(self, fmt: str, *args: Any) -> None:
+        self._log.info("{message}", message=fmt % args)
+
+    def warning(self, fmt: str, *args: Any) -> None:
+        self._log.warn("{message}", message=fmt % args)
+
+    def error(self, fmt: str, *args: Any) -> None:
+        self._log.error("{message}", message=fmt % args)
 
 
 def queue_job_access(queue: Any, bus: Any, clock: IReactorTime) -> JobAccess:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from twisted.internet import defer
 from twisted.trial.unittest import TestCase
 
 from ganeti.core import constants as c
@@ -245,3 +246,52 @@ class ModifyTest(InstanceCase):
             cls, msg, code = self.run_error({"OP_ID": op_id, "instance_name": "nosuch"})
             self.assertEqual((cls, msg, code), ("OpPrereqError", "Instance 'nosuch' not known",
                                                 "unknown_entity"))
+
+
+class WatcherRestartTest(InstanceCase):
+    """masterd's watcher service starts an instance that should run and does not,
+    gives up after Ganeti's five attempts, and forgets it once it runs again."""
+
+    def setUp(self):
+        super().setUp()
+        self.run_ok(create_op(), {"OP_ID": "OP_INSTANCE_STARTUP",
+                                  "instance_name": "inst1.test"})
+        self.state_file = os.path.join(self.net.paths("node1.test").run_dir, "fake-hypervisor",
+                                       "inst1.test")
+
+    def watcher_round(self):
+        watcher = self.master.daemon.watcher
+        summary = self.master.run_until(defer.Deferred.fromCoroutine(watcher.run_once()))
+        (group,) = summary["groups"].values()
+        # let the submitted jobs run
+        for job_id in sorted(self.master.daemon.queue.jobs):
+            self.master.finish(job_id)
+        return group.get("restarted", [])
+
+    def test_a_crashed_instance_is_started_again(self):
+        os.unlink(self.state_file)  # the instance died behind the cluster's back
+        self.assertEqual(self.watcher_round(), ["inst1.test"])
+        self.assertTrue(self.running("inst1.test"))
+        self.assertEqual(self.watcher_round(), [])  # running: nothing to do
+
+    def test_stopped_instances_are_left_alone(self):
+        self.run_ok({"OP_ID": "OP_INSTANCE_SHUTDOWN", "instance_name": "inst1.test"})
+        self.assertEqual(self.watcher_round(), [])
+        self.assertFalse(self.running("inst1.test"))
+
+    def test_gives_up_after_five_attempts(self):
+        os.unlink(self.state_file)
+        # every start fails on the node, as with a broken hypervisor
+        from ganeti.noded.backend import instances as backend
+        original = backend.instance_start
+
+        async def failing(*args, **kwargs):
+            from ganeti.noded.backend.context import RPCFail
+            raise RPCFail("hypervisor refused to start the instance")
+        self.net.handlers["instance_start"] = failing
+        self.addCleanup(self.net.handlers.__setitem__, "instance_start", original)
+        attempts = [self.watcher_round() for _ in range(7)]
+        self.assertEqual(attempts, [["inst1.test"]] * 5 + [[], []])
+        self.net.handlers["instance_start"] = original
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test"})
+        self.assertEqual(self.watcher_round(), [])

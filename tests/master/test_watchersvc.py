@@ -59,6 +59,10 @@ class ServiceTestCase(SynchronousTestCase):
         return defer.maybeDeferred(fn, *args)
 
     async def query(self, what, fields, qfilter):
+        if what == "instance":  # the restart check: every instance runs as it should
+            self.assertEqual((fields, qfilter),
+                             (["name", "status"], ["==", "pnode.group.uuid", self.group]))
+            return {"data": []}
         self.assertEqual((what, fields), ("node", ["name", "bootid", "offline"]))
         self.assertEqual(qfilter, ["==", "group.uuid", self.group])
         return {"data": [[[0, name], [0, boot], [0, False]]
