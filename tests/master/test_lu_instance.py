@@ -295,3 +295,28 @@ class WatcherRestartTest(InstanceCase):
         self.net.handlers["instance_start"] = original
         self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test"})
         self.assertEqual(self.watcher_round(), [])
+
+
+class VerifyInstancesTest(InstanceCase):
+    def verify(self):
+        group = next(iter(self.config.nodegroups.values())).name
+        status, results, log = self.master.finish(self.master.submit(
+            {"OP_ID": "OP_CLUSTER_VERIFY_GROUP", "group_name": group, "error_codes": True,
+             "skip_checks": ["nplusone_mem"]}))
+        self.assertEqual(status, "success", results)
+        return [line for line in log if "INSTANCE" in line]
+
+    def test_instances_run_where_the_config_says(self):
+        self.run_ok(create_op(), {"OP_ID": "OP_INSTANCE_STARTUP",
+                                  "instance_name": "inst1.test"})
+        self.assertEqual(self.verify(), [])
+        run_dir = os.path.join(self.net.paths("node1.test").run_dir, "fake-hypervisor")
+        os.unlink(os.path.join(run_dir, "inst1.test"))
+        with open(os.path.join(run_dir, "stray.test"), "w") as f:
+            f.write("0\n128\n1\n")
+        lines = self.verify()
+        self.assertEqual(len(lines), 2, lines)
+        self.assertIn("ERROR:EINSTANCEDOWN:instance:inst1.test:instance not running on its "
+                      "primary node node1.test", lines[1])
+        self.assertIn("ERROR:ENODEORPHANINSTANCE:node:node1.test:instance stray.test on node "
+                      "node1.test should not exist", lines[0])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ganeti.core import constants, rpcdefs, ssconf
+from ganeti.core import constants, params_fill, rpcdefs, ssconf
 from ganeti.core import hooks as hookdefs
 from ganeti.core import verifycodes as cv
 from ganeti.core.certverify import MAX_CLOCK_SKEW
@@ -243,6 +243,7 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
                     mfree[node.uuid] = free
         self._report_replication(members)
         self.step("Verifying instance status")
+        await self._verify_instances(cfg, members, results)
         self.step("Verifying orphan volumes")
         if constants.VERIFY_NPLUSONE_MEM not in (self.op.skip_checks or []):
             self.step("Verifying N+1 Memory redundancy")
@@ -458,6 +459,56 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
             self.error_if(len(checksums) > 1, cv.ECLUSTERFILECHECK, None,
                           f"File {path} found with {len(checksums)} different checksums "
                           f"({variants})")
+
+    async def _verify_instances(self, cfg: ConfigData, members: list[Node],
+                                results: dict[str, RpcResult]) -> None:
+        """Instances run where the config says and nowhere else; their disks exist.
+
+        Ganeti's EINSTANCEDOWN (admin up, not running on its primary),
+        EINSTANCEWRONGNODE (running on a node that is not its primary) and
+        ENODEORPHANINSTANCE (a node runs an instance the config does not know);
+        EINSTANCEMISSINGDISK for devices missing on a node."""
+        ok_nodes = [n for n in members if not n.offline and results.get(n.name) is not None
+                    and results[n.name].success]
+        member_ids = {n.uuid for n in members}
+        instances = sorted((i for i in cfg.instances.values()
+                            if i.primary_node in member_ids), key=lambda i: i.name)
+        if not ok_nodes and not instances:
+            return
+        hvs = sorted(set(cfg.cluster.enabled_hypervisors))
+        hvparams = {hv: params_fill.fill_hv(cfg.cluster, hv, None, {}) for hv in hvs}
+        listing = await self.ctx.rpc().call([nodesmod.target(n) for n in ok_nodes],
+                                            "instance_list", [hvs, hvparams])
+        running: dict[str, set[str]] = {}
+        for node in ok_nodes:
+            result = listing.get(node.name)
+            if result is None or not result.success:
+                self.error_if(True, cv.ENODEHV, node.name,
+                              f"hypervisor instance list failed: "
+                              f"{result.fail_msg if result else 'no answer'}")
+                continue
+            running[node.uuid] = set(result.payload or [])
+        by_name = {i.name: i for i in cfg.instances.values()}
+        for node in ok_nodes:
+            for name in sorted(running.get(node.uuid, ())):
+                inst = by_name.get(name)
+                if inst is None:
+                    self.error_if(True, cv.ENODEORPHANINSTANCE, node.name,
+                                  f"instance {name} on node {node.name} should not exist")
+                elif inst.primary_node != node.uuid:
+                    self.error_if(True, cv.EINSTANCEWRONGNODE, name,
+                                  f"instance should not run on node {node.name}")
+        for inst in instances:
+            pnode = cfg.nodes.get(inst.primary_node)
+            if pnode is None or pnode.offline or pnode.uuid not in running:
+                continue
+            self.error_if(inst.admin_state == constants.ADMINST_UP
+                          and inst.name not in running[pnode.uuid], cv.EINSTANCEDOWN,
+                          inst.name, f"instance not running on its primary node {pnode.name}")
+            if inst.disks:
+                from ganeti.master.lu import instance_storage
+                for problem in await instance_storage.check_disks_exist(self, cfg, inst):
+                    self.error_if(True, cv.EINSTANCEMISSINGDISK, inst.name, problem)
 
     def _verify_n_plus_one(self, cfg: ConfigData, members: list[Node],
                            mfree: dict[str, int]) -> None:
