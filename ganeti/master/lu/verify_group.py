@@ -516,10 +516,11 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         member_ids = {n.uuid for n in members if not n.offline}
         needed: dict[tuple[str, str], int] = {}
         for inst in cfg.instances.values():
-            be = {**cfg.cluster.beparams.get("default", {}), **inst.beparams}
+            be = params_fill.fill_instance_be(cfg.cluster, inst)
             if not be.get("auto_balance", True):
                 continue
-            for snode in inst.secondary_nodes or []:
+            secondaries = nodesmod.instance_nodes(cfg, inst) - {inst.primary_node}
+            for snode in sorted(secondaries | set(inst.secondary_nodes or [])):
                 if snode in member_ids:
                     key = (snode, inst.primary_node)
                     needed[key] = needed.get(key, 0) + int(be.get("minmem", 0))
