@@ -10,6 +10,9 @@ COMPAT_PACKAGES := ganeti-3.0 python3-ganeti-rapi ganeti-htools-3.0
 # Debian's Chromium and its driver: the dashboard test (tests/integration/test_dashboard.py)
 # drives them with selenium; nothing is downloaded by the test tools themselves.
 BROWSER_PACKAGES := chromium chromium-driver
+# What the project's OS definition (share/os/busybox) runs: a static busybox for the
+# instance's root tree, mkfs.ext4 -d and debugfs to write and read its image.
+OS_PACKAGES := busybox-static e2fsprogs
 # Real Ganeti 3.0 daemons from Debian, the oracle of tests/integration/test_real_luxid.py:
 # ganeti-haskell-3.0 is downloaded and unpacked here (never installed, never committed).
 ORACLE_DIR := .cache/ganeti-haskell
@@ -28,7 +31,7 @@ APT_DOWNLOAD := apt-get download -q -o APT::Sandbox::User=$$(id -un)
 REAL_CLUSTER_PACKAGES := ganeti ganeti-3.0 ganeti-haskell-3.0 ganeti-htools-3.0 ganeti-testsuite \
 	bc iproute2 util-linux
 
-.PHONY: install install-compat install-oracle install-browser demo test lint typecheck unit regen sdist clean
+.PHONY: install install-compat install-os install-oracle install-browser demo test lint typecheck unit regen sdist clean
 
 install: $(STAMP)
 	@$(PY) -c "from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))"
@@ -43,6 +46,11 @@ install-compat:
 	@if ! dpkg -s $(COMPAT_PACKAGES) >/dev/null 2>&1; then \
 		test -e /usr/sbin/policy-rc.d || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
 		$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(COMPAT_PACKAGES) >/dev/null; \
+	fi
+
+install-os:
+	@if ! dpkg -s $(OS_PACKAGES) >/dev/null 2>&1; then \
+		$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(OS_PACKAGES) >/dev/null; \
 	fi
 
 install-browser:
@@ -76,7 +84,7 @@ install-oracle: install-compat
 	fi
 	@if [ "$$(id -u)" = 0 ]; then mkdir -p /usr/share/ganeti/os; fi
 
-demo: install
+demo: install install-os
 	@$(VENV)/bin/ganeti-vcluster demo $(DIR)
 
 lint: install
@@ -88,7 +96,7 @@ typecheck: install
 unit: install
 	$(PY) -m pytest -q tests
 
-test: install install-compat install-oracle install-browser lint typecheck unit
+test: install install-compat install-os install-oracle install-browser lint typecheck unit
 
 # Rewrite what is generated from declarations: the typed opcode views, the opcode
 # reference in docs/design/opcodes-and-jobs.md and docs/rapi-openapi.json.

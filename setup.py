@@ -21,6 +21,9 @@ BIN_SCRIPTS = [
     "bin/gnt-node",
     "bin/gnt-group",
     "bin/gnt-filter",
+    "bin/gnt-os",
+    "bin/gnt-network",
+    "bin/gnt-instance",
     "bin/ganeti-vcluster",
     "bin/ganeti-confd-query",
     "bin/ganeti-watcher",
@@ -62,6 +65,9 @@ setup(
         ("share/ganeti-twisted/etc/systemd", ["etc/ganeti-masterd.service",
                                               "etc/ganeti-rapi.service"]),
         ("share/ganeti-twisted/etc", ["etc/rapi-users.example"]),
+        # the project's own OS definition, found on the OS search path once linked there
+        ("share/ganeti/os/busybox", sorted(f"share/os/busybox/{name}" for name in os.listdir(
+            os.path.join(HERE, "share", "os", "busybox")))),
     ],
     zip_safe=False,
 )

@@ -7,13 +7,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ganeti.cli import gnt_node_oob, jobs, table
+from ganeti.cli import gnt_node_oob, gnt_node_storage, jobs, table
 from ganeti.cli.framework import Command, Context, run_tool
 from ganeti.core import constants as c
 from ganeti.core import errors, params
 
 DESCRIPTION = ("Ganeti node administration: add, remove, modify, list, list-fields, info, "
-               "health, power, tags.")
+               "health, power, volumes, storage units, tags.")
 
 #: Fields of ``gnt-node list`` without ``-o`` (Ganeti's).
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree", "pinst_cnt",
@@ -303,6 +303,23 @@ COMMANDS = [
             "out-of-band program (OP_OOB_COMMAND). 'off' first marks the nodes offline "
             "unless --ignore-status; on, off and cycle ask for confirmation unless -f and "
             "never act on the master."),
+    Command("volumes", gnt_node_storage.cmd_volumes, "List logical volumes on node(s)",
+            gnt_node_storage.setup_volumes,
+            "List the logical volumes of the nodes (all without names) with their "
+            "physical device, volume group, size and instance (OP_NODE_QUERYVOLS)."),
+    Command("list-storage", gnt_node_storage.cmd_list_storage,
+            "List the storage units of node(s)", gnt_node_storage.setup_list_storage,
+            "List the storage units of the nodes (OP_NODE_QUERY_STORAGE); the storage type "
+            "defaults to that of the first enabled disk template. The available fields "
+            f"are: {', '.join(gnt_node_storage.STORAGE_FIELDS)}."),
+    Command("modify-storage", gnt_node_storage.cmd_modify_storage,
+            "Modify a storage unit on a node", gnt_node_storage.setup_modify_storage,
+            "Change a storage unit of a node (OP_NODE_MODIFY_STORAGE): the allocatable "
+            "flag of an LVM physical volume."),
+    Command("repair-storage", gnt_node_storage.cmd_repair_storage,
+            "Repair a storage unit on a node", gnt_node_storage.setup_repair_storage,
+            "Repair a storage unit of a node (OP_REPAIR_NODE_STORAGE): make an LVM volume "
+            "group consistent again (vgreduce --removemissing)."),
     Command("list-tags", cmd_list_tags, "List the tags of a node", _setup_one_node),
     Command("add-tags", cmd_add_tags, "Add tags to a node", _setup_tags),
     Command("remove-tags", cmd_remove_tags, "Remove tags from a node", _setup_tags),

@@ -281,7 +281,8 @@ def submit_or_send(ctx: Context, opts: argparse.Namespace, op: dict[str, Any],
 
 
 def wait_for_jobs(ctx: Context, submitted: Sequence[Sequence[Any]],
-                  reporter: Reporter | None = None) -> list[tuple[bool, Any]]:
+                  reporter: Reporter | None = None, names: Sequence[str] | None = None,
+                  verbose: bool = True) -> list[tuple[bool, Any]]:
     """Follow jobs one after another; ``(success, opcode results or message)`` each.
 
     ``submitted`` holds ``[success, job id or error message]`` pairs, as a job
@@ -289,28 +290,31 @@ def wait_for_jobs(ctx: Context, submitted: Sequence[Sequence[Any]],
     ``JobExecutor``, it prints "Submitted jobs 2, 3", then "Waiting for job
     N ..." before following each job with its log; a job that was not
     submitted or failed is reported on stderr and counts as unsuccessful.
+    ``names`` (one per job) adds " for NAME" to these lines; without
+    ``verbose`` the "Submitted jobs" line is left out.
     """
     ok_ids = [int(value) for success, value in submitted if success]
-    if ok_ids:
+    if ok_ids and verbose:
         ctx.out("Submitted jobs " + ", ".join(str(job_id) for job_id in ok_ids))
     results: list[tuple[bool, Any]] = []
-    for success, value in submitted:
+    for index, (success, value) in enumerate(submitted):
+        label = f" for {names[index]}" if names else ""
         if not success:
-            ctx.err(f"Failed to submit job: {value}")
+            ctx.err(f"Failed to submit job{label}: {value}")
             results.append((False, value))
             continue
         job_id = int(value)
-        ctx.out(f"Waiting for job {job_id} ...")
+        ctx.out(f"Waiting for job {job_id}{label} ...")
         try:
             results.append((True, poll_job(ctx, job_id, reporter or Reporter(ctx))))
         except errors.JobLost as err:
-            ctx.err(f"Job {job_id} has been archived, cannot check its result")
+            ctx.err(f"Job {job_id}{label} has been archived, cannot check its result")
             results.append((False, format_error(err)[1]))
         except errors.NoMasterError:
             raise
         except errors.GenericError as err:
             message = format_error(err)[1]
-            ctx.err(f"Job {job_id} has failed: {message}")
+            ctx.err(f"Job {job_id}{label} has failed: {message}")
             results.append((False, message))
     return results
 
@@ -463,3 +467,29 @@ def ask_user(question: str) -> bool:
             if answer in ("", "n", "no"):
                 return False
     return False
+
+
+def ask_choice(question: str, choices: Sequence[tuple[str, Any, str]]) -> Any:
+    """Ask the user to pick one of ``(key, value, description)`` choices on the
+    terminal (``?`` lists them); the value picked, the last choice's without a
+    terminal (as Ganeti's AskUser)."""
+    default = choices[-1][1]
+    try:
+        tty = open("/dev/tty", "r+", encoding="utf-8")
+    except OSError:
+        return default
+    keys = [key for key, _, _ in choices]
+    prompt = "/".join([*keys[:-1], f"[{keys[-1]}]", "?"])
+    values = {key: value for key, value, _ in choices}
+    with tty:
+        while True:
+            tty.write(f"{question}\n{prompt}: ")
+            tty.flush()
+            line = tty.readline()
+            if not line:
+                return default
+            answer = line.strip().lower()
+            if answer in values:
+                return values[answer]
+            if answer == "?":
+                tty.write("".join(f" {key} - {text}\n" for key, _, text in choices) + "\n")

@@ -288,6 +288,34 @@ def add_output_options(p: argparse.ArgumentParser, default_fields: Sequence[str]
                             "--separator), m (MiB, the default with --separator), g, t")
 
 
+def add_list_options(p: argparse.ArgumentParser, default_fields: Sequence[str],
+                     metavar: str, what: str) -> None:
+    """The options and arguments of a ``list`` command: output options with
+    ``--units``, ``-F`` and the names (or one filter expression)."""
+    add_output_options(p, default_fields, units=True)
+    add_filter_option(p)
+    p.add_argument("names", nargs="*", metavar=metavar,
+                   help=f"{what} to list: names or glob patterns, or one query filter "
+                        "expression (default: all)")
+
+
+def list_command(ctx: Context, opts: argparse.Namespace, resource: str,
+                 default_fields: Sequence[str],
+                 format_override: FormatOverride | None = None) -> int:
+    """A ``list`` command with the options of :func:`add_list_options`."""
+    fields = parse_fields(opts.output, default_fields)
+    qfilter = name_filter(opts.names, force_filter=opts.force_filter)
+    return generic_list(ctx, resource, fields, qfilter, opts.separator, not opts.no_headers,
+                        format_override, opts.verbose, opts.units)
+
+
+def add_list_fields_options(p: argparse.ArgumentParser) -> None:
+    """The options and arguments of a ``list-fields`` command."""
+    add_output_options(p, None, verbose=False)
+    p.add_argument("fields", nargs="*", metavar="FIELD",
+                   help="fields to describe (default: all)")
+
+
 # --- PrintGenericInfo ------------------------------------------------------------
 
 #: An ordered mapping for :func:`format_generic_info`: (key, value) or

@@ -35,7 +35,7 @@ from typing import Any
 from ganeti.cli import daemons, jobs
 from ganeti.cli.framework import Context, UsageError, format_error
 from ganeti.core import bootstrap, constants, errors, fileutil
-from ganeti.core.paths import Paths
+from ganeti.core.paths import Paths, shipped_os_dir
 from ganeti.luxi.client import LuxiClient
 
 DESCRIPTION = __doc__.split("\n\n")[0]
@@ -191,6 +191,34 @@ def prepare_node(master: VNode, node: VNode) -> None:
     fileutil.ensure_dirs(node_dirs(node.paths))
     fileutil.atomic_write(node.paths.server_pem, fileutil.read_file(master.paths.server_pem),
                           mode=0o600)
+
+
+def link_os_definitions(paths: Paths) -> None:
+    """Put the project's own OS definitions (share/os) on a node's OS search path:
+    a link each in its first directory, as a package would install them."""
+    top = paths.os_search_path[0]
+    shipped = shipped_os_dir()
+    if not os.path.isdir(shipped):
+        return
+    os.makedirs(top, exist_ok=True)
+    for name in sorted(os.listdir(shipped)):
+        link = os.path.join(top, name)
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(shipped, name), link)
+
+
+def allow_file_storage(paths: Paths, directories: list[str], master_root: str) -> None:
+    """List the cluster's file storage directories in the node's
+    ``CONF_DIR/file-storage-paths`` (Ganeti's file: without it the node daemon
+    accepts no file disk), as an administrator does on a real node, and make them
+    below the node's root (the config names the master's; each node daemon uses
+    the same place below its own root)."""
+    os.makedirs(paths.conf_dir, exist_ok=True)
+    fileutil.atomic_write(os.path.join(paths.conf_dir, "file-storage-paths"),
+                          "".join(f"{d}\n" for d in directories if d), mode=0o644)
+    for d in directories:
+        if d and d.startswith(master_root + "/"):
+            os.makedirs(paths.root + d[len(master_root):], 0o750, exist_ok=True)
 
 
 def ip_base_of(node: VNode) -> str:
@@ -365,6 +393,9 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
     os.makedirs(directory, exist_ok=True)
     for node in nodes:
         os.makedirs(node.root, exist_ok=True)
+        link_os_definitions(node.paths)
+        allow_file_storage(node.paths, [init.file_storage_dir, init.shared_file_storage_dir],
+                           master.root)
     try:
         result = bootstrap.initialise(master.paths, init)
         for node in nodes[1:]:

@@ -520,7 +520,7 @@ def _check_network(net: Network, problems: list[str]) -> None:
         except ValueError:
             problems.append(f"{where}: gateway6 {net.gateway6!r} is not an IP address")
         else:
-            if cidr6 is not None and gateway6 not in cidr6:
+            if cidr6 is not None and gateway6 not in cidr6 and not gateway6.is_link_local:
                 problems.append(f"{where}: gateway6 {net.gateway6} is not in {net.network6}")
     if net.mac_prefix is not None and not MAC_PREFIX_RE.match(net.mac_prefix):
         problems.append(f"{where}: mac_prefix {net.mac_prefix!r} is not of the form aa:00:00")

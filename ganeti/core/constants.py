@@ -371,7 +371,8 @@ QR_JOB = "job"
 QR_LOCK = "lock"
 QR_FILTER = "filter"
 # Resources OP_QUERY / OP_QUERY_FIELDS accept today; grows as resources arrive.
-QR_VIA_OPCODE = frozenset({QR_JOB, QR_LOCK, QR_NODE, QR_GROUP})
+QR_VIA_OPCODE = frozenset({QR_JOB, QR_LOCK, QR_NODE, QR_GROUP, QR_INSTANCE, QR_NETWORK,
+                           QR_OS})
 
 # Checks cluster verify may be told to skip (Ganeti's VERIFY_OPTIONAL_CHECKS).
 VERIFY_NPLUSONE_MEM = "nplusone_mem"

@@ -108,6 +108,10 @@ class CommandError(GenericError):
     """An external command failed."""
 
 
+class AddressPoolError(GenericError):
+    """An IP address pool operation failed (Ganeti's name): not in the network, taken, full."""
+
+
 class ParseError(GenericError):
     """A value could not be parsed."""
 

@@ -24,6 +24,7 @@ from ganeti.core.errors import (
     OpPrereqError,
 )
 from ganeti.core.objects import Cluster, ConfigData
+from ganeti.core.params_fill import fill_os
 from ganeti.core.params_merge import (
     check_compression_tools,
     check_disk_access_modes,
@@ -31,6 +32,7 @@ from ganeti.core.params_merge import (
     fill_dict,
     force_diskparams,
     get_updated_ipolicy,
+    get_updated_params,
     normalize_mac_prefix,
     verify_dict_options,
 )
@@ -56,7 +58,8 @@ CHANGING_PARAMS = (
     "modify_etc_hosts", "use_external_mip_script", "enabled_user_shutdown", "install_image",
     "zeroing_image", "enabled_hypervisors", "enabled_disk_templates", "file_storage_dir",
     "shared_file_storage_dir", "gluster_storage_dir", "hidden_os", "blacklisted_os",
-    "enabled_data_collectors", "data_collector_interval",
+    "enabled_data_collectors", "data_collector_interval", "os_hvp", "osparams",
+    "osparams_private_cluster",
 )
 
 
@@ -80,6 +83,9 @@ class ClusterChange:
 
     cluster: Cluster
     feedback: list[str] = field(default_factory=list)
+    #: OS name -> its filled parameters, for the OSes whose parameters changed: the
+    #: unit validates them on the master node (Ganeti's CheckOSParams)
+    os_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
         """Ganeti's LogWarning."""
@@ -210,6 +216,50 @@ def _os_list(ch: ClusterChange, attr: str, mods: list[Any], desc: str) -> None:
             ch.feedback.append(f"OS {name} not found in {desc}, ignoring")
 
 
+def _os_hvp(ch: ClusterChange, op: dict[str, Any]) -> None:
+    """Merge OP's per-OS hypervisor parameters as Ganeti does (a null hypervisor entry
+    removes it, an OS left without any is dropped); their names and types are
+    checked."""
+    new = copy.deepcopy(ch.cluster.os_hvp)
+    for os_name, hvs in op["os_hvp"].items():
+        current = new.setdefault(os_name, {})
+        for hv, values in (hvs or {}).items():
+            if values is None:
+                current.pop(hv, None)
+            else:
+                current.setdefault(hv, {}).update(values)
+        if hvs is None:
+            current.clear()
+    new = {os_name: hvs for os_name, hvs in new.items() if hvs}
+    for hvs in new.values():
+        for hv, values in hvs.items():
+            force_dict_type(values, HVS_PARAMETER_TYPES)
+            unknown = sorted(set(values) - set(constants.HVC_DEFAULTS.get(hv, {})))
+            if unknown:
+                raise HypervisorError(f"Parameter '{unknown[0]}' is not supported")
+    ch.cluster.os_hvp = new
+
+
+def _os_params(ch: ClusterChange, op: dict[str, Any]) -> None:
+    """Merge OP's per-OS public and private parameters (``None`` or ``"default"``
+    removes a key; an OS left without any is dropped) and note what to validate."""
+    cl = ch.cluster
+    changed: set[str] = set()
+    for attr, param in (("osparams", "osparams"),
+                        ("osparams_private_cluster", "osparams_private_cluster")):
+        if op.get(param) is None:
+            continue
+        new = copy.deepcopy(getattr(cl, attr))
+        for os_name, values in op[param].items():
+            new[os_name] = get_updated_params(new.get(os_name, {}), values, use_none=True)
+            if not new[os_name]:
+                del new[os_name]
+            changed.add(os_name)
+        setattr(cl, attr, new)
+    for os_name in sorted(changed):
+        ch.os_checks[os_name] = fill_os(cl, os_name, {}, {})
+
+
 def _data_collectors(cl: Cluster, op: dict[str, Any]) -> None:
     for param in ("enabled_data_collectors", "data_collector_interval"):
         unknown = sorted(set(op.get(param) or {}) - set(cl.data_collectors))
@@ -326,6 +376,9 @@ def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange
         _os_list(ch, "hidden_os", op["hidden_os"], "hidden")
     if op.get("blacklisted_os"):
         _os_list(ch, "blacklisted_os", op["blacklisted_os"], "blacklisted")
+    if op.get("os_hvp"):
+        _os_hvp(ch, op)
+    _os_params(ch, op)
     if op.get("mac_prefix"):
         cl.mac_prefix = op["mac_prefix"]
     if op.get("install_image"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,6 +20,21 @@ from ganeti.core.errors import ConfigurationError
 
 ROOTDIR_ENV = "GANETI_ROOTDIR"
 HOSTNAME_ENV = "GANETI_HOSTNAME"
+
+#: Where OS definitions are looked for, in order (Ganeti's OS_SEARCH_PATH); a
+#: virtual node has them under its root directory.
+OS_SEARCH_PATH = ("/srv/ganeti/os", "/usr/local/lib/ganeti/os", "/usr/lib/ganeti/os",
+                  "/usr/share/ganeti/os")
+
+
+def shipped_os_dir(name: str = "") -> str:
+    """The OS definitions this project ships (``share/os/<name>``): in the source tree,
+    else where setup.py installs them (``<prefix>/share/ganeti/os``)."""
+    source = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "share", "os")
+    installed = os.path.join(sys.prefix, "share", "ganeti", "os")
+    base = source if os.path.isdir(source) else installed
+    return os.path.join(base, name) if name else base
 
 
 def _resolve_root_and_host(environ: Mapping[str, str]) -> tuple[str, str | None]:
@@ -206,6 +222,17 @@ class Paths:
     def watcher_hooks_dir(self) -> str:
         """Scripts ganeti-watcher runs on every node (CONF_DIR/hooks/watcher)."""
         return os.path.join(self.conf_dir, "hooks", "watcher")
+
+    @property
+    def os_search_path(self) -> tuple[str, ...]:
+        """The directories searched for OS definitions, in order (:data:`OS_SEARCH_PATH`
+        under the node's root)."""
+        return tuple(self._p(p) for p in OS_SEARCH_PATH)
+
+    @property
+    def os_log_dir(self) -> str:
+        """The logs of OS script runs (Ganeti's LOG_OS_DIR, ``LOG_DIR/os``)."""
+        return os.path.join(self.log_dir, "os")
 
     def ssconf_file(self, key: str) -> str:
         """The ssconf file for ``key`` (e.g. ``master_node``)."""

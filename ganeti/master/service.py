@@ -55,7 +55,10 @@ from ganeti.master.jobs.processor import JobHandle, Processor
 from ganeti.master.locking.manager import LockManager
 from ganeti.master.lu.base import LUContext
 from ganeti.master.lu.hooks import HooksRunner
+from ganeti.master.query.instancequeries import InstanceQueries, rpc_live_collector
+from ganeti.master.query.networkqueries import NetworkQueries
 from ganeti.master.query.nodequeries import NodeQueries
+from ganeti.master.query.osqueries import OsQueries, rpc_diagnose
 from ganeti.master.query.queries import ClusterQueries
 from ganeti.master.watcherpause import WatcherPauseMethod
 from ganeti.master.watchersvc import WatcherService, queue_job_access
@@ -216,6 +219,14 @@ class MasterDaemon(DaemonService):
         self.node_queries = NodeQueries(lambda: self.config_writer.config, self._live_node_info)
         self.job_methods = JobMethods(self.queue, self.locks, self.events, reactor,
                                       self.node_queries, self.filters)
+        self.instance_queries = InstanceQueries(lambda: self.config_writer.config,
+                                                rpc_live_collector(self.rpc, target))
+        for source in self.instance_queries.sources():
+            self.job_methods.registry.register(source)
+        self.job_methods.registry.register(
+            NetworkQueries(lambda: self.config_writer.config).source())
+        self.job_methods.registry.register(
+            OsQueries(lambda: self.config_writer.config, rpc_diagnose(self.rpc)).source())
         queue_service = JobQueueService(self.store, self.queue)
         queue_service.setServiceParent(self)
         queries = ClusterQueries(lambda: self.config_writer.config, paths, reactor)

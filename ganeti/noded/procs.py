@@ -49,18 +49,25 @@ DEFAULT_MAX_OUTPUT = 1024 * 1024
 #: The child's descriptor on which the trampoline reports a failed exec.
 _EXEC_ERROR_FD = 3
 
+# sys.argv[1] holds flags: "l" keeps LC_CTYPE (Python sets it in its own environment
+# when it starts in the C locale, PEP 538: only a caller's own LC_CTYPE may pass on),
+# "m" sends standard error to standard output (one stream, in order).
 _TRAMPOLINE = (
     "import os,sys\n"
     "os.setsid()\n"
     f"os.set_inheritable({_EXEC_ERROR_FD},False)\n"
+    "if 'l' not in sys.argv[1]: os.environ.pop('LC_CTYPE',None)\n"
+    "if 'm' in sys.argv[1]: os.dup2(1,2)\n"
     "try:\n"
-    " os.execve(sys.argv[1],sys.argv[1:],os.environ)\n"
+    " os.execve(sys.argv[2],sys.argv[2:],os.environ)\n"
     "except OSError as e:\n"
     f" os.write({_EXEC_ERROR_FD},(e.strerror or str(e)).encode('utf-8','replace'))\n"
     " os._exit(127)\n"
 )
 
 Kill = Callable[[int, int], None]
+#: Receives every chunk of a child's standard output and error, as it comes.
+OutputSink = Callable[[bytes], None]
 
 
 def kill_group(pid: int, sig: int) -> None:
@@ -114,8 +121,9 @@ class _Child(protocol.ProcessProtocol):
     """One running child: collects output, fires its Deferred when it has ended."""
 
     def __init__(self, owner: ChildProcesses, argv: tuple[str, ...], stdin: bytes | None,
-                 max_output: int) -> None:
+                 max_output: int, on_output: OutputSink | None = None) -> None:
         self.owner = owner
+        self.on_output = on_output
         self.argv = argv
         self.stdin = stdin
         self.max_output = max_output
@@ -146,6 +154,8 @@ class _Child(protocol.ProcessProtocol):
             return
         if childFD not in self.out:
             return
+        if self.on_output is not None:
+            self.on_output(data)
         room = self.max_output - self.size[childFD]
         if len(data) > room:
             self.truncated = True
@@ -235,20 +245,25 @@ class ChildProcesses:
 
     def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
             timeout: float | None = None, cwd: str = "/",
-            stdin: bytes | None = None) -> defer.Deferred[ProcessOutcome]:
+            stdin: bytes | None = None, on_output: OutputSink | None = None,
+            merge_stderr: bool = False) -> defer.Deferred[ProcessOutcome]:
         """Start ``argv`` (``argv[0]`` an absolute path) in its own process group.
 
         ``env`` is the whole environment (default: the daemon's own).  The
         Deferred fires with the outcome once the child has ended and its
-        output is closed; cancelling it ends the child's group.
+        output is closed; cancelling it ends the child's group.  ``on_output``
+        also gets all of standard output and error as it comes (the OS
+        scripts' log files), not only the kept part; ``merge_stderr`` makes
+        them one stream (``stdout``), in the order the program wrote them.
         """
         args = tuple(str(a) for a in argv)
         if not args or not os.path.isabs(args[0]):
             raise ValueError(f"not an absolute program path: {args[:1]}")
-        child = _Child(self, args, stdin, self.max_output)
+        child = _Child(self, args, stdin, self.max_output, on_output)
         environ = dict(os.environ if env is None else env)
+        flags = "-" + ("l" if "LC_CTYPE" in environ else "") + ("m" if merge_stderr else "")
         transport = self.reactor.spawnProcess(
-            child, self.python, [self.python, "-I", "-S", "-c", _TRAMPOLINE, *args],
+            child, self.python, [self.python, "-I", "-S", "-c", _TRAMPOLINE, flags, *args],
             env=environ, path=cwd,
             childFDs={0: "w", 1: "r", 2: "r", _EXEC_ERROR_FD: "r"})
         child.pid = transport.pid

@@ -14,14 +14,29 @@ from __future__ import annotations
 import sys
 
 from ganeti.rapi import openapi
-from ganeti.rapi.resources import cluster, filters, groups, jobs, nodes, query
+from ganeti.rapi.resources import (
+    cluster,
+    filters,
+    groups,
+    instances,
+    jobs,
+    networks,
+    nodes,
+    query,
+    storage,
+)
+from ganeti.rapi.resources import os as osres
 from ganeti.rapi.routing import Route
 
 ROUTES: list[Route] = [
     *cluster.ROUTES,
     openapi.document_route(lambda: ROUTES),
     *nodes.ROUTES,
+    *storage.ROUTES,
     *groups.ROUTES,
+    *networks.ROUTES,
+    *instances.ROUTES,
+    *osres.ROUTES,
     *jobs.ROUTES,
     *filters.ROUTES,
     *query.ROUTES,

@@ -27,9 +27,11 @@
    :func:`ganeti.rapi.routing.query_key`), so that many clients polling the
    same resource cost masterd one LUXI call.
 
-Two routes are built in (:data:`BUILTIN_ROUTES`): the WebSocket feed
-``/2/feed`` (handed to the feed resource once access is granted) and the
-dashboard's files under ``/dashboard/``.
+Routes are built in (:data:`BUILTIN_ROUTES`): the WebSocket feed
+``/2/feed`` (handed to the feed resource once access is granted), the
+dashboard's files under ``/dashboard/`` and, with them,
+``/dashboard/access``: what the requesting user may do (the dashboard offers
+write actions only to users with write access).
 
 :func:`ganeti.rapi.web.make_site` adapts the app to twisted.web
 (per-address connection shares, request deadlines, the body limit, large
@@ -58,11 +60,11 @@ from twisted.web.resource import IResource
 from ganeti.core import errors as gerrors
 from ganeti.core.serializer import load_json
 from ganeti.rapi import errors
-from ganeti.rapi.auth import Authenticator, LoginThrottle, UserEntry, UsersFile
+from ganeti.rapi.auth import Authenticator, LoginThrottle, UserEntry, UsersFile, unauthorized
 from ganeti.rapi.coalesce import Coalescer
 from ganeti.rapi.limits import AddressLog, HeavyReads, Release
 from ganeti.rapi.output import encode_json
-from ganeti.rapi.routing import Luxi, Method, Request, Route, query_key
+from ganeti.rapi.routing import WRITE, Luxi, Method, Request, Route, query_key
 from ganeti.rapi.staticfiles import StaticFiles
 
 log = Logger()
@@ -81,12 +83,28 @@ def _builtin(request: Request) -> Any:
     raise errors.HttpInternalServerError("built-in route without a handler")
 
 
+def _dashboard_access(request: Request) -> dict[str, Any]:
+    """``{"user": name or None, "write": bool}`` for the requesting user; with
+    ``?login=1`` an anonymous request is answered 401, so that a browser asks
+    for credentials."""
+    user = request.user
+    if user is None:
+        if request.flag("login"):
+            raise unauthorized("Authentication required")
+        return {"user": None, "write": False}
+    return {"user": user.name, "write": WRITE in user.options}
+
+
 #: The routes this module serves itself; appended to the resource routes.
 BUILTIN_ROUTES: list[Route] = [
     Route(FEED_PATH, {"GET": Method(_builtin, "Job event feed (WebSocket)")},
           doc="WebSocket feed of job events", kind="websocket"),
     Route(DASHBOARD_PATH, {"GET": Method(_builtin, "Redirect to /dashboard/")},
           doc="The web dashboard", kind="static"),
+    Route(DASHBOARD_PATH + "/access",
+          {"GET": Method(_dashboard_access, "The requesting user's name and write access",
+                         query=("login",))},
+          doc="What the dashboard's user may do"),
     Route(DASHBOARD_PATH + "/{static_path}",
           {"GET": Method(_builtin, "The web dashboard's files")},
           doc="The web dashboard's files", kind="static"),
@@ -256,7 +274,8 @@ class RapiApp:
             routes = table.ROUTES
         builtin = [r for r in BUILTIN_ROUTES
                    if (r.kind == "websocket" and websocket is not None)
-                   or (r.kind == "static" and static_dir is not None)]
+                   or ((r.kind == "static" or r.pattern.startswith(DASHBOARD_PATH))
+                       and static_dir is not None)]
         self.routes = list(routes) + builtin
         self.luxi = luxi
         self.clock = clock

@@ -38,6 +38,13 @@ GOOD = {
     "OP_GROUP_RENAME": {"group_name": "rack2", "new_name": "rack3"},
     "OP_GROUP_SET_PARAMS": {"group_name": "rack2", "ndparams": {"spindle_count": 2}},
     "OP_GROUP_ASSIGN_NODES": {"group_name": "rack2", "nodes": ["node2"]},
+    "OP_OS_DIAGNOSE": {"output_fields": ["name", "variants"]},
+    "OP_NETWORK_ADD": {"network_name": "net1", "network": "10.1.0.0/24"},
+    "OP_NETWORK_REMOVE": {"network_name": "net1"},
+    "OP_NETWORK_SET_PARAMS": {"network_name": "net1", "gateway": "none"},
+    "OP_NETWORK_CONNECT": {"group_name": "default", "network_name": "net1",
+                           "network_mode": "bridged", "network_link": "br0"},
+    "OP_NETWORK_DISCONNECT": {"group_name": "default", "network_name": "net1"},
     "OP_INSTANCE_CREATE": {"instance_name": "inst1.example.com", "mode": "create",
                            "disks": [{"size": 1024}], "nics": [{}], "pnode": "node1",
                            "os_type": "busybox+default", "disk_template": "plain"},
@@ -56,6 +63,12 @@ GOOD = {
                                "disks": [["add", -1, {"size": 512}]],
                                "nics": [["modify", 0, {"ip": None}]]},
     "OP_INSTANCE_GROW_DISK": {"instance_name": "inst1", "disk": 0, "amount": 1024},
+    "OP_NODE_QUERY_STORAGE": {"output_fields": ["name", "size"], "storage_type": "lvm-vg"},
+    "OP_NODE_MODIFY_STORAGE": {"node_name": "node1", "storage_type": "lvm-pv",
+                               "name": "/dev/sdb", "changes": {"allocatable": False}},
+    "OP_REPAIR_NODE_STORAGE": {"node_name": "node1", "storage_type": "lvm-vg",
+                               "name": "xenvg"},
+    "OP_NODE_QUERYVOLS": {"output_fields": ["node", "name"], "nodes": ["node1"]},
 }
 
 # For every (non-reserved) parameter name, values its kind must refuse.
@@ -90,7 +103,7 @@ BAD = {
     "remove_uids": [[[None, 2]]],
     "default_iallocator": [5, ["hail"]],
     "ipolicy": ["std", [1]],
-    "what": ["instance", "network", "", 1, None.__class__],
+    "what": ["instances", "", 1, None.__class__],
     "node_name": ["", 5, "node2\n", "node 2", "node2.example.com\n", "-node2"],
     "primary_ip": ["192.0.2", "node1", 5],
     "secondary_ip": ["::g", 5],
@@ -111,6 +124,9 @@ BAD = {
     "reserved_lvs": ["xenvg/root", [""], [1]],
     "hidden_os": [[["hide", "lenny"]], [["add", ""]], ["lenny"]],
     "blacklisted_os": [[["add"]], "x"],
+    "os_hvp": [{"debian": {"xen": {}}}, {"": {"fake": {}}}, {"debian": {"fake": 1}}, "x"],
+    "OP_CLUSTER_SET_PARAMS.osparams": [{"debian": 1}, {"": {}}, ["debian"]],
+    "osparams_private_cluster": [{"debian": "x"}, {"": {}}],
     "file_storage_dir": [5],
     "shared_file_storage_dir": [[]],
     "gluster_storage_dir": [1.5],
@@ -145,6 +161,8 @@ BAD = {
     "tags": ["tag", [1], [None]],
     "pattern": ["", "(", 5],
     "node_names": ["node1", [""], [1]],
+    "output_fields": ["name", [""], [1], None.__class__],
+    "names": ["debian", [""], [2]],
     "command": ["power", "", 1, None.__class__],
     "timeout": [0, -1, 901, 1.5, "60"],
     "ignore_status": [1, "yes"],
@@ -168,7 +186,7 @@ BAD = {
     "nics": ["x", [{"bogus": "1"}], [{"ip": 5}], None.__class__],
     "OP_INSTANCE_SET_PARAMS.nics": ["x", [["add", -1, {"bogus": "x"}]], [["swap", 0, {}]]],
     "disk_template": ["floppy", 5], "hypervisor": ["vmware", 1],
-    "file_driver": ["ext4", 1], "file_storage_dir": [5], "iallocator": [5],
+    "file_driver": ["ext4", 1], "iallocator": [5],
     "mode": ["clone", None.__class__, 1], "os_type": [5], "os_name": [5],
     "osparams": ["x", [], {1: 2}], "osparams_private": ["x", []], "osparams_secret": [[]],
     "pnode": [5], "pnode_uuid": [5], "snode": [5], "snode_uuid": [5],
@@ -184,6 +202,21 @@ BAD = {
     "disk": [-1, 16, "0", None.__class__], "amount": [-1, "1G", None.__class__],
     "instances": ["inst1", [""]],
     "OP_INSTANCE_RECREATE_DISKS.disks": ["x", [-1], [[0, "x"]], [[0]]],
+    # networks
+    "network_name": ["", 5, "net\n1", " net1", None.__class__],
+    "network": ["10.1.0.0/24/1", "10.1.0.0/33", "::/64", 5, None.__class__],
+    "gateway": ["10.1.0.300", "fe80::1", 5],
+    "storage_type": ["lvm", 5, "", ["lvm-vg"]],
+    "changes": ["x", [1], 5],
+    "ignore_consistency": [1, "yes"],
+    "OP_NETWORK_SET_PARAMS.gateway": ["nothing", "fe80::1", 5],
+    "network6": ["10.1.0.0/24", "fe80::/129", 5],
+    "gateway6": ["10.1.0.1", 5],
+    "add_reserved_ips": ["10.1.0.5", ["10.1.0.256"], ["::1"], [5]],
+    "remove_reserved_ips": ["10.1.0.5", ["x"]],
+    "network_mode": ["bridge", "", 5, None.__class__],
+    "network_link": ["", 5, None.__class__],
+    "network_vlan": [5, None.__class__],
 }
 
 
@@ -361,7 +394,8 @@ class ValidateBadTest(SynchronousTestCase):
         self._refused(["OP_TEST_DELAY"], "JSON object")
         self._refused(None, "JSON object")
         self._refused({"duration": 1}, "no OP_ID")
-        self._refused({"OP_ID": "OP_EXT_STORAGE_DIAGNOSE"}, "Unknown opcode 'OP_EXT_STORAGE_DIAGNOSE'")
+        self._refused({"OP_ID": "OP_EXT_STORAGE_DIAGNOSE"},
+                      "Unknown opcode 'OP_EXT_STORAGE_DIAGNOSE'")
         self._refused({"OP_ID": 5}, "must be a string")
         self._refused({"OP_ID": "op_test_delay", "duration": 1}, "Unknown opcode")
 

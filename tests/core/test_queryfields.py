@@ -20,8 +20,11 @@ class DeclarationTest(SynchronousTestCase):
                           [FieldDecl("a", "A", "text", "d"), FieldDecl("b", "a", "text", "d")])
 
     def test_every_resource_declared_once(self):
-        self.assertEqual(sorted(catalog.RESOURCES), ["filter", "group", "job", "lock", "node"])
-        self.assertEqual(catalog.VIA_OPCODE, ("group", "job", "lock", "node"))
+        self.assertEqual(sorted(catalog.RESOURCES),
+                         ["filter", "group", "instance", "job", "lock", "network", "node",
+                          "os"])
+        self.assertEqual(catalog.VIA_OPCODE, ("group", "instance", "job", "lock", "network",
+                                              "node", "os"))
         for what, table in catalog.RESOURCES.items():
             self.assertTrue(table, what)
             for name, decl in table.items():
@@ -33,7 +36,7 @@ class DeclarationTest(SynchronousTestCase):
             "bootid", "cnodes", "cnos", "csockets", "ctotal", "dfree", "dtotal", "spfree",
             "sptotal", "mfree", "mnode", "mtotal"})
         for what, table in catalog.RESOURCES.items():
-            if what != c.QR_NODE:
+            if what not in (c.QR_NODE, c.QR_INSTANCE):
                 self.assertFalse([n for n, d in table.items() if d.live], what)
 
     def test_value_schemas(self):

@@ -43,6 +43,12 @@ class InstanceDictTest(SynchronousTestCase):
                           self.ctx)
         self.assertEqual((d["beparams"]["maxmem"], d["osparams"]["size"]), (1024, "big"))
 
+    def test_secret_os_parameters_are_named(self):
+        d = instance_dict(InstanceArg(self.inst, osp_secret={"token": "t0k3n"}), self.ctx)
+        self.assertEqual((d["osparams"], d["osparams_secret"]),
+                         ({"size": "small", "token": "t0k3n"}, ["token"]))
+        self.assertNotIn("osparams_secret", instance_dict(self.inst, self.ctx))
+
     def test_needs_an_instance_and_a_config(self):
         self.assertRaises(TypeError, instance_dict, "x.test", self.ctx)
         self.assertRaises(ValueError, instance_dict, self.inst, rpcdefs.EncodeContext())

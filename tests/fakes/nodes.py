@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
 
 from ganeti.core import rpcdefs
+from ganeti.core.constants import DEFAULT_FILE_STORAGE_DIR, DEFAULT_SHARED_FILE_STORAGE_DIR
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.backend.registry import handlers
@@ -37,15 +39,23 @@ class FakeNodeNet:
         self.handlers = handlers()
         self.stopped: list[str] = []
         self.setup_problems: dict[str, list[str]] = {}  # node_verify's nodesetup answers
+        #: the config the calls' master-side encoders fill from, as the real client's
+        #: ``config`` source (None: encoders see no config)
+        self.config: Callable[[], Any] | None = None
 
     def add(self, name: str, ip: str, paths: Paths | None = None) -> Paths:
-        """A node answering at ``ip`` (its root under tmpdir unless ``paths`` is given)."""
+        """A node answering at ``ip`` (its root under tmpdir unless ``paths`` is given),
+        whose ``file-storage-paths`` allow the default file storage directories."""
         if paths is None:
             root = os.path.join(self.tmpdir, name)
             os.makedirs(root, exist_ok=True)
             paths = Paths.for_node(root, name)
         for d in (paths.data_dir, paths.queue_dir, paths.conf_dir):
             os.makedirs(d, exist_ok=True)
+        allowed = os.path.join(paths.conf_dir, "file-storage-paths")
+        if not os.path.exists(allowed):  # as an administrator prepares a node
+            with open(allowed, "w", encoding="utf-8") as f:
+                f.write(f"{DEFAULT_FILE_STORAGE_DIR}\n{DEFAULT_SHARED_FILE_STORAGE_DIR}\n")
         self.nodes[ip] = paths
         return paths
 
@@ -99,9 +109,16 @@ class FakeNodeNet:
              timeout: float | None = None) -> defer.Deferred[dict[str, RpcResult]]:
         """The RpcClient interface."""
         call = rpcdefs.get_call(call_name)
-        call.check_args(list(args))
+        config = self.config() if self.config is not None else None
         targets = [n if isinstance(n, NodeTarget) else NodeTarget(*n) for n in nodes]
-        ds = [defer.Deferred.fromCoroutine(self._one(t, call, list(args))) for t in targets]
+        shared = call.encode_args(list(args), rpcdefs.EncodeContext(config))
+        call.check_args(shared)
+
+        def wire(t: NodeTarget) -> list[Any]:
+            if not call.per_node:
+                return shared
+            return call.encode_args(list(args), rpcdefs.EncodeContext(config, t.name))
+        ds = [defer.Deferred.fromCoroutine(self._one(t, call, wire(t))) for t in targets]
         return defer.gatherResults(ds).addCallback(lambda rs: {r.node: r for r in rs})
 
     def wipe(self, name: str) -> None:
@@ -122,6 +139,7 @@ def master_with_nodes(case: Any, nodes: int = 2) -> tuple[Any, FakeNodeNet]:
     master = InProcessMaster(tmp, rpc=net)
     case.addCleanup(master.stop)
     net.clock = master.reactor
+    net.config = lambda: master.config
     net.add("node1.test", "127.0.1.1", paths=master.paths)
     for k in range(2, nodes + 1):
         net.add(f"node{k}.test", f"127.0.1.{k}")

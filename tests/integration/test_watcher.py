@@ -154,9 +154,9 @@ class WatcherClusterTest(SynchronousTestCase):
         """What Ganeti 3.0's own watcher does against our master daemon (daemon-util
         replaced, and the WConfD probe too: we have no WConfD socket, masterd is both,
         and the real probe retries for minutes): it talks to our RAPI, archives jobs
-        through our LUXI, spawns its group child, which fails on the Query("instance")
-        our master does not answer yet; the parent exits 0, as it ignores its
-        children's status."""
+        through our LUXI, spawns its group child, which queries the group's instances
+        and nodes and writes the instance status files (no instances here); the parent
+        exits 0."""
         if not os.path.exists(DEBIAN_WATCHER):
             self.skipTest("Debian's ganeti-watcher is not installed")
         ip = self.vc.ips[0]
@@ -170,4 +170,5 @@ class WatcherClusterTest(SynchronousTestCase):
         self.assertIn("Reported RAPI version 2", log)
         self.assertIn("Archived 0 jobs", log)
         self.assertIn("Spawning child for group", log)
-        self.assertIn("Resource 'instance' cannot be queried yet", log)
+        self.assertIn("Updating instance status file", log)
+        self.assertIn("with 0 instances", log)

@@ -10,7 +10,14 @@ from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.queryfields import catalog
 from ganeti.master.jobs import filters
 from ganeti.master.lu import query as luquery
-from ganeti.master.query import jobquery, nodequeries, queryregistry
+from ganeti.master.query import (
+    instancequeries,
+    jobquery,
+    networkqueries,
+    nodequeries,
+    osqueries,
+    queryregistry,
+)
 from ganeti.master.query.queryregistry import QueryRegistry, QuerySource
 from ganeti.rapi.resources import groups, jobs, nodes
 from tests.fakes.masterd import InProcessMaster
@@ -18,9 +25,12 @@ from tests.fakes.masterd import InProcessMaster
 #: The master's bound tables, by resource.
 BOUND = {"job": jobquery.JOB_FIELDS, "lock": queryregistry.LOCK_TABLE,
          "node": nodequeries.NODE_FIELDS, "group": nodequeries.GROUP_FIELDS,
-         "filter": filters.FILTER_FIELDS}
+         "filter": filters.FILTER_FIELDS, "network": networkqueries.NETWORK_TABLE,
+         "instance": instancequeries.INSTANCE_FIELDS, "os": osqueries.OS_FIELDS}
 GETTERS = {"job": jobquery.JOB_GETTERS, "lock": queryregistry.LOCK_GETTERS,
-           "node": nodequeries.NODE_GETTERS, "group": nodequeries.GROUP_GETTERS}
+           "node": nodequeries.NODE_GETTERS, "group": nodequeries.GROUP_GETTERS,
+           "network": networkqueries.NETWORK_GETTERS,
+           "instance": instancequeries.INSTANCE_GETTERS, "os": osqueries.OS_GETTERS}
 
 
 class DeclarationsAndGettersTest(SynchronousTestCase):
@@ -115,4 +125,5 @@ class MasterRegistryTest(SynchronousTestCase):
         self.assertEqual(rows, [["node1.test", "M"]])
 
     def test_op_query_resources(self):
-        self.assertEqual(luquery.RESOURCES, ("group", "job", "lock", "node"))
+        self.assertEqual(luquery.RESOURCES, ("group", "instance", "job", "lock", "network",
+                                             "node", "os"))

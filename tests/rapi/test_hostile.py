@@ -313,5 +313,6 @@ class HeavyDeclarationsTest(SynchronousTestCase):
                        if s.heavy)
         self.assertEqual(heavy, [
             ("/2/filters", "GET"), ("/2/groups", "GET"), ("/2/instances", "GET"),
-            ("/2/jobs", "GET"), ("/2/nodes", "GET"), ("/2/query/{resource}", "GET"),
+            ("/2/jobs", "GET"), ("/2/networks", "GET"), ("/2/nodes", "GET"),
+            ("/2/os", "GET"), ("/2/query/{resource}", "GET"),
             ("/2/query/{resource}", "PUT")])

@@ -328,11 +328,11 @@ class QueryTest(RapiTestCase):
         self.assertEqual(type(err).__name__, "OpPrereqError")  # the server makes it a 400
 
     def test_unsupported_resources(self):
-        err = self.refused(http.HttpNotFound, "GET", "/2/query/instance", "fields=name")
+        err = self.refused(http.HttpNotFound, "GET", "/2/query/export", "fields=name")
         self.assertIn("not supported yet", err.message)
         err = self.refused(http.HttpNotFound, "PUT", "/2/query/bogus", "", {"fields": []})
         self.assertIn("Unknown query resource 'bogus'", err.message)
-        self.refused(http.HttpNotFound, "GET", "/2/query/network/fields")
+        self.refused(http.HttpNotFound, "GET", "/2/query/export/fields")
         self.assertFalse({"Query", "QueryFields"} & set(self.luxi.methods()))
 
     def test_fields(self):
@@ -359,7 +359,9 @@ class RouteTableTest(RapiTestCase):
         self.assertEqual(self.method("/2/query/node", "PUT").access, {READ, WRITE})
         self.assertEqual(self.method("/2/query/node/fields", "GET").access, frozenset())
         exceptions = {("/2/jobs/{job_id}/wait", "GET"), ("/2/query/{resource}", "GET"),
-                      ("/2/query/{resource}", "PUT")}
+                      ("/2/query/{resource}", "PUT"),
+                      ("/2/instances/{instance_name}/console", "GET"),
+                      ("/2/nodes/{node_name}/storage", "GET")}
         for route in ROUTES:
             for http_method, method in route.methods.items():
                 if (route.pattern, http_method) not in exceptions:
@@ -382,6 +384,8 @@ class RouteTableTest(RapiTestCase):
         for route in ROUTES:
             path = route.pattern.replace("{job_id}", "12").replace("{node_name}", "n1") \
                 .replace("{group_name}", "g1").replace("{resource}", "node") \
+                .replace("{instance_name}", "i1").replace("{disk_index}", "0") \
+                .replace("{network_name}", "net1") \
                 .replace("{filter_uuid}", "6d3f6bd4-0c4a-4bd3-8c57-5a8e1f1f3c1b")
             found = match(ROUTES, path)
             self.assertIsNotNone(found, path)
@@ -395,4 +399,6 @@ class RouteTableTest(RapiTestCase):
                 kinds[route.pattern] = spec.static["kind"].value
         self.assertEqual(kinds, {"/2/tags": c.TAG_CLUSTER,
                                  "/2/nodes/{node_name}/tags": c.TAG_NODE,
-                                 "/2/groups/{group_name}/tags": c.TAG_NODEGROUP})
+                                 "/2/groups/{group_name}/tags": c.TAG_NODEGROUP,
+                                 "/2/networks/{network_name}/tags": c.TAG_NETWORK,
+                                 "/2/instances/{instance_name}/tags": c.TAG_INSTANCE})

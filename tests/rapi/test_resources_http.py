@@ -98,8 +98,8 @@ class RapiAppTest(RapiTestCase):
 def _example_path(pattern: str) -> str:
     """A concrete path for a route pattern (names that exist in the test cluster)."""
     values = {"job_id": "1", "node_name": "node1.test", "group_name": "default",
-              "resource": "node", "disk_index": "0",
-              "filter_uuid": "6d3f6bd4-0c4a-4bd3-8c57-5a8e1f1f3c1b"}
+              "resource": "node", "disk_index": "0", "instance_name": "inst1.test",
+              "filter_uuid": "6d3f6bd4-0c4a-4bd3-8c57-5a8e1f1f3c1b", "network_name": "net1"}
     out = pattern
     for name, value in values.items():
         out = out.replace("{" + name + "}", value)

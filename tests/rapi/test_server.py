@@ -445,9 +445,10 @@ class BuiltinRoutesTest(AppCase):
 
     def test_builtin_routes_only_when_served(self):
         self.assertEqual([r.pattern for r in BUILTIN_ROUTES],
-                         ["/2/feed", "/dashboard", "/dashboard/{static_path}"])
+                         ["/2/feed", "/dashboard", "/dashboard/access",
+                          "/dashboard/{static_path}"])
         bare = self.make_app()
-        for path in ("/2/feed", "/dashboard", "/dashboard/"):
+        for path in ("/2/feed", "/dashboard", "/dashboard/", "/dashboard/access"):
             self.assertError(self.process("GET", path, app=bare), 404)
 
     def test_feed_is_handed_to_the_websocket_resource(self):
@@ -501,6 +502,26 @@ class BuiltinRoutesTest(AppCase):
     def test_dashboard_needs_auth_when_required(self):
         strict = self.make_app(static_dir=self.static, require_auth=True)
         self.assertError(self.process("GET", "/dashboard/", app=strict), 401)
+
+    def test_dashboard_access_says_who_may_write(self):
+        self.assertEqual(self.json("GET", "/dashboard/access"),
+                         (200, {"user": None, "write": False}))
+        for user, password, write in (("admin", "adminpw", True), ("reader", "readerpw", False),
+                                      ("hashed", "hashedpw", True), ("plain", "plainpw", False)):
+            headers = {"Authorization": basic(user, password)}
+            self.assertEqual(self.json("GET", "/dashboard/access", headers=headers),
+                             (200, {"user": user, "write": write}))
+            self.assertEqual(self.json("GET", "/dashboard/access", "login=1", headers=headers),
+                             (200, {"user": user, "write": write}))
+        # ?login=1 makes an anonymous browser ask for credentials
+        response = self.process("GET", "/dashboard/access", "login=1")
+        self.assertError(response, 401)
+        self.assertIn("WWW-Authenticate", dict(response.headers))
+        self.assertError(self.process("GET", "/dashboard/access", "login=x"), 400)
+        self.assertError(self.process("GET", "/dashboard/access", "other=1"), 400)
+        self.assertError(self.process("PUT", "/dashboard/access"), 501)
+        strict = self.make_app(static_dir=self.static, require_auth=True)
+        self.assertError(self.process("GET", "/dashboard/access", app=strict), 401)
 
 
 class CoalesceTest(AppCase):

@@ -73,6 +73,13 @@ _HV_LIST = kinds.list_of(kinds.one_of(c.HYPER_TYPES, "a hypervisor:"),
 _DT_LIST = kinds.list_of(kinds.one_of(c.DISK_TEMPLATES, "a disk template:"),
                          name="a list of disk templates")
 _NAMES = kinds.list_of(kinds.NON_EMPTY_STRING, name="a list of non-empty strings")
+_OS_HVP = kinds.dict_of(
+    kinds.NON_EMPTY_STRING,
+    kinds.maybe(kinds.dict_of(kinds.one_of(c.HYPER_TYPES, "a hypervisor:"),
+                              kinds.maybe(kinds.OBJECT))),
+    name="an object mapping OS names to hypervisor parameters per hypervisor")
+_OS_PARAMS = kinds.dict_of(kinds.NON_EMPTY_STRING, kinds.OBJECT,
+                           name="an object mapping OS names to parameter objects")
 _OS_MODS = kinds.list_of(kinds.tuple_of(kinds.one_of(("add", "remove"), "add or remove:"),
                                         kinds.NON_EMPTY_STRING,
                                         name="a pair [add|remove, OS name]"),
@@ -119,6 +126,10 @@ OP_CLUSTER_SET_PARAMS = OpCode(
             "Default iallocator parameters"),
         opt("mac_prefix", kinds.maybe(kinds.STRING), "MAC prefix of instance NICs (XX:XX:XX)"),
         opt("reserved_lvs", kinds.maybe(_NAMES), "Logical volumes cluster verify ignores"),
+        opt("os_hvp", kinds.maybe(_OS_HVP), "Per-OS hypervisor parameters (null removes)"),
+        opt("osparams", kinds.maybe(_OS_PARAMS), "Per-OS parameters (null removes a key)"),
+        opt("osparams_private_cluster", kinds.maybe(_OS_PARAMS),
+            "Per-OS private parameters (null removes a key)"),
         opt("hidden_os", kinds.maybe(_OS_MODS), "Add/remove hidden operating systems"),
         opt("blacklisted_os", kinds.maybe(_OS_MODS),
             "Add/remove blacklisted operating systems"),
@@ -136,8 +147,8 @@ OP_CLUSTER_SET_PARAMS = OpCode(
             kinds.maybe(kinds.dict_of(kinds.STRING, kinds.INT)),
             "Intervals of the data collectors (microseconds)"),
         *(reserved(name, "Ganeti parameter, not supported yet") for name in (
-            "hv_state", "disk_state", "vg_name", "os_hvp", "osparams",
-            "osparams_private_cluster", "drbd_helper", "master_netdev", "master_netmask",
+            "hv_state", "disk_state", "vg_name", "drbd_helper", "master_netdev",
+            "master_netmask",
             "instance_communication_network")),
     ))
 

@@ -80,6 +80,9 @@ class OpClusterSetParams(OpView):
     default_iallocator_params: dict[str, Any] | None = None
     mac_prefix: str | None = None
     reserved_lvs: list[str] | None = None
+    os_hvp: dict[str, dict[str, dict[str, Any] | None] | None] | None = None
+    osparams: dict[str, dict[str, Any]] | None = None
+    osparams_private_cluster: dict[str, dict[str, Any]] | None = None
     hidden_os: list[list[Any]] | None = None
     blacklisted_os: list[list[Any]] | None = None
     file_storage_dir: str | None = None
@@ -519,6 +522,86 @@ class OpInstanceStartup(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpNetworkAdd(OpView):
+    """OP_NETWORK_ADD: Add an IP network to the cluster."""
+
+    OP_ID: ClassVar[str] = "OP_NETWORK_ADD"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"network", "network_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "conflicts_check", "network", "network_name", "priority", "reason", "tags"
+    })
+    network_name: str
+    network: str
+    gateway: str | None = None
+    network6: str | None = None
+    gateway6: str | None = None
+    mac_prefix: str | None = None
+    add_reserved_ips: list[str] | None = None
+    conflicts_check: bool = True
+    tags: list[str] = field(default_factory=lambda: [])
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNetworkConnect(OpView):
+    """OP_NETWORK_CONNECT: Connect a network to a node group with NIC mode, link and VLAN."""
+
+    OP_ID: ClassVar[str] = "OP_NETWORK_CONNECT"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({
+        "group_name", "network_link", "network_mode", "network_name"
+    })
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "conflicts_check", "group_name", "network_link", "network_mode", "network_name",
+        "network_vlan", "priority", "reason"
+    })
+    group_name: str
+    network_name: str
+    network_mode: str
+    network_link: str
+    network_vlan: str = ""
+    conflicts_check: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNetworkDisconnect(OpView):
+    """OP_NETWORK_DISCONNECT: Disconnect a network from a node group."""
+
+    OP_ID: ClassVar[str] = "OP_NETWORK_DISCONNECT"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name", "network_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "group_name", "network_name", "priority", "reason"
+    })
+    group_name: str
+    network_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNetworkRemove(OpView):
+    """OP_NETWORK_REMOVE: Remove a network that no node group is connected to."""
+
+    OP_ID: ClassVar[str] = "OP_NETWORK_REMOVE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"network_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"force", "network_name", "priority", "reason"})
+    network_name: str
+    force: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNetworkSetParams(OpView):
+    """OP_NETWORK_SET_PARAMS: Change the parameters of a network (not its IPv4 subnet)."""
+
+    OP_ID: ClassVar[str] = "OP_NETWORK_SET_PARAMS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"network_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"network_name", "priority", "reason"})
+    network_name: str
+    gateway: str | None = None
+    network6: str | None = None
+    gateway6: str | None = None
+    mac_prefix: str | None = None
+    add_reserved_ips: list[str] | None = None
+    remove_reserved_ips: list[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpNodeAdd(OpView):
     """OP_NODE_ADD: Add a node to the cluster."""
 
@@ -533,6 +616,46 @@ class OpNodeAdd(OpView):
     master_capable: bool | None = None
     vm_capable: bool | None = None
     ndparams: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNodeModifyStorage(OpView):
+    """OP_NODE_MODIFY_STORAGE: Modify the properties of a storage unit."""
+
+    OP_ID: ClassVar[str] = "OP_NODE_MODIFY_STORAGE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"changes", "node_name", "storage_type"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "changes", "node_name", "priority", "reason", "storage_type"
+    })
+    node_name: str
+    node_uuid: str | None = None
+    storage_type: str
+    name: str | None = None
+    changes: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNodeQueryvols(OpView):
+    """OP_NODE_QUERYVOLS: Get the list of volumes on nodes."""
+
+    OP_ID: ClassVar[str] = "OP_NODE_QUERYVOLS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"output_fields"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"nodes", "output_fields", "priority", "reason"})
+    output_fields: list[str]
+    nodes: list[str] = field(default_factory=lambda: [])
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNodeQueryStorage(OpView):
+    """OP_NODE_QUERY_STORAGE: Get information on storage units of nodes."""
+
+    OP_ID: ClassVar[str] = "OP_NODE_QUERY_STORAGE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"output_fields"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"nodes", "output_fields", "priority", "reason"})
+    output_fields: list[str]
+    storage_type: str | None = None
+    nodes: list[str] = field(default_factory=lambda: [])
+    name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -585,6 +708,17 @@ class OpOobCommand(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpOsDiagnose(OpView):
+    """OP_OS_DIAGNOSE: Compute the list of guest operating systems."""
+
+    OP_ID: ClassVar[str] = "OP_OS_DIAGNOSE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"output_fields"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"names", "output_fields", "priority", "reason"})
+    output_fields: list[str]
+    names: list[str] = field(default_factory=lambda: [])
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpQuery(OpView):
     """OP_QUERY: Query for resources."""
 
@@ -608,6 +742,22 @@ class OpQueryFields(OpView):
     NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason", "what"})
     what: str
     fields: list[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpRepairNodeStorage(OpView):
+    """OP_REPAIR_NODE_STORAGE: Repair a storage unit (a volume group) of a node."""
+
+    OP_ID: ClassVar[str] = "OP_REPAIR_NODE_STORAGE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"node_name", "storage_type"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "ignore_consistency", "node_name", "priority", "reason", "storage_type"
+    })
+    node_name: str
+    node_uuid: str | None = None
+    storage_type: str
+    name: str | None = None
+    ignore_consistency: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -719,12 +869,22 @@ VIEWS: dict[str, type[OpView]] = {
     "OP_INSTANCE_SET_PARAMS": OpInstanceSetParams,
     "OP_INSTANCE_SHUTDOWN": OpInstanceShutdown,
     "OP_INSTANCE_STARTUP": OpInstanceStartup,
+    "OP_NETWORK_ADD": OpNetworkAdd,
+    "OP_NETWORK_CONNECT": OpNetworkConnect,
+    "OP_NETWORK_DISCONNECT": OpNetworkDisconnect,
+    "OP_NETWORK_REMOVE": OpNetworkRemove,
+    "OP_NETWORK_SET_PARAMS": OpNetworkSetParams,
     "OP_NODE_ADD": OpNodeAdd,
+    "OP_NODE_MODIFY_STORAGE": OpNodeModifyStorage,
+    "OP_NODE_QUERYVOLS": OpNodeQueryvols,
+    "OP_NODE_QUERY_STORAGE": OpNodeQueryStorage,
     "OP_NODE_REMOVE": OpNodeRemove,
     "OP_NODE_SET_PARAMS": OpNodeSetParams,
     "OP_OOB_COMMAND": OpOobCommand,
+    "OP_OS_DIAGNOSE": OpOsDiagnose,
     "OP_QUERY": OpQuery,
     "OP_QUERY_FIELDS": OpQueryFields,
+    "OP_REPAIR_NODE_STORAGE": OpRepairNodeStorage,
     "OP_TAGS_DEL": OpTagsDel,
     "OP_TAGS_GET": OpTagsGet,
     "OP_TAGS_SEARCH": OpTagsSearch,

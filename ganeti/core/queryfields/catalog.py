@@ -16,9 +16,12 @@ from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.queryfields.base import FieldDecl
 from ganeti.core.queryfields.filters import FILTER_FIELDS
+from ganeti.core.queryfields.instances import INSTANCE_FIELDS
 from ganeti.core.queryfields.jobs import JOB_FIELDS
 from ganeti.core.queryfields.locks import LOCK_FIELDS
+from ganeti.core.queryfields.networks import NETWORK_FIELDS
 from ganeti.core.queryfields.nodes import GROUP_FIELDS, NODE_FIELDS
+from ganeti.core.queryfields.os import OS_FIELDS
 
 #: Field tables by resource name ("what" of Query / QueryFields).
 RESOURCES: dict[str, Mapping[str, FieldDecl]] = {
@@ -27,6 +30,9 @@ RESOURCES: dict[str, Mapping[str, FieldDecl]] = {
     c.QR_NODE: NODE_FIELDS,
     c.QR_GROUP: GROUP_FIELDS,
     c.QR_FILTER: FILTER_FIELDS,
+    c.QR_OS: OS_FIELDS,
+    c.QR_NETWORK: NETWORK_FIELDS,
+    c.QR_INSTANCE: INSTANCE_FIELDS,
 }
 
 #: What ``OP_QUERY`` and ``OP_QUERY_FIELDS`` take (the job filter rules are

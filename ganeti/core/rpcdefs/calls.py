@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from ganeti.core.rpcdefs import cluster, files, hooks, instances, jobqueue, oob, test
+from ganeti.core.rpcdefs import (
+    cluster,
+    disks,
+    files,
+    hooks,
+    instances,
+    jobqueue,
+    oob,
+    storage,
+    test,
+)
+from ganeti.core.rpcdefs import os as osdefs
 from ganeti.core.rpcdefs.base import RpcArgumentError, RpcCall
 
 #: The domain modules, in the order their calls are listed.
-DOMAINS = (cluster, files, jobqueue, instances, hooks, oob, test)
+DOMAINS = (cluster, files, jobqueue, instances, osdefs, disks, storage, hooks, oob, test)
 
 
 def build_table(*call_lists: list[RpcCall]) -> dict[str, RpcCall]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ganeti.core import params_fill
+from ganeti.core import diskparams, params_fill
 from ganeti.core.objects import ConfigData, Instance
 from ganeti.core.rpcdefs.base import EncodeContext
 
@@ -28,6 +28,9 @@ class InstanceArg:
     hvp: Mapping[str, Any] | None = None
     bep: Mapping[str, Any] | None = None
     osp: Mapping[str, Any] | None = None
+    #: secret OS parameters (Ganeti's ``osparams_secret``): given to the OS scripts,
+    #: never logged; the node learns their names from ``osparams_secret``
+    osp_secret: Mapping[str, Any] | None = None
 
 
 def _config(ctx: EncodeContext) -> ConfigData:
@@ -39,10 +42,9 @@ def _config(ctx: EncodeContext) -> ConfigData:
 def instance_dict(value: Any, ctx: EncodeContext) -> dict[str, Any]:
     """An instance (or :class:`InstanceArg`) as the node gets it: its config form with
     hypervisor, backend, OS and NIC parameters filled from the cluster, the call's
-    overrides on top, and each NIC's network described (``netinfo``).
-
-    Disks (Ganeti's ``disks_info`` with their filled disk parameters and node
-    addresses) come with the instance calls of the next issue.
+    overrides on top, each NIC's network described (``netinfo``) and the instance's
+    disks in ``disks_info`` (from the config's top-level ``disks``, in order, with
+    their logical-disk and dynamic parameters, see :mod:`ganeti.core.diskparams`).
     """
     arg = InstanceArg(value) if isinstance(value, Instance) else value
     if not isinstance(arg, InstanceArg):
@@ -52,7 +54,10 @@ def instance_dict(value: Any, ctx: EncodeContext) -> dict[str, Any]:
     out = inst.to_dict()
     out["hvparams"] = {**params_fill.fill_instance_hv(cluster, inst), **(arg.hvp or {})}
     out["beparams"] = {**params_fill.fill_instance_be(cluster, inst), **(arg.bep or {})}
-    out["osparams"] = {**params_fill.fill_instance_os(cluster, inst), **(arg.osp or {})}
+    out["osparams"] = {**params_fill.fill_instance_os(cluster, inst), **(arg.osp or {}),
+                       **(arg.osp_secret or {})}
+    if arg.osp_secret:
+        out["osparams_secret"] = sorted(arg.osp_secret)
     by_name = {n.name: n for n in cfg.networks.values()}
     for nic in out.get("nics", []):
         nic["nicparams"] = params_fill.fill_nic(cluster, nic.get("nicparams") or {})
@@ -60,4 +65,6 @@ def instance_dict(value: Any, ctx: EncodeContext) -> dict[str, Any]:
         network = cfg.networks.get(ref) or by_name.get(ref) if ref else None
         if network is not None:
             nic["netinfo"] = network.to_dict()
+    out["disks_info"] = diskparams.disk_wire_dicts(
+        cfg, inst, diskparams.instance_disks(cfg, inst), ctx.node)
     return out

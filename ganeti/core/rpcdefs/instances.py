@@ -1,10 +1,9 @@
 """Instance calls: runtime state, start, shutdown, reboot and memory on the nodes
-(served by ganeti/noded/backend/instances.py, the fake hypervisor for now), and
-the OS installation (declared, not served yet).
+(served by ganeti/noded/backend/instances.py, the fake hypervisor for now).
 
-``instance_os_add`` is Ganeti's longest call (a whole day: an OS installation
-copies an image) and shows the master-side encoder: the instance travels with
-its filled parameters (:func:`ganeti.core.rpcdefs.encoders.instance_dict`).
+The instance travels with its filled parameters
+(:func:`ganeti.core.rpcdefs.encoders.instance_dict`); the OS script calls
+(``instance_os_add``, ``instance_run_rename``) are in :mod:`.os`.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from typing import Any
 
 from ganeti.core import constants
 from ganeti.core.rpcdefs.base import (
-    RPC_TMO_1DAY,
     RPC_TMO_NORMAL,
     RPC_TMO_URGENT,
     RpcArg,
@@ -85,9 +83,4 @@ CALLS: list[RpcCall] = [
          "Set a running instance's memory (MiB).",
          _instance_arg(),
          RpcArg("memory", lambda v: is_int(v) and v > 0, "a positive number of MiB")),
-    call("instance_os_add", RPC_TMO_1DAY,
-         "Run the instance's OS create (or reinstall) scripts (not served yet).",
-         _instance_arg(),
-         RpcArg("reinstall", lambda v: isinstance(v, bool), "a boolean"),
-         RpcArg("debug", lambda v: is_int(v) and 0 <= v <= 2, "a debug level (0..2)")),
 ]

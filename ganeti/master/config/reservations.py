@@ -33,8 +33,10 @@ from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ganeti.core import constants
+from ganeti.core import network as netpool
 from ganeti.core.errors import (
     ECODE_NOTUNIQUE,
+    AddressPoolError,
     OpPrereqError,
     ProgrammerError,
     ReservationError,
@@ -188,23 +190,18 @@ class ReservationManager:
         """Reserve ``ip`` in a network; with ``check`` it must be free in the network's pool."""
         net, cidr = _network(cfg, network_uuid)
         try:
-            address = ipaddress.ip_address(ip)
-        except ValueError:
-            raise ReservationError(f"{ip!r} is not an IP address") from None
-        if address not in cidr:
-            raise ReservationError(f"IP address {ip} does not belong to network {net.name}")
-        if check and _is_taken(net, int(address) - int(cidr.network_address)):
+            index = netpool.address_index(net, ip)
+        except AddressPoolError:
+            raise ReservationError(f"IP address {ip!r} does not belong to network "
+                                   f"{net.name}") from None
+        if check and netpool.is_taken(net, index):
             raise ReservationError(f"IP address {ip} already in use in network {net.name}")
-        self._reserve(owner, ("ip", network_uuid, str(address)))
+        self._reserve(owner, ("ip", network_uuid, str(cidr[index])))
 
     def generate_ip(self, owner: Owner, cfg: ConfigData, network_uuid: str) -> str:
         """The first free address of a network's pool, reserved (``ip=pool``)."""
-        net, cidr = _network(cfg, network_uuid)
-        base = int(cidr.network_address)
-        for index in range(cidr.num_addresses):
-            if _is_taken(net, index):
-                continue
-            address = str(ipaddress.ip_address(base + index))
+        net, _ = _network(cfg, network_uuid)
+        for address in netpool.free_addresses(net):
             if ("ip", network_uuid, address) not in self._holder:
                 self._reserve(owner, ("ip", network_uuid, address))
                 return address
@@ -310,25 +307,12 @@ def _network(cfg: ConfigData, network_uuid: str
                                f"{net.network!r}") from None
 
 
-def _is_taken(net: Network, index: int) -> bool:
-    return any(bits is not None and index < len(bits) and bits[index] == "1"
-               for bits in (net.reservations, net.ext_reservations))
-
-
-def _set_bit(bits: str | None, size: int, index: int, value: str) -> str:
-    current = bits if bits is not None and len(bits) == size else "0" * size
-    return current[:index] + value + current[index + 1:]
-
-
 def _mark_ip(net: Network, ip: str, external: bool, value: str) -> None:
-    cidr = ipaddress.ip_network(net.network)
-    index = int(ipaddress.ip_address(ip)) - int(cidr.network_address)
-    if not 0 <= index < cidr.num_addresses:
-        raise ReservationError(f"IP address {ip} does not belong to network {net.name}")
-    if external:
-        net.ext_reservations = _set_bit(net.ext_reservations, cidr.num_addresses, index, value)
-    else:
-        net.reservations = _set_bit(net.reservations, cidr.num_addresses, index, value)
+    try:
+        netpool.mark(net, ip, external, value == "1")
+    except AddressPoolError:
+        raise ReservationError(f"IP address {ip} does not belong to network "
+                               f"{net.name}") from None
 
 
 def commit_ip(net: Network, ip: str, external: bool = False) -> None:

@@ -12,6 +12,7 @@ from ganeti.core.params_cluster import compute_cluster_change, find_iallocator
 from ganeti.master.config.nodes import fill_candidate_pool
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.node import welcome_candidates
+from ganeti.master.lu.os_lu import check_os_params
 from ganeti.master.query.queries import cluster_info
 
 
@@ -59,6 +60,10 @@ class LUClusterSetParams(LogicalUnit):
         if self.op.default_iallocator:
             # Ganeti checks this with the prerequisites; it stats files, so off the reactor
             await self.ctx.run_blocking(find_iallocator, self.op.default_iallocator)
+        master = self.ctx.config.config.cluster.master_node
+        for os_name, params in self.change.os_checks.items():
+            # Ganeti's: on the master node, the OS need not exist there
+            await check_os_params(self.ctx, False, [master], os_name, params, False)
         if self.op.dry_run:
             return None
         new = self.change.cluster

@@ -26,13 +26,15 @@ from ganeti.master.lu.verify import (
 from ganeti.master.lu.verify_disks import LUClusterVerifyDisks, LUGroupVerifyDisks
 from ganeti.master.lu.verify_group import LUClusterVerifyGroup
 
-REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in (
+# (typed once: mypy joins classes and unpacked tuples in a display to "object")
+_UNITS: tuple[type[LogicalUnit], ...] = (
     LUTestDelay, LUTestJqueue, LUClusterQuery, LUClusterSetParams, LUTagsGet, LUTagsSet, LUTagsDel,
     LUTagsSearch, LUQuery, LUQueryFields, LUNodeAdd, LUNodeRemove, LUNodeSetParams,
     LUGroupAdd, LUGroupRemove, LUGroupRename, LUGroupSetParams, LUGroupAssignNodes,
     LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
     LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand,
     *instance.LUS, *network.LUS, *os_lu.LUS, *storage.LUS,
-)}
+)
+REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in _UNITS}
 
 __all__ = ["REGISTRY"]

@@ -8,6 +8,7 @@ shape check has already passed.
 """
 
 __all__ = [
+    "blockdev",
     "cluster",
     "confd_role",
     "configstore",
@@ -19,9 +20,11 @@ __all__ = [
     "jobqueue",
     "nodechecks",
     "oob",
+    "osdefs",
     "registry",
     "roles",
     "ssconf",
+    "storage",
     "verify",
     "watcher",
 ]

@@ -1,6 +1,5 @@
 """Cluster-wide resources: ``/``, ``/2``, ``/version``, ``/2/info``,
-``/2/features``, ``/2/modify``, ``/2/redistribute-config``, ``/2/tags`` and
-the (still empty) ``/2/instances`` list."""
+``/2/features``, ``/2/modify``, ``/2/redistribute-config`` and ``/2/tags``."""
 
 from __future__ import annotations
 
@@ -8,8 +7,6 @@ from typing import Any
 
 from ganeti.core import constants as c
 from ganeti.rapi.resources.common import (
-    BULK,
-    LOCK,
     RAPI_VERSION,
     REASON,
     OpcodeBody,
@@ -48,13 +45,6 @@ async def get_info(request: Request) -> dict[str, Any]:
 async def get_features(request: Request) -> list[str]:
     """The optional features."""
     return list(FEATURES)
-
-
-async def get_instances(request: Request) -> list[Any]:
-    """No instance exists yet: the list is empty, bulk or not (flags still checked)."""
-    request.flag(BULK)
-    request.flag(LOCK)
-    return []
 
 
 INFO_SCHEMA = {
@@ -105,9 +95,4 @@ ROUTES = [
           "Configuration redistribution"),
     Route("/2/tags", tag_methods(c.TAG_CLUSTER, None, "tags", "the cluster"),
           "Cluster tags"),
-    Route("/2/instances", {"GET": Method(
-        get_instances, "Instances (none exist yet: always an empty list)",
-        query=(BULK, LOCK, REASON), heavy=True,
-        schema={"type": "array", "items": {"type": "object"}, "maxItems": 0})},
-          "Instances"),
 ]

@@ -22,9 +22,10 @@ const AUTH_HINT_DELAY_MS = 1000;
 // After the first 401, requests carry the credentials the browser has.
 let credentialsMode = "omit";
 
-async function fetchJson(url, credentials) {
+async function fetchJson(url, credentials, method = "GET") {
   try {
     return await fetch(url, {
+      method,
       headers: { Accept: "application/json" },
       credentials,
       cache: "no-store",
@@ -34,13 +35,36 @@ async function fetchJson(url, credentials) {
   }
 }
 
-export async function getJson(path) {
+/** A response's JSON body (null if none) and the message of an error body (or null). */
+async function readAnswer(response) {
+  let body = null;
+  try {
+    body = await response.json();
+  } catch (err) {
+    body = null;
+  }
+  const message = body && typeof body === "object" && typeof body.message === "string"
+    && body.message ? body.message : null;
+  return { body, message };
+}
+
+/** From now on, reads carry the credentials the browser has (after a sign-in). */
+export function useCredentials() {
+  credentialsMode = "same-origin";
+}
+
+/**
+ * GET path as JSON.  options.credentials ("same-origin") sends the browser's
+ * credentials with this request whatever the page does for its other reads.
+ */
+export async function getJson(path, options = {}) {
   // absolute on the origin: a relative URL would take over user:password@ from
   // the page's address, and fetch refuses URLs with credentials (the browser
   // sends the credentials it was given for the page by itself)
   const url = new URL(path, window.location.origin);
-  let response = await fetchJson(url, credentialsMode);
-  if (response.status === 401 && credentialsMode === "omit") {
+  const mode = options.credentials || credentialsMode;
+  let response = await fetchJson(url, mode);
+  if (response.status === 401 && mode === "omit") {
     credentialsMode = "same-origin";
     const hint = setTimeout(() => setMessage("auth", AUTH_MESSAGE), AUTH_HINT_DELAY_MS);
     try {
@@ -58,18 +82,26 @@ export async function getJson(path) {
       + "cluster (403 Forbidden).");
     throw new HttpError(403, "forbidden");
   }
-  let body = null;
-  try {
-    body = await response.json();
-  } catch (err) {
-    body = null;
-  }
+  const { body, message } = await readAnswer(response);
   if (!response.ok) {
-    const detail = body && typeof body === "object" && body.message ? body.message
-      : response.statusText;
-    throw new HttpError(response.status, `${path}: ${response.status} ${detail}`);
+    throw new HttpError(response.status, `${path}: ${response.status} ${message || response.statusText}`);
   }
   setMessage("auth", null);
   setMessage("network", null);
+  return body;
+}
+
+/**
+ * A write (PUT, POST, DELETE without a body) with the browser's credentials;
+ * its JSON answer (a job id for Ganeti's write resources).  Failures are an
+ * HttpError carrying the daemon's message (Ganeti's error text).
+ */
+export async function sendJson(method, path) {
+  const response = await fetchJson(new URL(path, window.location.origin), "same-origin",
+    method);
+  const { body, message } = await readAnswer(response);
+  if (!response.ok) {
+    throw new HttpError(response.status, message || `${response.status} ${response.statusText}`);
+  }
   return body;
 }

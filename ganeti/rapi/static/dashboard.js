@@ -2,17 +2,23 @@
 // and the job list kept live by the WebSocket feed.  Every piece of data goes
 // into the page through textContent or attributes, never as markup.
 // A job that waits (a filter rule, a rate limit, a dependency) says why under
-// its summary; the job filter rules are listed from /2/filters?bulk=1.
+// its summary; the job filter rules are listed from /2/filters?bulk=1; the
+// instances (instances.js) are read again whenever a job touching them moves on.
 
 import { getJson, HttpError } from "./api.js";
 import { $, el, placeholder, setAttr, setMessage, setText } from "./dom.js";
 import { FeedClient, feedUrl } from "./feed.js";
 import { renderFilters, renderFiltersUnavailable } from "./filters.js";
 import { longTime, messageText, shortTime, shortenUuids, tsToDate, waitKind } from "./format.js";
+import {
+  instancesJobChanged, instancesResync, loadInstances, scheduleInstancesReload, startInstances,
+} from "./instances.js";
 import { FINAL_STATUSES, JobStore, shownReason } from "./jobstate.js";
 import { renderNodes } from "./nodes.js";
 
 const NODES_REFRESH_MS = 10000;
+/** Instances change without jobs too (one that crashed): read them this often. */
+const INSTANCES_REFRESH_MS = 30000;
 const MAX_JOB_ROWS = 200;
 const JOB_COLUMNS = 7;
 
@@ -172,7 +178,7 @@ function summaryText(job) {
 
 function createJobRow(job) {
   const id = job.id;
-  const row = el("tr", { cls: "job-row", attrs: { "data-job-id": id } });
+  const row = el("tr", { cls: "job-row", attrs: { "data-job-id": id, id: `job-${id}` } });
   const idCell = el("th", { cls: "job-id num", text: id, attrs: { scope: "row" } });
   const summaryCell = el("td", { cls: "job-summary-cell" });
   const summary = el("span", { cls: "job-summary mono" });
@@ -345,6 +351,7 @@ async function loadJobs() {
       jobsReady = true;
       setMessage("jobs", null);
       scheduleRender();
+      instancesResync(); // jobs of instance actions may have ended unseen
       for (const id of expanded) {
         loadLog(id);
       }
@@ -410,6 +417,7 @@ function onFeedMessages(list) {
         const result = store.applyJobEvent(msg);
         if (result) {
           changed = true;
+          instancesJobChanged(msg);
           if (result.isNew && $("auto-expand").checked) {
             expanded.add(result.id);
           }
@@ -431,6 +439,7 @@ function onFeedMessages(list) {
         setUpstream(Boolean(msg.connected));
         if (msg.connected) {
           loadCluster();
+          scheduleInstancesReload();
         }
         break;
       case "error":
@@ -456,6 +465,11 @@ function start() {
     loadNodes();
   });
   $("refresh-filters").addEventListener("click", loadFilters);
+  startInstances({
+    report: reportRequest,
+    jobStatus: (id) => store.jobs.get(String(id))?.status ?? null,
+    loaded: () => setUpstream(true),
+  });
   $("jobs-body").addEventListener("click", (event) => {
     const row = event.target.closest("tr.job-row");
     if (!row || event.target.closest("a")) {
@@ -472,8 +486,10 @@ function start() {
     loadFilters();
     if (!feedLive) {
       loadJobs(); // without the feed, the job list is polled
+      loadInstances();
     }
   }, NODES_REFRESH_MS);
+  setInterval(loadInstances, INSTANCES_REFRESH_MS);
   const feed = new FeedClient(feedUrl(), {
     since: () => store.lastSerial,
     onSubscribe: (since) => { requestedSince = since; },

@@ -127,3 +127,107 @@ export function trailReasons(trail) {
     .filter((entry) => Array.isArray(entry) && typeof entry[1] === "string" && entry[1])
     .map((entry) => entry[1]);
 }
+
+// --- instances ------------------------------------------------------------------
+
+/**
+ * The kind of an instance status word (Ganeti's: running, ADMIN_down,
+ * ADMIN_offline, USER_down, ERROR_up, ERROR_down, ERROR_wrongnode,
+ * ERROR_nodedown, ERROR_nodeoffline): "running", "down" (stopped by an
+ * administrator), "offline", "user-down" (stopped from inside), "error"
+ * (not as the configuration says, or its node cannot tell), or "unknown".
+ */
+export function instanceStatusKind(status) {
+  const text = String(status ?? "");
+  if (text === "running") {
+    return "running";
+  }
+  if (text === "ADMIN_down") {
+    return "down";
+  }
+  if (text === "ADMIN_offline") {
+    return "offline";
+  }
+  if (text === "USER_down") {
+    return "user-down";
+  }
+  if (text.startsWith("ERROR_")) {
+    return "error";
+  }
+  return "unknown";
+}
+
+/**
+ * An instance's memory as text: the configured maximum (beparams.maxmem),
+ * and what it uses while it runs (oper_ram): "512 MiB", "512 MiB (using 256 MiB)".
+ */
+export function instanceMemoryText(instance) {
+  const be = instance && typeof instance.beparams === "object" && instance.beparams
+    ? instance.beparams : {};
+  const configured = typeof be.maxmem === "number" ? be.maxmem : instance?.["be/maxmem"];
+  const used = instance ? instance.oper_ram : null;
+  const base = typeof configured === "number" ? formatMiB(configured) : "?";
+  if (instance && instance.oper_state === true && typeof used === "number") {
+    return `${base} (using ${formatMiB(used)})`;
+  }
+  return base;
+}
+
+/** An instance's disks as text: "diskless", "1 disk: 1.0 GiB (plain)", "2 disks: 512 MiB, 1.0 GiB (file)". */
+export function instanceDisksText(sizes, template) {
+  const list = Array.isArray(sizes) ? sizes : [];
+  const kind = template ? String(template) : "?";
+  if (!list.length) {
+    return kind === "diskless" ? "diskless" : `no disks (${kind})`;
+  }
+  const shown = list.map((size) => formatMiB(size)).join(", ");
+  return `${list.length} disk${list.length === 1 ? "" : "s"}: ${shown} (${kind})`;
+}
+
+/** An instance's NIC addresses as text ("—" when none has one). */
+export function instanceIpsText(ips) {
+  const list = (Array.isArray(ips) ? ips : []).filter((ip) => typeof ip === "string" && ip);
+  return list.length ? list.join(", ") : "—";
+}
+
+// opcodes of other kinds after which instances may look different
+const INSTANCE_MOVERS = new Set(["OP_NODE_EVACUATE", "OP_NODE_MIGRATE", "OP_GROUP_EVACUATE",
+  "OP_TAGS_SET", "OP_TAGS_DEL"]);
+
+/**
+ * Whether a job may change what the instances table shows: one of its opcodes
+ * (ops: OP_IDs) is an OP_INSTANCE_*, moves instances, sets or removes tags, or
+ * queries instances (summary "QUERY(instance)").
+ */
+export function touchesInstances(ops, summary) {
+  const ids = Array.isArray(ops) ? ops : [];
+  if (ids.some((op) => typeof op === "string"
+      && (op.startsWith("OP_INSTANCE_") || INSTANCE_MOVERS.has(op)))) {
+    return true;
+  }
+  const texts = Array.isArray(summary) ? summary : [];
+  return texts.some((text) => typeof text === "string"
+    && (text.startsWith("INSTANCE_") || /^QUERY(_FIELDS)?\(instance\)$/.test(text)));
+}
+
+/**
+ * The error of a failed job as text, from GET /2/jobs/<id> (opstatus and
+ * opresult; a failed opcode's result is Ganeti's encoded error
+ * [class, [message, code]]): "OpPrereqError: Instance 'x' is not running (wrong_input)".
+ */
+export function jobErrorText(opstatus, opresult) {
+  const statuses = Array.isArray(opstatus) ? opstatus : [];
+  const results = Array.isArray(opresult) ? opresult : [];
+  const index = statuses.indexOf("error");
+  const result = index >= 0 ? results[index] : results.find((r) => Array.isArray(r));
+  if (Array.isArray(result) && typeof result[0] === "string") {
+    const args = Array.isArray(result[1]) ? result[1] : [result[1]];
+    const message = args.length ? messageText(args[0]) : "";
+    const code = args.length > 1 && typeof args[1] === "string" ? ` (${args[1]})` : "";
+    return `${result[0]}: ${message}${code}`;
+  }
+  if (typeof result === "string" && result) {
+    return result;
+  }
+  return "the job failed (no error text)";
+}

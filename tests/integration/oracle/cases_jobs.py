@@ -20,6 +20,16 @@ JOB_FIELDS = ["id", "status", "priority", "summary", "ops", "opstatus", "oplog",
               "opstart", "opexec", "opend", "oppriority", "received_ts", "start_ts",
               "end_ts", "reason", "archived"]
 
+#: Config fields of instances whose values are the same on both sides (no UUIDs, MACs,
+#: timestamps or serial numbers).
+INSTANCE_CONFIG_FIELDS = ("name,pnode,snodes,pnode.group,admin_state,admin_up,"
+                          "admin_state_source,disk_template,disk.count,disk.sizes,"
+                          "disk.spindles,disk_usage,nic.count,nic.modes,nic.links,nic.bridges,"
+                          "nic.vlans,nic.ips,nic.networks,be/maxmem,be/memory,vcpus,"
+                          "be/auto_balance,os,hypervisor,tags,network_port,hv/acpi,"
+                          "custom_beparams")
+INSTANCE_LIVE_FIELDS = "name,status,oper_state,oper_ram,oper_vcpus,console"
+
 CASES = [
     # Ganeti archives nothing here, we archive every finished job (gnt-job(8)); the count
     # is masked when it is not 0 (it depends on the cases before), and both queues are
@@ -141,4 +151,16 @@ CASES = [
     cli("instance-list", "gnt-instance", "list"),
     cli("instance-list-fields-some", "gnt-instance", "list-fields", "name", "status"),
     cli("instance-info-unknown", "gnt-instance", "info", "inst1.example.com"),
+    # the instances both sides have from the start (sides.py): one running, one stopped
+    cli("instance-list-config-fields", "gnt-instance", "list", "-o", INSTANCE_CONFIG_FIELDS),
+    cli("instance-list-live-fields", "gnt-instance", "list", "-o", INSTANCE_LIVE_FIELDS),
+    cli("instance-list-names-short", "gnt-instance", "list", "--no-headers", "-o",
+        "name,status", "inst12", "inst11.example.com"),
+    cli("instance-list-unknown", "gnt-instance", "list", "inst11", "nope.example.com"),
+    cli("instance-list-filter-running", "gnt-instance", "list", "--no-headers",
+        "--separator=|", "-o", "name,oper_ram", "--filter", 'status == "running"'),
+    cli("instance-list-filter-config", "gnt-instance", "list", "--no-headers", "-o",
+        "name,nic.count,nic.bridge/1", "--filter", 'nic.count > 1 and admin_state == "down"'),
+    cli("instance-list-units", "gnt-instance", "list", "--units=g", "-o",
+        "name,disk_usage,be/maxmem,sda_size,sdb_size"),
 ]

@@ -8,7 +8,7 @@ from tests.integration.oracle.model import call, cli, rapi, rapi_step
 N1, N2, N3 = "node1.example.com", "node2.example.com", "node3.example.com"
 # Host-dependent numbers in node answers (free memory/disk change between reads).
 DYNAMIC = (r'"(?:mfree|mnode|dfree|spfree)": (\d+)',)
-HTOOLS_DYNAMIC = (r"(?m)^(?:  MEM|  -|   [a-z_]+ +|Cluster score|"
+HTOOLS_DYNAMIC = (r"(?m)^(?:  MEM|  -|   [a-z_]+ +|Cluster score|Initial score|"
                   r"  - node node\d\.example\.com is missing| *node\d).*?(\d[\d.]*.*)$",)
 WAIT = "wait_job"
 
@@ -60,6 +60,17 @@ READS = [
     rapi("rapi-query-node-unknown-field", call("Query", "node", ["name", "nope"])),
     rapi("rapi-query-node-bad-filter", call("Query", "node", ["name"], qfilter=["~~", "x"])),
     rapi("rapi-query-unknown-resource", call("Query", "planet", ["name"])),
+    rapi("rapi-query-instance-live", call("Query", "instance", [
+        "name", "status", "oper_state", "oper_ram", "disk.sizes", "nic.count", "sda_size",
+        "nic.mac/5", "be/maxmem"], qfilter=["|", ["=", "name", "inst12.example.com"],
+                                             ["=", "status", "running"]])),
+    rapi("rapi-query-instance-fields", call("QueryFields", "instance",
+                                            ["name", "sda_size", "nic.vlan/7", "nope"])),
+    rapi("rapi-instance-console", call("GetInstanceConsole", "inst11.example.com"),
+         call("GetInstanceConsole", "inst12.example.com"),
+         call("GetInstanceConsole", "nope.example.com")),
+    rapi("rapi-instance-tags", call("GetInstanceTags", "inst11.example.com"),
+         call("GetInstanceTags", "nope.example.com")),
     rapi("rapi-query-fields-node", call("QueryFields", "node")),
     rapi("rapi-query-fields-node-some", call("QueryFields", "node", ["name", "ndp/ssh_port"])),
     rapi("rapi-query-fields-group", call("QueryFields", "group")),

@@ -19,13 +19,13 @@ MAN_AUTOARCHIVE = ("man page followed: gnt-job(8) says 'autoarchive all' archive
                    "finished jobs; Ganeti 3.0's luxid archives none (age -1)")
 
 # -- Parts not built yet.
-NO_INSTANCES = ("not built yet: instances, OS definitions and the opcodes that need them "
-                "(OS diagnose, instance queries, iallocator tests, disk repair, evacuation, "
-                "migration); htools need instance queries")
-NO_STORAGE = ("not built yet: storage reporting (OP_NODE_QUERY_STORAGE, OP_NODE_QUERYVOLS) "
-              "and spindle reports from LVM; we report spindles from ndparams where Ganeti, "
-              "without LVM exclusive storage, reports none")
-NO_NETWORKS = "not built yet: networks (gnt-network, /2/networks)"
+NO_INSTANCES = ("not built yet: the instance operations, OS definitions and the opcodes "
+                "that need them (OS diagnose, iallocator tests, disk repair, evacuation, "
+                "migration)")
+NO_INSTANCE_CHECKS = ("not built yet: cluster verify and cluster modify do not look at "
+                      "instances yet (non-redundant instances, instance policy violations)")
+NO_STORAGE = ("not built yet: spindle reports from LVM; we report spindles from ndparams "
+              "where Ganeti, without LVM exclusive storage, reports none")
 NO_WCONFD = "not built: we have no separate WConfD daemon (the config lives in masterd)"
 NO_NETMASK = ("not built yet: changing the master netmask (reconfigures the master IP on "
               "the master node); the parameter is refused while parsing")
@@ -95,24 +95,16 @@ REASONS: dict[str, str] = {
     "debug-test-osparams": NO_INSTANCES,
     "os-list": NO_INSTANCES,
     "os-diagnose": NO_INSTANCES,
-    "instance-list": NO_INSTANCES,
-    "instance-list-fields-some": NO_INSTANCES,
-    "instance-info-unknown": NO_INSTANCES,
     "rapi-operating-systems": NO_INSTANCES,
-    "rapi-query-instance": NO_INSTANCES,
     "rapi-query-os": NO_INSTANCES,
-    "htools-hbal-luxi": NO_INSTANCES,
-    "htools-hinfo-luxi": NO_INSTANCES,
-    "htools-hspace-luxi": NO_INSTANCES,
-    "node-list-storage": NO_STORAGE,
-    "node-list-storage-file": NO_STORAGE,
-    "node-volumes": NO_STORAGE,
+    "cluster-verify": NO_INSTANCE_CHECKS,
+    "cluster-verify-ignore-sysrq": NO_INSTANCE_CHECKS,
+    "cluster-modify-ipolicy-disk-templates": NO_INSTANCE_CHECKS,
     "node-list-field-spfree": NO_STORAGE,
     "node-list-field-sptotal": NO_STORAGE,
     "rapi-nodes-bulk": NO_STORAGE,
     "rapi-node": NO_STORAGE,
     "rapi-modify-node-ndparams": NO_STORAGE,
-    "rapi-networks": NO_NETWORKS,
     "debug-wconfd-echo": NO_WCONFD,
     "cluster-modify-master-netmask-bad": NO_NETMASK,
     "node-modify-demote-candidate": NO_CONFIG_WARNINGS,
@@ -131,6 +123,8 @@ REASONS: dict[str, str] = {
     "rapi-group": GANETI_DISKPARAMS,
     "rapi-groups-bulk": GANETI_DISKPARAMS,
     "rapi-node-role-unknown": GANETI_500,
+    "rapi-instance-console": GANETI_500,
+    "rapi-instance-tags": GANETI_500,
     "rapi-query-cluster": GANETI_500,
     "rapi-query-node-bad-filter": GANETI_502,
     "rapi-query-unknown-resource": GANETI_502,

@@ -18,6 +18,10 @@ import shutil
 import subprocess
 import threading
 
+from ganeti.core import config as configmod
+from ganeti.core import configjournal, constants, fileutil
+from ganeti.noded.hypervisors.fake import FakeHypervisor
+from tests.fakes.instances import add_instance
 from tests.integration.helpers import VCLUSTER, free_ip_base, run
 
 # {lastjob} is the newest job id of the side, {lastjob-N} the one N before it.
@@ -41,6 +45,18 @@ SHAPE = [["gnt-cluster", "modify", "--enabled-disk-templates", "diskless,file",
 # Ganeti's init fills the policy's disk templates in the order of a Python set (it varies
 # with the init process's hash seed): both sides get the same order after set-up.
 REAL_SHAPE = [["gnt-cluster", "modify", "--ipolicy-disk-templates", "diskless,file"]]
+# Instances on both sides (on the master node, which no case removes or takes offline):
+# a file instance that runs and a diskless one with two NICs that does not.  The real
+# side creates them; ours has them written into its config before it starts (the
+# logical units that create instances are tested elsewhere), and its fake hypervisor
+# is told that the first runs, with the memory Ganeti's fake hypervisor gives it.
+INSTANCE_RUNNING = "inst11.example.com"
+INSTANCE_STOPPED = "inst12.example.com"
+_ADD = ["gnt-instance", "add", "-o", "noop+default", "--no-ip-check", "--no-name-check",
+        "-n", "node1.example.com"]
+REAL_INSTANCES = [[*_ADD, "-t", "file", "-s", "256M", INSTANCE_RUNNING],
+                  [*_ADD, "-t", "diskless", "--no-start", "--net", "0", "--net", "1",
+                   INSTANCE_STOPPED]]
 # Files the real cluster needs (the script checks these before it starts).
 REAL_DAEMONS = ("/usr/sbin/ganeti-noded", "/usr/sbin/ganeti-wconfd", "/usr/sbin/ganeti-luxid",
                 "/usr/sbin/ganeti-rapi", "/usr/lib/ganeti/daemon-util",
@@ -193,7 +209,7 @@ class RealSide(Side):
             raise AssertionError(f"real_cluster_up.sh failed:\n{proc.stderr[-3000:]}")
         self.server = ForkServer([os.path.join(self.dir, "gnt"), "env", "-u", "PYTHONPATH",
                                   "PYTHONHASHSEED=0", SYSTEM_PYTHON, "-s", FORKSERVER])
-        for argv in REAL_SHAPE:
+        for argv in REAL_SHAPE + REAL_INSTANCES:
             result = self.run(argv)
             if result.get("rc") != 0:
                 raise AssertionError(f"shaping the real cluster failed: {result}")
@@ -224,6 +240,7 @@ class OurSide(Side):
              "--ip-base", self.base], timeout=300)
         # As on the real side: the cluster's file storage dir (node 1's) exists.
         os.makedirs(os.path.join(self.root, "srv", "ganeti", "file-storage"), exist_ok=True)
+        self.write_instances()
         run([VCLUSTER, "start", self.dir], timeout=120)
         with open(os.path.join(self.dir, "rapi-credentials"), encoding="utf-8") as f:
             user, password = f.read().split()
@@ -236,6 +253,29 @@ class OurSide(Side):
                                   "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         for argv in SHAPE:
             self.shape_results.append(self.run(argv))
+
+    def write_instances(self) -> None:
+        """The real side's instances, in our master's config (before it starts)."""
+        path = os.path.join(self.root, "var", "lib", "ganeti", "config.data")
+        cfg = configmod.load_file(path)
+        running = add_instance(cfg, INSTANCE_RUNNING, NODES[0], constants.DT_FILE, (256,),
+                               os="noop+default")
+        disk_path = cfg.disks[running.disks[0]].logical_id[1]  # the file, as Ganeti's add
+        os.makedirs(os.path.dirname(disk_path), exist_ok=True)
+        with open(disk_path, "wb") as f:
+            f.truncate(256 * 1024 * 1024)
+        add_instance(cfg, INSTANCE_STOPPED, NODES[0], nics=2, os="noop+default",
+                     admin_state=constants.ADMINST_DOWN)
+        problems = configmod.verify(cfg)
+        if problems:
+            raise AssertionError(f"our instances make the config inconsistent: {problems}")
+        cfg.serial_no += 1000  # the other candidates' copies are older: they get it whole
+        fileutil.atomic_write(path, configmod.dump(cfg).encode(), mode=0o640)
+        journal = configjournal.journal_path(path)
+        if os.path.exists(journal):
+            os.unlink(journal)
+        FakeHypervisor(os.path.join(self.root, "var", "run", "ganeti")).start(
+            INSTANCE_RUNNING, 128, 1)
 
     def stop(self) -> None:
         self.close()

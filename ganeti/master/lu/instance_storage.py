@@ -1,0 +1,544 @@
+"""Disks of instances on the master: generate, create, remove, assemble, shut down,
+grow, rename and check them (Ganeti's ``cmdlib/instance_storage.py`` helpers).
+
+The instance units call these; each node call goes through
+``lu.ctx.rpc().call`` with :class:`~ganeti.core.rpcdefs.disks.DiskArg` values,
+which the RPC encoders turn into disk dicts with their parameters filled.
+
+Disk layout per template (Ganeti 3.0's), ``logical_id`` and ``nodes``:
+
+- plain: ``[vg, "<uuid>.disk<N>"]``, ``[primary]``;
+- file: ``[driver, "<dir>/<uuid>.file.disk<N>"]``, ``[primary]``;
+- sharedfile: ``[driver, "<dir>/<uuid>.sharedfile.disk<N>"]``, ``[]``;
+- blockdev: ``["manual", <adopted path>]``, ``[]``.
+
+``<dir>`` is the instance's file storage directory:
+``<cluster dir>[/<op file_storage_dir>]/<instance name>``
+(:func:`calculate_file_storage_dir`).  ``drbd``, ``ext``, ``rbd`` and ``gluster``
+disks are refused with ``OpPrereqError`` (not supported yet).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid as uuidmod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ganeti.core import constants, diskparams, params_fill, storagetypes
+from ganeti.core.errors import (
+    ECODE_INVAL,
+    ECODE_STATE,
+    OpExecError,
+    OpPrereqError,
+    ReservationError,
+)
+from ganeti.core.objects import ConfigData, Disk, Instance, Node
+from ganeti.core.rpcdefs.disks import DiskArg
+from ganeti.master.config import nodes as nodesmod
+from ganeti.master.config.reservations import as_prereq
+from ganeti.rpc.client import RpcResult
+
+_NAME_PREFIX = {constants.DT_PLAIN: "", constants.DT_FILE: ".file",
+                constants.DT_SHARED_FILE: ".sharedfile"}
+
+#: Attribute of the unit where :func:`generate_disks` notes adopted volumes
+#: (disk UUID -> the adopted LV's current name), read by :func:`create_disks`.
+_ADOPTED = "_adopted_volumes"
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+def _warn(lu: Any, text: str) -> None:
+    lu.ctx.feedback("message", f"Warning: {text}")
+
+
+def _node(cfg: ConfigData, uuid: str) -> Node:
+    node = cfg.nodes.get(uuid)
+    if node is None:
+        raise OpExecError(f"Node {uuid} of a disk is not in the configuration")
+    return node
+
+
+def disk_nodes(instance: Instance, disk: Disk) -> list[str]:
+    """UUIDs of the nodes a disk lives on, the primary first."""
+    nodes = list(disk.nodes) or [instance.primary_node]
+    if instance.primary_node in nodes:
+        nodes.remove(instance.primary_node)
+        nodes.insert(0, instance.primary_node)
+    return nodes
+
+
+def instance_disks(cfg: ConfigData, instance: Instance) -> list[Disk]:
+    """The instance's disks from the config, in order (OpExecError if one is missing)."""
+    try:
+        return diskparams.instance_disks(cfg, instance)
+    except ValueError as err:
+        raise OpExecError(str(err)) from None
+
+
+async def _call(lu: Any, node: Node, name: str, args: list[Any]) -> RpcResult:
+    results = await lu.ctx.rpc().call([nodesmod.target(node)], name, args)
+    result: RpcResult = results[node.name]
+    return result
+
+
+async def _on_disk_nodes(lu: Any, cfg: ConfigData, instance: Instance,
+                         disks: Sequence[Disk], call_name: str
+                         ) -> list[tuple[Disk, Node, RpcResult]]:
+    """``call_name`` with each disk on each of its nodes (in the config), one at a time."""
+    out = []
+    for disk in disks:
+        for node_uuid in disk_nodes(instance, disk):
+            node = cfg.nodes.get(node_uuid)
+            if node is not None:
+                out.append((disk, node, await _call(lu, node, call_name,
+                                                    [DiskArg(disk, instance)])))
+    return out
+
+
+def _exclusive_storage(cfg: ConfigData, node: Node) -> bool:
+    group = cfg.nodegroups.get(node.group)
+    return bool(params_fill.fill_nd(cfg.cluster, group, node)
+                .get(constants.ND_EXCLUSIVE_STORAGE, False))
+
+
+def info_text(instance: Instance) -> str:
+    """The text a new device is tagged with (Ganeti's ``GetInstanceInfoText``)."""
+    return f"originstname+{instance.name}"
+
+
+def check_template_supported(template: str) -> None:
+    """OpPrereqError unless disks of ``template`` can be created here."""
+    if template not in constants.DISK_TEMPLATES:
+        raise OpPrereqError(f"Unknown disk template '{template}'", ECODE_INVAL)
+    if template not in storagetypes.DTS_CREATABLE:
+        raise OpPrereqError(f"Disk template '{template}' is not supported yet: its disks "
+                            "cannot be created (supported: "
+                            f"{', '.join(sorted(storagetypes.DTS_CREATABLE))})", ECODE_INVAL)
+
+
+def calculate_file_storage_dir(cfg: ConfigData, template: str, instance_name: str,
+                               file_storage_dir: str | None = None) -> str | None:
+    """The instance's file storage directory (Ganeti's ``CalculateFileStorageDir``):
+    the cluster's directory of the template, the op's relative ``file_storage_dir``
+    (if any), the instance name; None for templates that are not file based."""
+    if template not in (constants.DT_FILE, constants.DT_SHARED_FILE):
+        return None
+    base = (cfg.cluster.file_storage_dir if template == constants.DT_FILE
+            else cfg.cluster.shared_file_storage_dir)
+    if not base:
+        raise OpPrereqError(f"Cluster file storage dir for {template!r} storage type not "
+                            "defined", ECODE_STATE)
+    parts = [base]
+    if file_storage_dir:
+        if posixpath.isabs(file_storage_dir):
+            raise OpPrereqError("File storage directory path not absolute", ECODE_INVAL)
+        if ".." in file_storage_dir.split("/"):
+            raise OpPrereqError("File storage directory may not contain '..' components",
+                                ECODE_INVAL)
+        parts.append(file_storage_dir)
+    parts.append(instance_name)
+    return posixpath.normpath(posixpath.join(*parts))
+
+
+def _instance_name(lu: Any, cfg: ConfigData, instance_uuid: str) -> str:
+    inst = cfg.instances.get(instance_uuid)
+    if inst is not None:
+        return inst.name
+    for candidate in (getattr(lu, "name", None), getattr(lu.op, "instance_name", None)):
+        if isinstance(candidate, str) and candidate:
+            return candidate
+    raise OpPrereqError(f"Cannot tell the name of instance {instance_uuid} for its file "
+                        "storage directory", ECODE_INVAL)
+
+
+def _file_dir(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
+              file_storage_dir: str | None) -> str:
+    base = (cfg.cluster.file_storage_dir if template == constants.DT_FILE
+            else cfg.cluster.shared_file_storage_dir)
+    if file_storage_dir and posixpath.isabs(file_storage_dir):
+        # already the instance's directory (Ganeti's callers pass it computed)
+        norm = posixpath.normpath(file_storage_dir)
+        if not base or not norm.startswith(base.rstrip("/") + "/"):
+            raise OpPrereqError(f"File storage directory {file_storage_dir} is not below "
+                                f"the cluster's {template} storage directory {base!r}",
+                                ECODE_INVAL)
+        return norm
+    inst = cfg.instances.get(instance_uuid)
+    if inst is not None and file_storage_dir is None:
+        for uuid in inst.disks:  # new disks go beside the existing ones
+            d = cfg.disks.get(uuid)
+            if d is not None and d.dev_type == template and d.logical_id:
+                return posixpath.dirname(str(d.logical_id[1]))
+    path = calculate_file_storage_dir(cfg, template, _instance_name(lu, cfg, instance_uuid),
+                                      file_storage_dir)
+    assert path is not None
+    return path
+
+
+# -- generate --------------------------------------------------------------------------
+
+def generate_disks(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
+                   primary_uuid: str, secondary_uuids: Sequence[str],
+                   disk_specs: Sequence[Mapping[str, Any]], file_storage_dir: str | None,
+                   file_driver: str | None, base_index: int = 0) -> list[Disk]:
+    """New disk objects for ``disk_specs`` (Ganeti's IDISK dicts: size in MiB, mode,
+    name, vg, adopt, spindles, access) of a ``template`` instance (Ganeti's
+    ``GenerateDiskTemplate``); nothing is created or written to the config.
+
+    Volume names are reserved for the job (``lu.ctx.owner``) until it ends.
+    ``file_storage_dir``: the op's directory relative to the cluster's, or the
+    instance's absolute directory, or None (the instance's usual directory,
+    beside its existing file disks).  Adopted plain volumes get new names; the
+    adopted ones are renamed by :func:`create_disks`.
+    """
+    check_template_supported(template)
+    if template not in cfg.cluster.enabled_disk_templates:
+        raise OpPrereqError(f"Disk template '{template}' is not enabled in cluster. Enabled "
+                            f"disk templates are: {','.join(cfg.cluster.enabled_disk_templates)}",
+                            ECODE_STATE)
+    if template == constants.DT_DISKLESS:
+        return []
+    if secondary_uuids:
+        raise OpPrereqError(f"Disk template {template} takes no secondary node", ECODE_INVAL)
+    disks: list[Disk] = []
+    adopted: dict[str, str] = getattr(lu, _ADOPTED, None) or {}
+    owner = lu.ctx.owner
+    now = lu.ctx.clock.seconds()
+    vg_default = cfg.cluster.volume_group_name
+    directory = None
+    driver = file_driver or storagetypes.FD_DEFAULT
+    if template in (constants.DT_FILE, constants.DT_SHARED_FILE):
+        if driver not in storagetypes.FILE_DRIVERS:
+            raise OpPrereqError(f"Invalid file driver name '{driver}'", ECODE_INVAL)
+        directory = _file_dir(lu, cfg, template, instance_uuid, file_storage_dir)
+    for idx, spec in enumerate(disk_specs):
+        index = base_index + idx
+        size = spec.get("size", 0)
+        disk_uuid = str(uuidmod.uuid4())
+        adopt = spec.get("adopt")
+        nodes: list[str] = []
+        if template == constants.DT_PLAIN:
+            vg = spec.get("vg") or vg_default
+            if not vg:
+                raise OpPrereqError("Cluster has no volume group set; plain disks need one",
+                                    ECODE_STATE)
+            try:
+                lv = lu.ctx.reservations.generate_lv_names(
+                    owner, cfg, vg, [f"{_NAME_PREFIX[template]}.disk{index}"])[0]
+            except ReservationError as err:
+                raise as_prereq(err, f"Cannot reserve a volume name in {vg}") from None
+            logical_id: list[Any] = [vg, lv]
+            nodes = [primary_uuid]
+            if adopt:
+                adopted[disk_uuid] = str(adopt)
+        elif template == constants.DT_BLOCK:
+            if not adopt:
+                raise OpPrereqError("Disk template blockdev requires disk adoption, but no "
+                                    "'adopt' parameter given", ECODE_INVAL)
+            path = posixpath.normpath(str(adopt))
+            if not path.startswith(storagetypes.ADOPTABLE_BLOCKDEV_ROOT):
+                raise OpPrereqError(f"Device node(s) {adopt} lie outside "
+                                    f"{storagetypes.ADOPTABLE_BLOCKDEV_ROOT} and cannot "
+                                    "be adopted", ECODE_INVAL)
+            logical_id = [storagetypes.BLOCKDEV_DRIVER_MANUAL, path]
+        else:
+            assert directory is not None
+            name = f"{uuidmod.uuid4()}{_NAME_PREFIX[template]}.disk{index}"
+            logical_id = [driver, f"{directory}/{name}"]
+            if template == constants.DT_FILE:
+                nodes = [primary_uuid]
+        disk = Disk(uuid=disk_uuid, dev_type=template, logical_id=logical_id,
+                    iv_name=f"disk/{index}", size=int(size or 0),
+                    mode=str(spec.get("mode") or constants.DISK_RDWR),
+                    params={}, nodes=nodes, spindles=spec.get("spindles"),
+                    name=spec.get("name") or None, serial_no=1, ctime=now, mtime=now)
+        disks.append(disk)
+    if adopted:
+        setattr(lu, _ADOPTED, adopted)
+    return disks
+
+
+# -- create and remove -----------------------------------------------------------------
+
+async def _adopt(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk) -> None:
+    """Check an adopted device on the primary, take its size; rename an adopted
+    volume to the disk's generated name."""
+    node = _node(cfg, instance.primary_node)
+    if disk.dev_type == constants.DT_BLOCK:
+        path = str(disk.logical_id[1]) if disk.logical_id else ""
+        result = await _call(lu, node, "bdev_sizes", [[path]])
+        result.raise_if_failed(f"Cannot get block device information from node {node.name}")
+        sizes = result.payload or {}
+        if path not in sizes:
+            raise OpExecError(f"Missing block device(s): {path} on node {node.name}")
+        disk.size = int(sizes[path])
+        return
+    old = getattr(lu, _ADOPTED, {}).get(disk.uuid)
+    if old is None or not disk.logical_id:
+        raise OpExecError(f"Disk {disk.iv_name} of {instance.name} has no volume to adopt")
+    vg, new = str(disk.logical_id[0]), str(disk.logical_id[1])
+    result = await _call(lu, node, "lv_list", [[vg]])
+    result.raise_if_failed(f"Cannot get LV information from node {node.name}")
+    info = (result.payload or {}).get(f"{vg}/{old}")
+    if info is None:
+        raise OpExecError(f"Missing logical volume(s): {vg}/{old} on node {node.name}")
+    if info[2]:
+        raise OpExecError(f"Online logical volume(s) in use: {vg}/{old}")
+    disk.size = int(float(info[0]))
+    current = Disk(dev_type=constants.DT_PLAIN, logical_id=[vg, old], size=disk.size,
+                   iv_name=disk.iv_name)
+    result = await _call(lu, node, "blockdev_rename", [[(current, [vg, new])]])
+    result.raise_if_failed(f"Failed to rename adopted LVs on node {node.name}")
+
+
+async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
+                       disks: Sequence[Disk]) -> None:
+    """Create ``disks`` of ``instance`` on their nodes (Ganeti's ``CreateDisks``).
+
+    File templates get their storage directory first.  Adopted devices are
+    not created: they are checked on the primary and their size taken (plain
+    volumes are renamed to their new names).  When a step fails, what this
+    call created is removed again (disks, then the directory if it is empty)
+    and ``OpExecError`` names the disk and the node.
+    """
+    if not disks:
+        return
+    for d in disks:
+        if d.dev_type not in storagetypes.DTS_CREATABLE:
+            raise OpExecError(f"Disk template '{d.dev_type}' is not supported yet: cannot "
+                              f"create disk {d.iv_name} of {instance.name}")
+    primary = _node(cfg, instance.primary_node)
+    adopted = getattr(lu, _ADOPTED, {})
+    file_dirs = sorted({posixpath.dirname(str(d.logical_id[1])) for d in disks
+                        if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id})
+    for directory in file_dirs:
+        result = await _call(lu, primary, "file_storage_dir_create", [directory])
+        result.raise_if_failed(f"Failed to create directory '{directory}' on node "
+                               f"{primary.name}")
+    created: list[tuple[Node, Disk]] = []
+    try:
+        for disk in disks:
+            if disk.dev_type == constants.DT_BLOCK or disk.uuid in adopted:
+                await _adopt(lu, cfg, instance, disk)
+                continue
+            for node_uuid in disk_nodes(instance, disk):
+                node = _node(cfg, node_uuid)
+                on_primary = node_uuid == instance.primary_node
+                result = await _call(lu, node, "blockdev_create", [
+                    DiskArg(disk, instance), disk.size, instance.name, on_primary,
+                    info_text(instance), _exclusive_storage(cfg, node)])
+                if not result.success:
+                    raise OpExecError(f"Can't create block device {disk.iv_name} on node "
+                                      f"{node.name} for instance {instance.name}: "
+                                      f"{result.fail_msg}")
+                created.append((node, disk))
+    except BaseException:
+        for node, disk in reversed(created):
+            result = await _call(lu, node, "blockdev_remove", [DiskArg(disk, instance)])
+            result.warn(f"Failed to remove newly-created disk {disk.iv_name} on node "
+                        f"{node.name}", lambda text: _warn(lu, text))
+        for directory in file_dirs:
+            result = await _call(lu, primary, "file_storage_dir_remove", [directory])
+            result.warn(f"Could not remove directory '{directory}'",
+                        lambda text: _warn(lu, text))
+        raise
+
+
+async def remove_disks(lu: Any, cfg: ConfigData, instance: Instance,
+                       disks: Sequence[Disk] | None = None,
+                       ignore_failures: bool = False) -> bool:
+    """Remove ``disks`` (default: all of the instance's) from their nodes (Ganeti's
+    ``RemoveDisks``), and the file storage directory once no file disk of the
+    instance is left in it.  Adopted block devices stay.
+
+    Failures are reported as warnings; a failure on an offline secondary does
+    not count.  Returns whether everything was removed; with failures and not
+    ``ignore_failures`` raises ``OpExecError("Can't remove instance's disks")``.
+    """
+    all_disks = instance_disks(cfg, instance) if disks is None else list(disks)
+    ok = True
+    for disk, node, result in await _on_disk_nodes(lu, cfg, instance, all_disks,
+                                                   "blockdev_remove"):
+        if result.warn(f"Could not remove disk {disk.iv_name} on node {node.name}, "
+                       "continuing anyway", lambda text: _warn(lu, text)):
+            if not (result.offline and node.uuid != instance.primary_node):
+                ok = False
+    removed = {d.uuid for d in all_disks}
+    remaining = [cfg.disks[u] for u in instance.disks if u in cfg.disks and u not in removed]
+    kept_dirs = {posixpath.dirname(str(d.logical_id[1])) for d in remaining
+                 if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id}
+    dirs = sorted({posixpath.dirname(str(d.logical_id[1])) for d in all_disks
+                   if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id} - kept_dirs)
+    primary = cfg.nodes.get(instance.primary_node)
+    for directory in dirs:
+        if primary is None:
+            break
+        result = await _call(lu, primary, "file_storage_dir_remove", [directory])
+        if result.warn(f"Could not remove directory '{directory}'",
+                       lambda text: _warn(lu, text)):
+            ok = False
+    if not ok and not ignore_failures:
+        raise OpExecError("Can't remove instance's disks")
+    return ok
+
+
+# -- assemble and shut down ------------------------------------------------------------
+
+async def _mark_active(lu: Any, instance: Instance, active: bool) -> None:
+    """Record in the config whether the instance's disks are active (Ganeti's
+    ``MarkInstanceDisks(In)Active``), if the instance is there and it changes."""
+    current = lu.ctx.config.config.instances.get(instance.uuid)
+    if current is None or current.disks_active == active:
+        return
+
+    def change(cfg: ConfigData) -> None:
+        inst = cfg.instances.get(instance.uuid)
+        if inst is not None:
+            inst.disks_active = active
+    await lu.update_config(change)
+
+
+async def assemble_disks(lu: Any, cfg: ConfigData, instance: Instance,
+                         ignore_size: bool = False) -> list[tuple[str, str, str]]:
+    """Make the instance's disks usable (Ganeti's ``AssembleInstanceDisks``): on the
+    secondary nodes first, then on the primary; the disks are marked active.
+
+    Returns ``[(primary node name, iv_name, device path), ...]``.  On a failure
+    the disks are shut down again and ``OpExecError`` names disk and node.
+    ``ignore_size`` is accepted for Ganeti's callers (sizes are not checked here).
+    """
+    disks = instance_disks(cfg, instance)
+    if not disks:
+        return []
+    await _mark_active(lu, instance, True)
+    out: list[tuple[str, str, str]] = []
+    try:
+        for on_primary in (False, True):
+            for idx, disk in enumerate(disks):
+                for node_uuid in disk_nodes(instance, disk):
+                    if (node_uuid == instance.primary_node) != on_primary:
+                        continue
+                    node = _node(cfg, node_uuid)
+                    result = await _call(lu, node, "blockdev_assemble", [
+                        DiskArg(disk, instance), instance, on_primary, idx])
+                    if not result.success:
+                        raise OpExecError(f"Cannot activate block device {disk.iv_name} "
+                                          f"of instance {instance.name} on node "
+                                          f"{node.name}: {result.fail_msg}")
+                    if on_primary:
+                        path = result.payload[0] if result.payload else None
+                        out.append((node.name, disk.iv_name or f"disk/{idx}", str(path)))
+    except OpExecError:
+        await shutdown_disks(lu, cfg, instance)
+        raise
+    return out
+
+
+async def shutdown_disks(lu: Any, cfg: ConfigData, instance: Instance,
+                         ignore_primary: bool = False) -> bool:
+    """Shut the instance's disks down on all their nodes (Ganeti's
+    ``ShutdownInstanceDisks``) and mark them inactive.  Failures are warnings; they
+    count unless the node is offline, or is the primary and ``ignore_primary``.
+    Returns whether all went well."""
+    await _mark_active(lu, instance, False)
+    ok = True
+    for disk, node, result in await _on_disk_nodes(lu, cfg, instance,
+                                                   instance_disks(cfg, instance),
+                                                   "blockdev_shutdown"):
+        if result.warn(f"Could not shutdown block device {disk.iv_name} on node "
+                       f"{node.name}", lambda text: _warn(lu, text)):
+            if not (result.offline or (node.uuid == instance.primary_node
+                                       and ignore_primary)):
+                ok = False
+    return ok
+
+
+# -- grow, rename, check ---------------------------------------------------------------
+
+async def grow_disk(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk, amount: int,
+                    dry_run: bool = False) -> None:
+    """Grow ``disk`` by ``amount`` MiB on all its nodes (Ganeti's ``LUInstanceGrowDisk``
+    steps): a dry run everywhere first, then the real growth (not with ``dry_run``).
+
+    The caller records the new size (``disk.size + amount``) in the config.
+    """
+    if amount < 0:
+        raise OpPrereqError("Can't grow a disk by a negative amount", ECODE_INVAL)
+    if disk.dev_type not in (constants.DT_PLAIN, constants.DT_FILE, constants.DT_SHARED_FILE):
+        raise OpPrereqError(f"Instance's disk layout '{disk.dev_type}' does not support "
+                            "growing", ECODE_INVAL)
+    nodes = [_node(cfg, u) for u in disk_nodes(instance, disk)]
+    for dry in ((True,) if dry_run else (True, False)):
+        for node in nodes:
+            result = await _call(lu, node, "blockdev_grow", [
+                DiskArg(disk, instance), amount, dry, True, _exclusive_storage(cfg, node)])
+            result.raise_if_failed(f"{'Dry-run grow' if dry else 'Grow'} request failed "
+                                   f"to node {node.name}")
+
+
+def renamed_file_disk_ids(disks: Sequence[Disk], new_name: str) -> dict[str, list[Any]]:
+    """The new ``logical_id`` of each file disk of an instance renamed to ``new_name``
+    (its directory's last part becomes the new name, as Ganeti's config rename)."""
+    out: dict[str, list[Any]] = {}
+    for d in disks:
+        if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id:
+            path = str(d.logical_id[1])
+            base = posixpath.dirname(posixpath.dirname(path))
+            out[d.uuid] = [d.logical_id[0],
+                           posixpath.join(base, new_name, posixpath.basename(path))]
+    return out
+
+
+async def rename_instance_disks(lu: Any, cfg: ConfigData, instance: Instance,
+                                old_name: str, new_name: str) -> None:
+    """After an instance rename: move its file storage directory on the primary and
+    point its file disks at the new place in the config (if not done yet).  Nothing
+    for other templates.  ``OpExecError`` if the node cannot rename the directory."""
+    disks = [d for d in instance_disks(cfg, instance)
+             if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id]
+    if not disks:
+        return
+    base = posixpath.dirname(posixpath.dirname(str(disks[0].logical_id[1])))  # type: ignore[index]
+    old_dir, new_dir = posixpath.join(base, old_name), posixpath.join(base, new_name)
+    new_ids = renamed_file_disk_ids(disks, new_name)
+    if any(list(d.logical_id or []) != new_ids[d.uuid] for d in disks):
+        def change(config: ConfigData) -> None:
+            for uuid, lid in new_ids.items():
+                if uuid in config.disks:
+                    config.disks[uuid].logical_id = list(lid)
+        await lu.update_config(change)
+    primary = _node(cfg, instance.primary_node)
+    result = await _call(lu, primary, "file_storage_dir_rename", [old_dir, new_dir])
+    result.raise_if_failed(f"Could not rename on node {primary.name} directory '{old_dir}' "
+                           f"to '{new_dir}' (but the instance has been renamed in Ganeti)")
+
+
+async def check_disks_exist(lu: Any, cfg: ConfigData, instance: Instance) -> list[str]:
+    """Problems with the instance's disks for verify: a device missing on a node, or a
+    node that could not be asked (offline nodes are skipped).  One call per node."""
+    problems: list[str] = []
+    by_node: dict[str, list[Disk]] = {}
+    for disk in instance_disks(cfg, instance):
+        if disk.dev_type == constants.DT_DISKLESS:
+            continue
+        for node_uuid in disk_nodes(instance, disk):
+            by_node.setdefault(node_uuid, []).append(disk)
+    for node_uuid, node_disks in sorted(by_node.items()):
+        node = cfg.nodes.get(node_uuid)
+        if node is None or node.offline:
+            continue
+        result = await _call(lu, node, "blockdev_getdimensions",
+                             [[DiskArg(d, instance) for d in node_disks]])
+        if not result.success:
+            problems.append(f"cannot check the disks of instance {instance.name} on node "
+                            f"{node.name}: {result.fail_msg}")
+            continue
+        dims = result.payload if isinstance(result.payload, list) else []
+        for disk, dim in zip(node_disks, dims + [None] * (len(node_disks) - len(dims)),
+                             strict=False):
+            if dim is None:
+                problems.append(f"disk {disk.iv_name} of instance {instance.name} is "
+                                f"missing on node {node.name}")
+    return problems

@@ -1,0 +1,89 @@
+"""The ``blockdev`` template: a disk is an existing block device the instance adopted.
+
+Nothing is created, removed, grown or renamed: the device belongs to the
+administrator.  Its path (``logical_id`` ``["manual", path]``) must resolve
+below ``/dev/`` and be a block device; the device is used as it is.
+These functions block (stat, reading a size): run them in the thread pool.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+from ganeti.core import storagetypes
+from ganeti.noded.bdev.base import BlockDeviceError, status
+
+
+def device(disk: dict[str, Any]) -> str:
+    """The adopted device's path, checked (driver ``manual``, below ``/dev/``)."""
+    lid = disk.get("logical_id")
+    if not isinstance(lid, list) or len(lid) != 2 or not isinstance(lid[1], str):
+        raise BlockDeviceError(f"Invalid block device logical id {lid!r}")
+    if lid[0] != storagetypes.BLOCKDEV_DRIVER_MANUAL:
+        raise BlockDeviceError(f"Got persistent block device of invalid type: {lid[0]}")
+    real = os.path.realpath(lid[1])
+    if not real.startswith("/dev/"):
+        raise BlockDeviceError(f"Full path '{real}' lies outside /dev")
+    return lid[1]
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st if stat.S_ISBLK(st.st_mode) else None
+
+
+def size_bytes(path: str) -> int:
+    """The size of a block device in bytes (its end, as ``blockdev --getsize64``)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+def check(disk: dict[str, Any]) -> str:
+    """The device's path if it exists and is a block device, else BlockDeviceError."""
+    path = device(disk)
+    if _stat(path) is None:
+        raise BlockDeviceError(f"Can't find a block device at {path}")
+    return path
+
+
+def find(disk: dict[str, Any]) -> dict[str, Any] | None:
+    """The device's status, None if it is not there."""
+    path = device(disk)
+    st = _stat(path)
+    if st is None:
+        return None
+    return status(path, os.major(st.st_rdev), os.minor(st.st_rdev))
+
+
+def dimensions(disk: dict[str, Any]) -> list[Any] | None:
+    """[size in bytes, None], or None."""
+    path = device(disk)
+    if _stat(path) is None:
+        return None
+    try:
+        return [size_bytes(path), None]
+    except OSError:
+        return None
+
+
+def sizes(devices: list[str]) -> dict[str, int]:
+    """Ganeti's ``bdev_sizes``: {path: MiB} of the given block devices under /dev."""
+    out: dict[str, int] = {}
+    for path in devices:
+        if not isinstance(path, str) or not os.path.normpath(path).startswith("/dev/"):
+            continue
+        if _stat(path) is None:
+            continue
+        try:
+            out[path] = size_bytes(path) // (1024 * 1024)
+        except OSError:
+            continue
+    return out
