@@ -241,6 +241,16 @@ class ModifyTest(InstanceCase):
         static = self.run_ok({"OP_ID": "OP_INSTANCE_QUERY_DATA", "static": True})
         self.assertIsNone(static["inst1.test"]["run_state"])
 
+    def test_short_names_are_expanded(self):
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1"})
+        self.assertTrue(self.running("inst1.test"))
+        data = self.run_ok({"OP_ID": "OP_INSTANCE_QUERY_DATA", "instances": ["inst1"]})
+        self.assertEqual(list(data), ["inst1.test"])
+        self.run_ok(create_op("inst1.other"))
+        cls, msg, code = self.run_error({"OP_ID": "OP_INSTANCE_SHUTDOWN",
+                                         "instance_name": "inst1"})
+        self.assertEqual((msg, code), ("Instance 'inst1' not known", "unknown_entity"))
+
     def test_unknown_instance(self):
         for op_id in ("OP_INSTANCE_STARTUP", "OP_INSTANCE_REMOVE", "OP_INSTANCE_SHUTDOWN"):
             cls, msg, code = self.run_error({"OP_ID": op_id, "instance_name": "nosuch"})

@@ -60,6 +60,13 @@ def find_instance(cfg: ConfigData, name: str, uuid: str | None = None) -> Instan
     inst = cfg.instances.get(uuid) if uuid else None
     if inst is None:
         inst = cfg.instance_by_name(name) or cfg.instances.get(name)
+    if inst is None and name:
+        # Ganeti's name expansion: a unique instance whose name is ``name`` followed
+        # by domain components ("web1" for "web1.example.com"), case-insensitively
+        prefix = name.lower() + "."
+        found = [i for i in cfg.instances.values() if i.name.lower().startswith(prefix)]
+        if len(found) == 1:
+            inst = found[0]
     if inst is None:
         raise OpPrereqError(f"Instance '{name}' not known", ECODE_NOENT)
     if uuid and inst.uuid != uuid:
