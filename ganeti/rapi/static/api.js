@@ -84,7 +84,8 @@ export async function getJson(path, options = {}) {
   }
   const { body, message } = await readAnswer(response);
   if (!response.ok) {
-    throw new HttpError(response.status, `${path}: ${response.status} ${message || response.statusText}`);
+    throw new HttpError(response.status,
+      `${path}: ${response.status} ${message || response.statusText}`);
   }
   setMessage("auth", null);
   setMessage("network", null);

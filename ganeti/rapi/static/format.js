@@ -173,7 +173,10 @@ export function instanceMemoryText(instance) {
   return base;
 }
 
-/** An instance's disks as text: "diskless", "1 disk: 1.0 GiB (plain)", "2 disks: 512 MiB, 1.0 GiB (file)". */
+/**
+ * An instance's disks as text: "diskless", "1 disk: 1.0 GiB (plain)",
+ * "2 disks: 512 MiB, 1.0 GiB (file)".
+ */
 export function instanceDisksText(sizes, template) {
   const list = Array.isArray(sizes) ? sizes : [];
   const kind = template ? String(template) : "?";
