@@ -125,7 +125,8 @@ async def _prepare(ctx: NodeContext, instance: Mapping[str, Any], script: str | 
                           "does not support")
         raise RPCFail(f"OS '{osdef.name}' has no {script} script")
     try:
-        env = osenv.instance_env(instance, osdef, device_path, debug)
+        env = osenv.instance_env(instance, osdef,
+                                 lambda disk: device_path(disk, ctx.paths), debug)
     except (TypeError, AttributeError, KeyError) as err:
         raise RPCFail(f"Invalid instance description: {err}") from None
     return osdef, path, env
