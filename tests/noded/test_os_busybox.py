@@ -20,6 +20,7 @@ from ganeti.core import paths as pathsmod
 from ganeti.noded import osdir
 from ganeti.noded.backend import osdefs
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
+from ganeti.noded.bdev import files
 from ganeti.noded.procs import ChildProcesses
 from tests.noded.helpers import node_paths
 from tests.noded.test_osdefs import instance
@@ -52,10 +53,17 @@ class BusyboxOsTest(TestCase):
         os.makedirs(self.dir)
 
     def image(self, name: str = "disk0.img", size: int = 32 << 20) -> str:
-        path = os.path.join(self.dir, name)
+        """A file disk: its path as the config names it (the node opens it below its
+        root, :meth:`local`)."""
+        wire = f"/srv/ganeti/file-storage/bb/{name}"
+        path = self.local(wire)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.truncate(size)
-        return path
+        return wire
+
+    def local(self, wire: str) -> str:
+        return files.local(self.paths, wire)
 
     def inst(self, disk: str, name: str = "bb1.example.com", **osparams) -> dict:
         inst = instance(name=name, os_name="busybox+default", disk_file=disk)
@@ -71,22 +79,22 @@ class BusyboxOsTest(TestCase):
     async def test_create_rename_export_import(self):
         disk = self.image()
         await osdefs.instance_os_add(self.ctx, self.inst(disk, marker="Hello, bb1!"), False, 0)
-        self.assertEqual(debugfs(disk, "cat /etc/hostname"), "bb1.example.com\n")
-        self.assertEqual(debugfs(disk, "cat /etc/ganeti-marker"), "Hello, bb1!\n")
-        self.assertIn("cat /etc/ganeti-marker", debugfs(disk, "cat /sbin/init"))
-        listing = debugfs(disk, "ls -l /bin")
+        self.assertEqual(debugfs(self.local(disk), "cat /etc/hostname"), "bb1.example.com\n")
+        self.assertEqual(debugfs(self.local(disk), "cat /etc/ganeti-marker"), "Hello, bb1!\n")
+        self.assertIn("cat /etc/ganeti-marker", debugfs(self.local(disk), "cat /sbin/init"))
+        listing = debugfs(self.local(disk), "ls -l /bin")
         self.assertIn("busybox", listing)
         self.assertIn("sh", listing.split())
-        info = debugfs(disk, "cat /etc/ganeti-instance")
+        info = debugfs(self.local(disk), "cat /etc/ganeti-instance")
         self.assertIn("os=busybox+default\nvariant=default\nhypervisor=fake\ndisks=1\n", info)
 
         renamed = self.inst(disk, name="bb2.example.com")
         await osdefs.instance_run_rename(self.ctx, renamed, "bb1.example.com", 0)
-        self.assertEqual(debugfs(disk, "cat /etc/hostname"), "bb2.example.com\n")
-        self.assertEqual(debugfs(disk, "cat /etc/ganeti-marker"), "Hello, bb1!\n")
+        self.assertEqual(debugfs(self.local(disk), "cat /etc/hostname"), "bb2.example.com\n")
+        self.assertEqual(debugfs(self.local(disk), "cat /etc/ganeti-marker"), "Hello, bb1!\n")
 
         # export writes a tar stream (and its size to EXP_SIZE_FD); import reads it back
-        env = {"PATH": ENV_PATH, "EXPORT_DISK_PATH": disk, "EXPORT_INDEX": "0",
+        env = {"PATH": ENV_PATH, "EXPORT_DISK_PATH": self.local(disk), "EXPORT_INDEX": "0",
                "EXP_SIZE_FD": "1"}
         stream = os.path.join(self.dir, "stream.tar")
         with open(stream, "wb") as out:
@@ -101,27 +109,27 @@ class BusyboxOsTest(TestCase):
         with open(stream, "wb") as f:
             f.write(tar)
         target = self.image("disk1.img")
-        env = {"PATH": ENV_PATH, "IMPORT_DISK_PATH": target, "IMPORT_INDEX": "0",
+        env = {"PATH": ENV_PATH, "IMPORT_DISK_PATH": self.local(target), "IMPORT_INDEX": "0",
                "INSTANCE_NAME": "bb3.example.com"}
         with open(stream, "rb") as f:
             imported = subprocess.run([os.path.join(BUSYBOX_OS, "import")], env=env, stdin=f,
                                       capture_output=True, check=False)
         self.assertEqual(imported.returncode, 0, imported.stderr)
-        self.assertEqual(debugfs(target, "cat /etc/hostname"), "bb3.example.com\n")
-        self.assertEqual(debugfs(target, "cat /etc/ganeti-marker"), "Hello, bb1!\n")
-        self.assertEqual(debugfs(target, "stat /bin/busybox").split("Mode:")[1].split()[0],
-                         "0755")
+        self.assertEqual(debugfs(self.local(target), "cat /etc/hostname"), "bb3.example.com\n")
+        self.assertEqual(debugfs(self.local(target), "cat /etc/ganeti-marker"), "Hello, bb1!\n")
+        mode = debugfs(self.local(target), "stat /bin/busybox").split("Mode:")[1].split()[0]
+        self.assertEqual(mode, "0755")
 
     async def test_root_size_and_reinstall(self):
         disk = self.image(size=48 << 20)
         await osdefs.instance_os_add(self.ctx, self.inst(disk, root_size=16), True, 0)
-        stats = debugfs(disk, "stats")
+        stats = debugfs(self.local(disk), "stats")
         block_count = int(stats.split("Block count:")[1].split()[0])
         block_size = int(stats.split("Block size:")[1].split()[0])
         self.assertEqual(block_count * block_size, 16 << 20)
         [log] = os.listdir(self.paths.os_log_dir)
         with open(os.path.join(self.paths.os_log_dir, log)) as f:
-            self.assertIn(f"reinstalled bb1.example.com on {disk}", f.read())
+            self.assertIn(f"reinstalled bb1.example.com on {self.local(disk)}", f.read())
 
     async def test_verify_and_failures(self):
         ok = await osdefs.os_validate(self.ctx, True, "busybox+default", ["parameters"],
@@ -135,7 +143,8 @@ class BusyboxOsTest(TestCase):
         with self.assertRaises(RPCFail) as cm:
             await osdefs.instance_os_add(self.ctx, self.inst("/nonexistent/disk"), False, 0)
         self.assertIn("OS create script failed (exited with exit code 1), last lines in the "
-                      "log file:\nbusybox-os: disk /nonexistent/disk does not exist",
+                      "log file:\nbusybox-os: disk " + self.local("/nonexistent/disk")
+                      + " does not exist",
                       str(cm.exception))
 
 

@@ -22,6 +22,7 @@ from ganeti.core import constants
 from ganeti.noded import osdir, osrun
 from ganeti.noded.backend import osdefs
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
+from ganeti.noded.bdev import files
 from ganeti.noded.procs import ChildProcesses
 from tests.noded.helpers import MemoryNode, node_paths
 
@@ -309,12 +310,16 @@ class ValidateTest(OsTestCase):
 
 
 class InstanceScriptsTest(OsTestCase):
+    def local_disk0(self):
+        return files.local(self.ctx.paths, "/srv/disk0")
+
     async def test_create_environment_api20(self):
         out = os.path.join(self.out, "create.env")
         make_os(self.top, "testos", scripts={"create": DUMP_ENV.format(out=out)})
         result = await osdefs.instance_os_add(self.ctx, instance(), False, 1)
         self.assertIsNone(result)
-        self.assertEqual(read_env(out), EXPECTED_API20)
+        # a file disk's path as this node opens it (below the node's root)
+        self.assertEqual(read_env(out), dict(EXPECTED_API20, DISK_0_PATH=self.local_disk0()))
         stamp = time.strftime("%Y-%m-%d_%H_%M_%S", time.localtime(self.clock.seconds()))
         self.assertEqual(self.logs(), [os.path.join(
             self.paths.os_log_dir, f"add-testos+default-inst1.example.com-{stamp}.log")])
@@ -333,7 +338,7 @@ class InstanceScriptsTest(OsTestCase):
                 scripts={"create": DUMP_ENV.format(out=out)}, skip=("verify",))
         await osdefs.instance_os_add(self.ctx, instance(os_name="old"), False, 1)
         expected = dict(EXPECTED_API20, OS_API_VERSION="10", OS_NAME="old", OS_VARIANT="",
-                        INSTANCE_OS="old")
+                        INSTANCE_OS="old", DISK_0_PATH=self.local_disk0())
         self.assertEqual(read_env(out), expected)
 
     async def test_highest_common_version_is_used(self):
