@@ -44,8 +44,8 @@ def usage_lines(vc: vcluster.VCluster) -> list[str]:
         "or with these export lines:",
         *(f"  {line}" for line in vcluster.env_lines(vc, vc.node(None))),
         "then try:",
-        "  gnt-cluster info; gnt-node list; gnt-group list; gnt-debug delay 1; gnt-job list; "
-        "gnt-job info 1; gnt-debug locks",
+        "  gnt-cluster info; gnt-node list; gnt-instance list; gnt-instance info web1; "
+        "gnt-os list; gnt-debug delay 1; gnt-job list; gnt-job info 1; gnt-debug locks",
     ]
     if others:
         lines.append(f"Nodes:   {vc.master} (master), {', '.join(n.name for n in others)}; "
@@ -56,7 +56,8 @@ def usage_lines(vc: vcluster.VCluster) -> list[str]:
     return lines + [
         f"RAPI:    curl --cacert {shlex.quote(master.paths.rapi_pem)} --resolve "
         f"{rapi}:{master.ip} -u \"$(tr ' ' : < {credentials})\" https://{rapi}/2/info",
-        f"         (dashboard: https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/dashboard/)",
+        f"         (dashboard, with the instances table: "
+        f"https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/dashboard/)",
         f"Status:  {tool} status {d}",
         f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",
         f"Remove:  {tool} destroy {d}",
@@ -118,14 +119,56 @@ def _show_rapi(ctx: Context, vc: vcluster.VCluster) -> int:
     return 0
 
 
+#: The demo's instances: (short name, node index) -- fake hypervisor, a file disk,
+#: our busybox OS definition (share/os/busybox).
+DEMO_INSTANCES = (("web1", 1), ("web2", 2))
+
+
+def instance_commands(vc: vcluster.VCluster, existing: set[str]) -> list[tuple[list[str], int]]:
+    """The instance part of the demo (instances already there are not added again)."""
+    names = [f"{short}.{vc.domain}" for short, _ in DEMO_INSTANCES]
+    commands: list[tuple[list[str], int]] = [(["gnt-os", "list"], 0)]
+    for (short, index), name in zip(DEMO_INSTANCES, names, strict=True):
+        if name in existing:
+            continue
+        node = vc.nodes[min(index, len(vc.nodes) - 1)].name
+        commands.append((["gnt-instance", "add", "-t", "file", "-o", "busybox",
+                          "--disk", "0:size=1G", "--no-name-check", "--no-ip-check",
+                          "-B", "maxmem=128M", "-O", f"marker=hello from {short}",
+                          "-n", node, name], 0))
+    first = names[0]
+    return commands + [
+        (["gnt-instance", "list"], 0),
+        (["gnt-instance", "info", first], 24),
+        (["gnt-instance", "stop", first], 0),
+        (["gnt-instance", "list", "-o", "name,status,oper_state,pnode", first], 0),
+        (["gnt-instance", "start", first], 0),
+        (["gnt-instance", "list", "-o", "name,status,oper_ram,disk.sizes,nic.macs"], 0),
+    ]
+
+
+def _existing_instances(vc: vcluster.VCluster) -> set[str]:
+    env = dict(os.environ)
+    env.update(vc.node(None).paths.env())
+    tool = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "gnt-instance")
+    proc = subprocess.run([tool, "list", "--no-headers", "-o", "name"], env=env,
+                          capture_output=True, text=True, check=False)
+    return set(proc.stdout.split()) if proc.returncode == 0 else set()
+
+
 def demonstrate(ctx: Context, vc: vcluster.VCluster) -> int:
-    """Run :data:`DEMO_COMMANDS` and one RAPI request against the master; the number
-    that failed."""
+    """Run :data:`DEMO_COMMANDS`, the instance commands and one RAPI request against the
+    master; the number that failed."""
     ctx.out("")
     ctx.out("Demonstration (each command talks LUXI to the master daemon; the tags, the "
             "delay and the listing are jobs):")
     failed = sum(_run_shown(ctx, vc, argv, max_lines) != 0
                  for argv, max_lines in DEMO_COMMANDS)
+    ctx.out("")
+    ctx.out("Instances on the fake hypervisor, with a file disk each and our busybox OS "
+            "definition (its create script builds the root filesystem on the disk):")
+    failed += sum(_run_shown(ctx, vc, argv, max_lines) != 0
+                  for argv, max_lines in instance_commands(vc, _existing_instances(vc)))
     ctx.out("")
     ctx.out("The same cluster through the remote API (ganeti-rapi, a LUXI client of the "
             "master daemon):")

@@ -434,6 +434,9 @@ class VClusterTest(SynchronousTestCase):
         self.assertIn(["gnt-node", "list", "-o", "name,role,pip,master_candidate"], shown)
         self.assertIn(["gnt-cluster", "getmaster"], shown)
         self.assertIn(["ganeti-confd-query", "cluster-master"], shown)
+        self.assertIn(["gnt-instance", "list"], shown)
+        adds = [argv[-1] for argv in shown if argv[:2] == ["gnt-instance", "add"]]
+        self.assertEqual(adds, ["web1.vcluster.test", "web2.vcluster.test"])
         self.assertIn("Nodes:   node1.vcluster.test (master), node2.vcluster.test, "
                       "node3.vcluster.test;", out)
         # the second run finds it running and changes nothing
@@ -443,6 +446,14 @@ class VClusterTest(SynchronousTestCase):
         self.assertEqual(code, 0)
         self.assertIn("already running; leaving it as it is", out)
         self.assertEqual((shown, self.fake.events), ([], []))
+
+    def test_demo_adds_only_missing_instances(self):
+        self.run_cli("create", self.dir, "--nodes", "3", "--ip-base", "127.0.9.")
+        vc = vcluster.VCluster.load(self.dir)
+        commands = vcluster_demo.instance_commands(vc, {"web1.vcluster.test"})
+        adds = [argv for argv, _ in commands if argv[:2] == ["gnt-instance", "add"]]
+        self.assertEqual([argv[-1] for argv in adds], ["web2.vcluster.test"])
+        self.assertEqual(adds[0][adds[0].index("-n") + 1], "node3.vcluster.test")
 
     def test_demo_reports_failed_commands(self):
         self.patch(vcluster_demo, "_run_shown",
