@@ -49,7 +49,7 @@ def create_op(name: str, node: str, with_os: bool = False) -> dict:
           "pnode": node, "os_type": "busybox", "nics": [{}], "name_check": False,
           "ip_check": False, "beparams": {"maxmem": 128, "minmem": 128}, "start": True}
     if with_os:
-        op.update(disk_template="file", disks=[{"size": 64}])
+        op.update(disk_template="file", disks=[{"size": 1024}])
     else:
         op.update(disk_template="diskless", disks=[], no_install=True, start=False)
     return op

@@ -29,8 +29,8 @@ from __future__ import annotations
 import ipaddress
 import random
 import uuid as uuidmod
-from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator
+from typing import Any
 
 from ganeti.core import constants
 from ganeti.core import network as netpool
@@ -67,36 +67,106 @@ def _walk_disks(disks: Iterable[Disk]) -> Iterator[Disk]:
         yield from _walk_disks(disk.children)
 
 
-@dataclass
-class _Used:
-    """Indexes of one committed config."""
+class _Counted:
+    """A multiset with set-like ``in``: a value stays used while any holder has it."""
 
-    macs: set[str] = field(default_factory=set)
-    ports: set[int] = field(default_factory=set)
-    minors: dict[str, set[int]] = field(default_factory=dict)
-    lvs: set[str] = field(default_factory=set)
-    secrets: set[str] = field(default_factory=set)
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts: dict[Any, int] = {}
+
+    def add(self, value: Any) -> None:
+        self._counts[value] = self._counts.get(value, 0) + 1
+
+    def discard(self, value: Any) -> None:
+        left = self._counts.get(value, 0) - 1
+        if left > 0:
+            self._counts[value] = left
+        else:
+            self._counts.pop(value, None)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._counts
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._counts)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+
+def _instance_values(inst: Any) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = [("macs", nic.mac) for nic in inst.nics if nic.mac]
+    if inst.network_port is not None:
+        out.append(("ports", inst.network_port))
+    return out
+
+
+def _disk_values(top: Disk) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for disk in _walk_disks([top]):
+        lid = disk.logical_id
+        if disk.dev_type == constants.DT_PLAIN and lid and len(lid) == 2:
+            out.append(("lvs", f"{lid[0]}/{lid[1]}"))
+        elif disk.dev_type == constants.DT_DRBD8 and lid and len(lid) == 6:
+            node_a, node_b, port, minor_a, minor_b, secret = lid
+            out += [("ports", port), ("minors", (node_a, minor_a)),
+                    ("minors", (node_b, minor_b)), ("secrets", secret)]
+    return out
+
+
+class _Used:
+    """The values a committed config uses (MACs, ports, DRBD minors, LV names, DRBD
+    secrets), kept up to date from one config version to the next by looking only
+    at the instances and disks that are new objects (the config writer copies only
+    what a change touches, so the others are the same objects): a new version costs
+    a pass of identity comparisons, not a rebuild."""
+
+    def __init__(self) -> None:
+        self.macs = _Counted()
+        self.ports = _Counted()
+        self.lvs = _Counted()
+        self.secrets = _Counted()
+        self._minors = _Counted()
+        self.minors: dict[str, set[int]] = {}
+        self._instances: dict[str, Any] = {}
+        self._disks: dict[str, Any] = {}
+
+    def _apply(self, values: list[tuple[str, Any]], add: bool) -> None:
+        for table, value in values:
+            if table == "minors":
+                node, minor = value
+                (self._minors.add if add else self._minors.discard)(value)
+                if add:
+                    self.minors.setdefault(node, set()).add(minor)
+                elif value not in self._minors:
+                    self.minors.get(node, set()).discard(minor)
+            else:
+                counted: _Counted = getattr(self, table)
+                (counted.add if add else counted.discard)(value)
+
+    def _sync(self, mine: dict[str, Any], theirs: dict[str, Any],
+              values: Callable[[Any], list[tuple[str, Any]]]) -> None:
+        for uuid in [u for u in mine if u not in theirs]:
+            self._apply(values(mine.pop(uuid)), add=False)
+        for uuid, obj in theirs.items():
+            old = mine.get(uuid)
+            if old is obj:
+                continue
+            if old is not None:
+                self._apply(values(old), add=False)
+            self._apply(values(obj), add=True)
+            mine[uuid] = obj
+
+    def update(self, cfg: ConfigData) -> _Used:
+        """Follow ``cfg`` (any version: a whole new config is a full pass)."""
+        self._sync(self._instances, cfg.instances, _instance_values)
+        self._sync(self._disks, cfg.disks, _disk_values)
+        return self
 
     @classmethod
     def of(cls, cfg: ConfigData) -> _Used:
-        used = cls()
-        for inst in cfg.instances.values():
-            for nic in inst.nics:
-                if nic.mac:
-                    used.macs.add(nic.mac)
-            if inst.network_port is not None:
-                used.ports.add(inst.network_port)
-        for disk in _walk_disks(cfg.disks.values()):
-            lid = disk.logical_id
-            if disk.dev_type == constants.DT_PLAIN and lid and len(lid) == 2:
-                used.lvs.add(f"{lid[0]}/{lid[1]}")
-            elif disk.dev_type == constants.DT_DRBD8 and lid and len(lid) == 6:
-                node_a, node_b, port, minor_a, minor_b, secret = lid
-                used.ports.add(port)
-                used.minors.setdefault(node_a, set()).add(minor_a)
-                used.minors.setdefault(node_b, set()).add(minor_b)
-                used.secrets.add(secret)
-        return used
+        return cls().update(cfg)
 
 
 # -- the manager --------------------------------------------------------------------------
@@ -114,9 +184,12 @@ class ReservationManager:
 
     def _used(self, cfg: ConfigData) -> _Used:
         cached = self._index_of
-        if cached is None or cached[0] is not cfg or cached[1] != cfg.serial_no:
+        if cached is None or (cached[0] is cfg and cached[1] != cfg.serial_no):
+            # first use, or a config changed in place (never by the writer): rebuild
             cached = (cfg, cfg.serial_no, _Used.of(cfg))
-            self._index_of = cached
+        elif cached[0] is not cfg:  # a new version: follow the objects that changed
+            cached = (cfg, cfg.serial_no, cached[2].update(cfg))
+        self._index_of = cached
         return cached[2]
 
     def _reserve(self, owner: Owner, resource: Resource) -> None:
@@ -147,7 +220,7 @@ class ReservationManager:
             del self._holder[resource]
             self._by_owner.get(owner, set()).discard(resource)
 
-    def _generate(self, owner: Owner, kind: str, taken: set[str],
+    def _generate(self, owner: Owner, kind: str, taken: Collection[Any],
                   make: Iterator[str]) -> str:
         last = None
         for _ in range(GENERATE_RETRIES):

@@ -170,6 +170,14 @@ class LUInstanceCreate(LogicalUnit):
         self.add_locks[LEVEL_INSTANCE] = [self.name]
         self.needed_locks[LEVEL_NODE] = nodes
         self.needed_locks[LEVEL_NODE_RES] = list(nodes)
+        # Ganeti takes both levels exclusively.  Here the node level is shared unless
+        # volumes are made on the node (LVM), and the node resources are shared when
+        # nothing is accounted on them: no volume group space and no memory (the
+        # instance is not started).  Creations on one node then run side by side;
+        # what must be unique (names, MACs, IPs, LV names) is reserved per job.
+        lvm = self.template in (c.DT_PLAIN, c.DT_DRBD8)
+        self.share_locks[LEVEL_NODE] = not lvm
+        self.share_locks[LEVEL_NODE_RES] = not lvm and not self.start
 
     # -- hooks -----------------------------------------------------------------
 
@@ -291,6 +299,10 @@ class LUInstanceCreate(LogicalUnit):
         uuid = str(uuidmod.uuid4())
         if op.name_check:
             await self._check_name()
+        if self.start:  # Ganeti's CheckNodeFreeMemory, under the node-resource lock
+            await ic.check_node_free_memory(self, self.pnode,
+                                            f"creating instance {self.name}",
+                                            int(self.be_full.get(c.BE_MINMEM) or 0))
         ic.assign_nic_resources(self, cfg, self.nics, op.conflicts_check)
         disks: list[Disk] = []
         if self.template != c.DT_DISKLESS:
