@@ -16,8 +16,14 @@ Each figure is the best of ``--repeat`` runs and includes encoding the answer as
 JSON (what LUXI sends); the first run of the instance list also sorts the names
 (kept with the config afterwards) and is printed separately.
 
+With ``--e2e`` it also measures end to end on a real 3-node virtual cluster whose
+master's config is grown the same way (the extra nodes offline, as in
+bench_config_scale.py): LUXI ``Query`` from a client, Debian's real
+``gnt-instance list`` (the whole process), and ``GET /2/instances?bulk=1`` through
+ganeti-rapi over HTTPS.
+
 Run: .venv/bin/python bench/bench_instance_list.py [--instances N] [--nodes N]
-[--repeat N].  Never part of the test run.
+[--repeat N] [--e2e].  Never part of the test run.
 """
 
 from __future__ import annotations
@@ -84,11 +90,77 @@ def timed(fn: Any, repeat: int) -> tuple[float, int]:
     return best, size
 
 
+def end_to_end(instances: int, nodes: int, repeat: int) -> str:
+    """The same queries through the real daemons and clients; one line of figures."""
+    import shutil
+    import ssl
+    import tempfile
+    import urllib.request
+
+    from ganeti.core import configjournal
+    from ganeti.core.paths import Paths
+    from ganeti.luxi.client import LuxiClient
+    from tests.integration.helpers import free_ip_base, node_env, run
+
+    root_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    vcluster = [sys.executable, os.path.join(root_dir, "bin", "ganeti-vcluster")]
+    master = "node1.vcluster.test"
+    work = tempfile.mkdtemp(prefix="bench-instance-list-")
+    directory = os.path.join(work, "vc")
+    base = free_ip_base(3)
+    run([*vcluster, "create", directory, "--nodes", "3", "--ip-base", base], timeout=300)
+    try:
+        paths = Paths.for_node(os.path.join(directory, master), master)
+        with open(paths.config_file, encoding="utf-8") as f:
+            d = json.load(f)
+        cfg = configmod.parse(grow(d, instances, nodes))
+        with open(paths.config_file, "w", encoding="utf-8") as f:
+            f.write(configmod.dump(cfg))
+        journal = configjournal.journal_path(paths.config_file)
+        if os.path.exists(journal):
+            os.unlink(journal)
+        run([*vcluster, "start", directory], timeout=600)
+
+        def best(fn: Any) -> float:
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+            return min(times)
+
+        with LuxiClient(paths.luxi_socket, timeout=120.0) as client:
+            luxi = best(lambda: client.call("Query", "instance", LIST_FIELDS, None))
+        env = node_env(directory, master)
+        cli = best(lambda: run(["/usr/share/ganeti/3.0/gnt-instance", "list"], env=env,
+                               timeout=120))
+        with open(os.path.join(directory, "rapi-credentials"), encoding="utf-8") as f:
+            user, password = f.read().split()
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        url = f"https://{base}1:5080/2/instances?bulk=1"
+
+        def rapi() -> None:
+            with urllib.request.urlopen(url, context=context, timeout=120) as response:
+                json.loads(response.read())
+        bulk = best(rapi)
+        return (f"end to end ({len(cfg.instances)} instances, 3 live nodes): LUXI Query of "
+                f"the default fields {luxi * 1000:.0f} ms; Debian's gnt-instance list (the "
+                f"whole process) {cli * 1000:.0f} ms; GET /2/instances?bulk=1 over HTTPS "
+                f"{bulk * 1000:.0f} ms")
+    finally:
+        run([*vcluster, "destroy", directory], timeout=300, check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=20000)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--e2e", action="store_true",
+                        help="also through the real daemons and clients (a virtual cluster)")
     args = parser.parse_args()
     t0 = time.perf_counter()
     cfg = build(args.instances, args.nodes)
@@ -112,6 +184,8 @@ def main() -> int:
           f"/2/instances?bulk=1 (QueryInstances, I_FIELDS) {bulk * 1000:.0f} ms "
           f"({bulk_bytes / 1e6:.1f} MB); baseline gnt-node list default fields "
           f"{nodes * 1000:.0f} ms")
+    if args.e2e:
+        print(end_to_end(args.instances, args.nodes, args.repeat))
     return 0
 
 

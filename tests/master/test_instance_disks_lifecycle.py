@@ -77,3 +77,23 @@ class DisksLifecycleTest(SynchronousTestCase):
                          [1024 << 20, 2048 << 20])
         self.lifecycle("web2.test")
         self.assertEqual(os.listdir(self.root + FS), [])
+
+    def test_group_verify_disks_finds_missing_volumes(self):
+        self.create("web3.test", "plain")
+        group = next(iter(self.master.config.nodegroups.values())).name
+        verify = {"OP_ID": "OP_GROUP_VERIFY_DISKS", "group_name": group}
+        self.assertEqual(self.run_ok(verify), [{}, [], {}])  # disks not active: not checked
+        state = self.lvm.state
+        gone = sorted(state["lvs"])[0]
+        del state["lvs"][gone]
+        self.lvm.state = state
+        self.assertEqual(self.run_ok(verify), [{}, [], {}])
+        self.run_ok({"OP_ID": "OP_INSTANCE_RECREATE_DISKS", "instance_name": "web3.test"})
+        self.run_ok({"OP_ID": "OP_INSTANCE_ACTIVATE_DISKS", "instance_name": "web3.test"})
+        self.assertEqual(self.run_ok(verify), [{}, [], {}])
+        state = self.lvm.state
+        gone = sorted(state["lvs"])[0]
+        del state["lvs"][gone]  # a volume vanished behind the cluster's back
+        self.lvm.state = state
+        node = self.master.config.node_by_name("node1.test").uuid
+        self.assertEqual(self.run_ok(verify), [{}, [], {"web3.test": [[node, gone]]}])

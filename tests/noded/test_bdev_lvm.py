@@ -83,8 +83,9 @@ class FakeLvmTest(NodeCalls, SynchronousTestCase):
         self.assertEqual(path, "/dev/xenvg/d.disk0")
         self.assertTrue(link.endswith("/instance-disks/i:0"))
         self.assertNotIn("lvchange", [c[0] for c in self.fake.calls])  # no dm: no activation
+        # without device-mapper a volume counts as online while assembled (linked)
         self.assertEqual(self.ok("lv_list", ["xenvg"]),
-                         {"xenvg/d.disk0": ["12.00", True, False]})
+                         {"xenvg/d.disk0": ["12.00", True, True]})
         self.ok("blockdev_rename", [[[disk, ["xenvg", "e.disk0"]]]])
         self.assertEqual(list(self.fake.state["lvs"]), ["xenvg/e.disk0"])
         self.assertIn("Can't move a logical volume across volume groups", self.fails(

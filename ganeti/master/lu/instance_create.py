@@ -318,7 +318,8 @@ class LUInstanceCreate(LogicalUnit):
             admin_state=c.ADMINST_UP if self.start else c.ADMINST_DOWN,
             admin_state_source=c.ADMIN_SOURCE, nics=self.nics,
             disks=[d.uuid for d in disks], disk_template=self.template,
-            disks_active=bool(disks), tags=list(op.tags), ctime=now, mtime=now, serial_no=1)
+            disks_active=bool(disks) and self.start, tags=list(op.tags), ctime=now,
+            mtime=now, serial_no=1)
         self.instance = inst
         if op.dry_run:
             return None

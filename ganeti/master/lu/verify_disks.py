@@ -5,9 +5,8 @@ job per node group and returns their ids; it submits none when every
 instance uses external storage (``ext``), which includes the case of a
 cluster without instances.  The group opcode answers ``[node errors, instances
 whose disks need activating, missing volumes by instance]``.  Instances
-with disks that need checking come with the instance and storage layers;
-until then every instance is diskless or unknown to the nodes, so the
-answer is always ``[{}, [], {}]``.
+whose disks are active have their plain volumes looked up on their nodes
+(file disks have no activation state; mirrored templates come later).
 """
 
 from __future__ import annotations
@@ -71,9 +70,48 @@ class LUGroupVerifyDisks(LogicalUnit):
         self.share_locks[LEVEL_NODEGROUP] = True
 
     async def exec(self) -> Any:
-        # No storage layer yet: no node can report volumes or DRBD states, so no
-        # node error, no disk to activate and no missing volume can be found.
+        """Ganeti's LUGroupVerifyDisks for the templates served here: the plain
+        volumes of the group's instances whose disks are active are looked up on
+        their nodes (``lv_list``); a node that cannot answer is a node error, an
+        instance with an inactive volume needs its disks activated, a volume that
+        is not there is missing.  File disks have no activation state to check."""
+        cfg = self.ctx.config.config
+        members = {u for u, n in cfg.nodes.items() if n.group == self.group.uuid}
+        wanted: dict[tuple[str, str], str] = {}  # (node uuid, "vg/lv") -> instance name
+        for inst in cfg.instances.values():
+            if inst.primary_node not in members or not inst.disks_active:
+                continue
+            for disk_uuid in inst.disks:
+                disk = cfg.disks.get(disk_uuid)
+                if disk is None or disk.dev_type != constants.DT_PLAIN:
+                    continue
+                lid = disk.logical_id or []
+                if len(lid) == 2:
+                    for node_uuid in disk.nodes or [inst.primary_node]:
+                        wanted[(node_uuid, f"{lid[0]}/{lid[1]}")] = inst.name
         node_errors: dict[str, str] = {}
-        offline_disk_instances: list[str] = []
+        offline_disk_instances: set[str] = set()
+        nodes = sorted({node for node, _ in wanted}, key=lambda u: cfg.nodes[u].name
+                       if u in cfg.nodes else u)
+        online = [cfg.nodes[u] for u in nodes if u in cfg.nodes and not cfg.nodes[u].offline]
+        vgs = sorted({lv.split("/", 1)[0] for _, lv in wanted})
+        results = (await self.ctx.rpc().call([nodesmod.target(n) for n in online],
+                                             "lv_list", [vgs]) if online else {})
+        for node in online:
+            result = results.get(node.name)
+            if result is None or not result.success:
+                node_errors[node.uuid] = (result.fail_msg or "failed") if result else \
+                    "no answer"
+                wanted = {k: v for k, v in wanted.items() if k[0] != node.uuid}
+                continue
+            for lv_name, info in (result.payload or {}).items():
+                inst_name = wanted.pop((node.uuid, lv_name), None)
+                online_lv = bool(info[2]) if isinstance(info, list) and len(info) > 2 else True
+                if inst_name is not None and not online_lv:
+                    offline_disk_instances.add(inst_name)
         missing: dict[str, list[list[str]]] = {}
-        return [node_errors, offline_disk_instances, missing]
+        for (node_uuid, lv_name), inst_name in sorted(wanted.items()):
+            if node_uuid in cfg.nodes and cfg.nodes[node_uuid].offline:
+                continue
+            missing.setdefault(inst_name, []).append([node_uuid, lv_name])
+        return [node_errors, sorted(offline_disk_instances), missing]

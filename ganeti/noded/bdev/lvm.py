@@ -249,18 +249,35 @@ async def dimensions(ctx: NodeContext, disk: dict[str, Any]) -> list[Any] | None
 
 # -- what the node has ------------------------------------------------------------------
 
+def _linked_devices(ctx: NodeContext) -> set[str]:
+    """The devices the instance disk links (``RUN_DIR/instance-disks``) point at."""
+    directory = os.path.join(ctx.paths.run_dir, "instance-disks")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return set()
+    return {os.readlink(os.path.join(directory, n)) for n in names
+            if os.path.islink(os.path.join(directory, n))}
+
+
 async def volume_list(ctx: NodeContext, vg_names: list[str]) -> dict[str, list[Any]]:
     """Ganeti's ``lv_list``: {"vg/lv": [size MiB (text), inactive, online]}; virtual
     volumes are left out."""
     rows = await report(ctx, "lvs", ["vg_name", "lv_name", "lv_size", "lv_attr"],
                         *[check_name(v) for v in vg_names])
+    # Without device-mapper no volume can be activated, so none is ever "open"; a
+    # volume then counts as online while an instance's disk link points at it (what
+    # assembling does here), else verify-disks and the watcher would ask again and
+    # again for an activation that cannot happen.
+    linked = set() if dm_available() else _linked_devices(ctx)
     out: dict[str, list[Any]] = {}
     for r in rows:
         attr = str(r.get("lv_attr", "")).ljust(6, "-")
         if attr[0] == "v":
             continue
         out[f"{r.get('vg_name')}/{r.get('lv_name')}"] = [
-            f"{mib(str(r.get('lv_size', '0'))):.2f}", attr[4] == "-", attr[5] == "o"]
+            f"{mib(str(r.get('lv_size', '0'))):.2f}", attr[4] == "-",
+            attr[5] == "o" or f"/dev/{r.get('vg_name')}/{r.get('lv_name')}" in linked]
     return out
 
 
