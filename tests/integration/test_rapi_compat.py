@@ -298,7 +298,9 @@ class RapiCompatTest(SynchronousTestCase):
         self.assertEqual(filtered["data"], [[[0, NODE2]]])
         self.assertEqual([f["name"] for f in fields["fields"]], ["name", "node_cnt"])
         self.assertEqual([f["name"] for f in jobs["fields"]], ["id", "status"])
-        (unsupported,) = self.rapi(call("Query", "instance", ["name"]))
+        (instances, unsupported) = self.rapi(call("Query", "instance", ["name"]),
+                                             call("Query", "export", ["node"]))
+        self.assertEqual((instances["fields"][0]["name"], instances["data"]), ("name", []))
         self.assertApiError(unsupported, 404)
 
     def test_authentication(self):
