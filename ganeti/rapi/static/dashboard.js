@@ -465,10 +465,11 @@ function start() {
     loadNodes();
   });
   $("refresh-filters").addEventListener("click", loadFilters);
+  // (an instances read does not mark the master daemon connected: that state is the
+  // feed relay's, and a job submitted before the relay is back would miss its log)
   startInstances({
     report: reportRequest,
     jobStatus: (id) => store.jobs.get(String(id))?.status ?? null,
-    loaded: () => setUpstream(true),
   });
   $("jobs-body").addEventListener("click", (event) => {
     const row = event.target.closest("tr.job-row");

@@ -19,6 +19,10 @@ MAN_AUTOARCHIVE = ("man page followed: gnt-job(8) says 'autoarchive all' archive
                    "finished jobs; Ganeti 3.0's luxid archives none (age -1)")
 
 # -- Parts not built yet.
+NO_HA = ("not built yet: node evacuation, migration and failover come with the "
+         "high-availability issue; with instances on both sides Ganeti now runs them")
+OS_SETS = ("set-up: the two sides have different OS definitions installed (ours ships "
+           "its busybox OS, the real cluster Debian's noop)")
 NO_INSTANCES = ("not built yet: the instance operations, OS definitions and the opcodes "
                 "that need them (OS diagnose, iallocator tests, disk repair, evacuation, "
                 "migration)")
@@ -88,13 +92,13 @@ REASONS: dict[str, str] = {
     # not built
     "cluster-repair-disk-sizes": NO_INSTANCES,
     "group-evacuate-default": NO_INSTANCES,
-    "rapi-evacuate-node": NO_INSTANCES,
-    "rapi-migrate-node": NO_INSTANCES,
+    "rapi-evacuate-node": NO_HA,
+    "rapi-migrate-node": NO_HA,
     "debug-iallocator-relocate-unknown": NO_INSTANCES,
     "debug-iallocator-allocate-in": NO_INSTANCES,
     "debug-test-osparams": NO_INSTANCES,
     "os-list": NO_INSTANCES,
-    "os-diagnose": NO_INSTANCES,
+    "os-diagnose": OS_SETS,
     "rapi-operating-systems": NO_INSTANCES,
     "rapi-query-os": NO_INSTANCES,
     "cluster-verify": NO_INSTANCE_CHECKS,
