@@ -23,6 +23,8 @@ NO_HA = ("not built yet: node evacuation, migration and failover come with the "
          "high-availability issue; with instances on both sides Ganeti now runs them")
 OS_SETS = ("set-up: the two sides have different OS definitions installed (ours ships "
            "its busybox OS, the real cluster Debian's noop)")
+EXT_QUERY_OS = ("extension: /2/query/os (and LUXI Query 'os') answer here; Ganeti's "
+                "luxid answers them 500 and serves OS queries through OP_QUERY only")
 NO_INSTANCES = ("not built yet: the instance operations, OS definitions and the opcodes "
                 "that need them (OS diagnose, iallocator tests, disk repair, evacuation, "
                 "migration)")
@@ -91,16 +93,16 @@ REASONS: dict[str, str] = {
     "job-autoarchive-all": MAN_AUTOARCHIVE,
     # not built
     "cluster-repair-disk-sizes": NO_INSTANCES,
-    "group-evacuate-default": NO_INSTANCES,
+    "group-evacuate-default": NO_HA,
     "rapi-evacuate-node": NO_HA,
     "rapi-migrate-node": NO_HA,
     "debug-iallocator-relocate-unknown": NO_INSTANCES,
     "debug-iallocator-allocate-in": NO_INSTANCES,
     "debug-test-osparams": NO_INSTANCES,
-    "os-list": NO_INSTANCES,
+    "os-list": OS_SETS,
     "os-diagnose": OS_SETS,
-    "rapi-operating-systems": NO_INSTANCES,
-    "rapi-query-os": NO_INSTANCES,
+    "rapi-operating-systems": OS_SETS,
+    "rapi-query-os": EXT_QUERY_OS,
     "cluster-verify": NO_INSTANCE_CHECKS,
     "cluster-verify-ignore-sysrq": NO_INSTANCE_CHECKS,
     "cluster-modify-ipolicy-disk-templates": NO_INSTANCE_CHECKS,
