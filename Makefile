@@ -50,7 +50,11 @@ install-compat:
 
 install-os:
 	@if ! dpkg -s $(OS_PACKAGES) >/dev/null 2>&1; then \
-		$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(OS_PACKAGES) >/dev/null; \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "install-os: not root and $(OS_PACKAGES) missing: instances are created without installing our busybox OS (run 'sudo make install-os')" >&2; \
+		else \
+			$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(OS_PACKAGES) >/dev/null; \
+		fi; \
 	fi
 
 install-browser:

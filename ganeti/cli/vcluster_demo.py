@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -132,10 +133,12 @@ def instance_commands(vc: vcluster.VCluster, existing: set[str]) -> list[tuple[l
         if name in existing:
             continue
         node = vc.nodes[min(index, len(vc.nodes) - 1)].name
+        # without busybox-static (make install-os needs root) the OS is not installed
+        install = [] if _os_tools_installed() else ["--no-install"]
         commands.append((["gnt-instance", "add", "-t", "file", "-o", "busybox",
                           "--disk", "0:size=1G", "--no-name-check", "--no-ip-check",
                           "-B", "maxmem=128M", "-O", f"marker=hello from {short}",
-                          "-n", node, name], 0))
+                          *install, "-n", node, name], 0))
     first = names[0]
     return commands + [
         (["gnt-instance", "list"], 0),
@@ -145,6 +148,12 @@ def instance_commands(vc: vcluster.VCluster, existing: set[str]) -> list[tuple[l
         (["gnt-instance", "start", first], 0),
         (["gnt-instance", "list", "-o", "name,status,oper_ram,disk.sizes,nic.macs"], 0),
     ]
+
+
+def _os_tools_installed() -> bool:
+    """Whether our busybox OS can run here (busybox-static and mkfs.ext4)."""
+    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    return all(shutil.which(tool, path=path) for tool in ("busybox", "mkfs.ext4"))
 
 
 def _existing_instances(vc: vcluster.VCluster) -> set[str]:
