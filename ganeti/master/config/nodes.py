@@ -60,6 +60,17 @@ def instance_nodes(cfg: ConfigData, inst: Instance) -> set[str]:
                                   for n in cfg.disks[d].nodes}
 
 
+def secondary_nodes(cfg: ConfigData, inst: Instance) -> list[str]:
+    """UUIDs of the nodes an instance's disks use besides its primary, in disk order."""
+    seen: list[str] = []
+    for uuid in inst.disks:
+        disk = cfg.disks.get(uuid)
+        for node in disk.nodes if disk is not None else ():
+            if node != inst.primary_node and node not in seen:
+                seen.append(node)
+    return seen
+
+
 def may_be_candidate(node: Node) -> bool:
     """Whether the node can be a master candidate (capable, not offline, not drained)."""
     return node.master_capable and not node.offline and not node.drained

@@ -39,6 +39,7 @@ from ganeti.core.params_types import (
 )
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
+from ganeti.master.config.reservations import commit_ip, release_ip
 
 VALUE_AUTO = "auto"
 VALUE_GENERATE = "generate"
@@ -49,7 +50,6 @@ NIC_MODE_ROUTED = "routed"
 NIC_MODE_OVS = "openvswitch"
 NIC_MODES = (NIC_MODE_BRIDGED, NIC_MODE_ROUTED, NIC_MODE_OVS)
 _MAC_RE = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
-#: Ganeti's instance status names (the ``status`` query field and INSTANCE_STATUS).
 DISK_ACCESS_MODES = ("rw", "ro")
 
 
@@ -96,16 +96,6 @@ def check_node_not_drained(node: Node) -> None:
 def check_node_vm_capable(node: Node) -> None:
     if not node.vm_capable:
         raise OpPrereqError(f"Can't use non-vm_capable node {node.name}", ECODE_STATE)
-
-
-def secondary_nodes(cfg: ConfigData, inst: Instance) -> list[str]:
-    """The UUIDs of an instance's secondary nodes (its disks' other nodes)."""
-    return sorted(nodesmod.instance_nodes(cfg, inst) - {inst.primary_node})
-
-
-def instance_disks(cfg: ConfigData, inst: Instance) -> list[Any]:
-    """The instance's disk objects, in order."""
-    return [cfg.disks[u] for u in inst.disks if u in cfg.disks]
 
 
 # --- parameters ---------------------------------------------------------------------
@@ -294,7 +284,6 @@ def assign_nic_resources(lu: Any, cfg: ConfigData, nics: Sequence[NIC],
 
 def commit_nic_ips(cfg: ConfigData, nics: Sequence[NIC], release: bool = False) -> None:
     """Mark (or free) the NICs' addresses in their networks' pools (inside a config change)."""
-    from ganeti.master.config.reservations import commit_ip, release_ip
     for nic in nics:
         if nic.network and nic.ip and nic.network in cfg.networks:
             net = cfg.networks[nic.network]
@@ -318,7 +307,7 @@ def instance_hook_env(cfg: ConfigData, inst: Instance,
         "INSTANCE_UUID": inst.uuid,
         "INSTANCE_PRIMARY": node_name(cfg, inst.primary_node),
         "INSTANCE_SECONDARIES": " ".join(node_name(cfg, u)
-                                         for u in secondary_nodes(cfg, inst)),
+                                         for u in nodesmod.secondary_nodes(cfg, inst)),
         "INSTANCE_OS_TYPE": inst.os or "",
         "INSTANCE_STATUS": inst.admin_state,
         "INSTANCE_MINMEM": be.get(c.BE_MINMEM),
@@ -344,7 +333,8 @@ def instance_hook_env(cfg: ConfigData, inst: Instance,
             env[prefix + "NETWORK_NAME"] = cfg.networks[nic.network].name
         if filled.get(c.NIC_MODE) == NIC_MODE_BRIDGED:
             env[prefix + "BRIDGE"] = filled.get(c.NIC_LINK, "")
-    disks = instance_disks(cfg, inst)
+    # (leniently: the post hooks of a remove describe an instance whose disks are gone)
+    disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
     env["INSTANCE_DISK_COUNT"] = len(disks)
     for idx, disk in enumerate(disks):
         prefix = f"INSTANCE_DISK{idx}_"

@@ -37,6 +37,7 @@ from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu import instance_policy
+from ganeti.master.lu import instance_storage as storage
 from ganeti.master.lu.base import LogicalUnit
 
 #: Templates whose disks live on two nodes (Ganeti's DTS_INT_MIRROR).
@@ -292,7 +293,6 @@ class LUInstanceCreate(LogicalUnit):
     # -- exec ------------------------------------------------------------------
 
     async def exec(self) -> Any:
-        from ganeti.master.lu import instance_storage as storage
         cfg = self.ctx.config.config
         op = self.op
         now = self.ctx.clock.seconds()
@@ -407,7 +407,6 @@ class LUInstanceCreate(LogicalUnit):
         await self.update_config(change)
 
     async def _cleanup_disks(self, inst: Instance, disks: list[Disk]) -> None:
-        from ganeti.master.lu import instance_storage as storage
         cfg = self._with_disks(self.ctx.config.config, inst, disks)
         try:
             await storage.remove_disks(self, cfg, inst, disks, ignore_failures=True)

@@ -11,6 +11,7 @@ from ganeti.core.opcodes.views import OpInstanceQueryData
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_storage
 from ganeti.master.lu.base import LogicalUnit
 
 
@@ -37,7 +38,7 @@ def instance_data(cfg: ConfigData, inst: Instance, run_state: str | None) -> dic
     """One instance's entry of the answer."""
     cluster = cfg.cluster
     pnode = cfg.nodes.get(inst.primary_node)
-    snodes = ic.secondary_nodes(cfg, inst)
+    snodes = nodesmod.secondary_nodes(cfg, inst)
     sgroups = [cfg.nodes[u].group for u in snodes if u in cfg.nodes]
 
     def group_name(uuid: str | None) -> str | None:
@@ -54,7 +55,7 @@ def instance_data(cfg: ConfigData, inst: Instance, run_state: str | None) -> dic
         "os": inst.os, "network_port": inst.network_port,
         "nics": [nic_tuple(cfg, nic) for nic in inst.nics],
         "disk_template": inst.disk_template,
-        "disks": [disk_info(cfg, d) for d in ic.instance_disks(cfg, inst)],
+        "disks": [disk_info(cfg, d) for d in instance_storage.instance_disks(cfg, inst)],
         "hypervisor": inst.hypervisor,
         "hv_instance": dict(inst.hvparams),
         "hv_actual": params_fill.fill_instance_hv(cluster, inst),

@@ -31,9 +31,9 @@ from ganeti.core.params_merge import get_updated_params
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
-from ganeti.master.lu import instance_policy
+from ganeti.master.lu import instance_policy, instance_storage
 from ganeti.master.lu.instance_create import check_disk_specs
-from ganeti.master.lu.instance_ops import InstanceLU, _storage
+from ganeti.master.lu.instance_ops import InstanceLU
 
 
 def _mods(raw: list[list[Any]]) -> list[tuple[str, Any, dict[str, Any]]]:
@@ -249,7 +249,7 @@ class LUInstanceSetParams(InstanceLU):
 
     def _prepare_disks(self, cfg: ConfigData) -> None:
         inst = self.instance
-        disks = [d.clone() for d in ic.instance_disks(cfg, inst)]
+        disks = [d.clone() for d in instance_storage.instance_disks(cfg, inst)]
         self.new_disks: list[Disk] = []
         self.removed_disks: list[Disk] = []
         self.specs_to_add: list[tuple[int, dict[str, Any]]] = []
@@ -311,18 +311,18 @@ class LUInstanceSetParams(InstanceLU):
         created: list[Disk] = []
         disks = list(self._disks_after)
         if self.specs_to_add:
-            storage = _storage()
-            start = len(ic.instance_disks(cfg, inst))
+            start = len(instance_storage.instance_disks(cfg, inst))
+            template = inst.disk_template or c.DT_PLAIN  # as _prepare_disks checked it
             for pos, (idx, spec) in enumerate(self.specs_to_add):
-                made = storage.generate_disks(self, cfg, inst.disk_template, inst.uuid,
-                                              inst.primary_node, [], [spec], None, None,
-                                              base_index=start + pos)
+                made = instance_storage.generate_disks(
+                    self, cfg, template, inst.uuid, inst.primary_node, [], [spec], None, None,
+                    base_index=start + pos)
                 disks[idx] = made[0]
                 created.extend(made)
             view = copy.copy(cfg)
             view.__dict__.pop("_cache_names", None)
             view.disks = {**cfg.disks, **{d.uuid: d for d in created}}
-            await storage.create_disks(self, view, inst, created)
+            await instance_storage.create_disks(self, view, inst, created)
         for i, disk in enumerate(disks):
             disk.iv_name = f"disk/{i}"
         new = self.new
@@ -348,6 +348,6 @@ class LUInstanceSetParams(InstanceLU):
         before = self.ctx.config.config
         await self.update_config(change)
         if self.removed_disks:
-            await _storage().remove_disks(self, before, inst, self.removed_disks,
+            await instance_storage.remove_disks(self, before, inst, self.removed_disks,
                                           ignore_failures=True)
         return self.result

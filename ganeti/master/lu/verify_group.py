@@ -23,6 +23,7 @@ from ganeti.core.certverify import MAX_CLOCK_SKEW
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpClusterVerifyGroup
 from ganeti.master.config import nodes as nodesmod
+from ganeti.master.lu import instance_storage
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.hooks import NodeHooks
 from ganeti.master.lu.verify_report import VerifyReporter
@@ -506,7 +507,6 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
                           and inst.name not in running[pnode.uuid], cv.EINSTANCEDOWN,
                           inst.name, f"instance not running on its primary node {pnode.name}")
             if inst.disks:
-                from ganeti.master.lu import instance_storage
                 for problem in await instance_storage.check_disks_exist(self, cfg, inst):
                     self.error_if(True, cv.EINSTANCEMISSINGDISK, inst.name, problem)
 

@@ -31,6 +31,7 @@ from ganeti.core.params_fill import HVC_GLOBALS, fill_be, fill_hv, fill_nic, fil
 from ganeti.core.qlang import hostname_matches
 from ganeti.core.query import NODATA, OFFLINE, UNAVAIL, Field, Special
 from ganeti.core.queryfields import instances as decls
+from ganeti.master.config.nodes import secondary_nodes
 from ganeti.master.query.nodequeries import requested_names
 from ganeti.master.query.queryregistry import QuerySource
 
@@ -215,17 +216,6 @@ def _pnode_group(item: InstanceItem, attr: str) -> Any:
     node = _node(item, item.inst.primary_node)
     group = item.cfg.nodegroups.get(node.group) if node is not None else None
     return NODATA if group is None else getattr(group, attr)
-
-
-def secondary_nodes(cfg: ConfigData, inst: Instance) -> list[str]:
-    """UUIDs of the nodes an instance's disks use besides its primary, in disk order."""
-    seen: list[str] = []
-    for uuid in inst.disks:
-        disk = cfg.disks.get(uuid)
-        for node in disk.nodes if disk is not None else ():
-            if node != inst.primary_node and node not in seen:
-                seen.append(node)
-    return seen
 
 
 def _snodes(item: InstanceItem) -> list[Node]:
@@ -617,4 +607,4 @@ def rpc_live_collector(rpc: Callable[[], Any], target: Callable[[Node], Any]
 __all__ = ["DRBD_META_SIZE", "INSTANCE_FIELDS", "INSTANCE_GETTERS", "Context",
            "InstanceItem", "InstanceLiveCollector", "InstanceQueries", "Runtime",
            "disk_template", "disk_usage", "find_instances", "instance_status", "needs_live",
-           "rpc_live_collector", "secondary_nodes", "sorted_instances"]
+           "rpc_live_collector", "sorted_instances"]
