@@ -13,6 +13,7 @@ hypervisor) is created; through LUXI this then
 Figures are printed with ratios against the baseline of the same run.
 
 Run: .venv/bin/python bench/bench_instance_create.py [--jobs 30] [--parallel 1000] [--os]
+     [--profile masterd.txt]  (py-spy samples of ganeti-masterd in the parallel phase)
 Never part of the test run.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,8 +70,24 @@ def timed_jobs(client: LuxiClient, ops: list[dict]) -> list[float]:
     return times
 
 
-def parallel(client: LuxiClient, count: int) -> tuple[float, int]:
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def parallel(client: LuxiClient, count: int, profile: str | None = None,
+             masterd_pid: int = 0) -> tuple[float, int, float]:
     ops = [[create_op(f"par{i}.{DOMAIN}", NODES[i % 3])] for i in range(count)]
+    spy = None
+    if profile:
+        spy = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "py-spy"),
+                                "record", "-o", profile, "-p", str(masterd_pid), "-r", "100",
+                                "-f", "raw" if not profile.endswith(".svg") else "flamegraph"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # let py-spy attach
+    cpu0 = cpu_seconds(masterd_pid)
     t0 = time.perf_counter()
     answers = client.call("SubmitManyJobs", ops)
     ids = [int(a[1]) for a in answers if a[0]]
@@ -86,7 +104,12 @@ def parallel(client: LuxiClient, count: int) -> tuple[float, int]:
             if status in ("success", "error", "canceled"):
                 pending.discard(job)
                 failed += status != "success"
-    return time.perf_counter() - t0, failed + len(pending)
+    elapsed = time.perf_counter() - t0
+    cpu = cpu_seconds(masterd_pid) - cpu0
+    if spy is not None:
+        spy.send_signal(2)
+        spy.wait(timeout=60)
+    return elapsed, failed + len(pending), cpu
 
 
 def main() -> None:
@@ -95,6 +118,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=1000)
     parser.add_argument("--os", action="store_true",
                         help="also time creations with a file disk and the busybox OS")
+    parser.add_argument("--profile", help="py-spy samples of ganeti-masterd during the "
+                        "parallel phase (raw collapsed stacks, or a flame graph if .svg)")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="bench-instance-create-")
     directory = os.path.join(workdir, "vc")
@@ -113,7 +138,9 @@ def main() -> None:
             with_os = (timed_jobs(client, [create_op(f"os{i}.{DOMAIN}", NODES[i % 3], True)
                                            for i in range(max(3, args.jobs // 3))])
                        if args.os else [])
-            elapsed, failed = parallel(client, args.parallel)
+            with open(os.path.join(paths.run_dir, "ganeti-masterd.pid")) as pid_file:
+                masterd_pid = int(pid_file.read().split()[0])
+            elapsed, failed, cpu = parallel(client, args.parallel, args.profile, masterd_pid)
         b50 = _pct(base, 0.5)
         print(f"baseline OP_TAGS_SET: p50 {b50 * 1000:.0f} ms, p95 "
               f"{_pct(base, 0.95) * 1000:.0f} ms")
@@ -126,7 +153,9 @@ def main() -> None:
                   f"{o50 * 1000:.0f} ms (x{o50 / b50:.1f}), p95 "
                   f"{_pct(with_os, 0.95) * 1000:.0f} ms")
         print(f"parallel: {args.parallel} creations in {elapsed:.1f} s = "
-              f"{args.parallel / elapsed:.0f} per second ({failed} failed)")
+              f"{args.parallel / elapsed:.0f} per second ({failed} failed); ganeti-masterd "
+              f"used {cpu:.1f} CPU-s = {cpu / args.parallel * 1000:.1f} ms per creation "
+              f"(the most it could do with a whole core: {args.parallel / cpu:.0f} per second)")
     finally:
         run([*VCLUSTER, "destroy", directory], timeout=300, check=False)
         shutil.rmtree(workdir, ignore_errors=True)

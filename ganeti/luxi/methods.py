@@ -177,6 +177,12 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            "Add a job filter rule (uuid null) or replace the rule with that uuid; "
            "returns its uuid"),
     Method("DeleteFilter", (STR("uuid"),), "Remove a job filter rule"),
+    # Extension (docs/luxi.md): QueryInstances with one object per instance, for
+    # ganeti-rapi's bulk answers, which it passes on without decoding.
+    Method("QueryInstancesBulk", (ANY("names", "list of instance names or null"),
+                                  STR_LIST("fields"), ANY("use_locking", "boolean")),
+           "Instances as RAPI's ?bulk=1 shows them: an object per instance keyed by "
+           "field, beparams with Ganeti's 'memory' key"),
     # Extension (docs/luxi.md): the connection becomes a stream of job events.
     Method("SubscribeEvents", (OPT_INT("since"),),
            "Stream every job event after serial 'since' (null: from now) on this connection"),

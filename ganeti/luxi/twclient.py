@@ -70,13 +70,16 @@ class _CallProtocol(Protocol):
     def __init__(self) -> None:
         self._splitter = wire.FrameSplitter(max_size=MAX_RESPONSE)
         self.waiting: defer.Deferred[Any] | None = None
+        self.raw = False  # hand the waiting call the result's JSON text (wire.RawJson)
         self.lost = False
         self.on_lost: Callable[[_CallProtocol], None] | None = None
 
-    def request(self, method: str, args: tuple[Any, ...]) -> defer.Deferred[Any]:
+    def request(self, method: str, args: tuple[Any, ...], raw: bool = False
+                ) -> defer.Deferred[Any]:
         assert self.waiting is None and self.transport is not None
         d: defer.Deferred[Any] = defer.Deferred()
         self.waiting = d
+        self.raw = raw
         self.transport.write(wire.encode_request(method, args))
         return d
 
@@ -88,7 +91,8 @@ class _CallProtocol(Protocol):
                 self._abort()  # an answer nobody asked for: the stream is out of step
                 return
             try:
-                result = wire.parse_response(frame)
+                result = (wire.parse_response_raw(frame) if self.raw
+                          else wire.parse_response(frame))
             except Exception as err:  # the decoded Ganeti error travels on
                 d.errback(err)
             else:
@@ -144,20 +148,27 @@ class AsyncLuxiClient:
 
     def call(self, method: str, *args: Any) -> defer.Deferred[Any]:
         """Call ``method``; fails with the Ganeti error masterd sent, or a transport error."""
+        return self._checked(method, args, raw=False)
+
+    def call_raw(self, method: str, *args: Any) -> defer.Deferred[wire.RawJson]:
+        """Like :meth:`call`, the result left as the JSON text masterd sent."""
+        return self._checked(method, args, raw=True)
+
+    def _checked(self, method: str, args: tuple[Any, ...], raw: bool) -> defer.Deferred[Any]:
         spec = METHODS.get(method)
         if spec is not None:
             try:
                 spec.check_args(list(args))
             except errors.GenericError as err:
                 return defer.fail(err)
-        return defer.Deferred.fromCoroutine(self._call(method, args))
+        return defer.Deferred.fromCoroutine(self._call(method, args, raw))
 
-    async def _call(self, method: str, args: tuple[Any, ...]) -> Any:
+    async def _call(self, method: str, args: tuple[Any, ...], raw: bool = False) -> Any:
         if self._closed:
             raise errors.NoMasterError("The LUXI client is closed")
         proto = await self._acquire()
         timer: IDelayedCall | None = None
-        d = proto.request(method, args)
+        d = proto.request(method, args, raw)
         if self.timeout:
             def expire() -> None:
                 nonlocal timer

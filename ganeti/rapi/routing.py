@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 
+from ganeti.luxi.wire import RawJson
 from ganeti.rapi import errors
 
 #: Access options a users-file entry can carry.
@@ -57,6 +58,10 @@ class Luxi(Protocol):
 
     def call(self, method: str, *args: Any) -> defer.Deferred[Any]:
         """Call a LUXI method on masterd; fails with the decoded Ganeti error."""
+
+    def call_raw(self, method: str, *args: Any) -> defer.Deferred[RawJson]:
+        """Like :meth:`call`, the result left as the JSON text masterd sent (a
+        handler returning it has it sent as the body unchanged)."""
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ from twisted.web.resource import IResource
 
 from ganeti.core import errors as gerrors
 from ganeti.core.serializer import load_json
+from ganeti.luxi.wire import RawJson
 from ganeti.rapi import errors
 from ganeti.rapi.auth import Authenticator, LoginThrottle, UserEntry, UsersFile, unauthorized
 from ganeti.rapi.coalesce import Coalescer
@@ -400,7 +401,10 @@ class RapiApp:
         return answer
 
     def _encode(self, value: Any, user: str | None) -> Response | defer.Deferred[Response]:
-        """The 200 answer carrying ``value`` (encoded over several turns if long)."""
+        """The 200 answer carrying ``value`` (encoded over several turns if long;
+        JSON text from masterd as it came)."""
+        if isinstance(value, RawJson):
+            return _json_body(value.text, user)
         encoded = encode_json(value, self.clock)
         if isinstance(encoded, bytes):
             return _json_body(encoded, user)

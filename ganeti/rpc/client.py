@@ -170,7 +170,7 @@ class RpcClient:
 
     def __init__(self, reactor: Any, cluster: ClusterCertificate,
                  port: int, connect_timeout: float = CONNECT_TIMEOUT,
-                 max_per_node: int = 2, max_reply: int = MAX_REPLY_BODY,
+                 max_per_node: int = 8, max_reply: int = MAX_REPLY_BODY,
                  config: ConfigSource | None = None,
                  calls: Mapping[str, rpcdefs.RpcCall] | None = None) -> None:
         self.reactor = reactor

@@ -114,6 +114,16 @@ class AsyncLuxiClientTest(TestCase):
             await client.call("QueryTags", "node", "nope")
         self.assertEqual(cm.exception.args, ("Node name nope not found", "unknown_entity"))
 
+    async def test_call_raw_hands_over_the_text(self):
+        client = self.client()
+        raw = await client.call_raw("Echo", 'say "hi"')
+        self.assertEqual(raw.text, b'"say \\"hi\\""')
+        self.assertEqual(raw.value(), 'say "hi"')
+        with self.assertRaises(errors.OpPrereqError):
+            await client.call_raw("QueryTags", "node", "nope")
+        with self.assertRaises(errors.OpPrereqError):  # arguments checked before sending
+            await client.call_raw("QueryInstancesBulk", None, "name", False)
+
     async def test_bad_arguments_fail_before_sending(self):
         client = self.client()
         with self.assertRaises(errors.OpPrereqError):

@@ -63,6 +63,35 @@ class MessageTest(SynchronousTestCase):
         self.assertEqual(frame, b'{"success":true,"result":{"a":[1,2.5,4]}}\x03')
         self.assertEqual(wire.parse_response(frame[:-1]), {"a": [1, 2.5, 4]})
 
+    def test_response_integral_floats_everywhere(self):
+        # exponent forms, negatives, nesting and the last value before "}" of the frame
+        frame = wire.encode_response(True, [{"k": -3.0}, [1e16, 2.0e-3, 7.25], 5.0])
+        self.assertEqual(frame, b'{"success":true,"result":[{"k":-3},'
+                                b'[10000000000000000,0.002,7.25],5]}\x03')
+        self.assertEqual(wire.encode_response(True, 8.0), b'{"success":true,"result":8}\x03')
+
+    def test_response_without_floats_is_one_dump(self):
+        # strings that look like numbers stay untouched, with or without the walk
+        value = {"ip": "10.0.0.1", "v": "5.0,", "n": [1, 20, 300], "e": "1e5]"}
+        frame = wire.encode_response(True, value)
+        self.assertEqual(json.loads(frame[:-1])["result"], value)
+        self.assertEqual(wire.encode_response(True, {"ip": "10.0.0.1", "n": [10, 0]}),
+                         b'{"success":true,"result":{"ip":"10.0.0.1","n":[10,0]}}\x03')
+
+    def test_raw_response_is_cut_not_parsed(self):
+        frame = wire.encode_response(True, [{"a": 1}, "x"])[:-1]
+        raw = wire.parse_response_raw(frame)
+        self.assertEqual(raw.text, b'[{"a":1},"x"]')
+        self.assertEqual(raw.value(), [{"a": 1}, "x"])
+        # another daemon's layout (spaces, key order) is parsed and encoded again
+        other = b'{"result": [1, 2.5], "success": true}'
+        self.assertEqual(wire.parse_response_raw(other).text, b"[1,2.5]")
+        with self.assertRaises(errors.OpPrereqError):
+            wire.parse_response_raw(wire.encode_error(
+                errors.OpPrereqError("no", "wrong_input"))[:-1])
+        with self.assertRaises(errors.ProtocolError):
+            wire.parse_response_raw(b'{"success":true,"result":')
+
     def test_response_error_reraises_class(self):
         frame = wire.encode_error(errors.OpPrereqError("Node 'x' not known", "unknown_entity"))
         with self.assertRaises(errors.OpPrereqError) as cm:

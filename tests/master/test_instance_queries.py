@@ -9,6 +9,7 @@ from twisted.internet import defer
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import config as configmod
+from ganeti.core import configdraft
 from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_NOENT, OpExecError, OpPrereqError
 from ganeti.core.objects import NIC, Disk, Instance
@@ -48,7 +49,12 @@ class QueryCase(SynchronousTestCase):
     def setUp(self):
         self.cfg = config()
         self.nodes = Nodes()
-        self.queries = iq.InstanceQueries(lambda: self.cfg, self.nodes)
+
+    @property
+    def queries(self):
+        # These tests change the config in place, which masterd never does (a change
+        # replaces committed objects): each query gets a fresh static cell cache.
+        return iq.InstanceQueries(lambda: self.cfg, self.nodes)
 
     def inst(self, name):
         return self.cfg.instance_by_name(name)
@@ -336,3 +342,96 @@ class RpcCollectorTest(SynchronousTestCase):
         cfg = config()
         self.assertEqual(self.successResultOf(defer.ensureDeferred(
             collect([cfg.nodes[N1]], {}))), {})
+
+
+class StaticCellsTest(SynchronousTestCase):
+    """Config-derived cells are reused while their committed objects are the same."""
+
+    def setUp(self):
+        self.cfg = config()
+        self.nodes = Nodes()
+        self.queries = iq.InstanceQueries(lambda: self.cfg, self.nodes)
+
+    def commit(self, change):
+        """The next committed config, as the config writer makes it (copy-on-write)."""
+        draft = configdraft.Draft(self.cfg)
+        change(draft)
+        self.cfg, _delta = configdraft.finish(draft)
+
+    def old_style(self, fields):
+        return self.successResultOf(defer.ensureDeferred(
+            self.queries.query_instances(None, fields, False)))
+
+    def fresh(self, fields):
+        return self.successResultOf(defer.ensureDeferred(
+            iq.InstanceQueries(lambda: self.cfg, self.nodes).query_instances(None, fields,
+                                                                             False)))
+
+    def cache(self, kind, fields):
+        return self.queries._static[(kind, tuple(fields))]
+
+    def test_unchanged_instances_hit_changed_ones_recompute(self):
+        fields = ["name", "pnode", "disk.sizes", "beparams", "nic.networks.names", "status",
+                  "oper_ram"]
+        first = self.old_style(fields)
+        cache = self.cache("old", fields)
+        self.assertEqual((cache.hits, cache.misses), (0, len(first)))
+        self.assertEqual(self.old_style(fields), first)
+        self.assertEqual(cache.hits, len(first))
+
+        def grow(cfg):
+            inst = cfg.instance_by_name("plain1.reads.test")
+            cfg.disks[inst.disks[0]].size += 1024
+
+        def rename_node(cfg):
+            node = cfg.nodes[cfg.instance_by_name("drbd1.reads.test").primary_node]
+            node.name = "renamed.reads.test"
+
+        for change in (grow, rename_node):
+            self.commit(change)
+            self.assertEqual(self.old_style(fields), self.fresh(fields))
+        cache.hits = cache.misses = 0
+        self.commit(lambda cfg: setattr(cfg.instance_by_name("plain1.reads.test"),
+                                        "admin_state", c.ADMINST_UP))
+        self.assertEqual(self.old_style(fields), self.fresh(fields))
+        self.assertEqual((cache.hits, cache.misses), (len(first) - 1, 1))
+
+    def test_cluster_defaults_change_every_row(self):
+        fields = ["name", "beparams", "hvparams"]
+        self.old_style(fields)
+        self.commit(lambda cfg: cfg.cluster.beparams["default"].update(vcpus=7))
+        got = self.old_style(fields)
+        self.assertEqual(got, self.fresh(fields))
+        self.assertIn(7, [row[1]["vcpus"] for row in got])
+
+    def test_live_cells_are_always_asked(self):
+        fields = ["name", "oper_state"]
+        self.old_style(fields)
+        asked = len(self.nodes.asked)
+        self.old_style(fields)
+        self.assertEqual(len(self.nodes.asked), asked + 1)
+        node = self.cfg.instance_by_name("plain1.reads.test").primary_node
+        self.nodes.answers[node] = {"plain1.reads.test": {"memory": 128, "state": 0}}
+        got = {row[0]: row[1] for row in self.old_style(fields)}
+        self.assertIs(got["plain1.reads.test"], True)
+        self.assertEqual(self.old_style(fields), self.fresh(fields))
+
+    def test_query_rows_and_removed_instances(self):
+        fields = ["name", "disk_template", "snodes"]
+        first = self.successResultOf(defer.ensureDeferred(
+            self.queries.query_instance(fields, None)))["data"]
+        gone = self.cfg.instance_by_name("plain1.reads.test").uuid
+
+        def remove(cfg):
+            del cfg.instances[gone]
+        self.commit(remove)
+        second = self.successResultOf(defer.ensureDeferred(
+            self.queries.query_instance(fields, None)))["data"]
+        self.assertEqual(len(second), len(first) - 1)
+        self.assertNotIn("plain1.reads.test", [row[0][1] for row in second])
+
+    def test_field_lists_are_bounded(self):
+        for k in range(iq.STATIC_CACHE_LISTS + 3):
+            self.old_style(["name"] + ["uuid"] * k)
+        self.assertEqual(len(self.queries._static), iq.STATIC_CACHE_LISTS)
+

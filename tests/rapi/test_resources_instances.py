@@ -58,6 +58,12 @@ class ReadTest(InstancesCase):
         self.assertEqual((web2["status"], web2["oper_state"], web2["oper_ram"]),
                          ("ADMIN_down", False, None))
         self.assertEqual(web2["pnode"], "node2.test")
+        self.assertEqual(self.luxi.calls[-1][0], "QueryInstancesBulk")
+        # the memory key is the bulk answer's own: the master's shared rows keep none
+        plain = self.luxi.master.run_until(self.luxi.call("QueryInstances", [], ["beparams"],
+                                                          False))
+        self.assertNotIn("memory", plain[0][0])
+        self.assertEqual(self.get("/2/instances", "bulk=1"), list(found.values()))
         self.assertEqual(len(web2["nic.macs"]), 2)
         self.assertEqual(web2["nic.modes"], ["bridged", "bridged"])
         self.assertEqual(db10["status"], "ERROR_down")

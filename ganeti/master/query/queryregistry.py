@@ -46,6 +46,8 @@ class QuerySource:
     answer: Answer
     #: The old-style LUXI method and its implementation, if the resource has one.
     old_style: tuple[str, Callable[..., Any]] | None = None
+    #: Further LUXI methods of the resource (extensions), by name.
+    extensions: tuple[tuple[str, Callable[..., Any]], ...] = ()
 
 
 class QueryRegistry:
@@ -98,6 +100,7 @@ class QueryRegistry:
         for source in self._sources.values():
             if source.old_style is not None:
                 methods[source.old_style[0]] = source.old_style[1]
+            methods.update(source.extensions)
         return methods
 
 

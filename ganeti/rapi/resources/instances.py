@@ -16,6 +16,7 @@ from typing import Any
 from ganeti.core import constants as c
 from ganeti.core.queryfields.base import object_schema
 from ganeti.core.queryfields.instances import INSTANCE_FIELDS as INSTANCE_DECLS
+from ganeti.luxi.wire import RawJson
 from ganeti.rapi import errors as http
 from ganeti.rapi.resources.common import (
     BULK,
@@ -90,12 +91,17 @@ def _with_memory(inst: dict[str, Any]) -> dict[str, Any]:
     return inst
 
 
-async def get_instances(request: Request) -> list[dict[str, Any]]:
-    """``[{id, uri}]`` sorted by name, or with ``?bulk=1`` every instance's I_FIELDS."""
+async def get_instances(request: Request) -> list[dict[str, Any]] | RawJson:
+    """``[{id, uri}]`` sorted by name, or with ``?bulk=1`` every instance's I_FIELDS.
+
+    The bulk answer comes from masterd as the JSON text RAPI sends (the extension
+    QueryInstancesBulk, docs/luxi.md), unparsed: at 20,000 instances that is
+    19 MB ganeti-rapi would otherwise decode and encode again."""
     locking = request.flag(LOCK)
     if request.flag(BULK):
-        rows = await request.luxi.call("QueryInstances", [], list(I_FIELDS), locking)
-        return [_with_memory(map_fields(I_FIELDS, row)) for row in rows]
+        raw: RawJson = await request.luxi.call_raw("QueryInstancesBulk", [],
+                                                   list(I_FIELDS), locking)
+        return raw
     rows = await request.luxi.call("QueryInstances", [], ["name"], locking)
     return uri_list((row[0] for row in rows), "/2/instances/{}", "id")
 
