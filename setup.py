@@ -24,6 +24,7 @@ BIN_SCRIPTS = [
     "bin/gnt-os",
     "bin/gnt-network",
     "bin/gnt-instance",
+    "bin/gnt-backup",
     "bin/ganeti-vcluster",
     "bin/ganeti-confd-query",
     "bin/ganeti-watcher",

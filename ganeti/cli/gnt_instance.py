@@ -135,7 +135,8 @@ def _add_force(p: argparse.ArgumentParser, text: str = "force the operation") ->
 
 # --- add ---------------------------------------------------------------------------
 
-def _setup_add(p: argparse.ArgumentParser) -> None:
+def setup_add(p: argparse.ArgumentParser) -> None:
+    """The options of ``add`` (``gnt-backup import`` takes them too)."""
     p.add_argument("-t", "--disk-template", choices=sorted(c.DISK_TEMPLATES),
                    metavar="TEMPLATE",
                    help=f"disk template ({', '.join(sorted(c.DISK_TEMPLATES))}; default: "
@@ -601,7 +602,7 @@ _SELECTION_HELP = (" The arguments are instance names unless a selection option 
                    "--force-multiple. One job per instance.")
 
 COMMANDS = [
-    Command("add", cmd_add, "Create and add a new instance to the cluster", _setup_add,
+    Command("add", cmd_add, "Create and add a new instance to the cluster", setup_add,
             "Create an instance (OP_INSTANCE_CREATE): gnt-instance add -t TEMPLATE "
             "-n PNODE[:SNODE] -o OS [--disk N:size=SIZE | -s SIZE] ... INSTANCE. Without "
             "--net the instance gets one NIC with the cluster's parameters."),

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ganeti.core import constants
+from ganeti.core import constants, hvchecks
 from ganeti.core.errors import (
     ECODE_INVAL,
     ECODE_NOENT,
@@ -86,6 +86,9 @@ class ClusterChange:
     #: OS name -> its filled parameters, for the OSes whose parameters changed: the
     #: unit validates them on the master node (Ganeti's CheckOSParams)
     os_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: (hypervisor, filled parameters) whose values changed: the unit has the
+    #: vm_capable nodes validate them (Ganeti's CheckHVParams)
+    hv_checks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def warn(self, message: str) -> None:
         """Ganeti's LogWarning."""
@@ -192,13 +195,31 @@ def _hv_params(ch: ClusterChange, op: dict[str, Any]) -> dict[str, dict[str, Any
         for key in new[hv]:
             if key not in defaults:
                 raise HypervisorError(f"Parameter '{key}' is not supported")
-        # Ganeti's cheap syntax checks (CheckParameterSyntax); the one that applies to
-        # every hypervisor we offer with that parameter: the migration mode.
-        mode = new[hv].get("migration_mode")
-        if "migration_mode" in defaults and mode not in ("live", "non-live"):
-            raise HypervisorError("Parameter 'migration_mode' fails syntax check: "
-                                  f"invalid migration mode (current value: '{mode}')")
+        # Ganeti's cheap syntax checks (CheckParameterSyntax), then the nodes' (in the unit)
+        _hv_syntax(hv, new[hv])
+        ch.hv_checks.append((hv, copy.deepcopy(new[hv])))
     return new
+
+
+def _hv_syntax(hv: str, filled: dict[str, Any]) -> None:
+    """hvchecks.check_syntax, its refusal raised as Ganeti raises it here (HypervisorError)."""
+    try:
+        hvchecks.check_syntax(hv, filled)
+    except OpPrereqError as err:
+        raise HypervisorError(str(err.args[0])) from None
+
+
+def _check_uid_pool_users(ch: ClusterChange) -> None:
+    """``security_model=pool`` in the cluster's (or an OS's) parameters needs a pool."""
+    cl = ch.cluster
+    if cl.uid_pool:
+        return
+    layers = [(hv, cl.hvparams.get(hv, {})) for hv in cl.enabled_hypervisors]
+    layers += [(hv, values) for hvs in cl.os_hvp.values() for hv, values in hvs.items()]
+    for hv, values in layers:
+        if values.get("security_model") == hvchecks.SM_POOL:
+            raise OpPrereqError(f"Parameter 'security_model' of hypervisor {hv} is 'pool' "
+                                "but the cluster's user-id pool is empty", ECODE_INVAL)
 
 
 def _os_list(ch: ClusterChange, attr: str, mods: list[Any], desc: str) -> None:
@@ -237,6 +258,11 @@ def _os_hvp(ch: ClusterChange, op: dict[str, Any]) -> None:
             unknown = sorted(set(values) - set(constants.HVC_DEFAULTS.get(hv, {})))
             if unknown:
                 raise HypervisorError(f"Parameter '{unknown[0]}' is not supported")
+            # Ganeti's: on top of the (new) cluster defaults, syntax, then the nodes
+            filled = fill_dict(fill_dict(constants.HVC_DEFAULTS.get(hv, {}),
+                                         ch.cluster.hvparams.get(hv, {})), values)
+            _hv_syntax(hv, filled)
+            ch.hv_checks.append((hv, filled))
     ch.cluster.os_hvp = new
 
 
@@ -388,4 +414,7 @@ def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange
         cl.zeroing_image = op["zeroing_image"]
     if op.get("compression_tools") is not None:
         cl.compression_tools = list(op["compression_tools"])
+    if op.get("uid_pool") is not None or any(op.get(k) for k in (
+            "hvparams", "os_hvp", "remove_uids", "enabled_hypervisors")):
+        _check_uid_pool_users(ch)
     return ch

@@ -21,6 +21,8 @@ from ganeti.core.errors import ConfigurationError
 ROOTDIR_ENV = "GANETI_ROOTDIR"
 HOSTNAME_ENV = "GANETI_HOSTNAME"
 
+#: Where instance exports live on a node (Ganeti's EXPORT_DIR), below the root.
+EXPORT_DIR = "/srv/ganeti/export"
 #: Where OS definitions are looked for, in order (Ganeti's OS_SEARCH_PATH); a
 #: virtual node has them under its root directory.
 OS_SEARCH_PATH = ("/srv/ganeti/os", "/usr/local/lib/ganeti/os", "/usr/lib/ganeti/os",
@@ -228,6 +230,11 @@ class Paths:
         """The directories searched for OS definitions, in order (:data:`OS_SEARCH_PATH`
         under the node's root)."""
         return tuple(self._p(p) for p in OS_SEARCH_PATH)
+
+    @property
+    def export_dir(self) -> str:
+        """Instance exports, one directory each (Ganeti's EXPORT_DIR)."""
+        return self._p(EXPORT_DIR)
 
     @property
     def os_log_dir(self) -> str:

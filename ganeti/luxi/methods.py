@@ -155,6 +155,9 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("QueryNetworks", (ANY("names", "list of network names or null"),
                              STR_LIST("fields"), ANY("use_locking", "boolean")),
            "Field values of networks (old style; all networks if no name is given)"),
+    Method("QueryExports", (STR_LIST("nodes"), ANY("use_locking", "boolean")),
+           "The exports of nodes: {node: [export, ...] or false} (all nodes if none is "
+           "given)"),
     Method("QueryFields", (STR("what"), OPT_STR_LIST("fields")),
            "Field definitions of a resource"),
     Method("CancelJob", (JOB_ID(), BOOL("kill")), "Cancel a job; kill interrupts it"),

@@ -55,6 +55,7 @@ from ganeti.master.jobs.processor import JobHandle, Processor
 from ganeti.master.locking.manager import LockManager
 from ganeti.master.lu.base import LUContext
 from ganeti.master.lu.hooks import HooksRunner
+from ganeti.master.query.exportqueries import ExportQueries, rpc_list_exports
 from ganeti.master.query.instancequeries import InstanceQueries, rpc_live_collector
 from ganeti.master.query.networkqueries import NetworkQueries
 from ganeti.master.query.nodequeries import NodeQueries
@@ -227,6 +228,9 @@ class MasterDaemon(DaemonService):
             NetworkQueries(lambda: self.config_writer.config).source())
         self.job_methods.registry.register(
             OsQueries(lambda: self.config_writer.config, rpc_diagnose(self.rpc)).source())
+        self.job_methods.registry.register(
+            ExportQueries(lambda: self.config_writer.config,
+                          rpc_list_exports(self.rpc)).source())
         queue_service = JobQueueService(self.store, self.queue)
         queue_service.setServiceParent(self)
         queries = ClusterQueries(lambda: self.config_writer.config, paths, reactor)

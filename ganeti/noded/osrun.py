@@ -13,6 +13,9 @@ stopping ends the script's whole group (SIGTERM, SIGKILL after the grace).
 
 The log is written from the reactor thread in small appends, as the daemon's
 own log is; opening it (and creating ``LOG_DIR/os``) happens in the thread pool.
+The same lines, hidden values replaced, can also go to an ``on_line`` callback
+as they are written (:mod:`ganeti.noded.osoutput`: the master streams them into
+the job's log).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import collections
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO
 
@@ -56,6 +59,8 @@ class ScriptLog:
         self.pending = b""
         self.tail: collections.deque[bytes] = collections.deque(maxlen=TAIL_LINES)
         self.partial = b""
+        #: gets each complete line as it is written (hidden values replaced, escaped)
+        self.on_line: Callable[[str], None] | None = None
 
     @classmethod
     def open(cls, path: str, hidden: Iterable[str]) -> ScriptLog:
@@ -87,6 +92,12 @@ class ScriptLog:
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
         self.tail.extend(lines)
+        for line in lines:
+            self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        if self.on_line is not None:
+            self.on_line(_shown(line))
 
     def close(self) -> None:
         """Write what is left and close the file."""
@@ -95,6 +106,7 @@ class ScriptLog:
             self.pending = b""
         if self.partial:
             self.tail.append(self.partial)
+            self._line(self.partial)
             self.partial = b""
         if self.f is not None:
             self.f.close()
@@ -102,7 +114,12 @@ class ScriptLog:
 
     def last_lines(self) -> str:
         """The last lines written, each escaped as Ganeti shows them."""
-        return "\n".join(safe_encode(line.decode("utf-8", "replace")) for line in self.tail)
+        return "\n".join(_shown(line) for line in self.tail)
+
+
+def _shown(line: bytes) -> str:
+    """A line of output as Ganeti shows it (escaped)."""
+    return safe_encode(line.decode("utf-8", "replace"))
 
 
 @dataclass(frozen=True)
@@ -127,14 +144,17 @@ class ScriptRun:
 
 async def run_script(ctx: NodeContext, argv: list[str], env: Mapping[str, str], cwd: str,
                      log_path: str | None, hidden: Iterable[str], timeout: float,
-                     stdin: bytes | None = None) -> ScriptRun:
+                     stdin: bytes | None = None,
+                     on_line: Callable[[str], None] | None = None) -> ScriptRun:
     """Run ``argv`` (an OS script) with ``env`` only; its output to ``log_path`` (None:
-    kept in memory only, for verify).  RPCFail if this daemon may not start programs."""
+    kept in memory only, for verify) and, line by line, to ``on_line``.  RPCFail if
+    this daemon may not start programs."""
     if ctx.children is None:
         raise RPCFail("This node daemon cannot start programs")
     hidden = list(hidden)
     log = (await ctx.run(ScriptLog.open, log_path, hidden) if log_path is not None
            else ScriptLog(None, hidden))
+    log.on_line = on_line
     try:
         outcome = await ctx.children.run(argv, env=dict(env), timeout=timeout, cwd=cwd,
                                          stdin=stdin, on_output=log.feed,

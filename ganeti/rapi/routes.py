@@ -16,6 +16,7 @@ import sys
 from ganeti.rapi import openapi
 from ganeti.rapi.resources import (
     cluster,
+    exports,
     filters,
     groups,
     instances,
@@ -36,6 +37,7 @@ ROUTES: list[Route] = [
     *groups.ROUTES,
     *networks.ROUTES,
     *instances.ROUTES,
+    *exports.ROUTES,
     *osres.ROUTES,
     *jobs.ROUTES,
     *filters.ROUTES,

@@ -69,6 +69,11 @@ GOOD = {
     "OP_REPAIR_NODE_STORAGE": {"node_name": "node1", "storage_type": "lvm-vg",
                                "name": "xenvg"},
     "OP_NODE_QUERYVOLS": {"output_fields": ["node", "name"], "nodes": ["node1"]},
+    "OP_BACKUP_QUERY": {"nodes": ["node1"]},
+    "OP_BACKUP_PREPARE": {"instance_name": "inst1", "mode": "local"},
+    "OP_BACKUP_EXPORT": {"instance_name": "inst1", "target_node": "node2",
+                         "shutdown": True, "long_sleep": True},
+    "OP_BACKUP_REMOVE": {"instance_name": "inst1"},
 }
 
 # For every (non-reserved) parameter name, values its kind must refuse.
@@ -217,6 +222,11 @@ BAD = {
     "network_mode": ["bridge", "", 5, None.__class__],
     "network_link": ["", 5, None.__class__],
     "network_vlan": [5, None.__class__],
+    # exports
+    "target_node": [5, {}], "target_node_uuid": [5], "shutdown": [1, "yes"],
+    "remove_instance": [1], "ignore_remove_failures": ["x"], "x509_key_name": ["x", 5],
+    "destination_x509_ca": [5], "long_sleep": [1],
+    "OP_BACKUP_EXPORT.mode": ["clone", 1],
 }
 
 

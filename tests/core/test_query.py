@@ -117,6 +117,6 @@ class QueryTest(SynchronousTestCase):
 
     def test_resources(self):
         self.assertIs(catalog.resource_fields("job"), JOB_DECLS)
-        for what in ("export", 5, None, ["job"]):
+        for what in ("exports", 5, None, ["job"]):
             err = self.assertRaises(OpPrereqError, catalog.resource_fields, what)
             self.assertEqual(err.args[1], ECODE_INVAL)

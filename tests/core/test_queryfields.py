@@ -21,8 +21,8 @@ class DeclarationTest(SynchronousTestCase):
 
     def test_every_resource_declared_once(self):
         self.assertEqual(sorted(catalog.RESOURCES),
-                         ["filter", "group", "instance", "job", "lock", "network", "node",
-                          "os"])
+                         ["export", "filter", "group", "instance", "job", "lock", "network",
+                          "node", "os"])
         self.assertEqual(catalog.VIA_OPCODE, ("group", "instance", "job", "lock", "network",
                                               "node", "os"))
         for what, table in catalog.RESOURCES.items():

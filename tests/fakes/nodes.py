@@ -24,6 +24,7 @@ from ganeti.core.constants import DEFAULT_FILE_STORAGE_DIR, DEFAULT_SHARED_FILE_
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.backend.registry import handlers
+from ganeti.noded.osoutput import OsRuns
 from ganeti.rpc.client import OFFLINE_MSG, NodeTarget, RpcResult
 
 
@@ -42,6 +43,11 @@ class FakeNodeNet:
         #: the config the calls' master-side encoders fill from, as the real client's
         #: ``config`` source (None: encoders see no config)
         self.config: Callable[[], Any] | None = None
+        #: each node daemon's OS script output (kept across calls, as in a daemon)
+        self.os_runs: dict[str, OsRuns] = {}
+        #: what the nodes start programs with (None: they cannot; a test may give a
+        #: stand-in for ChildProcesses that plays the programs on the clock)
+        self.children: Any = None
 
     def add(self, name: str, ip: str, paths: Paths | None = None) -> Paths:
         """A node answering at ``ip`` (its root under tmpdir unless ``paths`` is given),
@@ -65,7 +71,9 @@ class FakeNodeNet:
 
     def _context(self, paths: Paths) -> NodeContext:
         return NodeContext(paths=paths, clock=self.clock, run=inline_runner,
-                           shutdown=lambda: self.stopped.append(paths.hostname))
+                           shutdown=lambda: self.stopped.append(paths.hostname),
+                           os_runs=self.os_runs.setdefault(paths.hostname, OsRuns()),
+                           children=self.children)
 
     async def _one(self, target: NodeTarget, call: rpcdefs.RpcCall, args: list[Any]
                    ) -> RpcResult:
@@ -119,7 +127,9 @@ class FakeNodeNet:
                 return shared
             return call.encode_args(list(args), rpcdefs.EncodeContext(config, t.name))
         ds = [defer.Deferred.fromCoroutine(self._one(t, call, wire(t))) for t in targets]
-        return defer.gatherResults(ds).addCallback(lambda rs: {r.node: r for r in rs})
+        # consumeErrors: a cancelled call (the LU cancelled) leaves no unhandled error
+        return defer.gatherResults(ds, consumeErrors=True).addCallback(
+            lambda rs: {r.node: r for r in rs})
 
     def wipe(self, name: str) -> None:
         """Remove a node's files (a fresh machine)."""

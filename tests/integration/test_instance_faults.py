@@ -1,17 +1,23 @@
 """Instance creation under faults on a real 3-node virtual cluster: an OS create
 script that fails, one that hangs (the job is cancelled), and a node daemon killed
 while the script runs.  Each time the job ends with the reason, the script is gone
-and nothing of the instance is left in the config or on the node."""
+and nothing of the instance is left in the config or on the node.  And the
+output of a script that works (our busybox OS) reaches the job's log while it
+runs, as gnt-instance add and Debian's gnt-job info show it."""
 
 import os
 import signal
 import subprocess
+import sys
 import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core.paths import Paths
+from tests.integration.helpers import ROOT, node_env, run
 from tests.integration.jobtools import VirtualCluster, wait_for_job, wait_for_status
+
+DEBIAN_GNT_JOB = "/usr/share/ganeti/3.0/gnt-job"
 
 SCRIPTS = {
     # exits 1 after some output on both streams
@@ -85,6 +91,18 @@ class InstanceFaultsTest(SynchronousTestCase):
             time.sleep(0.1)
         self.fail("the OS create script did not start")
 
+    def wait_streamed(self, client, job, line):
+        """Until ``line`` is in the job's log, which must still run then (the
+        script's output streamed while it runs)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            (status, log), = client.call("QueryJobs", [job], ["status", "oplog"])
+            if line in [str(entry[3]) for entries in log for entry in entries]:
+                self.assertEqual(status, "running")
+                return
+            time.sleep(0.1)
+        self.fail(f"{line!r} did not reach the job's log")
+
     def test_a_failing_script_fails_the_job_with_its_log(self):
         with self.cluster.client() as client:
             job = int(client.call("SubmitJob", [self.create_op("fail1.vcluster.test",
@@ -102,6 +120,7 @@ class InstanceFaultsTest(SynchronousTestCase):
             job = int(client.call("SubmitJob", [self.create_op("hang1.vcluster.test",
                                                                "hanging")]))
             self.wait_running_script(client, job)
+            self.wait_streamed(client, job, "OS create: copying the image")
             client.call("CancelJob", job, True)
             self.assertIn(wait_for_job(client, job, timeout=120), ("canceled", "error"))
             deadline = time.monotonic() + 30
@@ -126,3 +145,26 @@ class InstanceFaultsTest(SynchronousTestCase):
         for pid in _sleepers():  # the orphaned script of the killed daemon
             os.kill(pid, signal.SIGKILL)
         self.cluster.start()  # the node daemon again, for the other tests
+
+    def test_b_the_os_script_output_is_in_the_job_log(self):
+        env = node_env(self.cluster.dir, self.cluster.master)
+        name = "stream1.vcluster.test"
+        added = run([sys.executable, os.path.join(ROOT, "bin", "gnt-instance"), "add",
+                     "-t", "file", "--disk", "0:size=1G", "-n", self.cluster.nodes[1],
+                     "-o", "busybox", "--no-name-check", "--no-ip-check", "--no-start",
+                     "-B", "maxmem=128M,minmem=128M", name], env=env, check=False)
+        self.assertEqual(added.returncode, 0, added.stdout + added.stderr)
+        line = f"OS create: busybox-os: installed {name} on "
+        self.assertIn(line, added.stdout)
+        self.assertLess(added.stdout.index("running the instance OS create scripts"),
+                        added.stdout.index(line))
+        with self.cluster.client() as client:
+            jobs = client.call("QueryJobs", None, ["id", "summary"])
+            (job,) = [j for j, summary in jobs if summary == [f"INSTANCE_CREATE({name})"]]
+        tool = DEBIAN_GNT_JOB if os.path.exists(DEBIAN_GNT_JOB) else \
+            os.path.join(ROOT, "bin", "gnt-job")
+        info = run([tool, "info", str(job)] if tool == DEBIAN_GNT_JOB
+                   else [sys.executable, tool, "info", str(job)], env=env)
+        self.assertIn(line, info.stdout)
+        run([sys.executable, os.path.join(ROOT, "bin", "gnt-instance"), "remove", "-f",
+             name], env=env)

@@ -181,6 +181,33 @@ class NodesAcceptanceTest(SynchronousTestCase):
         r = self.gnt(None, "list", "--no-headers", path=os.path.join(DEBIAN, "gnt-group"))
         self.assertEqual(r.stdout.split()[:2], ["default", "3"])
 
+    def test_6b_debian_redist_conf_ships_the_vnc_password_file(self):
+        debian_cluster = os.path.join(DEBIAN, "gnt-cluster")
+        if not os.path.exists(debian_cluster):
+            self.skipTest("Debian's ganeti-3.0 is not installed (make test installs it)")
+        password = "/etc/ganeti/vnc-cluster-password"
+
+        def write(node, content):
+            path = self.cluster.node_root(node) + password
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(content)
+            return path
+
+        # the nodes validate the parameter: the file must exist before it is named
+        for node in self.cluster.nodes:
+            write(node, "first\n")
+        self.gnt(None, "modify", "--enabled-hypervisors", "fake,kvm", "-H",
+                 f"kvm:vnc_password_file={password}", path=debian_cluster)
+        self.assertEqual(self.config()["cluster"]["hvparams"]["kvm"]["vnc_password_file"],
+                         password)
+        master_copy = write(self.master, "second\n")
+        self.gnt(None, "redist-conf", path=debian_cluster)
+        for node in (self.node2, self.node3):
+            self.assertEqual(sha1_of(self.cluster.node_root(node) + password),
+                             sha1_of(master_copy), node)
+        self.assert_replicated()
+
     def test_7_remove_node_cleanly(self):
         paths3 = self.paths(self.node3)
         self.gnt("gnt-node", "remove", self.node3)

@@ -298,10 +298,11 @@ class RapiCompatTest(SynchronousTestCase):
         self.assertEqual(filtered["data"], [[[0, NODE2]]])
         self.assertEqual([f["name"] for f in fields["fields"]], ["name", "node_cnt"])
         self.assertEqual([f["name"] for f in jobs["fields"]], ["id", "status"])
-        (instances, unsupported) = self.rapi(call("Query", "instance", ["name"]),
-                                             call("Query", "export", ["node"]))
+        (instances, exports) = self.rapi(call("Query", "instance", ["name"]),
+                                         call("Query", "export", ["node", "export"]))
         self.assertEqual((instances["fields"][0]["name"], instances["data"]), ("name", []))
-        self.assertApiError(unsupported, 404)
+        self.assertEqual(([f["name"] for f in exports["fields"]], exports["data"]),
+                         (["node", "export"], []))
 
     def test_authentication(self):
         anonymous_read, anonymous_write = self.rapi(

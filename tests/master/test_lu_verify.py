@@ -251,6 +251,15 @@ class FaultTest(VerifyCase):
         self.assert_finding(lines, "ECLUSTERCFG", "hypervisor cluster parameters syntax check "
                             "(source fake): Invalid migration mode 'teleport'")
 
+    def test_hvparams_failing_the_hypervisors_syntax_check(self):
+        cfg = self.master.config
+        cfg.cluster.enabled_hypervisors = [c.HT_FAKE, c.HT_KVM]
+        cfg.cluster.hvparams[c.HT_KVM] = {"boot_order": "usb"}
+        outcomes, lines, _ = self.verify(error_codes=True)
+        self.assertEqual(outcomes[0], False)
+        self.assert_finding(lines, "ECLUSTERCFG", "hypervisor cluster parameters syntax check "
+                            "(source kvm): Parameter 'boot_order' fails syntax check")
+
 
 class VerifyDisksTest(VerifyCase):
     def test_no_instances_no_jobs(self):

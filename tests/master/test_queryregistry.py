@@ -11,6 +11,7 @@ from ganeti.core.queryfields import catalog
 from ganeti.master.jobs import filters
 from ganeti.master.lu import query as luquery
 from ganeti.master.query import (
+    exportqueries,
     instancequeries,
     jobquery,
     networkqueries,
@@ -26,11 +27,13 @@ from tests.fakes.masterd import InProcessMaster
 BOUND = {"job": jobquery.JOB_FIELDS, "lock": queryregistry.LOCK_TABLE,
          "node": nodequeries.NODE_FIELDS, "group": nodequeries.GROUP_FIELDS,
          "filter": filters.FILTER_FIELDS, "network": networkqueries.NETWORK_TABLE,
-         "instance": instancequeries.INSTANCE_FIELDS, "os": osqueries.OS_FIELDS}
+         "instance": instancequeries.INSTANCE_FIELDS, "os": osqueries.OS_FIELDS,
+         "export": exportqueries.EXPORT_FIELDS}
 GETTERS = {"job": jobquery.JOB_GETTERS, "lock": queryregistry.LOCK_GETTERS,
            "node": nodequeries.NODE_GETTERS, "group": nodequeries.GROUP_GETTERS,
            "network": networkqueries.NETWORK_GETTERS,
-           "instance": instancequeries.INSTANCE_GETTERS, "os": osqueries.OS_GETTERS}
+           "instance": instancequeries.INSTANCE_GETTERS, "os": osqueries.OS_GETTERS,
+           "export": exportqueries.EXPORT_GETTERS}
 
 
 class DeclarationsAndGettersTest(SynchronousTestCase):

@@ -328,12 +328,14 @@ class QueryTest(RapiTestCase):
         self.assertEqual(type(err).__name__, "OpPrereqError")  # the server makes it a 400
 
     def test_unsupported_resources(self):
-        err = self.refused(http.HttpNotFound, "GET", "/2/query/export", "fields=name")
-        self.assertIn("not supported yet", err.message)
         err = self.refused(http.HttpNotFound, "PUT", "/2/query/bogus", "", {"fields": []})
         self.assertIn("Unknown query resource 'bogus'", err.message)
-        self.refused(http.HttpNotFound, "GET", "/2/query/export/fields")
+        self.refused(http.HttpNotFound, "GET", "/2/query/bogus/fields")
         self.assertFalse({"Query", "QueryFields"} & set(self.luxi.methods()))
+
+    def test_exports_are_queryable(self):
+        fields = self.get("/2/query/export/fields")["fields"]
+        self.assertEqual([f["name"] for f in fields], ["export", "node"])
 
     def test_fields(self):
         every = self.get("/2/query/group/fields")["fields"]

@@ -15,6 +15,7 @@ from typing import Any
 from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.queryfields.base import FieldDecl
+from ganeti.core.queryfields.exports import EXPORT_FIELDS
 from ganeti.core.queryfields.filters import FILTER_FIELDS
 from ganeti.core.queryfields.instances import INSTANCE_FIELDS
 from ganeti.core.queryfields.jobs import JOB_FIELDS
@@ -33,6 +34,7 @@ RESOURCES: dict[str, Mapping[str, FieldDecl]] = {
     c.QR_OS: OS_FIELDS,
     c.QR_NETWORK: NETWORK_FIELDS,
     c.QR_INSTANCE: INSTANCE_FIELDS,
+    c.QR_EXPORT: EXPORT_FIELDS,
 }
 
 #: What ``OP_QUERY`` and ``OP_QUERY_FIELDS`` take (the job filter rules are

@@ -143,6 +143,9 @@ class RpcArg:
     kind: str
     encode: Encoder | None = None
     per_node: bool = False
+    #: may be left out (only trailing arguments): a call that an older node daemon
+    #: also takes without it, e.g. the run id of ``instance_os_add``
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,11 @@ class RpcCall:
         return check_timeout(value, f"{self.name}: the declared timeout")
 
     @property
+    def required_count(self) -> int:
+        """How many arguments a call must have (those before the optional ones)."""
+        return next((i for i, a in enumerate(self.args) if a.optional), len(self.args))
+
+    @property
     def per_node(self) -> bool:
         """Whether each node gets its own body (an argument has a per-node encoder)."""
         return any(a.per_node for a in self.args)
@@ -177,11 +185,13 @@ class RpcCall:
         if not isinstance(args, list):
             raise RpcArgumentError(f"{self.name}: the arguments must be a JSON list, "
                                    f"not {type(args).__name__}")
-        if len(args) != len(self.args):
+        if not self.required_count <= len(args) <= len(self.args):
             names = ", ".join(a.name for a in self.args)
-            raise RpcArgumentError(f"{self.name} takes {len(self.args)} argument(s) "
+            count = (f"{self.required_count} to {len(self.args)}"
+                     if self.required_count < len(self.args) else str(len(self.args)))
+            raise RpcArgumentError(f"{self.name} takes {count} argument(s) "
                                    f"({names}), {len(args)} given")
-        for arg, value in zip(self.args, args, strict=True):
+        for arg, value in zip(self.args, args, strict=False):
             if not arg.check(value):
                 raise RpcArgumentError(f"{self.name}: argument {arg.name} must be "
                                        f"{arg.kind}, got {_short_json(value)}")
@@ -194,10 +204,10 @@ class RpcCall:
         its value; the result still has to pass :meth:`check_args`.
         """
         values = list(args)
-        if len(values) != len(self.args):
+        if not self.required_count <= len(values) <= len(self.args):
             return values  # check_args reports the count
         out: list[Any] = []
-        for arg, value in zip(self.args, values, strict=True):
+        for arg, value in zip(self.args, values, strict=False):
             if arg.encode is None:
                 out.append(value)
                 continue

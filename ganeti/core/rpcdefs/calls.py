@@ -5,6 +5,7 @@ from __future__ import annotations
 from ganeti.core.rpcdefs import (
     cluster,
     disks,
+    exports,
     files,
     hooks,
     instances,
@@ -17,7 +18,8 @@ from ganeti.core.rpcdefs import os as osdefs
 from ganeti.core.rpcdefs.base import RpcArgumentError, RpcCall
 
 #: The domain modules, in the order their calls are listed.
-DOMAINS = (cluster, files, jobqueue, instances, osdefs, disks, storage, hooks, oob, test)
+DOMAINS = (cluster, files, jobqueue, instances, osdefs, disks, storage, hooks, oob, test,
+           exports)
 
 
 def build_table(*call_lists: list[RpcCall]) -> dict[str, RpcCall]:

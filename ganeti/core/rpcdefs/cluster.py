@@ -34,6 +34,9 @@ VERIFY_CHECKS: dict[str, Callable[[Any], bool]] = {
     "node_net_test": lambda v: isinstance(v, list) and all(
         isinstance(e, list) and len(e) == 3 and is_nonempty_str(e[0])
         and is_nonempty_str(e[1]) and is_int(e[2]) and 0 < e[2] < 65536 for e in v),
+    "lvlist": lambda v: is_nonempty_str(v) and len(v) <= 128,
+    "file_storage_files": lambda v: isinstance(v, list) and len(v) <= 16
+    and all(is_wire_path(p) for p in v),
 }
 
 
@@ -52,8 +55,9 @@ CALLS = [
                 "an object with the optional keys version, hostname, time, ssconf, "
                 "nodesetup, client_cert, hvinfo, accepted_storage_paths (true/false), "
                 "filelist, userscripts, oob_paths (lists of absolute normalised paths), "
-                "file_storage_path, shared_file_storage_path (a path) and node_net_test "
-                "(a list of [name, ip, port])"),
+                "file_storage_path, shared_file_storage_path (a path), node_net_test "
+                "(a list of [name, ip, port]), lvlist (a volume group name) and "
+                "file_storage_files (a list of paths)"),
          RpcArg("cluster_name", is_nonempty_str, "the cluster's name (non-empty string)")),
     call("node_leave_cluster", TMO_NORMAL,
          "Remove the cluster's files from this node (server.pem last), then stop noded."),

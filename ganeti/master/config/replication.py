@@ -5,9 +5,11 @@ What goes where (docs/design/nodes-and-replication.md):
 - ``config.data`` to every master candidate, after every config change;
 - the ssconf files to every node, whenever their values change (and the
   master's own ssconf files are rewritten locally);
-- ``rapi.pem``, the RAPI users file, ``cluster-domain-secret``, ``hmac.key``
-  and the files named in ``CONF_DIR/redistribute-files`` to every node (as
-  Ganeti's ancillary files), by ``gnt-cluster redist-conf`` and when a node joins;
+- ``rapi.pem``, the RAPI users file, ``cluster-domain-secret``, ``hmac.key``,
+  the VNC password files named by the hypervisor parameters (the cluster's,
+  the OSes' and the instances' ``vnc_password_file``) and the files named in
+  ``CONF_DIR/redistribute-files`` to every node (as Ganeti's ancillary files),
+  by ``gnt-cluster redist-conf`` and when a node joins;
 - every job file write and every archive rename to the candidates.
 
 Offline nodes are never contacted.  Each failure is logged and remembered
@@ -28,7 +30,7 @@ from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
-from ganeti.core import fileutil, rpcdefs, ssconf
+from ganeti.core import fileutil, hvchecks, params_fill, rpcdefs, ssconf
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.paths import Paths
 from ganeti.master.config import nodes as nodesmod
@@ -213,16 +215,41 @@ class Replicator:
                 timeout=CONFIG_TIMEOUT))
         return results
 
-    def ancillary_files(self) -> list[tuple[str, int]]:
-        """The files redist-conf pushes to candidates besides config.data, that exist.
+    def ancillary_files(self, named: Iterable[str] = ()) -> list[tuple[str, int]]:
+        """The files redist-conf pushes to candidates besides config.data, that exist;
+        ``named``: further wire paths (:meth:`vnc_password_files`).
 
         Blocking (it looks at the disk): call it through the I/O thread pool.
         """
         paths = self.paths
         files = [(paths.rapi_pem, 0o440), (paths.rapi_users, 0o640),
                  (paths.cluster_domain_secret, 0o400), (paths.hmac_key, 0o440)]
+        files += [(rpcdefs.from_wire_path(paths.root, path), 0o640) for path in named]
         files += [(path, 0o644) for path in self.extra_files()]
-        return [(path, mode) for path, mode in files if os.path.exists(path)]
+        seen: set[str] = set()
+        out = []
+        for path, mode in files:
+            if path not in seen and os.path.exists(path):
+                seen.add(path)
+                out.append((path, mode))
+        return out
+
+    @staticmethod
+    def vnc_password_files(cfg: ConfigData) -> list[str]:
+        """The VNC password files (wire paths) the hypervisor parameters name: the
+        cluster's and the OSes' for the enabled hypervisors, and the instances' own
+        (Ganeti's ancillary files of the VNC hypervisors)."""
+        cl = cfg.cluster
+        found: set[str] = set()
+        for hv in cl.enabled_hypervisors:
+            for os_name in [None, *sorted(cl.os_hvp)]:
+                found.update(hvchecks.vnc_password_files(
+                    hv, params_fill.hv_defaults(cl, hv, os_name)))
+        for inst in cfg.instances.values():
+            if hvchecks.VNC_PASSWORD_FILE in inst.hvparams:
+                found.update(hvchecks.vnc_password_files(
+                    inst.hypervisor, params_fill.fill_instance_hv(cl, inst)))
+        return sorted(found)
 
     def extra_files(self) -> list[str]:
         """Absolute paths listed in CONF_DIR/redistribute-files (as on a node)."""
@@ -235,9 +262,9 @@ class Replicator:
         return [rpcdefs.from_wire_path(self.paths.root, os.path.normpath(line.strip()))
                 for line in lines if line.strip().startswith("/")]
 
-    def _read_ancillary(self) -> list[tuple[str, int, bytes]]:
+    def _read_ancillary(self, named: list[str]) -> list[tuple[str, int, bytes]]:
         out = []
-        for path, mode in self.ancillary_files():
+        for path, mode in self.ancillary_files(named):
             with open(path, "rb") as f:
                 out.append((path, mode, f.read()))
         return out
@@ -246,7 +273,8 @@ class Replicator:
         """Upload the ancillary files to ``targets``; failed results per file name."""
         if not targets:
             return {}
-        contents = await self._run_blocking(self._read_ancillary)
+        named = self.vnc_password_files(self._config())
+        contents = await self._run_blocking(self._read_ancillary, named)
         rpc = self._rpc()
         out: dict[str, list[RpcResult]] = {}
         for path, mode, data in contents:

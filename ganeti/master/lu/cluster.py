@@ -11,6 +11,7 @@ from ganeti.core.opcodes.views import OpClusterSetParams
 from ganeti.core.params_cluster import compute_cluster_change, find_iallocator
 from ganeti.master.config.nodes import fill_candidate_pool
 from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.instance_common import validate_hvparams_on_nodes
 from ganeti.master.lu.node import welcome_candidates
 from ganeti.master.lu.os_lu import check_os_params
 from ganeti.master.query.queries import cluster_info
@@ -64,6 +65,10 @@ class LUClusterSetParams(LogicalUnit):
         for os_name, params in self.change.os_checks.items():
             # Ganeti's: on the master node, the OS need not exist there
             await check_os_params(self.ctx, False, [master], os_name, params, False)
+        every_node = sorted(self.ctx.config.config.nodes)
+        for hv_name, hv_params in self.change.hv_checks:
+            # Ganeti's CheckHVParams: every vm_capable online node
+            await validate_hvparams_on_nodes(self, every_node, hv_name, hv_params)
         if self.op.dry_run:
             return None
         new = self.change.cluster

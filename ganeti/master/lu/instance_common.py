@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ganeti.core import constants as c
-from ganeti.core import params_fill
+from ganeti.core import hvchecks, params_fill
 from ganeti.core.errors import (
     ECODE_ENVIRON,
     ECODE_INVAL,
@@ -139,11 +139,41 @@ def check_hvparams(cfg: ConfigData, hypervisor: str, os_name: str | None,
                             f"{', '.join(unknown)}", ECODE_INVAL)
     force_dict_type(own, HVS_PARAMETER_TYPES)
     filled = fill_dict(params_fill.fill_hv(cfg.cluster, hypervisor, os_name, {}), own)
-    mode = filled.get("migration_mode")
-    if "migration_mode" in defaults and mode not in ("live", "non-live"):
-        raise OpPrereqError("Parameter 'migration_mode' fails syntax check: invalid "
-                            f"migration mode (current value: '{mode}')", ECODE_INVAL)
+    hvchecks.check_syntax(hypervisor, filled)
+    check_uid_pool_for(cfg.cluster.uid_pool, hypervisor, filled)
     return filled
+
+
+def check_uid_pool_for(uid_pool: Sequence[Any], hypervisor: str,
+                       filled: Mapping[str, Any]) -> None:
+    """``security_model=pool`` needs uids: refused while the cluster's pool is empty."""
+    if filled.get("security_model") == hvchecks.SM_POOL and not uid_pool:
+        raise OpPrereqError(f"Parameter 'security_model' of hypervisor {hypervisor} is "
+                            "'pool' but the cluster's user-id pool is empty (set it with "
+                            "'gnt-cluster modify --uid-pool')", ECODE_INVAL)
+
+
+async def validate_hvparams_on_nodes(lu: Any, node_uuids: Sequence[str], hypervisor: str,
+                                     hvfull: Mapping[str, Any]) -> None:
+    """Ganeti's CheckHVParams: the vm_capable online nodes among ``node_uuids`` validate
+    the filled parameters (``hypervisor_validate_params``); a node's refusal becomes
+    ``OpPrereqError`` naming the node and (in the node's message) the parameter."""
+    if not hvchecks.needs_node_validation(hypervisor):
+        return
+    cfg = lu.ctx.config.config
+    nodes = [cfg.nodes[u] for u in dict.fromkeys(node_uuids)
+             if u in cfg.nodes and cfg.nodes[u].vm_capable and not cfg.nodes[u].offline]
+    if not nodes:
+        return
+    results = await lu.ctx.rpc().call([nodesmod.target(n) for n in nodes],
+                                      "hypervisor_validate_params",
+                                      [hypervisor, dict(hvfull)])
+    for node in nodes:
+        result = results[node.name]
+        if result.offline:
+            continue
+        result.raise_if_failed(f"Hypervisor parameter validation failed on node {node.name}",
+                               prereq=True, ecode=ECODE_INVAL)
 
 
 def check_disk_mode(mode: Any) -> str:

@@ -5,6 +5,8 @@ the config, install the OS, start it.  Unlike Ganeti, a failure after the disks
 exist (the config commit, the OS create script) removes what was made: the
 disks and the config entry, so a failed create leaves nothing behind; the job
 fails with the step's error (for an OS script, with the tail of its log).
+In import mode :mod:`ganeti.master.lu.backup_import` reads the export first
+(filling the opcode's gaps) and imports the disks in place of the OS install.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from ganeti.core.errors import (
     ECODE_NOTUNIQUE,
     ECODE_STATE,
     GenericError,
-    OpExecError,
     OpPrereqError,
 )
 from ganeti.core.objects import ConfigData, Disk, Instance
@@ -35,8 +36,8 @@ from ganeti.core.params_types import parse_unit
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
+from ganeti.master.lu import backup_import, instance_policy, osoutput
 from ganeti.master.lu import instance_common as ic
-from ganeti.master.lu import instance_policy
 from ganeti.master.lu import instance_storage as storage
 from ganeti.master.lu.base import LogicalUnit
 
@@ -129,8 +130,8 @@ class LUInstanceCreate(LogicalUnit):
                                 "given", ECODE_INVAL)
         if op.mode == "remote-import":
             raise OpPrereqError("Remote imports are not supported yet", ECODE_INVAL)
-        if op.mode == "import" and not op.src_path:
-            raise OpPrereqError("No source path given for an import", ECODE_INVAL)
+        if op.mode == "import":
+            backup_import.check_import_arguments(self)
         if op.mode == "create" and op.os_type is None:
             raise OpPrereqError("No guest OS or OS image specified", ECODE_INVAL)
         if len(op.disks) > MAX_DISKS:
@@ -166,11 +167,11 @@ class LUInstanceCreate(LogicalUnit):
             self.ctx.feedback("message", "Secondary node will be ignored on non-mirrored "
                                          "disk template")
         nodes = sorted({self.pnode.uuid} | ({self.snode.uuid} if self.snode else set()))
-        if self.op.mode == "import" and self.op.src_node:
-            nodes = sorted(set(nodes) | {nodesmod.find_node(cfg, self.op.src_node).uuid})
         self.add_locks[LEVEL_INSTANCE] = [self.name]
         self.needed_locks[LEVEL_NODE] = nodes
         self.needed_locks[LEVEL_NODE_RES] = list(nodes)
+        if self.op.mode == "import":
+            backup_import.lock_source_node(self, cfg)
         # Ganeti takes both levels exclusively.  Here the node level is shared unless
         # volumes are made on the node (LVM), and the node resources are shared when
         # nothing is accounted on them: no volume group space and no memory (the
@@ -188,8 +189,8 @@ class LUInstanceCreate(LogicalUnit):
         env = ic.instance_hook_env(cfg, inst) if inst is not None else {}
         env["ADD_MODE"] = self.op.mode
         if self.op.mode == "import":
-            env["SRC_NODE"] = self.op.src_node or ""
-            env["SRC_PATH"] = self.op.src_path or ""
+            env["SRC_NODE"] = getattr(self, "src_node_name", None) or self.op.src_node or ""
+            env["SRC_PATH"] = getattr(self, "src_path", None) or self.op.src_path or ""
         return env
 
     def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
@@ -200,6 +201,9 @@ class LUInstanceCreate(LogicalUnit):
     # -- prerequisites ---------------------------------------------------------
 
     def check_prereq(self) -> None:
+        self.instance: Instance | None = None
+        if self.op.mode == "import" and not backup_import.export_read(self):
+            return  # checked in exec, once the export has filled the opcode
         cfg = self.ctx.config.config
         cluster = cfg.cluster
         op = self.op
@@ -255,7 +259,6 @@ class LUInstanceCreate(LogicalUnit):
                                 f"{group.name if group else self.pnode.group} "
                                 f"({self.pnode.group}) violates policy: "
                                 f"{'; '.join(violations)}", ECODE_INVAL)
-        self.instance: Instance | None = None
 
     def _identify_defaults(self, cfg: ConfigData) -> None:
         """Ganeti's _RevertToDefaults: drop values equal to the cluster's."""
@@ -293,12 +296,18 @@ class LUInstanceCreate(LogicalUnit):
     # -- exec ------------------------------------------------------------------
 
     async def exec(self) -> Any:
+        if self.op.mode == "import":  # the export fills what the opcode leaves out
+            await backup_import.read_export(self)
+            self.check_prereq()
         cfg = self.ctx.config.config
         op = self.op
         now = self.ctx.clock.seconds()
         uuid = str(uuidmod.uuid4())
         if op.name_check:
             await self._check_name()
+        await ic.validate_hvparams_on_nodes(  # Ganeti's CheckHVParams
+            self, [self.pnode.uuid] + ([self.snode.uuid] if self.snode else []),
+            self.hypervisor, self.hv_full)
         if self.start:  # Ganeti's CheckNodeFreeMemory, under the node-resource lock
             await ic.check_node_free_memory(self, self.pnode,
                                             f"creating instance {self.name}",
@@ -335,13 +344,19 @@ class LUInstanceCreate(LogicalUnit):
             raise
         # the nodes are not needed any more: the instance is in the config, its
         # resources are accounted there (Ganeti releases both levels here as well)
-        self.release_locks(LEVEL_NODE)
+        src_uuid = getattr(self, "src_node_uuid", None)
+        self.release_locks(LEVEL_NODE, keep=[src_uuid] if op.mode == "import" and src_uuid
+                           else None)
         self.release_locks(LEVEL_NODE_RES)
         if op.mode == "create" and not op.no_install:
             await self._install(inst, disks)
         elif op.mode == "import":
-            await self._undo(inst, disks)
-            raise OpExecError("Instance import is not supported yet")
+            try:
+                await backup_import.import_disks(
+                    self, self.ctx.config.config.instances[inst.uuid])
+            except BaseException:
+                await self._undo(inst, disks)
+                raise
         if self.start:
             self.ctx.feedback("message", "* starting instance...")
             await ic.start_on_node(self, self.ctx.config.config.instances[uuid])
@@ -384,9 +399,10 @@ class LUInstanceCreate(LogicalUnit):
         if secret:
             arg = InstanceArg(arg.instance, osp_secret=secret)
         try:
-            results = await self.ctx.rpc().call([nodesmod.target(node)], "instance_os_add",
-                                                [arg, False, self.op.debug_level or 0])
-            results[node.name].raise_if_failed(
+            result = await osoutput.run_os_call(self, node, "instance_os_add",
+                                                [arg, False, self.op.debug_level or 0],
+                                                "OS create")
+            result.raise_if_failed(
                 f"Could not add os for instance {inst.name} on node {node.name}")
         except BaseException:
             await self._undo(inst, disks)

@@ -41,7 +41,7 @@ from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
-from ganeti.master.lu import instance_storage
+from ganeti.master.lu import instance_storage, osoutput
 from ganeti.master.lu.base import LOCKS_REPLACE, LogicalUnit
 
 ONLINE = (c.ADMINST_UP, c.ADMINST_DOWN)
@@ -171,7 +171,7 @@ class LUInstanceStartup(InstanceLU):
         self.hvp = dict(self.op.hvparams)
         if self.hvp:
             full = {**params_fill.fill_instance_hv(cfg.cluster, inst), **self.hvp}
-            ic.check_hvparams(cfg, inst.hypervisor, inst.os, self.hvp)
+            ic.check_hvparams(cfg, inst.hypervisor, inst.os, {**inst.hvparams, **self.hvp})
             self.hvp = full
         self.bep = ic.upgrade_beparams(self.op.beparams) if self.op.beparams else {}
         node = cfg.nodes[inst.primary_node]
@@ -186,6 +186,9 @@ class LUInstanceStartup(InstanceLU):
     async def exec(self) -> Any:
         inst = self.instance
         cfg = self.ctx.config.config
+        if self.hvp:  # Ganeti's CheckHVParams of the temporary parameters
+            await ic.validate_hvparams_on_nodes(self, sorted(nodesmod.instance_nodes(cfg, inst)),
+                                                inst.hypervisor, self.hvp)
         if not (self.primary_offline and self.op.ignore_offline_nodes):
             running = await ic.instance_running(self, inst)
             if not running:
@@ -444,10 +447,9 @@ class LUInstanceRename(InstanceLU):
             await self.start_disks()
             try:
                 node = self.ctx.config.config.nodes[inst.primary_node]
-                results = await self.ctx.rpc().call(
-                    [nodesmod.target(node)], "instance_run_rename",
-                    [ic.instance_arg(inst), old, self.op.debug_level or 0])
-                result = results[node.name]
+                result = await osoutput.run_os_call(
+                    self, node, "instance_run_rename",
+                    [ic.instance_arg(inst), old, self.op.debug_level or 0], "OS rename")
                 if not result.success:
                     self.ctx.feedback("message", f"Could not run OS rename script for "
                                                  f"instance {new} on node {node.name} (but "
@@ -504,9 +506,10 @@ class LUInstanceReinstall(InstanceLU):
             osp = {**(self.op.osparams or {}), **(self.op.osparams_private or {})}
             arg = InstanceArg(inst, osp=osp or None,
                               osp_secret=dict(self.op.osparams_secret or {}) or None)
-            results = await self.ctx.rpc().call([nodesmod.target(node)], "instance_os_add",
-                                                [arg, True, self.op.debug_level or 0])
-            results[node.name].raise_if_failed(
+            result = await osoutput.run_os_call(self, node, "instance_os_add",
+                                                [arg, True, self.op.debug_level or 0],
+                                                "OS create")
+            result.raise_if_failed(
                 f"Could not install OS for instance {inst.name} on node {node.name}")
         finally:
             await self.stop_disks()

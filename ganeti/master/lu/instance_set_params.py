@@ -138,10 +138,11 @@ class LUInstanceSetParams(InstanceLU):
                                     "installation", ECODE_STATE)
             self.new.os = op.os_name
             self.result.append(["os_name", op.os_name])
-        # hypervisor parameters
+        # hypervisor parameters (validated on the nodes in exec)
+        self.hv_validate: dict[str, Any] | None = None
         if op.hvparams:
             updated = get_updated_params(inst.hvparams, op.hvparams)
-            ic.check_hvparams(cfg, inst.hypervisor, self.new.os, updated)
+            self.hv_validate = ic.check_hvparams(cfg, inst.hypervisor, self.new.os, updated)
             self.new.hvparams = updated
             full = params_fill.fill_instance_hv(cluster, self.new)
             for key in sorted(op.hvparams):
@@ -297,6 +298,9 @@ class LUInstanceSetParams(InstanceLU):
         cfg = self.ctx.config.config
         op = self.op
         inst = self.instance
+        if self.hv_validate is not None:  # Ganeti's CheckHVParams
+            await ic.validate_hvparams_on_nodes(self, sorted(nodesmod.instance_nodes(cfg, inst)),
+                                                inst.hypervisor, self.hv_validate)
         if op.runtime_mem is not None:
             node = cfg.nodes[inst.primary_node]
             if await ic.instance_running(self, inst):

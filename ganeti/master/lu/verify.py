@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ganeti.core import certverify, constants
+from ganeti.core import certverify, constants, hvchecks
 from ganeti.core import config as configmod
 from ganeti.core import verifycodes as cv
-from ganeti.core.errors import OpExecError
+from ganeti.core.errors import OpExecError, OpPrereqError
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterVerify, OpClusterVerifyConfig
 from ganeti.master.config import nodes as nodesmod
@@ -63,8 +63,10 @@ class LUClusterVerify(LogicalUnit):
         return ResultWithJobs(jobs)  # the processor submits them
 
 
-def hv_syntax_problem(params: dict[str, Any], defaults: dict[str, Any]) -> str | None:
-    """The first syntax problem of hypervisor parameters (Ganeti's ForceDictType)."""
+def hv_syntax_problem(params: dict[str, Any], defaults: dict[str, Any],
+                      hypervisor: str | None = None) -> str | None:
+    """The first syntax problem of hypervisor parameters (Ganeti's ForceDictType, then
+    with ``hypervisor`` its CheckParameterSyntax)."""
     for key, value in params.items():
         if key not in defaults:
             return f"Unknown parameter '{key}'"
@@ -88,6 +90,11 @@ def hv_syntax_problem(params: dict[str, Any], defaults: dict[str, Any]) -> str |
     mode = params.get("migration_mode")
     if mode is not None and mode not in ("live", "non-live"):
         return f"Invalid migration mode '{mode}', must be one of live, non-live"
+    if hypervisor is not None:
+        try:
+            hvchecks.check_syntax(hypervisor, params)
+        except OpPrereqError as err:
+            return str(err.args[0])
     return None
 
 
@@ -156,7 +163,7 @@ class LUClusterVerifyConfig(VerifyReporter, LogicalUnit):
                           f"{server_pem} must be accessible by the master daemon's user")
         self.step("Verifying hypervisor parameters")
         for origin, hv, params in hv_parameter_sets(cfg):
-            problem = hv_syntax_problem(params, constants.HVC_DEFAULTS.get(hv, {}))
+            problem = hv_syntax_problem(params, constants.HVC_DEFAULTS.get(hv, {}), hv)
             if hv not in constants.HVC_DEFAULTS:
                 problem = f"Unknown hypervisor '{hv}'"
             # Ganeti names origin and hypervisor the other way round; kept as it prints

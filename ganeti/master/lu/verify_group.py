@@ -7,8 +7,13 @@ client certificates (``ECLUSTERCLIENTCERT``), file consistency across nodes
 versions (``ENODEVERSION``), node setup and the job queue
 (``ENODESETUP``), clocks (``ENODETIME``), node daemon connectivity
 (``ENODENET``), user scripts, out-of-band helpers, file storage
-directories, free memory (``ENODEHV``) and N+1 memory (``ENODEN1``).
-Instance, LVM, DRBD, OS and hook checks come with instances and storage.
+directories, free memory (``ENODEHV``) and N+1 memory (``ENODEN1``),
+the volumes of the cluster's volume group (``ENODELVM``) and those no instance
+disk owns (``ENODEORPHANLV``, a warning, as Ganeti's; ``reserved_lvs`` are
+regular expressions a volume may match whole to be left alone).  Ours, not
+Ganeti's: files in the file storage directories that no file disk owns are
+warned about under the same code (``file ... is unknown``).
+DRBD, OS and hook checks come with instances and storage.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from ganeti.core import verifycodes as cv
 from ganeti.core.certverify import MAX_CLOCK_SKEW
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpClusterVerifyGroup
+from ganeti.core.textutil import safe_encode
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu import instance_storage
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.hooks import NodeHooks
+from ganeti.master.lu.storage import instance_lvs
 from ganeti.master.lu.verify_report import VerifyReporter
 from ganeti.rpc.client import RpcResult
 
@@ -152,6 +159,12 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
             if (constants.DT_SHARED_FILE in templates
                     and rpcdefs.is_wire_path(cluster.shared_file_storage_dir)):
                 checks["shared_file_storage_path"] = cluster.shared_file_storage_dir
+            dirs = sorted({checks[k] for k in ("file_storage_path", "shared_file_storage_path")
+                           if k in checks})
+            if dirs:
+                checks["file_storage_files"] = dirs
+        if cluster.volume_group_name:  # Ganeti's NV_LVLIST
+            checks["lvlist"] = cluster.volume_group_name
         return checks
 
     def _noded_port(self) -> int:
@@ -208,6 +221,7 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         self.step("Verifying node status")
         n_offline = n_drained = 0
         mfree: dict[str, int] = {}
+        volumes: dict[str, dict[str, Any]] = {}
         for node in members:
             if node.offline:
                 if self.op.verbose:
@@ -242,10 +256,15 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
                 free = self._node_memory(node, data)
                 if free is not None:
                     mfree[node.uuid] = free
+                lvs = self._node_volumes(node, data, cfg.cluster.volume_group_name)
+                if lvs is not None:
+                    volumes[node.uuid] = lvs
         self._report_replication(members)
         self.step("Verifying instance status")
         await self._verify_instances(cfg, members, results)
         self.step("Verifying orphan volumes")
+        self._verify_orphan_volumes(cfg, volumes)
+        self._verify_orphan_files(cfg, members, results)
         if constants.VERIFY_NPLUSONE_MEM not in (self.op.skip_checks or []):
             self.step("Verifying N+1 Memory redundancy")
             self._verify_n_plus_one(cfg, members, mfree)
@@ -509,6 +528,76 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
             if inst.disks:
                 for problem in await instance_storage.check_disks_exist(self, cfg, inst):
                     self.error_if(True, cv.EINSTANCEMISSINGDISK, inst.name, problem)
+
+    def _node_volumes(self, node: Node, data: dict[str, Any],
+                      vg_name: str | None) -> dict[str, Any] | None:
+        """The node's volumes (Ganeti's _UpdateNodeVolumes); None when there is no
+        volume group or the node's LV data is unusable (ENODELVM)."""
+        if not vg_name:
+            return None
+        lvdata = data.get("lvlist", "Missing LV data")
+        if isinstance(lvdata, str):
+            self.error_if(True, cv.ENODELVM, node.name,
+                          f"LVM problem on node: {safe_encode(lvdata)}")
+            return None
+        if not isinstance(lvdata, dict):
+            self.error_if(True, cv.ENODELVM, node.name, "rpc call to node failed (lvlist)")
+            return None
+        return lvdata
+
+    def _verify_orphan_volumes(self, cfg: ConfigData,
+                               volumes: dict[str, dict[str, Any]]) -> None:
+        """Volumes of the cluster's volume group that no instance disk owns and no
+        ``reserved_lvs`` pattern matches (Ganeti's _VerifyOrphanVolumes): warnings.
+        ``volumes`` holds only the healthy nodes of the group."""
+        vg_name = cfg.cluster.volume_group_name
+        known = instance_lvs(cfg)
+        reserved = []
+        for pattern in cfg.cluster.reserved_lvs or []:
+            try:
+                reserved.append(re.compile(pattern))
+            except re.error:
+                continue
+        for node_uuid in sorted(volumes, key=lambda u: cfg.nodes[u].name):
+            for volume in sorted(volumes[node_uuid]):
+                if volume.split("/")[0] != vg_name:
+                    continue
+                self.error_if((node_uuid, volume) not in known
+                              and not any(r.fullmatch(volume) for r in reserved),
+                              cv.ENODEORPHANLV, cfg.nodes[node_uuid].name,
+                              f"volume {volume} is unknown", warning=True)
+
+    def _verify_orphan_files(self, cfg: ConfigData, members: list[Node],
+                             results: dict[str, RpcResult]) -> None:
+        """Ours: files in the file storage directories that no file disk owns
+        (warnings).  A local file disk belongs to its nodes, a shared one to all."""
+        local: set[tuple[str, str]] = set()
+        shared: set[str] = set()
+        for inst in cfg.instances.values():
+            for disk in (cfg.disks[u] for u in inst.disks if u in cfg.disks):
+                lid = disk.logical_id
+                if not (lid and len(lid) == 2 and isinstance(lid[1], str)):
+                    continue
+                if disk.dev_type == constants.DT_SHARED_FILE:
+                    shared.add(lid[1])
+                elif disk.dev_type == constants.DT_FILE:
+                    local.update((n, lid[1]) for n in (disk.nodes or [inst.primary_node]))
+        for node in members:
+            result = results.get(node.name)
+            if node.offline or not node.vm_capable or result is None or not result.success:
+                continue
+            listing = result.payload.get("file_storage_files") \
+                if isinstance(result.payload, dict) else None
+            if not isinstance(listing, dict):
+                continue
+            for files in listing.values():
+                if not isinstance(files, list):
+                    continue  # unreadable: the file storage path check says why
+                for path in files:
+                    self.error_if(isinstance(path, str) and path not in shared
+                                  and (node.uuid, path) not in local,
+                                  cv.ENODEORPHANLV, node.name, f"file {path} is unknown",
+                                  warning=True)
 
     def _verify_n_plus_one(self, cfg: ConfigData, members: list[Node],
                            mfree: dict[str, int]) -> None:

@@ -4,7 +4,7 @@ blocking-work runners."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.internet import defer, threads
@@ -12,6 +12,7 @@ from twisted.internet.interfaces import IReactorProcess, IReactorTime
 from twisted.python.threadpool import ThreadPool
 
 from ganeti.core.paths import Paths
+from ganeti.noded.osoutput import OsRuns
 from ganeti.noded.procs import ChildProcesses
 
 Runner = Callable[..., "defer.Deferred[Any]"]
@@ -52,6 +53,8 @@ class NodeContext:
     #: the external programs of all calls, ended when the daemon stops; made from
     #: ``processes`` unless given
     children: ChildProcesses | None = None
+    #: the output of OS script runs, for ``os_output`` (one per daemon)
+    os_runs: OsRuns = field(default_factory=OsRuns)
 
     def __post_init__(self) -> None:
         if self.children is None and self.processes is not None:

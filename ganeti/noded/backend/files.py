@@ -2,7 +2,8 @@
 
 Allowed (paths as on a node without GANETI_ROOTDIR; the node adds its root):
 ``config.data``, ``ssconf_*``, ``rapi.pem``, ``rapi/users``,
-``cluster-domain-secret`` and ``hmac.key`` in DATA_DIR, plus every absolute
+``cluster-domain-secret`` and ``hmac.key`` in DATA_DIR, Ganeti's cluster VNC
+password file ``CONF_DIR/vnc-cluster-password``, plus every absolute
 path listed, one per line, in ``CONF_DIR/upload-allowed-files``.  That file is
 kept by the administrator; it is not itself uploadable, so the master cannot
 widen the list.
@@ -22,6 +23,8 @@ from ganeti.noded.backend import confd_role, configstore
 from ganeti.noded.backend.context import NodeContext, RPCFail
 
 EXTRA_ALLOWED_FILE = "upload-allowed-files"
+#: Ganeti's VNC_PASSWORD_FILE (in CONF_DIR): the usual cluster-wide vnc_password_file.
+VNC_PASSWORD_FILE_NAME = "vnc-cluster-password"
 # Matched whole (fullmatch): "$" would also accept ``ssconf_x\n``.
 _SSCONF_RE = re.compile(r"ssconf_[a-z0-9_-]+")
 
@@ -44,7 +47,8 @@ def _extra_allowed(paths: Paths) -> set[str]:
 def is_allowed(paths: Paths, local_path: str) -> bool:
     """Whether the master may write ``local_path`` (already mapped under the root)."""
     fixed = {paths.config_file, paths.rapi_pem, paths.rapi_users,
-             paths.cluster_domain_secret, paths.hmac_key}
+             paths.cluster_domain_secret, paths.hmac_key,
+             os.path.join(paths.conf_dir, VNC_PASSWORD_FILE_NAME)}
     if local_path in fixed:
         return True
     if (os.path.dirname(local_path) == paths.data_dir

@@ -8,6 +8,13 @@ succeeds and changes nothing, as Ganeti's; rebooting one that does not run
 fails.  The reason trail of a start, shutdown or reboot is stored in
 ``RUN_DIR/instance-reason/<name>`` (JSON), as Ganeti stores it.
 
+An instance whose hypervisor parameters say ``security_model=pool`` gets a
+uid of the cluster's user-id pool when it starts (:mod:`ganeti.noded.uidpool`);
+the uid is recorded in ``RUN_DIR/instance-uid/<name>`` with the instance's
+runtime state and goes back to the pool when it stops, or when a start or a
+stop finds the instance not running (a crash).  A start with an empty or
+exhausted pool fails and starts nothing.
+
 Only the ``fake`` hypervisor is served here (:mod:`ganeti.noded.hypervisors.fake`);
 the others are refused with their name.  Disks of instances come with the
 disk calls: the fake hypervisor needs no block device.
@@ -21,6 +28,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ganeti.core import constants, fileutil
+from ganeti.core.hvchecks import SM_POOL
+from ganeti.noded import uidpool
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.hypervisors.fake import FakeHypervisor, HypervisorError, check_name
 
@@ -93,13 +102,60 @@ def _store_reason(ctx: NodeContext, name: str, reason: list[Any]) -> None:
     fileutil.atomic_write(os.path.join(directory, name), json.dumps(reason).encode())
 
 
+def _uid_file(ctx: NodeContext, name: str) -> str:
+    return os.path.join(ctx.paths.run_dir, "instance-uid", name)
+
+
+def instance_uid(ctx: NodeContext, name: str) -> int | None:
+    """The pool uid recorded for instance ``name`` on this node, if any (blocking)."""
+    try:
+        with open(_uid_file(ctx, name), encoding="ascii") as f:
+            return int(f.read().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _release_uid(ctx: NodeContext, name: str) -> None:
+    """Give the instance's pool uid back (the instance stopped or crashed)."""
+    uid = instance_uid(ctx, name)
+    if uid is not None:
+        uidpool.release_uid(uidpool.lock_dir(ctx.paths), uid)
+    try:
+        os.unlink(_uid_file(ctx, name))
+    except FileNotFoundError:
+        pass
+
+
+def _uses_pool(hvparams: Mapping[str, Any]) -> bool:
+    return hvparams.get("security_model") == SM_POOL
+
+
 def _start(ctx: NodeContext, hv: FakeHypervisor, name: str, be: Mapping[str, Any],
-           reason: list[Any] | None) -> None:
+           reason: list[Any] | None, hvparams: Mapping[str, Any] | None = None) -> None:
     if hv.instance_info(name) is not None:
         return  # Ganeti's: "already running, not starting"
+    _release_uid(ctx, name)  # left by a crash
     memory = hv.startup_memory(int(be.get(constants.BE_MINMEM, 0)),
                                int(be.get(constants.BE_MAXMEM, 0)))
-    hv.start(name, memory, int(be.get(constants.BE_VCPUS, 1)))
+    vcpus = int(be.get(constants.BE_VCPUS, 1))
+    if hvparams is not None and _uses_pool(hvparams):
+        directory = uidpool.lock_dir(ctx.paths)
+        try:
+            locked = uidpool.request_unused_uid(directory, uidpool.pool_uids(ctx.paths))
+        except uidpool.UidPoolError as err:
+            raise RPCFail(f"Could not start instance {name}: security model 'pool': "
+                          f"{err}") from None
+        try:
+            hv.start(name, memory, vcpus)
+            os.makedirs(os.path.dirname(_uid_file(ctx, name)), mode=0o755, exist_ok=True)
+            fileutil.atomic_write(_uid_file(ctx, name), f"{locked.uid}\n".encode())
+        except BaseException:
+            locked.unlock()
+            uidpool.release_uid(directory, locked.uid)
+            raise
+        locked.claim(name)
+    else:
+        hv.start(name, memory, vcpus)
     if reason is not None:
         _store_reason(ctx, name, reason)
 
@@ -107,8 +163,10 @@ def _start(ctx: NodeContext, hv: FakeHypervisor, name: str, be: Mapping[str, Any
 def _shutdown(ctx: NodeContext, hv: FakeHypervisor, name: str,
               reason: list[Any] | None) -> None:
     if hv.instance_info(name) is None:
+        _release_uid(ctx, name)  # left by a crash
         return  # Ganeti's: "not running, doing nothing"
     hv.stop(name)
+    _release_uid(ctx, name)
     if reason is not None:
         _store_reason(ctx, name, reason)
 
@@ -117,7 +175,8 @@ async def instance_start(ctx: NodeContext, instance: dict[str, Any], startup_pau
                          reason: list[Any]) -> None:
     """Start the instance (nothing if it runs already)."""
     hv, name = _checked(ctx, instance)
-    await _run(ctx, _start, ctx, hv, name, instance.get("beparams") or {}, reason)
+    await _run(ctx, _start, ctx, hv, name, instance.get("beparams") or {}, reason,
+               instance.get("hvparams") or {})
 
 
 async def instance_shutdown(ctx: NodeContext, instance: dict[str, Any], timeout: float,
@@ -128,12 +187,12 @@ async def instance_shutdown(ctx: NodeContext, instance: dict[str, Any], timeout:
 
 
 def _reboot(ctx: NodeContext, hv: FakeHypervisor, name: str, be: Mapping[str, Any],
-            reboot_type: str, reason: list[Any]) -> None:
+            reboot_type: str, reason: list[Any], hvparams: Mapping[str, Any]) -> None:
     if hv.instance_info(name) is None:
         raise RPCFail(f"Cannot reboot instance '{name}' that is not running")
     if reboot_type == constants.INSTANCE_REBOOT_HARD:
         _shutdown(ctx, hv, name, None)
-        _start(ctx, hv, name, be, None)
+        _start(ctx, hv, name, be, None, hvparams)
     _store_reason(ctx, name, reason)
 
 
@@ -144,7 +203,7 @@ async def instance_reboot(ctx: NodeContext, instance: dict[str, Any], reboot_typ
     if reboot_type not in REBOOT_TYPES:
         raise RPCFail(f"Invalid reboot_type received: '{reboot_type}'")
     await _run(ctx, _reboot, ctx, hv, name, instance.get("beparams") or {}, reboot_type,
-               reason)
+               reason, instance.get("hvparams") or {})
 
 
 async def instance_balloon_memory(ctx: NodeContext, instance: dict[str, Any],

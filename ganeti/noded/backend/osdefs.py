@@ -7,6 +7,10 @@ Definitions are read from the node's search path (``Paths.os_search_path``,
 daemon's child processes with Ganeti's environment (:mod:`ganeti.noded.osenv`)
 and their output in ``LOG_DIR/os/`` (:mod:`ganeti.noded.osrun`).  Failures
 answer in Ganeti's words, with the last lines of the script's log.
+
+Given a run id (the optional last argument), a script run also keeps its
+output for ``os_output`` (:mod:`ganeti.noded.osoutput`), which the master
+reads while the call is pending to stream it into the job's log.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from typing import Any
 
 from twisted.internet import defer
 
+from ganeti.core import rpcdefs
 from ganeti.core.rpcdefs.base import RPC_TMO_1DAY, RPC_TMO_FAST, RPC_TMO_SLOW
 from ganeti.core.rpcdefs.os import OS_VALIDATE_CALLS, OS_VALIDATE_PARAMETERS, is_os_name
-from ganeti.noded import osdir, osenv, osrun
+from ganeti.noded import osdir, osenv, osoutput, osrun
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.bdev.paths import device_path
 from ganeti.noded.hypervisors.fake import HypervisorError, check_name
@@ -134,38 +139,61 @@ async def _prepare(ctx: NodeContext, instance: Mapping[str, Any], script: str | 
 
 async def _run_for_instance(ctx: NodeContext, instance: Mapping[str, Any], script: str,
                             what: str, env_extra: Mapping[str, str], log_kind: str,
-                            log_instance: str, debug: int, timeout: float) -> None:
-    osdef, path, env = await _prepare(ctx, instance, script, debug)
-    env.update(env_extra)
-    name = osrun.log_name(log_kind, str(instance["os"]), log_instance, None,
-                          ctx.clock.seconds())
-    logfile = os.path.join(ctx.paths.os_log_dir, name)
-    run = await osrun.run_script(ctx, [path], env, osdef.path, logfile,
-                                 osenv.hidden_values(instance), timeout)
+                            log_instance: str, debug: int, timeout: float,
+                            run_id: str | None) -> None:
+    output = None
+    if run_id is not None:
+        try:
+            output = ctx.os_runs.start(run_id, ctx.clock.seconds())
+        except osoutput.RunIdInUse as err:
+            raise RPCFail(str(err)) from None
+    try:
+        osdef, path, env = await _prepare(ctx, instance, script, debug)
+        env.update(env_extra)
+        name = osrun.log_name(log_kind, str(instance["os"]), log_instance, None,
+                              ctx.clock.seconds())
+        logfile = os.path.join(ctx.paths.os_log_dir, name)
+        if output is not None:
+            output.log_file = rpcdefs.to_wire_path(ctx.paths.root, logfile)
+        run = await osrun.run_script(ctx, [path], env, osdef.path, logfile,
+                                     osenv.hidden_values(instance), timeout,
+                                     on_line=output.add if output is not None else None)
+    finally:
+        if output is not None:
+            ctx.os_runs.finish(output, ctx.clock.seconds())
     if not run.ok:
         raise RPCFail(f"OS {what} script failed ({run.reason()}), last lines in the log "
                       f"file:\n{run.tail}")
 
 
 def instance_os_add(ctx: NodeContext, instance: dict[str, Any], reinstall: bool,
-                    debug: int) -> defer.Deferred[None]:
+                    debug: int, run_id: str | None = None) -> defer.Deferred[None]:
     """Run the OS create script for ``instance`` (``INSTANCE_REINSTALL=1`` on a
-    reinstall); its log is ``LOG_DIR/os/add-<os>-<instance>-<time>.log``."""
+    reinstall); its log is ``LOG_DIR/os/add-<os>-<instance>-<time>.log``; its output
+    is kept for ``os_output`` under ``run_id`` if given."""
     extra = {"INSTANCE_REINSTALL": "1"} if reinstall else {}
     return defer.Deferred.fromCoroutine(_run_for_instance(
         ctx, instance, osdir.SCRIPT_CREATE, "create", extra, "add",
-        _instance_name(instance.get("name")), debug, CREATE_TIMEOUT))
+        _instance_name(instance.get("name")), debug, CREATE_TIMEOUT, run_id))
 
 
 def instance_run_rename(ctx: NodeContext, instance: dict[str, Any], old_name: str,
-                        debug: int) -> defer.Deferred[None]:
+                        debug: int, run_id: str | None = None) -> defer.Deferred[None]:
     """Run the OS rename script (``OLD_INSTANCE_NAME``); its log is
-    ``LOG_DIR/os/rename-<os>-<old>-<new>-<time>.log``."""
+    ``LOG_DIR/os/rename-<os>-<old>-<new>-<time>.log``; its output is kept for
+    ``os_output`` under ``run_id`` if given."""
     old = _instance_name(old_name)
     new = _instance_name(instance.get("name"))
     return defer.Deferred.fromCoroutine(_run_for_instance(
         ctx, instance, osdir.SCRIPT_RENAME, "rename", {"OLD_INSTANCE_NAME": old}, "rename",
-        f"{old}-{new}", debug, RENAME_TIMEOUT))
+        f"{old}-{new}", debug, RENAME_TIMEOUT, run_id))
+
+
+def os_output(ctx: NodeContext, run_id: str, offset: int) -> dict[str, Any] | None:
+    """The output of the run ``run_id`` from line ``offset`` on (``{"lines", "next",
+    "done", "truncated", "log_file"}``), None if this node does not know the run."""
+    run = ctx.os_runs.get(run_id, ctx.clock.seconds())
+    return None if run is None else run.answer(offset)
 
 
 def pack_os(os_path: str, env: Mapping[str, str]) -> str:

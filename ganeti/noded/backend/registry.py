@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from ganeti.noded import hvvalidate
 from ganeti.noded.backend import (
     blockdev,
     cluster,
     configstore,
     delay,
+    exports,
     files,
     hooks,
     info,
@@ -49,6 +51,7 @@ def handlers() -> dict[str, Handler]:
         "instance_shutdown": instances.instance_shutdown,
         "instance_reboot": instances.instance_reboot,
         "instance_balloon_memory": instances.instance_balloon_memory,
+        "hypervisor_validate_params": hvvalidate.hypervisor_validate_params,
         "blockdev_create": blockdev.blockdev_create,
         "blockdev_remove": blockdev.blockdev_remove,
         "blockdev_grow": blockdev.blockdev_grow,
@@ -72,5 +75,15 @@ def handlers() -> dict[str, Handler]:
         "os_get": osdefs.os_get,
         "instance_os_add": osdefs.instance_os_add,
         "instance_run_rename": osdefs.instance_run_rename,
+        "os_output": osdefs.os_output,
         "os_export": osdefs.os_export,
+        "export_list": exports.export_list,
+        "export_info": exports.export_info,
+        "export_remove": exports.export_remove,
+        "export_dump": exports.export_dump,
+        "export_read": exports.export_read,
+        "export_write": exports.export_write,
+        "export_finalize": exports.export_finalize,
+        "export_abort": exports.export_abort,
+        "instance_import_disk": exports.instance_import_disk,
     }

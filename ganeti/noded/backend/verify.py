@@ -22,6 +22,14 @@ unknown keys and wrong shapes):
   listed in ``CONF_DIR/file-storage-paths``
 - ``"node_net_test": [[name, ip, port], ...]``: ``{name: message}`` of the
   nodes whose node daemon port this node cannot connect to
+- ``"lvlist": vg``: the logical volumes of that volume group as ``lv_list``
+  answers them (``{"vg/lv": [size, inactive, online]}``), or why they cannot be
+  listed (a string), as Ganeti's NV_LVLIST
+- ``"file_storage_files": [dir, ...]``: ``{dir: [path, ...]}``, the regular
+  files directly in each directory and in its subdirectories (a file disk is
+  ``<dir>/<instance>/<file>``), at most :data:`MAX_STORAGE_FILES` per
+  directory; ``{dir: message}`` if it cannot be read (ours, for the orphan
+  file check)
 
 A node that holds ``ssconf_cluster_name`` refuses to answer for another
 cluster.  Everything that touches the disk or the network runs in the
@@ -43,8 +51,12 @@ from ganeti.core.paths import Paths
 from ganeti.noded.backend import nodechecks
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.backend.ssconf import ssconf_files
+from ganeti.noded.bdev import lvm
+from ganeti.noded.bdev.base import BlockDeviceError
 
 CHUNK = 1024 * 1024
+#: Files listed per file storage directory at most (the orphan file check).
+MAX_STORAGE_FILES = 10000
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP)
 
 
@@ -106,19 +118,62 @@ def collect(paths: Paths, checks: dict[str, Any], cluster_name: str,
                               for p in checks["filelist"]}
     if checks.get("ssconf"):
         result["ssconf"] = read_ssconf(paths)
+    if "file_storage_files" in checks:
+        result["file_storage_files"] = {d: storage_files(paths, d)
+                                        for d in checks["file_storage_files"]}
     nodechecks.collect_more(paths, checks, result, now)
+    return result
+
+
+def storage_files(paths: Paths, wire_dir: str) -> list[str] | str:
+    """The regular files in a file storage directory and its subdirectories, as wire
+    paths, sorted; a missing directory has none; why if it cannot be read
+    (blocking)."""
+    top = rpcdefs.from_wire_path(paths.root, wire_dir)
+    found: list[str] = []
+    try:
+        with os.scandir(top) as entries:
+            subdirs = []
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    subdirs.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(entry.path)
+        for sub in sorted(subdirs):
+            if len(found) >= MAX_STORAGE_FILES:
+                break
+            with os.scandir(sub) as entries:
+                found.extend(e.path for e in entries if e.is_file(follow_symlinks=False))
+    except FileNotFoundError:
+        return sorted(rpcdefs.to_wire_path(paths.root, f) for f in found)
+    except OSError as err:
+        return f"cannot list {wire_dir}: {err.strerror}"
+    return sorted(rpcdefs.to_wire_path(paths.root, f) for f in found[:MAX_STORAGE_FILES])
+
+
+async def volume_list(ctx: NodeContext, vg_name: str) -> dict[str, Any] | str:
+    """Ganeti's NV_LVLIST: the volumes of ``vg_name``, or why they cannot be listed."""
+    try:
+        return await lvm.volume_list(ctx, [vg_name])
+    except BlockDeviceError as err:
+        return f"Failed to list logical volumes: {err}"
+
+
+async def _node_verify(ctx: NodeContext, checks: dict[str, Any],
+                       cluster_name: str) -> dict[str, Any]:
+    result: dict[str, Any] = await ctx.run(collect, ctx.paths, checks, cluster_name,
+                                           ctx.clock.seconds())
+    if checks.get("hostname"):
+        result["hostname"] = ctx.paths.hostname
+    if checks.get("time"):
+        result["time"] = ctx.clock.seconds()
+    if "lvlist" in checks:
+        result["lvlist"] = await volume_list(ctx, checks["lvlist"])
     return result
 
 
 def node_verify(ctx: NodeContext, checks: dict[str, Any],
                 cluster_name: str) -> defer.Deferred[dict[str, Any]]:
-    """Answer the checks asked for; files are read in the thread pool."""
-    def add_local(result: dict[str, Any]) -> dict[str, Any]:
-        if checks.get("hostname"):
-            result["hostname"] = ctx.paths.hostname
-        if checks.get("time"):
-            result["time"] = ctx.clock.seconds()
-        return result
-    d: defer.Deferred[dict[str, Any]] = ctx.run(collect, ctx.paths, checks, cluster_name,
-                                                ctx.clock.seconds())
-    return d.addCallback(add_local)
+    """Answer the checks asked for; files are read in the thread pool, the volumes
+    listed through the node's child processes."""
+    return defer.Deferred.fromCoroutine(_node_verify(ctx, checks, cluster_name))
