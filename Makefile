@@ -5,8 +5,11 @@ DIR ?= demo-cluster
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.install-stamp
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o DPkg::Lock::Timeout=600
-# Real Ganeti 3.0 from Debian: its clients are used by the compatibility tests.
-COMPAT_PACKAGES := ganeti-3.0 python3-ganeti-rapi ganeti-htools-3.0
+# Real Ganeti 3.0 from Debian: its clients are used by the compatibility tests, and
+# Debian's own OS definition (tests/integration/test_debootstrap.py installs a Debian
+# instance with it, unchanged).
+COMPAT_PACKAGES := ganeti-3.0 python3-ganeti-rapi ganeti-htools-3.0 \
+	ganeti-instance-debootstrap debootstrap
 # Debian's Chromium and its driver: the dashboard test (tests/integration/test_dashboard.py)
 # drives them with selenium; nothing is downloaded by the test tools themselves.
 BROWSER_PACKAGES := chromium chromium-driver
