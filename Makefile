@@ -100,8 +100,20 @@ typecheck: install
 	$(VENV)/bin/mypy ganeti twisted/plugins
 	$(VENV)/bin/mypy --strict ganeti/core/opcodes/views.py ganeti/core/opcodes/genviews.py
 
+# The integration tests wait on daemons and child processes much of the time: the
+# other tests run beside them (their output is shown once both are done), which
+# keeps make test within CI's time on two cores.
 unit: install
-	$(PY) -m pytest -q tests
+	@log=$$(mktemp); \
+	echo "$(PY) -m pytest -q tests --ignore=tests/integration  (in the background)"; \
+	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/integration >$$log 2>&1 & \
+	pid=$$!; \
+	echo "$(PY) -m pytest -q tests/integration"; \
+	$(PY) -m pytest -q tests/integration; integration=$$?; \
+	wait $$pid; others=$$?; \
+	echo "--- tests outside tests/integration:"; cat $$log; rm -f $$log; \
+	echo "integration tests: exit $$integration; the others: exit $$others"; \
+	test $$integration = 0 && test $$others = 0
 
 test: install install-compat install-os install-oracle install-browser lint typecheck unit
 

@@ -243,3 +243,15 @@ class TapOptionTest(SynchronousTestCase):
         for bad in ("-1", "nan", "100000", "soon"):
             with self.assertRaises(usage.UsageError, msg=bad):
                 Options().parseOptions(["--watcher-interval", bad])
+        # the environment sets the default (a virtual cluster's masterd without it)
+        self.patch(os, "environ", {**os.environ, "GANETI_WATCHER_INTERVAL": "0"})
+        opts = Options()
+        opts.parseOptions([])
+        self.assertEqual(opts["watcher-interval"], 0.0)
+        opts = Options()
+        opts.parseOptions(["--watcher-interval", "7"])
+        self.assertEqual(opts["watcher-interval"], 7.0)
+        for bad in ("x", "-3"):
+            self.patch(os, "environ", {**os.environ, "GANETI_WATCHER_INTERVAL": bad})
+            with self.assertRaises(usage.UsageError, msg=bad):
+                Options().parseOptions([])

@@ -81,7 +81,7 @@ DIFFS: dict[str, str] = {
     'job-info-two':
         'step 0 stdout:\n-        on_node_uuids: None\n+        on_node_uuids: \n+          - <uuid:1>\n-        on_node_uuids: None\n+        on_node_uuids: \n+          - <uuid:1>',
     'job-list-field-ops':
-        "step 0 stdout:\n-136 [{'dry_run': False, 'debug_level': 0, 'priority': 0, 'depends': None, 'comment': None, 'reason': [['gnt:user', 'testing', <time>], ['gnt:client:gnt-debug', 'delay', <time>], ['gnt:opcode:test_delay', 'job=136;index=0', <time>]], 'duration': 0.01, 'on_master': True, 'on_nodes': [], 'on_node_uuids': None, 'repeat': 0, 'interruptible': False, 'no_locks': False, 'OP_ID': 'OP_TEST_DELAY'}]\n+136 [{'dry_run': False, 'debug_level': 0, 'priority': 0, 'depends': None, 'comment': None, 'reason': [['gnt:user', 'testing', <time>], ['gnt:client:gnt-debug', 'delay', <time>], ['gnt:opcode:test_delay', 'job=136;index=0', <time>]], 'OP_ID': 'OP_TEST_DELAY', 'duration': 0.01, 'on_master': True, 'on_nodes': [], 'on_node_uuids': ['<uuid:1>'], 'repeat': 0, 'interruptible': False, 'no_locks': False}]",
+        "step 0 stdout:\n-135 [{'dry_run': False, 'debug_level': 0, 'priority': 0, 'depends': None, 'comment': None, 'reason': [['gnt:user', 'testing', <time>], ['gnt:client:gnt-debug', 'delay', <time>], ['gnt:opcode:test_delay', 'job=135;index=0', <time>]], 'duration': 0.01, 'on_master': True, 'on_nodes': [], 'on_node_uuids': None, 'repeat': 0, 'interruptible': False, 'no_locks': False, 'OP_ID': 'OP_TEST_DELAY'}]\n+135 [{'dry_run': False, 'debug_level': 0, 'priority': 0, 'depends': None, 'comment': None, 'reason': [['gnt:user', 'testing', <time>], ['gnt:client:gnt-debug', 'delay', <time>], ['gnt:opcode:test_delay', 'job=135;index=0', <time>]], 'OP_ID': 'OP_TEST_DELAY', 'duration': 0.01, 'on_master': True, 'on_nodes': [], 'on_node_uuids': ['<uuid:1>'], 'repeat': 0, 'interruptible': False, 'no_locks': False}]",
     'debug-submit-job':
         'step 1 stdout:\n-        on_node_uuids: None\n+        on_node_uuids: \n+          - <uuid:1>',
     'debug-iallocator-relocate-unknown':
@@ -151,9 +151,9 @@ DIFFS: dict[str, str] = {
     'rapi-modify-node-ndparams':
         'step 0 stdout:\n-   "spfree": <masked>,\n-   "sptotal": 2,\n+   "spfree": null,\n+   "sptotal": null,',
     'rapi-evacuate-node':
-        'step 0 stdout:\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": 164\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": "success"',
+        'step 0 stdout:\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": 163\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": "success"',
     'rapi-migrate-node':
-        'step 0 stdout:\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": 165\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": "success"',
+        'step 0 stdout:\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": 164\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": "success"',
     'rapi-modify-group':
         'step 0 stdout:\n-     "c-delay-target": 1,\n-     "c-fill-target": 0,\n-     "c-max-rate": 61440,\n-     "c-min-rate": 4096,\n-     "c-plan-ahead": 20,\n-     "data-stripes": 1,\n-     "disk-barriers": "n",\n-     "disk-custom": "",\n-     "dynamic-resync": false,\n-     "meta-barriers": false,\n-     "meta-stripes": 1,\n-     "metavg": "xenvg",\n-     "net-custom": "",\n-     "protocol": "C",',
     'rapi-assign-group-nodes':

@@ -241,7 +241,10 @@ class OurSide(Side):
         # As on the real side: the cluster's file storage dir (node 1's) exists.
         os.makedirs(os.path.join(self.root, "srv", "ganeti", "file-storage"), exist_ok=True)
         self.write_instances()
-        run([VCLUSTER, "start", self.dir], timeout=120)
+        # Without masterd's watcher service, as the real side runs no watcher: its
+        # verify-disks jobs (the cluster has instances) would shift the job ids.
+        run([VCLUSTER, "start", self.dir], env={"GANETI_WATCHER_INTERVAL": "0"},
+            timeout=120)
         with open(os.path.join(self.dir, "rapi-credentials"), encoding="utf-8") as f:
             user, password = f.read().split()
         self.rapi_client = {"host": f"{self.base}1", "port": 5080, "user": user,
