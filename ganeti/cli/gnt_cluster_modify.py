@@ -3,9 +3,9 @@
 Only the options given become opcode parameters.  Values go to the master as
 text where Ganeti's client sends text too; the master coerces them to their
 declared types (so RAPI and LUXI callers get the same checks).  Options whose
-parameters need node operations this version does not have yet (volume group,
-DRBD helper, master netdev and netmask, hypervisor and disk state, instance
-communication network) are sent as given and refused by the master.
+parameters need node operations this version does not have yet (DRBD helper,
+master netdev and netmask, hypervisor and disk state, instance communication
+network) are sent as given and refused by the master.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def setup(p: argparse.ArgumentParser) -> None:
     """The options of ``gnt-cluster modify`` (Ganeti's, in its man page's order)."""
     p.add_argument("--force", action="store_true", help="force the operation")
     p.add_argument("-g", "--vg-name", dest="vg_name", metavar="VG",
-                   help="LVM volume group (not supported by this version yet)")
+                   help="LVM volume group of plain disks (every node must have it; "
+                        "empty: disable lvm storage)")
     p.add_argument("--enabled-hypervisors", metavar="HYPERVISORS",
                    help="comma-separated list of enabled hypervisors")
     p.add_argument("-H", "--hypervisor-parameters", action="append", default=[],
@@ -201,5 +202,11 @@ def cmd_modify(ctx: Context, opts: argparse.Namespace) -> int:
     if len(op) == 1 or set(op) == {"OP_ID", "force"}:
         ctx.err("Please give at least one of the parameters.")
         return constants.EXIT_FAILURE
+    lvm_templates = (constants.DT_DRBD8, constants.DT_PLAIN)
+    if opts.vg_name and op.get("enabled_disk_templates") and not any(
+            t in op["enabled_disk_templates"] for t in lvm_templates):
+        # Ganeti's client says so and sends the opcode anyway
+        ctx.out("You specified a volume group with --vg-name, but you did not enable any "
+                f"of the following lvm-based disk templates: {', '.join(lvm_templates)}")
     jobs.submit_or_send(ctx, opts, op)
     return constants.EXIT_SUCCESS

@@ -59,8 +59,11 @@ CHANGING_PARAMS = (
     "zeroing_image", "enabled_hypervisors", "enabled_disk_templates", "file_storage_dir",
     "shared_file_storage_dir", "gluster_storage_dir", "hidden_os", "blacklisted_os",
     "enabled_data_collectors", "data_collector_interval", "os_hvp", "osparams",
-    "osparams_private_cluster",
+    "osparams_private_cluster", "vg_name",
 )
+
+#: Ganeti's MIN_VG_SIZE: the smallest volume group (MiB) the cluster accepts.
+MIN_VG_SIZE = 20480
 
 
 #: Where Ganeti looks for instance allocators (not below GANETI_ROOTDIR, as in Ganeti).
@@ -89,6 +92,9 @@ class ClusterChange:
     #: (hypervisor, filled parameters) whose values changed: the unit has the
     #: vm_capable nodes validate them (Ganeti's CheckHVParams)
     hv_checks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: the volume group every vm_capable node must have (at least MIN_VG_SIZE):
+    #: the unit asks the nodes (Ganeti's _CheckVgNameOnNodes); None: no check
+    vg_check: str | None = None
 
     def warn(self, message: str) -> None:
         """Ganeti's LogWarning."""
@@ -122,7 +128,6 @@ def _disk_templates(cfg: ConfigData, ch: ClusterChange,
     wanted = op.get("enabled_disk_templates")
     if not wanted:
         return old
-    new = sorted(set(wanted) - set(old))
     disabled = sorted(set(old) - set(wanted))
     for template in disabled:
         using = [d for d in cfg.disks.values() if d.dev_type == template]
@@ -137,17 +142,50 @@ def _disk_templates(cfg: ConfigData, ch: ClusterChange,
                 raise OpPrereqError("Cannot disable disk template 'diskless', because there "
                                     f"is at least one instance using it:\n * {inst.name}",
                                     "wrong_state")
-    gets_lvm = sorted(set(new) & LVM_TEMPLATES)
-    if gets_lvm:
-        if cl.volume_group_name is None:
-            raise OpPrereqError("Please specify a volume group when enabling lvm-based "
-                                "disk-templates.", ECODE_INVAL)
-        # Ganeti asks every node for its volume groups (and the DRBD helper)
-        # here; this version has no such node call yet.
-        raise OpPrereqError(f"Enabling {', '.join(gets_lvm)} needs a check of the volume "
-                            "group on every node, which this version cannot do yet",
-                            ECODE_INVAL)
     return list(wanted)
+
+
+def _vg_name(cfg: ConfigData, ch: ClusterChange, op: dict[str, Any],
+             enabled: list[str]) -> None:
+    """Ganeti's _CheckVgName without its node call (the unit makes it for ``vg_check``).
+
+    ``""`` disables lvm storage, refused while an lvm-based template is (or gets)
+    enabled or a disk uses one; lvm-based templates need a volume group.  The
+    nodes are checked for a volume group given while lvm is enabled, and for the
+    configured one when lvm-based templates get enabled.
+    """
+    vg = op.get("vg_name")
+    current = ch.cluster.volume_group_name
+    lvm_enabled = bool(LVM_TEMPLATES & set(enabled))
+    lvm_added = bool(LVM_TEMPLATES & (set(enabled) - set(cfg.cluster.enabled_disk_templates)))
+    if vg == "" and lvm_enabled:
+        raise OpPrereqError("Cannot unset volume group if lvm-based disk templates are or "
+                            "get enabled.", ECODE_INVAL)
+    # (Ganeti asks this whenever lvm is enabled; a cluster initialised with plain
+    # and no volume group could then change nothing else.)
+    if vg is None and current is None and lvm_added:
+        raise OpPrereqError("Please specify a volume group when enabling lvm-based "
+                            "disk-templates.", ECODE_INVAL)
+    if vg == "" and any(d.dev_type in LVM_TEMPLATES for d in cfg.disks.values()):
+        raise OpPrereqError("Cannot disable lvm storage while lvm-based instances exist",
+                            ECODE_INVAL)
+    if vg and lvm_enabled:
+        ch.vg_check = vg
+    elif vg is None and lvm_added:
+        ch.vg_check = current
+
+
+def check_vg_size(vgs: dict[str, Any], vg_name: str, min_size: int = MIN_VG_SIZE
+                  ) -> str | None:
+    """Ganeti's CheckVolumeGroupSize: why ``vg_name`` is unusable in a node's
+    ``vg_list`` answer ({name: MiB}), or None."""
+    size = vgs.get(vg_name)
+    if size is None:
+        return f"volume group '{vg_name}' missing"
+    if size < min_size:
+        return (f"volume group '{vg_name}' too small ({min_size} MiB required, "
+                f"{int(size)} MiB found)")
+    return None
 
 
 def _disk_owner(cfg: ConfigData, disk_uuid: str) -> str:
@@ -321,6 +359,12 @@ def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange
     ch = ClusterChange(copy.deepcopy(cfg.cluster))
     cl = ch.cluster
     enabled = _disk_templates(cfg, ch, op)
+    _vg_name(cfg, ch, op, enabled)
+    if constants.DT_DRBD8 in set(enabled) - set(cfg.cluster.enabled_disk_templates):
+        # Ganeti asks every node for its DRBD usermode helper here; this version
+        # has no such node call yet.
+        raise OpPrereqError("Enabling drbd needs a check of the DRBD usermode helper on "
+                            "every node, which this version cannot do yet", ECODE_INVAL)
     _storage_dirs(ch, op, enabled)
     if op.get("diskparams") and constants.DT_DRBD8 in op["diskparams"]:
         ch.warn("Changing DRBD parameters only affects devices created in the future, not "
@@ -361,6 +405,12 @@ def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange
     # Exec: the changes, in Ganeti's order.
     if op.get("enabled_disk_templates"):
         cl.enabled_disk_templates = list(op["enabled_disk_templates"])
+    if op.get("vg_name") is not None:
+        if (op["vg_name"] or None) != cl.volume_group_name:
+            cl.volume_group_name = op["vg_name"] or None
+        else:
+            ch.feedback.append("Cluster LVM configuration already in desired state, "
+                               "not changing")
     for param in ("file_storage_dir", "shared_file_storage_dir"):
         value = op.get(param)
         if value is not None:

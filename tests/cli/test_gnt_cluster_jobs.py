@@ -110,6 +110,35 @@ class ModifyTest(ClusterJobsTestCase):
             "Unhandled protocol error while talking to the master daemon:\n"
             "Failed to parse request: SubmitJob: Can't parse value for 'nicparams'"), r.err)
 
+    def test_vg_name(self):
+        # no lvm-based template enabled: the name is stored without asking the nodes
+        r = self.cluster("modify", "--vg-name", "fastvg")
+        self.assertEqual((r.code, r.out, r.err), (0, "", ""))
+        self.assertEqual(self.last_job_op()["vg_name"], "fastvg")
+        self.assertEqual(self.master.config.cluster.volume_group_name, "fastvg")
+        self.assertIn("  lvm volume group: fastvg\n", self.cluster("info").out)
+        r = self.cluster("modify", "-g", "fastvg")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertTrue(r.out.endswith(" Cluster LVM configuration already in desired state, "
+                                       "not changing\n"), r.out)  # (a timestamped feedback)
+        r = self.cluster("modify", "-g", "", "--enabled-disk-templates", "diskless,file,plain")
+        self.assertEqual(r.code, 1)
+        self.assertEqual(r.err, "Failure: prerequisites not met for this operation: "
+                                "Cannot unset volume group if lvm-based disk templates are "
+                                "or get enabled. (error type: wrong_input)\n")
+        self.assertIsNotNone(self.master.config.cluster.volume_group_name)
+        r = self.cluster("modify", "-g", "")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertIsNone(self.master.config.cluster.volume_group_name)
+
+    def test_vg_name_without_lvm_templates_is_pointed_out(self):
+        r = self.cluster("modify", "-g", "xenvg", "--enabled-disk-templates", "diskless,file")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.out, "You specified a volume group with --vg-name, but you did "
+                                "not enable any of the following lvm-based disk templates: "
+                                "drbd, plain\n")
+        self.assertEqual(self.master.config.cluster.volume_group_name, "xenvg")
+
     def test_bad_uid_pool(self):
         r = self.cluster("modify", "--add-uids", "9-3")
         self.assertEqual(r.code, 1)

@@ -51,6 +51,7 @@ class ModifyOptionsTest(SynchronousTestCase):
                          ["gzip", "gzip-fast", "gzip-slow"])
 
     def test_options_the_master_refuses_are_sent(self):
+        self.assertEqual(opcode("-g", "")["vg_name"], "")  # disables lvm storage
         op = opcode("-g", "xenvg", "--drbd-usermode-helper", "/bin/true", "--master-netdev",
                     "eth1", "--master-netmask", "24", "--instance-communication-network",
                     "net", "--hypervisor-state", "kvm:mem_total=1")

@@ -133,6 +133,7 @@ BAD = {
     "OP_CLUSTER_SET_PARAMS.osparams": [{"debian": 1}, {"": {}}, ["debian"]],
     "osparams_private_cluster": [{"debian": "x"}, {"": {}}],
     "file_storage_dir": [5],
+    "OP_CLUSTER_SET_PARAMS.vg_name": [5, ["xenvg"]],
     "shared_file_storage_dir": [[]],
     "gluster_storage_dir": [1.5],
     "install_image": [True],
@@ -341,11 +342,11 @@ class ValidateGoodTest(SynchronousTestCase):
 
     def test_reserved_parameters_accept_only_defaults(self):
         # Real Ganeti clients send every parameter, mostly null.
-        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", vg_name=None, hv_state={},
-                                        ndparams=None))
-        self.assertNotIn("vg_name", result)
+        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", master_netdev=None,
+                                        hv_state={}, ndparams=None))
+        self.assertNotIn("master_netdev", result)
         self.assertNotIn("hv_state", result)
-        for key, value in [("vg_name", "xenvg"), ("master_netdev", "eth1"),
+        for key, value in [("master_netdev", "eth1"),
                            ("drbd_helper", "/bin/true")]:
             err = self.assertRaises(OpPrereqError, opcodes.validate,
                                     _wire("OP_CLUSTER_SET_PARAMS", **{key: value}))

@@ -4,8 +4,8 @@ gnt-node (list-storage, volumes, modify-storage, repair-storage) and by ours.
 The node daemons run with the fake ``lvm`` program (tests/fakes/fakelvm.py) first
 on their PATH, so the test needs no volume group on the machine: both nodes see
 the VG ``xenvg`` on ``/dev/sdb``.  The cluster's volume group and enabled disk
-templates are set in the config while the daemons are stopped (OP_CLUSTER_SET_PARAMS
-does not take vg_name yet).
+templates are set in the config while the daemons are stopped; the last test
+changes the volume group with Debian's ``gnt-cluster modify --vg-name``.
 """
 
 import json
@@ -116,3 +116,35 @@ class StorageCompatTest(SynchronousTestCase):
         r = self.gnt("repair-storage", "node1", "lvm-vg", "xenvg")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(["vgreduce", "--removemissing", "xenvg"], self.lvm.calls)
+
+    def test_5_cluster_vg_name_with_debians_tool(self):
+        env = node_env(self.cluster.dir, self.cluster.master)
+
+        def modify(vg):
+            r = run([os.path.join(DEBIAN, "gnt-cluster"), "modify", "--vg-name", vg],
+                    env=env, check=False, timeout=120)
+            return r.returncode, r.stdout, r.stderr
+
+        state = self.lvm.state
+        state["vgs"]["small"] = {"size": 1024, "pvs": ["/dev/sdc"]}
+        state["pvs"]["/dev/sdc"] = {"vg": "small", "size": 1024}
+        self.lvm.state = state
+        code, _, err = modify("nosuch")  # plain is enabled: both nodes are asked
+        self.assertEqual(code, 1)
+        self.assertEqual(err, "Failure: prerequisites not met for this operation:\n"
+                              "error type: environment_error, error details:\n"
+                              "Error on node 'node1.vcluster.test': volume group 'nosuch' "
+                              "missing\n")
+        code, _, err = modify("small")
+        self.assertEqual(code, 1)
+        self.assertIn("Error on node 'node1.vcluster.test': volume group 'small' too small "
+                      "(20480 MiB required, 1024 MiB found)", err)
+        code, _, err = modify("")
+        self.assertEqual(code, 1)
+        self.assertIn("Cannot unset volume group if lvm-based disk templates are or get "
+                      "enabled.", err)
+        code, out, err = modify("xenvg")
+        self.assertEqual(code, 0, err)
+        self.assertIn("Cluster LVM configuration already in desired state, not changing", out)
+        info = run([os.path.join(DEBIAN, "gnt-cluster"), "info"], env=env, timeout=120).stdout
+        self.assertIn("  lvm volume group: xenvg\n", info)

@@ -224,6 +224,12 @@ class MasterHooksTest(SynchronousTestCase):
                          ("CLUSTER", self.master.config.cluster.cluster_name, "None",
                           self.master.config.cluster.cluster_name))
 
+    def test_cluster_modify_vg_name(self):
+        self.run_ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "vg_name": "fastvg"})
+        for phase in ("pre", "post"):
+            env = self.hooks.env("node1.test", "cluster-modify", phase)
+            self.assertEqual(env["GANETI_NEW_VG_NAME"], "fastvg")
+
     # -- post hooks --------------------------------------------------------------
 
     def test_failing_post_hook_is_reported_not_fatal(self):

@@ -56,6 +56,17 @@ class ClusterModifyTest(RapiTestCase):
         self.assertEqual((op["OP_ID"], op["max_running_jobs"]), ("OP_CLUSTER_SET_PARAMS", 7))
         self.assertEqual(self.get("/2/info")["max_running_jobs"], 7)
 
+    def test_modify_vg_name(self):
+        # no lvm-based template enabled on this cluster: no node is asked
+        (op,) = self.succeeds(self.call("PUT", "/2/modify", "", {"vg_name": "fastvg"}))["ops"]
+        self.assertEqual(op["vg_name"], "fastvg")
+        info = self.get("/2/info")
+        self.assertEqual((info["vg_name"], info["volume_group_name"]), ("fastvg", "fastvg"))
+        self.succeeds(self.call("PUT", "/2/modify", "", {"vg_name": ""}))
+        self.assertIsNone(self.get("/2/info")["vg_name"])
+        err = self.refused(http.HttpBadRequest, "PUT", "/2/modify", "", {"vg_name": 5})
+        self.assertIn("vg_name", err.message)
+
     def test_reason_trail(self):
         now = int(self.master.reactor.seconds() * 1e9)
         job_id = self.call("PUT", "/2/modify", "reason=maintenance+window",

@@ -221,6 +221,9 @@ class WriteTest(InstancesCase):
                           "hvparams": {"usb_devices": "x y"}})
         self.assertEqual((op["OP_ID"], op["beparams"], op["hvparams"]),
                          ("OP_INSTANCE_SET_PARAMS", {"vcpus": 4}, {"usb_devices": "x,y"}))
+        op = self.opcode("PUT", "/2/instances/web1.test/modify", "",
+                         {"disk_template": "sharedfile", "file_storage_dir": "sub"})
+        self.assertEqual((op["disk_template"], op["file_storage_dir"]), ("sharedfile", "sub"))
         err = self.refused(http.HttpBadRequest, "PUT", "/2/instances/web1.test/modify", "",
                            {"custom_beparams": {}, "beparams": {}})
         self.assertIn("renamed", err.message)

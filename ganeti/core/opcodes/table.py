@@ -146,8 +146,10 @@ OP_CLUSTER_SET_PARAMS = OpCode(
         opt("data_collector_interval",
             kinds.maybe(kinds.dict_of(kinds.STRING, kinds.INT)),
             "Intervals of the data collectors (microseconds)"),
+        opt("vg_name", kinds.maybe(kinds.STRING),
+            "Volume group of lvm-based disks (empty: disable lvm storage)"),
         *(reserved(name, "Ganeti parameter, not supported yet") for name in (
-            "hv_state", "disk_state", "vg_name", "drbd_helper", "master_netdev",
+            "hv_state", "disk_state", "drbd_helper", "master_netdev",
             "master_netmask",
             "instance_communication_network")),
     ))

@@ -152,6 +152,7 @@ class OpClusterSetParams(OpView):
     compression_tools: list[str] | None = None
     enabled_data_collectors: dict[str, bool] | None = None
     data_collector_interval: dict[str, int] | None = None
+    vg_name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from ganeti.core.objects import ConfigData, Disk, Instance
 from ganeti.core.rpcdefs.base import (
     RPC_TMO_FAST,
     RPC_TMO_NORMAL,
+    RPC_TMO_SLOW,
     RPC_TMO_URGENT,
     EncodeContext,
     RpcArg,
@@ -171,6 +172,9 @@ CALLS = [
     call("blockdev_getdimensions", RPC_TMO_NORMAL,
          "[size in bytes, spindles] of each disk (null for a missing one).",
          _disks_arg("disks")),
+    call("blockdev_convert", RPC_TMO_SLOW,
+         "Copy the data of a disk's device to another's (disk template conversion).",
+         _disk_arg("bdev_src"), _disk_arg("bdev_dest")),
     call("bdev_sizes", RPC_TMO_URGENT,
          "Sizes (MiB) of the given block devices under /dev that exist.",
          RpcArg("devices", _is_path_list, "a list of device paths")),

@@ -6,9 +6,11 @@ import copy
 from typing import Any
 
 from ganeti.core import hooks as hookdefs
+from ganeti.core.errors import ECODE_ENVIRON, OpPrereqError
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterSetParams
-from ganeti.core.params_cluster import compute_cluster_change, find_iallocator
+from ganeti.core.params_cluster import check_vg_size, compute_cluster_change, find_iallocator
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.nodes import fill_candidate_pool
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.instance_common import validate_hvparams_on_nodes
@@ -33,8 +35,10 @@ class LUClusterSetParams(LogicalUnit):
     Everything is computed in :meth:`check_prereq`, on a copy
     (:func:`ganeti.core.params_cluster.compute_cluster_change`); :meth:`exec`
     commits the new cluster in one config change, so a bad parameter changes
-    nothing.  Parameters that need node calls this version does not have yet
-    (vg_name, drbd_helper, master_netdev, ...) stay reserved in the opcode table.
+    nothing.  The node checks (OS and hypervisor parameters, the volume group)
+    run in :meth:`exec` before that change.  Parameters that need node calls this
+    version does not have yet (drbd_helper, master_netdev, ...) stay reserved in
+    the opcode table.
     """
 
     OP_ID = "OP_CLUSTER_SET_PARAMS"
@@ -45,7 +49,7 @@ class LUClusterSetParams(LogicalUnit):
 
     def build_hooks_env(self) -> dict[str, Any]:
         return {"OP_TARGET": self.ctx.config.config.cluster.cluster_name,
-                "NEW_VG_NAME": self.op_input.get("vg_name")}  # (reserved: not in the view)
+                "NEW_VG_NAME": self.op.vg_name}
 
     def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
         """Ganeti's: the master, in both phases."""
@@ -69,6 +73,8 @@ class LUClusterSetParams(LogicalUnit):
         for hv_name, hv_params in self.change.hv_checks:
             # Ganeti's CheckHVParams: every vm_capable online node
             await validate_hvparams_on_nodes(self, every_node, hv_name, hv_params)
+        if self.change.vg_check is not None:
+            await self._check_vg_on_nodes(self.change.vg_check)
         if self.op.dry_run:
             return None
         new = self.change.cluster
@@ -84,3 +90,23 @@ class LUClusterSetParams(LogicalUnit):
         promoted = await self.update_config(change)
         await welcome_candidates(self.ctx, promoted)
         return None
+
+    async def _check_vg_on_nodes(self, vg_name: str) -> None:
+        """Ganeti's _CheckVgNameOnNodes: every vm_capable node has ``vg_name`` with at
+        least MIN_VG_SIZE MiB; a node that does not answer (offline, down) is skipped
+        with a warning, as Ganeti skips it."""
+        cfg = self.ctx.config.config
+        nodes = sorted((n for n in cfg.nodes.values() if n.vm_capable), key=lambda n: n.name)
+        if not nodes:
+            return
+        results = await self.ctx.rpc().call([nodesmod.target(n) for n in nodes], "vg_list")
+        for node in nodes:
+            result = results[node.name]
+            if result.fail_msg or not isinstance(result.payload, dict):
+                self.ctx.feedback("message", " - WARNING: Error while gathering data on node "
+                                  f"{node.name} (ignoring node): "
+                                  f"{result.fail_msg or 'invalid answer'}")
+                continue
+            problem = check_vg_size(result.payload, vg_name)
+            if problem:
+                raise OpPrereqError(f"Error on node '{node.name}': {problem}", ECODE_ENVIRON)

@@ -27,7 +27,9 @@ from typing import Any
 
 from ganeti.core import constants, diskparams, params_fill, storagetypes
 from ganeti.core.errors import (
+    ECODE_ENVIRON,
     ECODE_INVAL,
+    ECODE_NORES,
     ECODE_STATE,
     OpExecError,
     OpPrereqError,
@@ -97,7 +99,8 @@ async def _on_disk_nodes(lu: Any, cfg: ConfigData, instance: Instance,
     return out
 
 
-def _exclusive_storage(cfg: ConfigData, node: Node) -> bool:
+def exclusive_storage(cfg: ConfigData, node: Node) -> bool:
+    """Whether the node uses exclusive storage (its filled ndparams)."""
     group = cfg.nodegroups.get(node.group)
     return bool(params_fill.fill_nd(cfg.cluster, group, node)
                 .get(constants.ND_EXCLUSIVE_STORAGE, False))
@@ -328,7 +331,7 @@ async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
                 on_primary = node_uuid == instance.primary_node
                 result = await _call(lu, node, "blockdev_create", [
                     DiskArg(disk, instance), disk.size, instance.name, on_primary,
-                    info_text(instance), _exclusive_storage(cfg, node)])
+                    info_text(instance), exclusive_storage(cfg, node)])
                 if not result.success:
                     raise OpExecError(f"Can't create block device {disk.iv_name} on node "
                                       f"{node.name} for instance {instance.name}: "
@@ -382,6 +385,33 @@ async def remove_disks(lu: Any, cfg: ConfigData, instance: Instance,
     if not ok and not ignore_failures:
         raise OpExecError("Can't remove instance's disks")
     return ok
+
+
+async def check_vg_free(lu: Any, node: Node, required: Mapping[str, int]) -> None:
+    """Ganeti's ``CheckNodesFreeDiskPerVG`` for one node: each volume group must have
+    at least ``required[vg]`` MiB free (OpPrereqError ``insufficient_resources``)."""
+    for vg, needed in sorted(required.items()):
+        result = await _call(lu, node, "storage_list", [
+            storagetypes.ST_LVM_VG, [], vg, [storagetypes.SF_NAME, storagetypes.SF_FREE]])
+        result.raise_if_failed(f"Cannot get storage information from node {node.name}",
+                               prereq=True, ecode=ECODE_ENVIRON)
+        rows = [r for r in (result.payload or []) if isinstance(r, list) and r[:1] == [vg]]
+        free = rows[0][1] if rows and len(rows[0]) > 1 else None
+        if not isinstance(free, (int, float)) or isinstance(free, bool):
+            raise OpPrereqError(f"Can't compute free disk space on node {node.name} for vg "
+                                f"{vg}, result was '{free}'", ECODE_ENVIRON)
+        if needed > free:
+            raise OpPrereqError(f"Not enough disk space on target node {node.name} vg {vg}: "
+                                f"required {needed} MiB, available {int(free)} MiB",
+                                ECODE_NORES)
+
+
+async def copy_disk_data(lu: Any, instance: Instance, src: Disk, dest: Disk) -> RpcResult:
+    """Copy the data of ``src`` to ``dest`` on the instance's primary node (the
+    ``blockdev_convert`` call; both disks must exist there).  The call's result."""
+    node = _node(lu.ctx.config.config, instance.primary_node)
+    return await _call(lu, node, "blockdev_convert",
+                       [DiskArg(src, instance), DiskArg(dest, instance)])
 
 
 # -- assemble and shut down ------------------------------------------------------------
@@ -473,7 +503,7 @@ async def grow_disk(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk, am
     for dry in ((True,) if dry_run else (True, False)):
         for node in nodes:
             result = await _call(lu, node, "blockdev_grow", [
-                DiskArg(disk, instance), amount, dry, True, _exclusive_storage(cfg, node)])
+                DiskArg(disk, instance), amount, dry, True, exclusive_storage(cfg, node)])
             result.raise_if_failed(f"{'Dry-run grow' if dry else 'Grow'} request failed "
                                    f"to node {node.name}")
 

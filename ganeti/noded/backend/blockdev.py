@@ -16,7 +16,7 @@ from typing import Any
 from ganeti.core import constants
 from ganeti.core.rpcdefs.wire import to_wire_path
 from ganeti.noded.backend.context import NodeContext, RPCFail
-from ganeti.noded.bdev import blockdev, devices, files, lvm
+from ganeti.noded.bdev import blockdev, convert, devices, files, lvm
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors.fake import HypervisorError, check_name
 
@@ -108,6 +108,15 @@ async def blockdev_assemble(ctx: NodeContext, disk: dict[str, Any], instance: di
     except OSError as err:
         raise RPCFail(f"Error while symlinking disk: {err}") from None
     return [path, to_wire_path(ctx.paths.root, link), None]
+
+
+async def blockdev_convert(ctx: NodeContext, bdev_src: dict[str, Any],
+                           bdev_dest: dict[str, Any]) -> None:
+    """Copy the data of one disk's device to another's (disk template conversion)."""
+    try:
+        await convert.copy(ctx, bdev_src, bdev_dest)
+    except BlockDeviceError as err:
+        raise _fail("", err) from None
 
 
 async def blockdev_shutdown(ctx: NodeContext, disk: dict[str, Any]) -> None:

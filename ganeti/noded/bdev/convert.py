@@ -1,0 +1,90 @@
+"""Copying a disk's data to another disk of the same instance, for a disk template
+conversion (Ganeti's ``BlockdevConvert``: the source device's export piped into
+the target's import).
+
+Both devices must exist on this node.  The copy is one ``dd`` run through the
+daemon's child processes (never on the reactor): ``size`` MiB of the source,
+in 1 MiB blocks, into the target without truncating it.  A target file is a
+freshly created sparse file, so blocks of zeros are skipped (``conv=sparse``)
+and it stays sparse; a volume target gets every block written.  Adopted
+(``blockdev``) devices may be read but never written (Ganeti refuses importing
+into them too).
+
+Device paths: a file disk's file below the node's root; a volume's
+``/dev/<vg>/<lv>`` as assembling it answers (activated with device-mapper;
+without it the path does not exist and the copy fails, see docs/instances.md);
+an adopted device's path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from ganeti.core import constants
+from ganeti.core.rpcdefs.base import RPC_TMO_SLOW
+from ganeti.noded.backend.context import NodeContext
+from ganeti.noded.bdev import blockdev, devices, files, lvm
+from ganeti.noded.bdev.base import BlockDeviceError, run_program
+
+#: Seconds a copy may run: a little less than the master waits for the call.
+COPY_TIMEOUT = RPC_TMO_SLOW - 60.0
+
+_FILE = (constants.DT_FILE, constants.DT_SHARED_FILE)
+
+
+def dd_program() -> str:
+    """The ``dd`` program on the daemon's PATH."""
+    path = shutil.which("dd")
+    if path is None:
+        raise BlockDeviceError("the dd program is not installed (not found on PATH)")
+    return os.path.abspath(path)
+
+
+async def device_path(ctx: NodeContext, disk: dict[str, Any]) -> str:
+    """Where the disk's data is on this node (the device exists: checked by the caller)."""
+    kind = devices.template(disk)
+    if kind in _FILE:
+        return files.file_path(ctx.paths, disk)[1]
+    if kind == constants.DT_PLAIN:
+        return await lvm.assemble(ctx, disk)
+    if kind == constants.DT_BLOCK:
+        path: str = await ctx.run(blockdev.check, disk)
+        return path
+    raise BlockDeviceError(f"Disks of template '{kind}' hold no data to copy")
+
+
+def _size(disk: dict[str, Any]) -> int:
+    size = disk.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise BlockDeviceError(f"Invalid disk size {size!r}")
+    return size
+
+
+def _name(disk: dict[str, Any]) -> str:
+    return str(disk.get("uuid") or disk.get("logical_id"))
+
+
+async def copy(ctx: NodeContext, src: dict[str, Any], dest: dict[str, Any]) -> None:
+    """Copy the data of ``src`` to ``dest`` (both disk dicts as the master sends them)."""
+    src_kind, dest_kind = devices.template(src), devices.template(dest)
+    if dest_kind == constants.DT_BLOCK:
+        raise BlockDeviceError("Importing data is not supported for the "
+                               "PersistentBlockDevice template")
+    if constants.DT_DISKLESS in (src_kind, dest_kind):
+        raise BlockDeviceError("Diskless disks hold no data to copy")
+    if await devices.find(ctx, src) is None:
+        raise BlockDeviceError(f"Cannot copy from device '{_name(src)}': device not found")
+    if await devices.find(ctx, dest) is None:
+        raise BlockDeviceError(f"Cannot copy to device '{_name(dest)}': device not found")
+    size = _size(src)
+    source = await device_path(ctx, src)
+    target = await device_path(ctx, dest)
+    conv = "notrunc,sparse,fsync" if dest_kind in _FILE else "notrunc,fsync"
+    argv = [dd_program(), f"if={source}", f"of={target}", "bs=1M", f"count={size}",
+            f"conv={conv}"]
+    out = await run_program(ctx, argv, timeout=COPY_TIMEOUT)
+    if not out.ok:
+        raise BlockDeviceError(f"Disk conversion command '{' '.join(argv)}' exited with "
+                               f"error: {out.reason}; output: {out.output}")
