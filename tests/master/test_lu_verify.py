@@ -144,6 +144,20 @@ class FaultTest(VerifyCase):
         self.assert_finding(lines, "ECLUSTERFILECHECK", "cluster:None:File /var/lib/ganeti/"
                             "hmac.key found with 2 different checksums (variant 1 on")
 
+    def test_vnc_password_file_is_compared_across_nodes(self):
+        password = "/etc/ganeti/vnc-cluster-password"
+        for node in ("node1.test", "node2.test", "node3.test"):
+            write(self.net.paths(node).root + password, "secret\n", 0o400)
+        self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "enabled_hypervisors": ["fake", "kvm"],
+                 "hvparams": {"kvm": {"vnc_password_file": password}}})
+        outcomes, lines, _ = self.verify(error_codes=True)
+        self.assertFalse([line for line in self.findings(lines) if password in line], lines)
+        write(self.net.paths("node2.test").root + password, "changed\n", 0o400)
+        outcomes, lines, _ = self.verify(error_codes=True)
+        self.assertEqual(outcomes, [True, False])
+        self.assert_finding(lines, "ECLUSTERFILECHECK", f"File {password} found with 2 "
+                            "different checksums")
+
     def test_missing_ssconf_file_and_ignore_errors(self):
         os.unlink(self.net.paths("node3.test").ssconf_file("master_node"))
         outcomes, lines, _ = self.verify(error_codes=True)

@@ -135,6 +135,8 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         rep = self.ctx.replicator
         if rep is not None:
             all_nodes |= {rep.wire(p) for p in rep.extra_files()}
+            # the VNC password files the hypervisor parameters name (redist-conf ships them)
+            all_nodes |= set(rep.vnc_password_files(cfg))
         return FileMap(all_nodes, {f"{data}/config.data"}, {RAPI_USERS})
 
     def _checks(self, cfg: ConfigData, members: list[Node], filemap: FileMap,
