@@ -9,12 +9,9 @@ unchanged against our daemons."""
 import glob
 import os
 import subprocess
-import sys
 
-from twisted.trial.unittest import SynchronousTestCase
-
-from tests.integration.helpers import ROOT, node_env, run
-from tests.integration.jobtools import VirtualCluster
+from tests.integration.clustercase import VirtualClusterCase
+from tests.integration.helpers import ROOT
 
 DEBIAN = "/usr/share/ganeti/3.0/gnt-backup"
 OURS = os.path.join(ROOT, "bin", "gnt-backup")
@@ -27,27 +24,14 @@ def debugfs(image, request, write=False):
     return subprocess.run(argv, capture_output=True, check=True, text=True).stdout
 
 
-class BackupTest(SynchronousTestCase):
+class BackupTest(VirtualClusterCase):
+    PREFIX = "ganeti-backup-"
+    NODES = 2
+
     @classmethod
     def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-backup-", nodes=2)
-        try:
-            cls.cluster.create()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
+        super().setUpClass()
         cls.node1, cls.node2 = cls.cluster.nodes
-        cls.env = node_env(cls.cluster.dir, cls.cluster.master)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
-
-    def tool(self, path, *argv, debian=False):
-        cmd = [path] if debian else [sys.executable, path]
-        r = run([*cmd, *argv], env=self.env, check=False, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        return r.stdout
 
     def disk_image(self, node, instance):
         found = glob.glob(os.path.join(self.cluster.node_root(node), "srv", "ganeti",

@@ -6,12 +6,9 @@ gnt-instance modify -t, and back to file with Debian's Ganeti 3.0 gnt-instance
 
 import glob
 import os
-import sys
 
-from twisted.trial.unittest import SynchronousTestCase
-
-from tests.integration.helpers import ROOT, node_env, run
-from tests.integration.jobtools import VirtualCluster
+from tests.integration.clustercase import VirtualClusterCase
+from tests.integration.helpers import ROOT
 from tests.integration.test_backup import debugfs
 
 DEBIAN = "/usr/share/ganeti/3.0/gnt-instance"
@@ -20,27 +17,14 @@ GNT_CLUSTER = os.path.join(ROOT, "bin", "gnt-cluster")
 MARKER = "converted by ganeti-twisted\n"
 
 
-class ConvertTest(SynchronousTestCase):
+class ConvertTest(VirtualClusterCase):
+    PREFIX = "ganeti-convert-"
+    NODES = 1
+
     @classmethod
     def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-convert-", nodes=1)
-        try:
-            cls.cluster.create()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
+        super().setUpClass()
         cls.node = cls.cluster.nodes[0]
-        cls.env = node_env(cls.cluster.dir, cls.cluster.master)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
-
-    def tool(self, path, *argv, debian=False):
-        cmd = [path] if debian else [sys.executable, path]
-        r = run([*cmd, *argv], env=self.env, check=False, timeout=120)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        return r.stdout
 
     def images(self, kind, instance):
         return glob.glob(os.path.join(self.cluster.node_root(self.node), "srv", "ganeti",
