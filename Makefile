@@ -33,10 +33,22 @@ APT_DOWNLOAD := apt-get download -q -o APT::Sandbox::User=$$(id -un)
 # (policy-rc.d), `ganeti` for the /usr/sbin links, and the tools the script runs.
 REAL_CLUSTER_PACKAGES := ganeti ganeti-3.0 ganeti-haskell-3.0 ganeti-htools-3.0 ganeti-testsuite \
 	bc iproute2 util-linux
+# Real VMs (issue 17; docs/design/hypervisor-kvm.md), installed with no service started
+# (policy-rc.d): QEMU in TCG mode boots the guests (qemu-system-x86) and qemu-img makes
+# their disks (qemu-utils); a libvirtd per node drives them (libvirt-daemon-system, which
+# also adds the libvirt-qemu user its QEMU driver needs; virsh from libvirt-clients);
+# libvirt-python builds against libvirt-dev with pkg-config and gcc; `make guest` puts
+# busybox-static and kernel modules (kmod's modinfo orders them) into the guest's
+# initramfs, which cpio lists back (its tests, debugging); the namespaced virtual cluster
+# wires nodes with ip (iproute2); socat is the serial console's client, as in Ganeti.
+VM_PACKAGES := qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev \
+	pkg-config gcc busybox-static cpio kmod iproute2 socat
+# The guest kernel and initramfs (ganeti/cli/guestbuild.py; docs/instances.md, "Guest files").
+GUEST_DIR := .cache/guest
 
-.PHONY: install install-compat install-os install-oracle install-browser demo test lint typecheck unit regen sdist clean
+.PHONY: install install-compat install-os install-oracle install-browser install-vm guest demo test lint typecheck unit regen sdist clean
 
-install: $(STAMP)
+install: $(STAMP) install-vm guest
 	@$(PY) -c "from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))"
 
 $(STAMP): setup.py pyproject.toml
@@ -58,6 +70,33 @@ install-os:
 		else \
 			$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(OS_PACKAGES) >/dev/null; \
 		fi; \
+	fi
+
+# As root: the packages real VMs need. libvirt-python (setup.py's `virt` extra) goes
+# into the venv wherever libvirt-dev is there to build it against; without it (not
+# root, nothing installed) instances run on the fake hypervisor only.
+install-vm: $(STAMP)
+	@if ! dpkg -s $(VM_PACKAGES) >/dev/null 2>&1; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "install-vm: not root and some of $(VM_PACKAGES) missing: real VMs are unavailable, instances use the fake hypervisor (run 'sudo make install-vm')" >&2; \
+		else \
+			test -e /usr/sbin/policy-rc.d || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
+			$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $(VM_PACKAGES) >/dev/null; \
+		fi; \
+	fi
+	@if ! $(PY) -c "import libvirt" 2>/dev/null && pkg-config --exists libvirt 2>/dev/null; then \
+		$(PY) -m pip install -q --disable-pip-version-check -e '.[test,virt]' \
+			--config-settings editable_mode=compat; \
+	fi
+
+# As root: the guest kernel (vmlinux) and initramfs in $(GUEST_DIR), from the Debian
+# kernel package linux-image-amd64 points at (apt-get download; nothing else is
+# fetched). Rebuilt only when that package or the recipe changes.
+guest: $(STAMP) install-vm
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "guest: not root: the guest kernel and initramfs are not built, real VMs cannot boot (run 'sudo make guest')" >&2; \
+	else \
+		$(PY) -m ganeti.cli.guestbuild --dir $(GUEST_DIR); \
 	fi
 
 install-browser:
@@ -91,7 +130,7 @@ install-oracle: install-compat
 	fi
 	@if [ "$$(id -u)" = 0 ]; then mkdir -p /usr/share/ganeti/os; fi
 
-demo: install install-os
+demo: install install-os install-vm guest
 	@$(VENV)/bin/ganeti-vcluster demo $(DIR)
 
 lint: install
@@ -121,7 +160,7 @@ unit: install
 	echo "integration tests: exit $$integration; the others: exit $$others"; \
 	test $$integration = 0 && test $$others = 0
 
-test: install install-compat install-os install-oracle install-browser lint typecheck unit
+test: install install-compat install-os install-vm guest install-oracle install-browser lint typecheck unit
 
 # Rewrite what is generated from declarations: the typed opcode views, the opcode
 # reference in docs/design/opcodes-and-jobs.md and docs/rapi-openapi.json.

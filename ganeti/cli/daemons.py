@@ -125,8 +125,10 @@ def twistd_path() -> str:
     return found
 
 
-def start(paths: Paths, daemon: str, args: list[str] | None = None) -> int:
-    """Start ``daemon`` with twistd (daemonised, pid and log file of the node).
+def start(paths: Paths, daemon: str, args: list[str] | None = None,
+          wrapper: Sequence[str] = ()) -> int:
+    """Start ``daemon`` with twistd (daemonised, pid and log file of the node);
+    ``wrapper``: a command prefix that runs it elsewhere (a node's namespaces).
 
     A daemon that cannot start makes twistd exit with status 1; the error then
     gives the daemon's own reason from its log (twistd's message on stderr is
@@ -139,7 +141,7 @@ def start(paths: Paths, daemon: str, args: list[str] | None = None) -> int:
         os.unlink(pidfile)
     log_file = paths.log_file(daemon)
     offset = log_size(log_file)
-    cmd = [twistd_path(), "--pidfile", pidfile, "--logfile", log_file,
+    cmd = [*wrapper, twistd_path(), "--pidfile", pidfile, "--logfile", log_file,
            "--umask", "0027", daemon] + list(args or [])
     env = dict(os.environ)
     env.update(paths.env())
@@ -300,15 +302,15 @@ def accepts_connections(ip: str, port: int, timeout: float = 1.0) -> bool:
 
 
 def pid_listens_on(pid: int, ip: str, port: int, udp: bool = False) -> bool | None:
-    """Whether process ``pid`` holds a socket listening on ``ip:port`` (IPv4, Linux /proc;
-    ``udp``: a UDP socket bound there).
+    """Whether process ``pid`` holds a socket listening on ``ip:port`` (IPv4, Linux /proc
+    of the process, so of its network namespace; ``udp``: a UDP socket bound there).
 
     None if that cannot be told (no /proc, or the process's descriptors are not
     readable); a mere connection test could be answered by another process.
     """
     try:
         (value,) = struct.unpack("=I", socket.inet_aton(ip))
-        with open("/proc/net/udp" if udp else "/proc/net/tcp", encoding="ascii") as f:
+        with open(f"/proc/{pid}/net/{'udp' if udp else 'tcp'}", encoding="ascii") as f:
             rows = [line.split() for line in f.readlines()[1:]]
     except (OSError, ValueError):
         return None
@@ -438,22 +440,25 @@ def wait_answering(paths: Paths, daemon: str, answers: Callable[[], bool], log_o
 
 
 def start_on_node(paths: Paths, daemon: str, ip: str, port: int | None = None,
-                  timeout: float = LISTEN_TIMEOUT) -> int:
+                  timeout: float = LISTEN_TIMEOUT, wrapper: Sequence[str] = ()) -> int:
     """Start ``daemon`` on the node of ``paths`` whose primary IP is ``ip``; its pid.
 
     For a daemon with a port (:data:`DAEMON_PORTS`; ``port`` overrides it)
     the address is checked first and the call returns once the daemon
     listens; :class:`AddressInUse` or :class:`errors.CommandError` say
     clearly why it cannot.  The master daemon is started as :func:`start`
-    does (waiting for it to answer LUXI is the caller's business).
+    does (waiting for it to answer LUXI is the caller's business).  ``wrapper`` runs
+    the daemon inside a node's namespaces (see :func:`start`); the address is then
+    not this process's to try.
     """
     if port is None:
         port = DAEMON_PORTS.get(daemon)
     if port is None:
-        return start(paths, daemon, twistd_args(daemon, ip))
+        return start(paths, daemon, twistd_args(daemon, ip), wrapper)
     udp = daemon in UDP_DAEMONS
-    check_address_free(ip, port, udp)
+    if not wrapper:
+        check_address_free(ip, port, udp)
     offset = log_size(paths.log_file(daemon))
-    pid = start(paths, daemon, twistd_args(daemon, ip, port))
+    pid = start(paths, daemon, twistd_args(daemon, ip, port), wrapper)
     wait_listening(paths, daemon, ip, port, offset, timeout, udp)
     return pid

@@ -29,7 +29,7 @@ from ganeti.core import bootstrap, constants, errors, params, ssconf, uidpool
 from ganeti.core import config as configmod
 
 DESCRIPTION = ("Ganeti cluster administration: init, info, modify, verify, verify-disks, "
-               "redist-conf, "
+               "redist-conf, activate-master-ip, deactivate-master-ip, "
                "getmaster, version, tags, queue, destroy.")
 
 
@@ -333,6 +333,36 @@ def cmd_redist_conf(ctx: Context, opts: argparse.Namespace) -> int:
     return constants.EXIT_SUCCESS
 
 
+# --- activate-master-ip, deactivate-master-ip -------------------------------------
+
+def _setup_activate_master_ip(p: argparse.ArgumentParser) -> None:
+    jobs.add_job_options(p, submit=False)
+
+
+def cmd_activate_master_ip(ctx: Context, opts: argparse.Namespace) -> int:
+    """Bring the master IP up on the master node (OP_CLUSTER_ACTIVATE_MASTER_IP)."""
+    jobs.submit_opcode(ctx, opts, {"OP_ID": "OP_CLUSTER_ACTIVATE_MASTER_IP"})
+    return constants.EXIT_SUCCESS
+
+
+def _setup_deactivate_master_ip(p: argparse.ArgumentParser) -> None:
+    jobs.add_job_options(p, submit=False)
+    p.add_argument("--yes", dest="confirm", action="store_true",
+                   help="do not ask for confirmation")
+
+
+def cmd_deactivate_master_ip(ctx: Context, opts: argparse.Namespace) -> int:
+    """Take the master IP down (OP_CLUSTER_DEACTIVATE_MASTER_IP); asks first, as Ganeti's,
+    unless --yes is given (no terminal counts as "no")."""
+    if not opts.confirm and not jobs.ask_user(
+            "This will disable the master IP. All the open connections to the master IP "
+            "will be closed. To reach the master you will need to use its node IP. "
+            "Continue?"):
+        return constants.EXIT_FAILURE
+    jobs.submit_opcode(ctx, opts, {"OP_ID": "OP_CLUSTER_DEACTIVATE_MASTER_IP"})
+    return constants.EXIT_SUCCESS
+
+
 COMMANDS = [
     Command("init", cmd_init, "Initialise a new cluster on this node", _setup_init),
     Command("info", cmd_info, "Show the cluster's parameters"),
@@ -352,6 +382,10 @@ COMMANDS = [
     Command("queue", cmd_queue, "Drain, undrain or show the job queue", _setup_queue),
     Command("watcher", gnt_cluster_watcher.cmd_watcher, "Pause the watcher, end its pause "
             "or show it", gnt_cluster_watcher.setup, gnt_cluster_watcher.DESCRIPTION),
+    Command("activate-master-ip", cmd_activate_master_ip, "Activates the master IP",
+            _setup_activate_master_ip),
+    Command("deactivate-master-ip", cmd_deactivate_master_ip, "Deactivates the master IP",
+            _setup_deactivate_master_ip),
     Command("destroy", cmd_destroy, "Destroy the cluster (needs --yes-do-it)", _setup_destroy),
 ]
 

@@ -4,7 +4,7 @@ Only the options given become opcode parameters.  Values go to the master as
 text where Ganeti's client sends text too; the master coerces them to their
 declared types (so RAPI and LUXI callers get the same checks).  Options whose
 parameters need node operations this version does not have yet (DRBD helper,
-master netdev and netmask, hypervisor and disk state, instance communication
+master netdev, hypervisor and disk state, instance communication
 network) are sent as given and refused by the master.
 """
 
@@ -77,7 +77,7 @@ def setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master-netdev", metavar="INTERFACE",
                    help="master network device (not supported by this version yet)")
     p.add_argument("--master-netmask", metavar="NETMASK",
-                   help="master IP netmask (not supported by this version yet)")
+                   help="master IP netmask (prefix length); the master IP moves to it")
     _yes_no(p, "--modify-etc-hosts", "modify_etc_hosts",
             "whether the cluster maintains /etc/hosts")
     _yes_no(p, "--use-external-mip-script", "use_external_mip_script",

@@ -4,15 +4,17 @@ instance's console description, shown as Ganeti's tool shows them."""
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ganeti.cli import jobs, table
 from ganeti.cli.framework import Context
+from ganeti.core import consoles, errors
 from ganeti.core import constants as c
-from ganeti.core import errors
 
 #: Ganeti's local disk status values (``LDS_*``) in a block device status.
 LDS_UNKNOWN = 3
@@ -212,11 +214,45 @@ def ssh_console_command(ctx: Context, console: Mapping[str, Any],
     return argv
 
 
+def local_console_command(ctx: Context, console: Mapping[str, Any],
+                          exists: Callable[[str], bool] = os.path.exists) -> list[str] | None:
+    """The console command to run on this machine instead of through ssh: when the
+    console's node is this machine, or its serial socket is reachable from here
+    (the nodes of a virtual cluster share one filesystem); None otherwise."""
+    command = console.get("command")
+    if not isinstance(command, list) or not command:
+        return None
+    socket_path = consoles.socket_of_command(command)
+    if socket_path is None:
+        return None
+    if console.get("host") == ctx.paths.hostname or exists(socket_path):
+        return [str(arg) for arg in command]
+    return None
+
+
+def _run_local(ctx: Context, argv: list[str], instance: Any,
+               run: Callable[[list[str]], int], which: Callable[[str], str | None]) -> None:
+    """Run a local console command; a clear error when its program is missing."""
+    if which(argv[0]) is None:
+        raise errors.OpExecError(f"Cannot connect to the console of instance {instance}: "
+                                 f"'{argv[0]}' is not installed on this machine (install "
+                                 f"it, e.g. 'apt-get install {argv[0]}')")
+    ctx.err(f"Connected to the serial console of {instance}; press "
+            f"{consoles.ESCAPE_KEY} (Ctrl-]) to detach.")
+    if run(argv) != 0:
+        raise errors.OpExecError(f"Connection to console of instance {instance} failed "
+                                 "(is it still running?)")
+
+
 def show_console(ctx: Context, console: Mapping[str, Any], show_command: bool,
                  cluster_name: str,
-                 run: Callable[[list[str]], int] = subprocess.call) -> int:
+                 run: Callable[[list[str]], int] = subprocess.call,
+                 which: Callable[[str], str | None] = shutil.which,
+                 exists: Callable[[str], bool] = os.path.exists) -> int:
     """Act on a console description: print a message or where to connect, or
-    run (or show with --show-cmd) the ssh command of an SSH console."""
+    run (or show with --show-cmd) the command of an SSH console.  The command
+    runs here when the serial socket is reachable from here, else through ssh;
+    ``--show-cmd`` always prints the ssh command, as Ganeti's tool does."""
     kind = console.get("kind")
     instance = console.get("instance")
     if kind == CONS_MESSAGE:
@@ -230,8 +266,11 @@ def show_console(ctx: Context, console: Mapping[str, Any], show_command: bool,
                 f"{console.get('port')}")
     elif kind == CONS_SSH:
         argv = ssh_console_command(ctx, console, cluster_name)
+        local = None if show_command else local_console_command(ctx, console, exists)
         if show_command:
             ctx.out(shlex.join(argv))
+        elif local is not None:
+            _run_local(ctx, local, instance, run, which)
         elif run(argv) != 0:
             raise errors.OpExecError(f"Connection to console of instance {instance} "
                                      "failed, please check cluster configuration")

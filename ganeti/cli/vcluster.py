@@ -16,6 +16,10 @@ would: it prepares each node (directories and the cluster certificate, which
 stands in for the SSH step of Ganeti's ``gnt-node add``), starts the
 daemons, submits one ``OP_NODE_ADD`` job per node and stops the daemons
 again, so that ``create`` leaves a stopped cluster and ``start`` starts it.
+
+With ``--namespaces`` (root) each node is a "host" of its own instead: a
+network namespace with a 10.x address on its bridge ``br0`` and its own
+libvirtd (:mod:`ganeti.cli.vcluster_ns`, :mod:`ganeti.cli.netns`).
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ganeti.cli import daemons, jobs
+from ganeti.cli import daemons, jobs, netns, vcluster_ns
 from ganeti.cli.framework import Context, UsageError, format_error
 from ganeti.core import bootstrap, constants, errors, fileutil
 from ganeti.core.paths import Paths, shipped_os_dir
@@ -73,6 +78,10 @@ class VCluster:
     domain: str
     master: str
     nodes: list[VNode]
+    #: The namespace plan of a namespaced cluster (None: loopback addresses).
+    netns: netns.NetPlan | None = None
+    #: Whether each node runs its own libvirtd (namespaced clusters only).
+    libvirt: bool = False
 
     @classmethod
     def load(cls, directory: str) -> VCluster:
@@ -90,14 +99,19 @@ class VCluster:
             raise errors.ConfigurationError(f"{path} is corrupt: {err}") from None
         try:
             nodes = [VNode(**n) for n in data["nodes"]]
-            return cls(directory, data["cluster_name"], data["domain"], data["master"], nodes)
-        except (KeyError, TypeError) as err:
+            plan = netns.NetPlan.from_dict(data["netns"]) if data.get("netns") else None
+            return cls(directory, data["cluster_name"], data["domain"], data["master"], nodes,
+                       plan, bool(data.get("libvirt", False)))
+        except (KeyError, TypeError, ValueError) as err:
             raise errors.ConfigurationError(f"{path} is corrupt: missing or bad {err}") from None
 
     def save(self) -> None:
         """Write DIR/vcluster.json."""
-        data = {"cluster_name": self.cluster_name, "domain": self.domain,
-                "master": self.master, "nodes": [asdict(n) for n in self.nodes]}
+        data: dict[str, Any] = {
+            "cluster_name": self.cluster_name, "domain": self.domain,
+            "master": self.master, "nodes": [asdict(n) for n in self.nodes]}
+        if self.netns is not None:
+            data.update(netns=self.netns.to_dict(), libvirt=self.libvirt)
         fileutil.atomic_write(os.path.join(self.directory, STATE_FILE),
                               json.dumps(data, indent=2) + "\n", mode=0o644)
 
@@ -155,6 +169,18 @@ def setup_create(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", default=DEFAULT_DOMAIN,
                    help="DNS domain of the node names (default: %(default)s)")
     p.add_argument("--name", help="cluster name (default: cluster.<domain>)")
+    _setup_mode(p, "loopback addresses (default)")
+
+
+def _setup_mode(p: argparse.ArgumentParser, loopback_help: str) -> None:
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--namespaces", dest="mode", action="store_const", const="namespaces",
+                      help="each node in a network namespace of its own with a 10.x "
+                           "address and its own libvirtd (root only)")
+    mode.add_argument("--loopback", dest="mode", action="store_const", const="loopback",
+                      help=f"nodes on 127.x addresses of this machine: {loopback_help}")
+    p.add_argument("--subnet", help="with --namespaces: the cluster's private /24 "
+                                    "(default: 10.<x>.0.0/24, x from the cluster id)")
 
 
 def _setup_nodes(p: argparse.ArgumentParser, default_nodes: int) -> None:
@@ -171,6 +197,7 @@ def _setup_nodes(p: argparse.ArgumentParser, default_nodes: int) -> None:
 def setup_demo(p: argparse.ArgumentParser) -> None:
     setup_dir(p)
     _setup_nodes(p, DEMO_NODES)
+    _setup_mode(p, "the default unless root with guest files, QEMU and libvirt")
 
 
 def node_dirs(paths: Paths) -> list[tuple[str, int]]:
@@ -336,6 +363,7 @@ def join_nodes(ctx: Context, vc: VCluster, opts: argparse.Namespace,
         if not ok or not keep_running:
             stop_all(vc, ctx)
     if not ok:
+        vcluster_ns.remove_network(vc, ctx)
         ctx.err(f"The virtual cluster stays in {vc.directory} with its daemons stopped; "
                 f"remove it with 'ganeti-vcluster destroy {vc.directory}'.")
         return constants.EXIT_FAILURE
@@ -360,28 +388,44 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
                                    "'start', or 'destroy' it first", errors.ECODE_EXISTS)
     if not 1 <= opts.nodes <= 250:
         raise UsageError("--nodes must be between 1 and 250")
-    try:
-        ips = [str(ipaddress.ip_address(f"{opts.ip_base}{k}")) for k in range(1, opts.nodes + 1)]
-        master_ip = str(ipaddress.ip_address(f"{opts.ip_base}254"))
-    except ValueError:
-        raise UsageError(f"--ip-base {opts.ip_base!r} plus a node number is not an IP "
-                         "address (expected something like 127.0.1.)") from None
+    plan: netns.NetPlan | None = None
+    libvirt = False
+    settings: dict[str, Any] = {"enabled_hypervisors": [constants.HT_FAKE]}
+    if getattr(opts, "mode", None) == "namespaces":
+        reason = vcluster_ns.unavailable_reason()
+        if reason:
+            raise errors.OpPrereqError(f"Cannot use --namespaces: {reason}",
+                                       errors.ECODE_ENVIRON)
+        plan = netns.new_plan(directory, opts.nodes, getattr(opts, "subnet", None))
+        ips = [plan.node_ip(k) for k in range(1, opts.nodes + 1)]
+        master_ip = plan.master_ip
+        libvirt = not vcluster_ns.libvirt_missing()
+        settings = vcluster_ns.cluster_settings(
+            plan, vcluster_ns.find_guest() if libvirt else None, libvirt)
+    else:
+        try:
+            ips = [str(ipaddress.ip_address(f"{opts.ip_base}{k}"))
+                   for k in range(1, opts.nodes + 1)]
+            master_ip = str(ipaddress.ip_address(f"{opts.ip_base}254"))
+        except ValueError:
+            raise UsageError(f"--ip-base {opts.ip_base!r} plus a node number is not an IP "
+                             "address (expected something like 127.0.1.)") from None
     nodes = [VNode(f"node{k}.{opts.domain}", ips[k - 1],
                    os.path.join(directory, f"node{k}.{opts.domain}"))
              for k in range(1, opts.nodes + 1)]
     vc = VCluster(directory, opts.name or f"cluster.{opts.domain}", opts.domain,
-                  nodes[0].name, nodes)
+                  nodes[0].name, nodes, plan, plan is not None and libvirt)
     master = nodes[0]
     storage = os.path.join(master.root, "srv", "ganeti")
-    init = bootstrap.InitOptions(
-        cluster_name=vc.cluster_name, primary_ip=master.ip, master_ip=master_ip,
-        enabled_hypervisors=[constants.HT_FAKE],
-        enabled_disk_templates=[constants.DT_FILE, constants.DT_DISKLESS],
-        file_storage_dir=os.path.join(storage, "file-storage"),
-        shared_file_storage_dir=os.path.join(storage, "shared-file-storage"),
-        gluster_storage_dir=os.path.join(master.paths.run_dir, "gluster"))
+    init = bootstrap.InitOptions(**{
+        "master_ip": master_ip, **settings,
+        "cluster_name": vc.cluster_name, "primary_ip": master.ip,
+        "enabled_disk_templates": [constants.DT_FILE, constants.DT_DISKLESS],
+        "file_storage_dir": os.path.join(storage, "file-storage"),
+        "shared_file_storage_dir": os.path.join(storage, "shared-file-storage"),
+        "gluster_storage_dir": os.path.join(master.paths.run_dir, "gluster")})
     bootstrap.build_config(init, master.paths)  # validate before creating anything
-    if len(nodes) > 1 or keep_running:  # daemons will run: are the addresses free?
+    if plan is None and (len(nodes) > 1 or keep_running):  # are the addresses free?
         for node in nodes:
             try:
                 daemons.check_address_free(node.ip, constants.DEFAULT_NODED_PORT)
@@ -397,10 +441,16 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
         allow_file_storage(node.paths, [init.file_storage_dir, init.shared_file_storage_dir],
                            master.root)
     try:
+        if plan is not None:
+            vcluster_ns.write_hosts(vc)
+            for node in nodes if vc.libvirt else []:
+                vcluster_ns.write_libvirt_config(node.root, node.ip)
+            netns.create_network(plan)
         result = bootstrap.initialise(master.paths, init)
         for node in nodes[1:]:
             prepare_node(master, node)
     except BaseException:
+        vcluster_ns.remove_network(vc, ctx)
         for node in nodes:
             shutil.rmtree(node.root, ignore_errors=True)
         raise
@@ -408,6 +458,10 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
                           f"{result.rapi_user} {result.rapi_password}\n", mode=0o600)
     vc.save()
     ctx.out(f"Created virtual cluster {vc.cluster_name} in {directory}")
+    if plan is not None:
+        ctx.out(f"  network namespaces {plan.prefix}{{switch,node1..{len(nodes)},client}}, "
+                f"subnet {plan.subnet}, master IP {plan.master_ip}, client {plan.client_ip}"
+                + (", libvirtd per node" if vc.libvirt else ", no libvirt"))
     for node in nodes:
         role = ("master, initialised" if vc.is_master(node)
                 else "prepared: directories and cluster certificate")
@@ -435,14 +489,21 @@ def start_all(vc: VCluster, ctx: Context) -> list[str]:
     this call started are stopped again and the error is raised.
     """
     started: list[tuple[VNode, str]] = []
+    vcluster_ns.start_node_services(vc, ctx)
     try:
         for node, daemon in vc.start_order():
             paths = node.paths
             if daemons.state(paths, daemon).state == daemons.RUNNING:
                 continue
             offset = daemons.log_size(paths.log_file(daemon))
+            wrapper = vcluster_ns.daemon_wrapper(vc, node, daemon)
             try:
-                daemons.start_on_node(paths, daemon, node.ip)
+                if wrapper:
+                    daemons.start_on_node(paths, daemon,
+                                          vcluster_ns.listen_address(node, daemon),
+                                          wrapper=wrapper)
+                else:
+                    daemons.start_on_node(paths, daemon, node.ip)
             except daemons.AddressInUse as err:
                 if _started_meanwhile(paths, daemon):
                     continue
@@ -497,8 +558,10 @@ def settle_confd(vc: VCluster, ctx: Context, timeout: float = CONFD_SETTLE_TIMEO
 
 
 def stop_all(vc: VCluster, ctx: Context) -> list[str]:
-    """Stop every daemon in stop order (master daemon first); returns those that ran."""
-    return [f"{d}@{node.name}" for node, d in vc.stop_order() if daemons.stop(node.paths, d)]
+    """Stop every daemon in stop order (master daemon first), then each node's libvirt
+    (namespaced clusters); returns those that ran."""
+    stopped = [f"{d}@{node.name}" for node, d in vc.stop_order() if daemons.stop(node.paths, d)]
+    return stopped + vcluster_ns.stop_node_services(vc, ctx)
 
 
 def cmd_start(ctx: Context, opts: argparse.Namespace) -> int:
@@ -543,6 +606,10 @@ def cmd_status(ctx: Context, opts: argparse.Namespace) -> int:
             failed = failed or (daemon in wanted and st.state != daemons.RUNNING)
             ctx.out(f"{node.name:<28} {node.ip:<15} {st.daemon:<16} {st.pid or '-':>7}  "
                     f"{text}")
+        for st in vcluster_ns.libvirt_states(node.root) if vc.libvirt else []:
+            failed = failed or st.state != daemons.RUNNING
+            ctx.out(f"{node.name:<28} {node.ip:<15} {st.daemon:<16} {st.pid or '-':>7}  "
+                    f"{st.state}")
     return constants.EXIT_FAILURE if failed else constants.EXIT_SUCCESS
 
 
@@ -567,10 +634,23 @@ def cmd_env(ctx: Context, opts: argparse.Namespace) -> int:
     return constants.EXIT_SUCCESS
 
 
+def cmd_exec(ctx: Context, opts: argparse.Namespace) -> int:
+    """Run a command inside a node's (or the client's) namespace; its exit status."""
+    vc = VCluster.load(opts.directory)
+    node, client, command = vcluster_ns.split_exec_args(opts.node, opts.client,
+                                                        list(opts.argv))
+    argv = vcluster_ns.exec_argv(vc, node, client, command)
+    try:
+        return subprocess.run(argv, check=False).returncode
+    except OSError as err:
+        raise errors.CommandError(f"Cannot run {argv[0]}: {err}") from None
+
+
 def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     """Stop every daemon and remove the virtual cluster's directory."""
     vc = VCluster.load(opts.directory)
     stop_all(vc, ctx)
+    vcluster_ns.remove_network(vc, ctx)
     shutil.rmtree(vc.directory)
     ctx.out(f"Destroyed the virtual cluster in {vc.directory}.")
     return constants.EXIT_SUCCESS

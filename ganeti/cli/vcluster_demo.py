@@ -1,5 +1,11 @@
 """ganeti-vcluster demo: create and start a cluster if needed, run a few commands against
-it (gnt-* over LUXI, one RAPI request, and confd queries), print how to use it."""
+it (gnt-* over LUXI, one RAPI request, and confd queries), print how to use it.
+
+As root with the guest files, QEMU and libvirt (or with ``--namespaces``) the
+cluster is a namespaced one, and the demo ends with a real kvm instance
+(:mod:`ganeti.cli.vcluster_demo_kvm`); commands then run on the master "host",
+inside its namespace.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-from ganeti.cli import rapicall, vcluster
+from ganeti.cli import netns, rapicall, vcluster, vcluster_demo_kvm, vcluster_ns
 from ganeti.cli.framework import Context
 from ganeti.core import constants
 
@@ -20,8 +26,10 @@ def _run_shown(ctx: Context, vc: vcluster.VCluster, argv: list[str], max_lines: 
     env.update(vc.node(None).paths.env())
     env["PATH"] = os.path.dirname(os.path.abspath(sys.executable)) + ":" + env.get("PATH", "")
     ctx.out(f"$ {' '.join(argv)}")
+    full = (vcluster_ns.exec_argv(vc, None, False, argv) if vcluster_ns.plan_of(vc)
+            else argv)
     try:
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        proc = subprocess.run(full, env=env, capture_output=True, text=True, check=False)
     except FileNotFoundError:
         ctx.out(f"  {argv[0]}: command not found")
         return 127
@@ -54,11 +62,18 @@ def usage_lines(vc: vcluster.VCluster) -> list[str]:
     master = vc.node(None)
     rapi = f"{vc.cluster_name}:{constants.DEFAULT_RAPI_PORT}"
     credentials = shlex.quote(os.path.join(vc.directory, vcluster.CREDENTIALS_FILE))
+    plan = vcluster_ns.plan_of(vc)
+    inside = f"{tool} exec {d} --client -- " if plan else ""
+    dashboard = plan.master_ip if plan else master.ip
+    if inside:
+        lines += [f"Inside:  {tool} exec {d} [--node NODE | --client] -- CMD   (a node's or "
+                  "the client's network namespace, e.g. -- busybox ping -c1 node2)"]
     return lines + [
-        f"RAPI:    curl --cacert {shlex.quote(master.paths.rapi_pem)} --resolve "
+        f"RAPI:    {inside}curl --cacert {shlex.quote(master.paths.rapi_pem)} --resolve "
         f"{rapi}:{master.ip} -u \"$(tr ' ' : < {credentials})\" https://{rapi}/2/info",
         f"         (dashboard, with the instances table: "
-        f"https://{master.ip}:{constants.DEFAULT_RAPI_PORT}/dashboard/)",
+        f"https://{dashboard}:{constants.DEFAULT_RAPI_PORT}/dashboard/"
+        + (", at the master IP, from the client namespace" if inside else "") + ")",
         f"Status:  {tool} status {d}",
         f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",
         f"Remove:  {tool} destroy {d}",
@@ -104,11 +119,18 @@ def _show_rapi(ctx: Context, vc: vcluster.VCluster) -> int:
     try:
         user, password = rapicall.read_credentials(os.path.join(vc.directory,
                                                                 vcluster.CREDENTIALS_FILE))
-        ctx.out(f"$ GET {url}   (HTTPS checked against rapi.pem, as RAPI user {user!r})")
-        status, info = rapicall.request(
-            master.ip, constants.DEFAULT_RAPI_PORT, "GET", "/2/info",
-            context=rapicall.tls_context(master.paths.rapi_pem),
-            server_hostname=vc.cluster_name, credentials=(user, password))
+        plan = vcluster_ns.plan_of(vc)
+        where = f", from the client namespace {plan.client_ns}" if plan else ""
+        ctx.out(f"$ GET {url}   (HTTPS checked against rapi.pem, as RAPI user {user!r}"
+                f"{where})")
+
+        def get() -> tuple[int, object]:
+            return rapicall.request(
+                master.ip, constants.DEFAULT_RAPI_PORT, "GET", "/2/info",
+                context=rapicall.tls_context(master.paths.rapi_pem),
+                server_hostname=vc.cluster_name, credentials=(user, password))
+
+        status, info = netns.call_in(plan.client_ns, get) if plan else get()
     except (OSError, ValueError) as err:
         ctx.out(f"  failed: {err}")
         return 1
@@ -135,7 +157,9 @@ def instance_commands(vc: vcluster.VCluster, existing: set[str]) -> list[tuple[l
         node = vc.nodes[min(index, len(vc.nodes) - 1)].name
         # without busybox-static (make install-os needs root) the OS is not installed
         install = [] if _os_tools_installed() else ["--no-install"]
-        commands.append((["gnt-instance", "add", "-t", "file", "-o", "busybox",
+        # a namespaced cluster's default hypervisor is kvm: these stay on the fake one
+        fake = ["-H", constants.HT_FAKE] if vcluster_ns.plan_of(vc) else []
+        commands.append((["gnt-instance", "add", "-t", "file", "-o", "busybox", *fake,
                           "--disk", "0:size=1G", "--no-name-check", "--no-ip-check",
                           "-B", "maxmem=128M", "-O", f"marker=hello from {short}",
                           *install, "-n", node, name], 0))
@@ -181,7 +205,22 @@ def demonstrate(ctx: Context, vc: vcluster.VCluster) -> int:
     ctx.out("")
     ctx.out("The same cluster through the remote API (ganeti-rapi, a LUXI client of the "
             "master daemon):")
-    return failed + _show_rapi(ctx, vc)
+    failed += _show_rapi(ctx, vc)
+    if vcluster_demo_kvm.possible(vc):
+        failed += vcluster_demo_kvm.demonstrate(ctx, vc, _run_shown, _existing_instances(vc))
+    return failed
+
+
+def demo_mode(opts: argparse.Namespace) -> str:
+    """``namespaces`` or ``loopback``: as asked, else namespaces when a real instance can
+    run here (root, iproute2, QEMU, libvirt, the guest files) and no ``--ip-base``."""
+    mode = getattr(opts, "mode", None)
+    if mode:
+        return str(mode)
+    if (opts.ip_base == vcluster.DEFAULT_IP_BASE and vcluster_ns.unavailable_reason() is None
+            and not vcluster_ns.libvirt_missing() and vcluster_ns.find_guest() is not None):
+        return "namespaces"
+    return "loopback"
 
 
 def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
@@ -191,7 +230,9 @@ def cmd_demo(ctx: Context, opts: argparse.Namespace) -> int:
     if not os.path.exists(os.path.join(directory, vcluster.STATE_FILE)):
         code = vcluster.create(ctx, argparse.Namespace(directory=directory, nodes=opts.nodes,
                                               domain=vcluster.DEFAULT_DOMAIN, ip_base=opts.ip_base,
-                                              name=None, command=opts.command),
+                                              name=None, command=opts.command,
+                                              mode=demo_mode(opts),
+                                              subnet=getattr(opts, "subnet", None)),
                       keep_running=True)
         if code != constants.EXIT_SUCCESS:
             return code

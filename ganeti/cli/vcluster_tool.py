@@ -1,8 +1,9 @@
 """ganeti-vcluster's command table and entry point.
 
 The commands live in :mod:`ganeti.cli.vcluster` (create, start, stop, status,
-env, destroy) and :mod:`ganeti.cli.vcluster_demo` (demo); this module joins
-them, so that neither imports the other's caller.
+env, destroy, exec), :mod:`ganeti.cli.vcluster_ns` (exec's arguments) and
+:mod:`ganeti.cli.vcluster_demo` (demo); this module joins them, so that neither
+imports the other's caller.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ganeti.cli import vcluster, vcluster_demo
+from ganeti.cli import vcluster, vcluster_demo, vcluster_ns
 from ganeti.cli.framework import Command, run_tool
 
 COMMANDS = [
@@ -23,6 +24,8 @@ COMMANDS = [
     Command("status", vcluster.cmd_status, "List daemons with pid and state", vcluster.setup_dir),
     Command("env", vcluster.cmd_env, "Print export lines for a node (default: the master)",
             vcluster.setup_env),
+    Command("exec", vcluster.cmd_exec, "Run a command inside a node's (or the client's) "
+            "network namespace (clusters made with --namespaces)", vcluster_ns.setup_exec),
     Command("destroy", vcluster.cmd_destroy, "Stop everything and remove DIR", vcluster.setup_dir),
     Command("demo", vcluster_demo.cmd_demo, "Create (3 nodes)/start if needed, demonstrate, "
             "print how to use", vcluster.setup_demo),

@@ -355,6 +355,42 @@ def _check_kvm(hv: Mapping[str, Any]) -> None:
     if hv.get("disk_aio") == "native" and hv.get("disk_cache", "none") != "none":
         raise _fail("disk_aio", "When 'disk_aio' is set to 'native', the only supported "
                                 "value for 'disk_cache' is 'none'.")
+    refused = kvm_libvirt_refusal(hv)
+    if refused is not None:
+        raise _fail(refused[0], refused[1])
+
+
+# --- what the kvm hypervisor through libvirt cannot honour ------------------------------
+
+#: disk_type / nic_type values the libvirt domain can express (the node's mapping,
+#: ganeti/noded/hypervisors/domainxml.py, runs this same check before its own).
+KVM_LIBVIRT_DISK_TYPES = ("paravirtual", "ide", "scsi", "sd")
+KVM_LIBVIRT_NIC_TYPES = ("paravirtual", "e1000", "i82551", "i82559er", "pcnet", "rtl8139",
+                         "ne2k_pci", "ne2k_isa")
+#: Parameters that must stay empty/false: libvirt's domain has no place for them.
+KVM_LIBVIRT_UNSET = {
+    "mem_path": "huge-page backing through mem_path is not supported through libvirt",
+    "kvm_extra": "extra QEMU command-line options cannot be passed through libvirt",
+    "vnc_tls": "VNC over TLS is not supported yet",
+    "spice_bind": "SPICE is not supported through libvirt yet",
+    "floppy_image_path": "floppy images are not supported through libvirt yet",
+    "cdrom2_image_path": "a second CD-ROM is not supported through libvirt yet",
+}
+
+
+def kvm_libvirt_refusal(hv: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(parameter, why) for the first kvm parameter value the libvirt-driven kvm
+    hypervisor cannot honour; None if it can honour them all."""
+    for name, why in KVM_LIBVIRT_UNSET.items():
+        if hv.get(name):
+            return name, f"{why} (current value: '{hv[name]}')"
+    for name, allowed in (("disk_type", KVM_LIBVIRT_DISK_TYPES),
+                          ("nic_type", KVM_LIBVIRT_NIC_TYPES)):
+        value = hv.get(name)
+        if value is not None and value not in allowed:
+            return name, (f"'{value}' is not available through libvirt; use one of: "
+                          + ", ".join(allowed))
+    return None
 
 
 def _check_spice(hv: Mapping[str, Any]) -> None:

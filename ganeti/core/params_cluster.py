@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,7 @@ CHANGING_PARAMS = (
     "zeroing_image", "enabled_hypervisors", "enabled_disk_templates", "file_storage_dir",
     "shared_file_storage_dir", "gluster_storage_dir", "hidden_os", "blacklisted_os",
     "enabled_data_collectors", "data_collector_interval", "os_hvp", "osparams",
-    "osparams_private_cluster", "vg_name",
+    "osparams_private_cluster", "vg_name", "master_netmask",
 )
 
 #: Ganeti's MIN_VG_SIZE: the smallest volume group (MiB) the cluster accepts.
@@ -401,6 +402,11 @@ def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange
     new_hv = _hv_params(ch, op)
     if op.get("compression_tools"):
         check_compression_tools(op["compression_tools"])
+    if op.get("master_netmask") is not None:  # Ganeti's _ValidateNetmask
+        bits = 128 if cfg.cluster.primary_ip_family == socket.AF_INET6 else 32
+        if not 0 < op["master_netmask"] <= bits:
+            raise OpPrereqError(f"CIDR netmask ({op['master_netmask']}) not valid",
+                                ECODE_INVAL)
 
     # Exec: the changes, in Ganeti's order.
     if op.get("enabled_disk_templates"):
@@ -464,6 +470,8 @@ def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange
         cl.zeroing_image = op["zeroing_image"]
     if op.get("compression_tools") is not None:
         cl.compression_tools = list(op["compression_tools"])
+    if op.get("master_netmask"):  # the LU moves the address on the master first
+        cl.master_netmask = op["master_netmask"]
     if op.get("uid_pool") is not None or any(op.get(k) for k in (
             "hvparams", "os_hvp", "remove_uids", "enabled_hypervisors")):
         _check_uid_pool_users(ch)

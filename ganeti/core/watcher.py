@@ -270,16 +270,19 @@ HELPLESS_STATES = frozenset({"ERROR_nodedown", "ERROR_nodeoffline"})
 
 
 def restart_plan(state: WatcherState, statuses: dict[str, str], now: float,
-                 log: Any) -> list[str]:
+                 log: Any, prune: bool = True) -> list[str]:
     """Ganeti's _CheckInstances bookkeeping: the instances to restart now.
 
     ``statuses`` maps instance names to their ``status`` query value.  An
     instance in :data:`BAD_STATES` is restarted and the attempt counted; after
     :data:`MAX_RESTARTS` attempts the watcher gives up (one error, then a warning
     per round) until the instance recovers; one that recovered is forgotten
-    ("Restart of instance ... succeeded").
+    ("Restart of instance ... succeeded").  ``prune`` (a whole group's statuses)
+    also forgets the records of instances not in ``statuses``; a check of some of
+    the group's instances (masterd's instance events) passes False.
     """
-    state.maintain_instances(list(statuses), now)
+    if prune:
+        state.maintain_instances(list(statuses), now)
     restart = []
     for name, status in sorted(statuses.items()):
         attempts = state.restart_attempts(name)

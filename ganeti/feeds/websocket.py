@@ -30,7 +30,6 @@ that origin is listed in ``allowed_origins``.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from autobahn.twisted.resource import WebSocketResource
 from autobahn.twisted.websocket import WebSocketServerFactory, WebSocketServerProtocol
@@ -40,6 +39,7 @@ from twisted.logger import Logger
 from twisted.web.resource import IResource
 from zope.interface import implementer
 
+from ganeti.core import origins
 from ganeti.feeds import protocol
 from ganeti.feeds.protocol import MAX_MESSAGE_BYTES, FeedProtocolError, Subscribe
 from ganeti.feeds.relay import Batch, FeedClient, FeedRelay
@@ -263,16 +263,10 @@ class FeedServerFactory(WebSocketServerFactory):
 
     def origin_allowed(self, origin: str, host: str) -> bool:
         """Same origin (the Origin's host:port is the Host header), or listed."""
-        origin = origin.strip().rstrip("/").lower()
-        if "*" in self.allowed_origins or origin in self.allowed_origins:
-            return True
-        try:
-            netloc = urlsplit(origin).netloc
-        except ValueError:
-            return False
-        return bool(netloc) and netloc == host.strip().lower()
+        return origins.origin_allowed(origin, host, self.allowed_origins)
 
 
 def feed_resource(relay: FeedRelay, clock: IReactorTime, **options: Any) -> IResource:
     """The ``/2/feed`` resource: ``options`` go to :class:`FeedServerFactory`."""
     return WebSocketResource(FeedServerFactory(relay, clock, **options))  # type: ignore[no-any-return]
+

@@ -46,6 +46,7 @@ from ganeti.master.config.configwriter import BlockingRunner, ConfigWriter, Conf
 from ganeti.master.config.nodes import target
 from ganeti.master.config.replication import NodeRpc, Replicator
 from ganeti.master.config.reservations import ReservationManager
+from ganeti.master.instwatch import InstanceEventWatch
 from ganeti.master.jobs.events import EventBus, subscribe_events_method
 from ganeti.master.jobs.filters import FilterMethods
 from ganeti.master.jobs.jobqueue import JobQueue
@@ -55,6 +56,7 @@ from ganeti.master.jobs.processor import JobHandle, Processor
 from ganeti.master.locking.manager import LockManager
 from ganeti.master.lu.base import LUContext
 from ganeti.master.lu.hooks import HooksRunner
+from ganeti.master.masteripsvc import MasterIpActivation
 from ganeti.master.query.exportqueries import ExportQueries, rpc_list_exports
 from ganeti.master.query.instancequeries import InstanceQueries, rpc_live_collector
 from ganeti.master.query.networkqueries import NetworkQueries
@@ -172,11 +174,16 @@ class MasterDaemon(DaemonService):
                  daemon_log: DaemonLog | None = None,
                  install_signal: SignalInstaller | None = None,
                  watcher_interval: float = 0.0,
-                 process_exit: ProcessExit | None = None) -> None:
+                 process_exit: ProcessExit | None = None,
+                 activate_master_ip: bool = False,
+                 instance_events: bool = True) -> None:
         """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one);
         ``rpc`` replaces the node RPC client (made from server.pem when first needed);
         ``install_signal`` installs the SIGHUP handler (none on fake reactors);
-        ``process_exit`` is the real process's (:class:`ganeti.daemon.ProcessExit`)."""
+        ``process_exit`` is the real process's (:class:`ganeti.daemon.ProcessExit`);
+        ``activate_master_ip``: bring the master IP up once started (the real daemon);
+        ``instance_events`` False turns the instance event watch off (it runs only
+        with the watcher service anyway)."""
         super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.paths = paths
         self.reactor = reactor
@@ -253,6 +260,14 @@ class MasterDaemon(DaemonService):
             queue_job_access(self.queue, self.events, reactor), run_blocking,
             interval=watcher_interval)
         self.watcher.setServiceParent(self)
+        self.instance_events = InstanceEventWatch(self.watcher, self.rpc,
+                                                  enabled=instance_events,
+                                                  ready=queue_service.ready)
+        self.instance_events.setServiceParent(self)
+        self.config_writer.add_listener(self.instance_events.config_changed)
+        if activate_master_ip:  # as Ganeti's luxid: once started, failures only logged
+            MasterIpActivation(reactor, lambda: self.config_writer.config,
+                               self.rpc).setServiceParent(self)
 
     def rpc(self) -> NodeRpc:
         """The node RPC client, made on first use from DATA_DIR/server.pem."""

@@ -28,7 +28,10 @@ class Options(usage.Options):
                 "GANETI_ROOTDIR and GANETI_HOSTNAME select a virtual-cluster node. "
                 "Logs at info level (--debug: debug too) to twistd's --logfile, which "
                 "is reopened on SIGHUP.")
-    optFlags = [daemon.DEBUG_FLAG]
+    optFlags = [daemon.DEBUG_FLAG,
+                ["no-instance-events", None,
+                 "Do not watch the nodes' instance events (a crashed instance then waits "
+                 "for the next watcher round)"]]
     optParameters = [
         ["max-frame", None, constants.LUXI_MAX_FRAME,
          "Largest LUXI request accepted, in bytes", int],
@@ -80,4 +83,5 @@ def makeService(options: Options) -> service.IService:
                         io_threads=options["io-threads"], daemon_log=daemon_log,
                         install_signal=daemon.sighup_installer(reactor),
                         watcher_interval=options["watcher-interval"],
-                        process_exit=daemon.ProcessExit())
+                        instance_events=not options["no-instance-events"],
+                        process_exit=daemon.ProcessExit(), activate_master_ip=True)

@@ -131,6 +131,11 @@ class WatcherService(service.Service):
         self.history.append(entry)
         del self.history[:-50]
 
+    def record(self, entry: dict[str, Any]) -> None:
+        """Add what another part of the watcher did (masterd's instance events) to
+        :attr:`history`."""
+        self._record(entry)
+
     async def run_once(self) -> dict[str, Any]:
         """One round; a summary of what it did."""
         now = self.clock.seconds()

@@ -53,14 +53,20 @@ class NodeRpcResource(resource.Resource):
     isLeaf = True
 
     def __init__(self, ctx: NodeContext, handlers: dict[str, Handler],
-                 calls: Mapping[str, rpcdefs.RpcCall] | None = None) -> None:
+                 calls: Mapping[str, rpcdefs.RpcCall] | None = None,
+                 streams: Mapping[str, resource.IResource] | None = None) -> None:
         super().__init__()
         self.ctx = ctx
+        # path prefix -> resource that takes the request over (the console WebSocket)
+        self.streams = dict(streams or {})
         table = rpcdefs.CALLS if calls is None else calls
         self.calls = {name: (table[name], h) for name, h in handlers.items() if name in table}
 
     def render(self, request: server.Request) -> bytes | int:  # type: ignore[override]
         path = (request.path or b"").decode("utf-8", "replace")
+        for prefix, stream in self.streams.items():
+            if path.startswith(prefix) and request.method == b"GET":
+                return stream.render(request)  # type: ignore[no-any-return]
         entry = self.calls.get(path[1:]) if path.startswith("/") else None
         if entry is None:
             return _reply(request, http.NOT_FOUND, False, f"unknown RPC call {path!r}")
@@ -111,13 +117,16 @@ class NodeRpcResource(resource.Resource):
 
 def make_site(ctx: NodeContext, handlers: dict[str, Handler],
               max_body: int = DEFAULT_MAX_BODY, reactor: Any = None,
-              calls: Mapping[str, rpcdefs.RpcCall] | None = None) -> server.Site:
+              calls: Mapping[str, rpcdefs.RpcCall] | None = None,
+              streams: Mapping[str, resource.IResource] | None = None) -> server.Site:
     """The noded site: the RPC resource, requests with a body limit, no access log.
 
     ``reactor`` runs the HTTP idle timeouts (default: ``ctx.clock``); ``calls``
-    is the table (default :data:`ganeti.core.rpcdefs.CALLS`; tests add calls).
+    is the table (default :data:`ganeti.core.rpcdefs.CALLS`; tests add calls);
+    ``streams`` maps path prefixes to resources served for GET (the serial
+    console WebSocket, :mod:`ganeti.noded.console`).
     """
-    site = server.Site(NodeRpcResource(ctx, handlers, calls),
+    site = server.Site(NodeRpcResource(ctx, handlers, calls, streams),
                        reactor=reactor if reactor is not None else ctx.clock)
     limit = max_body
 

@@ -24,6 +24,7 @@ from ganeti.daemon import (
     StepService,
     ThreadPoolService,
 )
+from ganeti.noded.hypervisors.virt import VirtConnection
 from ganeti.noded.procs import ChildProcesses
 from ganeti.noded.tls import ClusterServerContextFactory
 
@@ -60,7 +61,8 @@ class NodeDaemon(DaemonService):
                  daemon_log: DaemonLog | None = None,
                  install_signal: SignalInstaller | None = None,
                  process_exit: ProcessExit | None = None,
-                 children: ChildProcesses | None = None) -> None:
+                 children: ChildProcesses | None = None,
+                 virt: VirtConnection | None = None) -> None:
         super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.site = site
         self.pool = pool
@@ -71,6 +73,11 @@ class NodeDaemon(DaemonService):
         # the log first, so that the memory lock is logged in it
         StepService("memory lock", start=lock if mlock else None).setServiceParent(self)
         ThreadPoolService(pool).setServiceParent(self)
+        # the libvirt thread (kvm): connects and finds the running guests before
+        # calls are accepted; stopping it leaves the guests running
+        StepService("libvirt connection",
+                    start=virt.start if virt is not None else None,
+                    stop=virt.stop if virt is not None else None).setServiceParent(self)
         # stopped after the listener (no new calls), before the pool: the programs
         # that calls started (hooks, OOB) are ended, none outlives the daemon
         StepService("child processes",

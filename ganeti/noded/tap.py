@@ -36,6 +36,10 @@ class Options(usage.Options):
         ["port", "p", constants.DEFAULT_NODED_PORT, "TCP port to listen on", int],
         ["max-body", None, 64 * 1024 * 1024, "Largest request body accepted, in bytes", int],
         ["io-threads", None, 4, "Threads for blocking disk work", int],
+        ["libvirt-uri", None, None,
+         "libvirt connection of the kvm hypervisor (default: $GANETI_LIBVIRT_URI, else "
+         "qemu:///system); libvirt is only contacted when noded starts, and a missing "
+         "libvirt only fails kvm calls"],
     ]
 
     def postOptions(self) -> None:
@@ -45,6 +49,10 @@ class Options(usage.Options):
             raise usage.UsageError("--max-body must be at least 1024 bytes")
         if not 1 <= self["io-threads"] <= 64:
             raise usage.UsageError("--io-threads must be between 1 and 64")
+        uri = self["libvirt-uri"]
+        if uri is not None and (not uri or any(ch.isspace() for ch in uri) or ":" not in uri):
+            raise usage.UsageError("--libvirt-uri must be a libvirt URI such as "
+                                   "qemu:///system")
 
 
 def makeService(options: Options) -> service.IService:
@@ -58,6 +66,10 @@ def makeService(options: Options) -> service.IService:
 
     from ganeti.noded.backend.context import NodeContext, thread_runner
     from ganeti.noded.backend.registry import handlers
+    from ganeti.noded.console import PATH_PREFIX, console_resource
+    from ganeti.noded.hypervisors.kvm import KvmHypervisor
+    from ganeti.noded.hypervisors.virt import VirtConnection, default_uri
+    from ganeti.noded.instevents import InstanceEvents
     from ganeti.noded.server import make_site
     from ganeti.noded.service import NodeDaemon
     from ganeti.noded.tls import ClusterServerContextFactory
@@ -71,12 +83,18 @@ def makeService(options: Options) -> service.IService:
         daemon.cannot_start(daemon_log, "ganeti-noded", str(err))
     bind = options["bind"] or ssconf.node_primary_ip(paths) or ANY_ADDRESS
     pool = ThreadPool(minthreads=1, maxthreads=options["io-threads"], name="noded-io")
-    ctx = NodeContext(paths=paths, clock=reactor, run=thread_runner(reactor, pool),
+    run = thread_runner(reactor, pool)
+    events = InstanceEvents(reactor)
+    virt = VirtConnection(options["libvirt-uri"] or default_uri(), reactor)
+    kvm = KvmHypervisor(virt, paths.run_dir, reactor, run, events)
+    ctx = NodeContext(paths=paths, clock=reactor, run=run,
                       shutdown=reactor_stopper(reactor),
-                      manage_confd=bool(options["manage-confd"]), processes=reactor)
-    site = make_site(ctx, handlers(), max_body=options["max-body"])
+                      manage_confd=bool(options["manage-confd"]), processes=reactor,
+                      kvm=kvm, events=events)
+    site = make_site(ctx, handlers(), max_body=options["max-body"],
+                     streams={PATH_PREFIX: console_resource(reactor, paths.run_dir)})
     return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
-                      port=options["port"], bind=bind, children=ctx.children,
+                      port=options["port"], bind=bind, children=ctx.children, virt=virt,
                       mlock=os.geteuid() == 0 and not options["no-mlock"],
                       daemon_log=daemon_log, install_signal=daemon.sighup_installer(reactor),
                       process_exit=daemon.ProcessExit())

@@ -28,7 +28,10 @@
    same resource cost masterd one LUXI call.
 
 Routes are built in (:data:`BUILTIN_ROUTES`): the WebSocket feed
-``/2/feed`` (handed to the feed resource once access is granted), the
+``/2/feed`` (handed to the feed resource once access is granted), the live
+serial console ``/2/instances/<name>/console/websocket`` (handed to the
+console relay, :mod:`ganeti.rapi.console`, which refuses users without write
+access with a WebSocket close reason), the
 dashboard's files under ``/dashboard/`` and, with them,
 ``/dashboard/access``: what the requesting user may do (the dashboard offers
 write actions only to users with write access).
@@ -77,6 +80,8 @@ JSON_TYPE = "application/json"
 #: At most this many query parameters are parsed.
 MAX_QUERY_FIELDS = 100
 FEED_PATH = "/2/feed"
+#: The live serial console (our extension; :mod:`ganeti.rapi.console`).
+CONSOLE_PATH = "/2/instances/{instance_name}/console/websocket"
 DASHBOARD_PATH = "/dashboard"
 
 
@@ -100,6 +105,11 @@ def _dashboard_access(request: Request) -> dict[str, Any]:
 BUILTIN_ROUTES: list[Route] = [
     Route(FEED_PATH, {"GET": Method(_builtin, "Job event feed (WebSocket)")},
           doc="WebSocket feed of job events", kind="websocket"),
+    Route(CONSOLE_PATH, {"GET": Method(_builtin, "Live serial console (WebSocket; users "
+                                                 "without write access are closed with "
+                                                 "code 4401/4403)")},
+          doc="The instance's serial console, relayed through its primary node",
+          kind="websocket"),
     Route(DASHBOARD_PATH, {"GET": Method(_builtin, "Redirect to /dashboard/")},
           doc="The web dashboard", kind="static"),
     Route(DASHBOARD_PATH + "/access",
@@ -269,12 +279,15 @@ class RapiApp:
                  websocket: Callable[[], IResource] | None = None,
                  static_dir: str | None = None,
                  throttle: LoginThrottle | None = None, coalesce: bool = True,
-                 heavy: HeavyReads | None = None) -> None:
+                 heavy: HeavyReads | None = None,
+                 console: Callable[[str, str | None, bool], IResource] | None = None
+                 ) -> None:
         if routes is None:
             from ganeti.rapi import routes as table  # written separately; imported when used
             routes = table.ROUTES
         builtin = [r for r in BUILTIN_ROUTES
-                   if (r.kind == "websocket" and websocket is not None)
+                   if (r.pattern == CONSOLE_PATH and console is not None)
+                   or (r.pattern == FEED_PATH and websocket is not None)
                    or ((r.kind == "static" or r.pattern.startswith(DASHBOARD_PATH))
                        and static_dir is not None)]
         self.routes = list(routes) + builtin
@@ -286,6 +299,7 @@ class RapiApp:
         self.heavy = heavy if heavy is not None else HeavyReads()
         self.max_body = max_body
         self.websocket = websocket
+        self.console = console
         self.static = StaticFiles(static_dir) if static_dir is not None else None
         self.coalescer: Coalescer[Response] | None = Coalescer(clock) if coalesce else None
         self.client_log = AddressLog(clock, log)
@@ -322,6 +336,11 @@ class RapiApp:
             entry = authenticated
             self.auth.authorize(entry, spec.access)
             user = entry.name if entry is not None else None
+            if route.pattern == CONSOLE_PATH:
+                assert self.console is not None
+                write = entry is not None and WRITE in entry.options
+                return Response(101, user=user, resource=self.console(
+                    params["instance_name"], user, write))
             if route.kind == "websocket":
                 assert self.websocket is not None
                 return Response(101, user=user, resource=self.websocket())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from twisted.application import service
 from twisted.python import usage
@@ -114,6 +114,24 @@ def load_tls(path: str) -> RapiContextFactory:
                                  f"{err}") from None
 
 
+def console_relay(reactor: Any, luxi: Any, paths: Paths
+                  ) -> Callable[[str, str | None, bool], IResource] | None:
+    """The live serial console's resource factory: the relay reaches the nodes
+    with the cluster certificate; without a readable server.pem there is none."""
+    from twisted.logger import Logger
+
+    from ganeti.rapi.console import ConsoleRelay
+    from ganeti.rpc.tls import ClusterCertificate
+
+    try:
+        cluster = ClusterCertificate.from_file(paths.server_pem)
+    except (OSError, ValueError) as err:
+        Logger().warn("No live serial consoles: cannot load {path}: {error}",
+                      path=paths.server_pem, error=err)
+        return None
+    return ConsoleRelay(reactor, luxi, cluster).resource
+
+
 def make_service(options: Options, paths: Paths | None = None,
                  websocket: Callable[[], IResource] | None = None,
                  on_start: Callable[[], object] | None = None,
@@ -153,7 +171,8 @@ def make_service(options: Options, paths: Paths | None = None,
     access_log = AccessLog(os.path.join(paths.log_dir, constants.RAPI_ACCESS_LOG), reactor)
     static_dir = STATIC_DIR if os.path.isdir(STATIC_DIR) else None
     app = RapiApp(None, luxi, reactor, users, require_auth=options["require-authentication"],
-                  max_body=options["max-body"], websocket=websocket, static_dir=static_dir)
+                  max_body=options["max-body"], websocket=websocket, static_dir=static_dir,
+                  console=console_relay(reactor, luxi, paths))
     site = make_site(app, access_log, reactor, timeout=IDLE_TIMEOUT,
                      max_clients=options["max-clients"],
                      per_address=options["max-clients-per-address"],

@@ -29,17 +29,17 @@ class KvmSyntaxTest(SynchronousTestCase):
     def test_good_values_pass(self):
         good = [
             {"boot_order": "cdrom", "cdrom_image_path": "/srv/iso/debian.iso"},
-            {"boot_order": "network"}, {"nic_type": "e1000"}, {"disk_type": "scsi-hd"},
+            {"boot_order": "network"}, {"nic_type": "e1000"}, {"disk_type": "scsi"},
             {"disk_cache": "writeback"}, {"serial_speed": 115200},
             {"serial_console": False, "serial_speed": 12345},
-            {"usb_mouse": "tablet"}, {"usb_mouse": ""}, {"mem_path": "/hugepages"},
+            {"usb_mouse": "tablet"}, {"usb_mouse": ""}, {"mem_path": ""},
             {"cpu_mask": "0-2,5:all:1"}, {"cpu_mask": "3"},
             {"vnc_bind_address": "0.0.0.0"}, {"vnc_bind_address": "::1"},
             {"vnc_bind_address": "br0"}, {"vnc_bind_address": "/run/vnc.sock"},
-            {"vnc_bind_address": "127.0.0.1", "vnc_tls": True},
+            {"vnc_bind_address": "127.0.0.1", "vnc_tls": False},
+            {"security_model": "user", "security_domain": "kvmuser"},
             {"kernel_path": "/boot/vmlinuz", "initrd_path": "/boot/initrd.img"},
             {"cdrom_image_path": "http://example.com/x.iso"},
-            {"security_model": "user", "security_domain": "kvmuser"},
             {"security_model": "pool"}, {"cpu_cores": 2, "cpu_threads": 0, "cpu_sockets": 1},
             {"migration_port": 1}, {"migration_port": 65534}, {"migration_downtime": 0},
             {"reboot_behavior": "exit"}, {"kvm_flag": "disabled"}, {"migration_mode": "non-live"},
@@ -105,7 +105,8 @@ class KvmSyntaxTest(SynchronousTestCase):
                      "spice_ip_version", "Got an IPv4 address (10.0.0.1)")
         self.refused(c.HT_KVM, kvm(spice_bind="::1", spice_ip_version=4),
                      "spice_ip_version", "Got an IPv6 address")
-        hvchecks.check_syntax(c.HT_KVM, kvm(spice_bind="::1", spice_ip_version=6))
+        self.refused(c.HT_KVM, kvm(spice_bind="::1", spice_ip_version=6), "spice_bind",
+                     "SPICE is not supported through libvirt")
         self.refused(c.HT_KVM, kvm(spice_ip_version=5, spice_bind="x"), "spice_ip_version",
                      "The SPICE IP version should be 4 or 6")
         self.refused(c.HT_KVM, kvm(disk_aio="native", disk_cache="writeback"), "disk_aio",
@@ -116,6 +117,16 @@ class KvmSyntaxTest(SynchronousTestCase):
         self.refused(c.HT_KVM, kvm(kvm_path=""), "kvm_path", "is required")
         self.refused(c.HT_KVM, kvm(virtio_net_queues=9), "virtio_net_queues",
                      "invalid number of queues")
+
+    def test_what_libvirt_cannot_honour_is_refused_by_name(self):
+        for overrides, name in (({"disk_type": "scsi-hd"}, "disk_type"),
+                                ({"disk_type": "mtd"}, "disk_type"),
+                                ({"nic_type": "i82557b"}, "nic_type"),
+                                ({"mem_path": "/hugepages"}, "mem_path"),
+                                ({"kvm_extra": "-no-hpet"}, "kvm_extra"),
+                                ({"vnc_bind_address": "127.0.0.1", "vnc_tls": True},
+                                 "vnc_tls")):
+            self.refused(c.HT_KVM, kvm(**overrides), name, "")
 
     def test_other_hypervisors(self):
         hvchecks.check_syntax(c.HT_FAKE, {"migration_mode": "live"})

@@ -12,7 +12,8 @@ class TableTest(SynchronousTestCase):
             "jobqueue_rename", "jobqueue_purge", "test_delay", "node_verify", "node_leave_cluster",
             "jobqueue_update_many", "set_watcher_pause", "run_oob", "node_demote_from_mc",
             "hooks_runner", "instance_os_add", "config_update", "instance_info",
-            "all_instances_info", "instance_list", "instance_start", "instance_shutdown",
+            "all_instances_info", "instance_events", "instance_list", "instance_start",
+            "instance_shutdown",
             "instance_reboot", "instance_balloon_memory", "hypervisor_validate_params",
             "os_diagnose", "os_validate", "os_get", "instance_run_rename", "os_export",
             "os_output",
@@ -23,7 +24,9 @@ class TableTest(SynchronousTestCase):
             "file_storage_dir_remove", "file_storage_dir_rename", "storage_list",
             "storage_modify", "storage_execute",
             "export_list", "export_info", "export_remove", "export_dump", "export_read",
-            "export_write", "export_finalize", "export_abort", "instance_import_disk"})
+            "export_write", "export_finalize", "export_abort", "instance_import_disk",
+            "node_activate_master_ip", "node_deactivate_master_ip",
+            "node_change_master_netmask"})
         for name, call in rpcdefs.CALLS.items():
             self.assertEqual(call.name, name)
             self.assertLessEqual(call.timeout_for([1] * len(call.args)), rpcdefs.MAX_TIMEOUT)

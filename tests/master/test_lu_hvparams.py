@@ -128,10 +128,10 @@ class ClusterHvParamsTest(HvParamsCase):
                 ({"fake": {"migration_mode": "x"}}, "Parameter 'migration_mode'")]:
             self.refused(cluster_op(hvparams=hvparams), needle, cls="HypervisorError",
                          code=None)
-        message = self.refused(cluster_op(hvparams={"kvm": {"mem_path": "/no/such"}}),
+        message = self.refused(cluster_op(hvparams={"kvm": {"kernel_path": "/no/such"}}),
                                "Hypervisor parameter validation failed on node node1.test")
-        self.assertIn("Parameter 'mem_path' fails validation", message)
-        self.assertEqual(self.config.cluster.hvparams["kvm"]["mem_path"], "")
+        self.assertIn("Parameter 'kernel_path' fails validation", message)
+        self.assertEqual(self.config.cluster.hvparams["kvm"]["kernel_path"], "")
 
     def test_os_hvp(self):
         # gnt-os modify -H: the same checks on the OS's parameters over the cluster's

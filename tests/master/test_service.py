@@ -23,7 +23,8 @@ class MasterDaemonTest(SynchronousTestCase):
     def test_children_in_dependency_order(self):
         kinds = [type(s).__name__ for s in self.daemon]
         self.assertEqual(kinds, ["ReloadService", "ThreadPoolService", "ConfigWriterService",
-                                 "JobQueueService", "LuxiService", "WatcherService"])
+                                 "JobQueueService", "LuxiService", "WatcherService",
+                                 "InstanceEventWatch"])
 
     def test_start_listens_with_mode_0660_and_stop_reverses(self):
         self.daemon.startService()

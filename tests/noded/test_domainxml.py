@@ -74,8 +74,12 @@ class DomainXmlTest(SynchronousTestCase):
             dx.domain_xml(spec(cpu_cores=3))
         self.assertEqual(cm.exception.param, "cpu_sockets")
         with self.assertRaises(dx.UnsupportedParameter) as cm:
-            dx.domain_xml(spec(cpu_mask="0:1"))
+            dx.domain_xml(spec(cpu_mask="0:1:2"))  # three masks, two vCPUs
         self.assertEqual(cm.exception.param, "cpu_mask")
+        dom = parse(spec(cpu_mask="all:3-4"))  # per vCPU
+        self.assertIsNone(dom.find("vcpu").get("cpuset"))
+        self.assertEqual([p.attrib for p in dom.findall("cputune/vcpupin")],
+                         [{"vcpu": "1", "cpuset": "3-4"}])
 
     def test_volume_range_cache_vnc_uid_and_tap(self):
         s = dx.DomainSpec(name="db1", uuid=UUID, hvparams={**c.HVC_DEFAULTS[c.HT_KVM],
@@ -92,7 +96,7 @@ class DomainXmlTest(SynchronousTestCase):
         disk = dom.find("devices/disk")
         self.assertEqual(disk.get("type"), "block")
         self.assertEqual(disk.find("source").get("dev"), "/dev/loop3")
-        piece = disk.find("slices/slice")
+        piece = disk.find("source/slices/slice")
         self.assertEqual((piece.get("offset"), piece.get("size")), ("1048576", "268435456"))
         self.assertEqual(disk.find("driver").get("cache"), "none")
         self.assertEqual(disk.find("target").get("dev"), "sda")
@@ -119,6 +123,58 @@ class DomainXmlTest(SynchronousTestCase):
             self.assertEqual(cm.exception.param, name)
             self.assertIn(f"'{name}'", str(cm.exception))
 
+    def test_the_master_allows_only_what_the_mapping_has(self):
+        from ganeti.core import hvchecks
+        for value in hvchecks.KVM_LIBVIRT_DISK_TYPES:
+            self.assertIsNotNone(dx.DISK_BUSES[value], value)
+        for value in hvchecks.KVM_LIBVIRT_NIC_TYPES:
+            self.assertIn(value, dx.NIC_MODELS)
+        for value in set(hvchecks.KVM_DISK_TYPES) - set(hvchecks.KVM_LIBVIRT_DISK_TYPES):
+            with self.assertRaises(dx.UnsupportedParameter):
+                dx.domain_xml(spec(disk_type=value))
+        for value in set(hvchecks.KVM_NIC_TYPES) - set(hvchecks.KVM_LIBVIRT_NIC_TYPES):
+            with self.assertRaises(dx.UnsupportedParameter):
+                dx.domain_xml(spec(nic_type=value))
+
     def test_every_kvm_parameter_is_mapped_or_ignored(self):
         self.assertEqual(dx.MAPPED | dx.IGNORED, set(c.HVC_DEFAULTS[c.HT_KVM]))
         self.assertFalse(dx.MAPPED & dx.IGNORED)
+
+
+class ConsoleAndMetadataTest(SynchronousTestCase):
+    def test_serial_console_on_a_unix_socket_with_a_log(self):
+        s = dx.DomainSpec(**{**spec().__dict__, "serial_socket": "/run/ganeti/kvm/ctrl/a.serial",
+                             "serial_log": "/run/ganeti/kvm/console/a.log"})
+        dom = parse(s)
+        serial = dom.find("devices/serial")
+        self.assertEqual(serial.get("type"), "unix")
+        self.assertEqual(serial.find("source").attrib,
+                         {"mode": "bind", "path": "/run/ganeti/kvm/ctrl/a.serial"})
+        self.assertEqual(serial.find("log").attrib,
+                         {"file": "/run/ganeti/kvm/console/a.log", "append": "off"})
+        console = dom.find("devices/console")
+        self.assertEqual(console.get("type"), "unix")
+        self.assertEqual(console.find("source").get("path"), "/run/ganeti/kvm/ctrl/a.serial")
+
+    def test_kernel_args_with_a_console_keep_theirs(self):
+        dom = parse(spec(kernel_path="/srv/guest/vmlinux", root_path="/dev/vda",
+                         kernel_args="console=ttyS0,115200"))
+        self.assertEqual(dom.findtext("os/cmdline"), "root=/dev/vda console=ttyS0,115200")
+
+    def test_metadata_round_trip(self):
+        s = dx.DomainSpec(**{**spec().__dict__, "metadata": {"name": "web1", "uid": "4000"}})
+        xml = dx.domain_xml(s)
+        self.assertEqual(dx.read_metadata(xml), {"name": "web1", "uid": "4000"})
+        self.assertIsNone(dx.read_metadata(dx.domain_xml(spec())))
+        self.assertIsNone(dx.read_metadata("<domain"))
+
+    def test_pool_uid_is_a_static_dac_label(self):
+        dom = parse(dx.DomainSpec(**{**spec().__dict__, "uid": 4001}))
+        self.assertEqual(dom.find("seclabel").get("model"), "dac")
+        self.assertEqual(dom.findtext("seclabel/label"), "+4001:+4001")
+
+    def test_vnc_password(self):
+        s = dx.DomainSpec(**{**spec(vnc_bind_address="0.0.0.0",
+                                    vnc_password_file="/etc/ganeti/vnc-cluster-password"
+                                    ).__dict__, "vnc_port": 11000, "vnc_password": "s3cret"})
+        self.assertEqual(parse(s).find("devices/graphics").get("passwd"), "s3cret")

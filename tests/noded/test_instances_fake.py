@@ -98,7 +98,8 @@ class FakeInstancesTest(SynchronousTestCase):
     def test_refusals(self):
         self.assertEqual(self.fails("instance_start", [instance(hypervisor="kvm"), False,
                                                        REASON]),
-                         "Hypervisor kvm is not available on this node")
+                         "Hypervisor kvm is not available on this node: the node daemon "
+                         "has no libvirt connection")
         for bad in ("../evil", "a/b", ".hidden", "x\n", ""):
             status, reply = self.node.put("instance_start", [instance(name=bad), False, REASON])
             self.assertEqual(reply[0], False, bad)

@@ -27,6 +27,16 @@ class OptionsTest(SynchronousTestCase):
         self.assertEqual((opts["port"], opts["bind"], opts["no-mlock"]), (0, "10.0.0.1", 1))
         self.assertRaises(usage.UsageError, tap.Options().parseOptions, ["-p", "70000"])
 
+    def test_libvirt_uri(self):
+        opts = tap.Options()
+        opts.parseOptions([])
+        self.assertIsNone(opts["libvirt-uri"])  # the env var, else qemu:///system
+        opts.parseOptions(["--libvirt-uri", "qemu+unix:///system?socket=/n1/libvirt-sock"])
+        self.assertEqual(opts["libvirt-uri"], "qemu+unix:///system?socket=/n1/libvirt-sock")
+        for bad in ("", "no-scheme", "qemu:///system x"):
+            self.assertRaises(usage.UsageError, tap.Options().parseOptions,
+                              ["--libvirt-uri", bad])
+
     def test_primary_ip_from_ssconf(self):
         paths = node_paths(self)
         self.assertIsNone(ssconf.node_primary_ip(paths))
@@ -120,6 +130,28 @@ class StopTest(SynchronousTestCase):
         self.assertIsNotNone(node.listening)
         self.successResultOf(node.stopService())
         self.assertEqual(order, [("children stopped; listening:", 0)])
+
+    def test_the_libvirt_connection_starts_before_listening_and_stops_after(self):
+        reactor = MemoryReactorClock()
+        ctx = NodeContext(paths=node_paths(self), clock=reactor, run=inline_runner)
+        order = []
+
+        class Virt:
+            def start(self):
+                order.append(("libvirt started; listening:", node.listening is not None))
+
+            def stop(self):
+                order.append(("libvirt stopped; listening:", node.listener.running))
+                return defer.succeed(None)
+
+        node = service.NodeDaemon(
+            reactor, make_site(ctx, handlers()), ThreadPool(minthreads=0, maxthreads=1),
+            ClusterServerContextFactory(cert("cluster.example.com")), port=1811,
+            bind="127.0.0.1", mlock=False, virt=Virt())
+        node.startService()
+        self.successResultOf(node.stopService())
+        self.assertEqual(order, [("libvirt started; listening:", False),
+                                 ("libvirt stopped; listening:", 0)])
 
     def test_the_daemon_context_has_children_that_a_stop_ends(self):
         ctx = NodeContext(paths=node_paths(self), clock=MemoryReactorClock(),

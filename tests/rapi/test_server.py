@@ -445,10 +445,11 @@ class BuiltinRoutesTest(AppCase):
 
     def test_builtin_routes_only_when_served(self):
         self.assertEqual([r.pattern for r in BUILTIN_ROUTES],
-                         ["/2/feed", "/dashboard", "/dashboard/access",
-                          "/dashboard/{static_path}"])
+                         ["/2/feed", "/2/instances/{instance_name}/console/websocket",
+                          "/dashboard", "/dashboard/access", "/dashboard/{static_path}"])
         bare = self.make_app()
-        for path in ("/2/feed", "/dashboard", "/dashboard/", "/dashboard/access"):
+        for path in ("/2/feed", "/2/instances/i1/console/websocket", "/dashboard",
+                     "/dashboard/", "/dashboard/access"):
             self.assertError(self.process("GET", path, app=bare), 404)
 
     def test_feed_is_handed_to_the_websocket_resource(self):

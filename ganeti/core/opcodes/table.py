@@ -148,9 +148,10 @@ OP_CLUSTER_SET_PARAMS = OpCode(
             "Intervals of the data collectors (microseconds)"),
         opt("vg_name", kinds.maybe(kinds.STRING),
             "Volume group of lvm-based disks (empty: disable lvm storage)"),
+        opt("master_netmask", kinds.maybe(kinds.INT),
+            "Netmask of the master IP (prefix length)"),
         *(reserved(name, "Ganeti parameter, not supported yet") for name in (
             "hv_state", "disk_state", "drbd_helper", "master_netdev",
-            "master_netmask",
             "instance_communication_network")),
     ))
 
@@ -370,6 +371,12 @@ OP_GROUP_ASSIGN_NODES = OpCode(
 OP_CLUSTER_REDIST_CONF = OpCode(
     "OP_CLUSTER_REDIST_CONF", "Push the configuration and ancillary files to the nodes")
 
+OP_CLUSTER_ACTIVATE_MASTER_IP = OpCode(
+    "OP_CLUSTER_ACTIVATE_MASTER_IP", "Activate the master IP on the master node")
+
+OP_CLUSTER_DEACTIVATE_MASTER_IP = OpCode(
+    "OP_CLUSTER_DEACTIVATE_MASTER_IP", "Deactivate the master IP on the master node")
+
 _VERIFY_COMMON = (
     opt("debug_simulate_errors", kinds.BOOL, "Report every check as failed (for testing)",
         False),
@@ -420,7 +427,8 @@ OP_GROUP_VERIFY_DISKS = OpCode(
 CORE: tuple[OpCode, ...] = (
     OP_CLUSTER_QUERY, OP_CLUSTER_SET_PARAMS, OP_QUERY, OP_QUERY_FIELDS, OP_TAGS_GET,
     OP_TAGS_SEARCH, OP_TAGS_SET, OP_TAGS_DEL, OP_TEST_DELAY, OP_TEST_JQUEUE,
-    OP_CLUSTER_REDIST_CONF, OP_CLUSTER_VERIFY, OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_GROUP,
+    OP_CLUSTER_REDIST_CONF, OP_CLUSTER_ACTIVATE_MASTER_IP, OP_CLUSTER_DEACTIVATE_MASTER_IP,
+    OP_CLUSTER_VERIFY, OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_GROUP,
     OP_CLUSTER_VERIFY_DISKS, OP_GROUP_VERIFY_DISKS,
     OP_NODE_ADD, OP_NODE_REMOVE, OP_NODE_SET_PARAMS, OP_GROUP_ADD, OP_GROUP_REMOVE,
     OP_OOB_COMMAND,

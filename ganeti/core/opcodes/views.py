@@ -91,6 +91,24 @@ class OpBackupRemove(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpClusterActivateMasterIp(OpView):
+    """OP_CLUSTER_ACTIVATE_MASTER_IP: Activate the master IP on the master node."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_ACTIVATE_MASTER_IP"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpClusterDeactivateMasterIp(OpView):
+    """OP_CLUSTER_DEACTIVATE_MASTER_IP: Deactivate the master IP on the master node."""
+
+    OP_ID: ClassVar[str] = "OP_CLUSTER_DEACTIVATE_MASTER_IP"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpClusterQuery(OpView):
     """OP_CLUSTER_QUERY: Query cluster information."""
 
@@ -153,6 +171,7 @@ class OpClusterSetParams(OpView):
     enabled_data_collectors: dict[str, bool] | None = None
     data_collector_interval: dict[str, int] | None = None
     vg_name: str | None = None
+    master_netmask: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -906,6 +925,8 @@ VIEWS: dict[str, type[OpView]] = {
     "OP_BACKUP_PREPARE": OpBackupPrepare,
     "OP_BACKUP_QUERY": OpBackupQuery,
     "OP_BACKUP_REMOVE": OpBackupRemove,
+    "OP_CLUSTER_ACTIVATE_MASTER_IP": OpClusterActivateMasterIp,
+    "OP_CLUSTER_DEACTIVATE_MASTER_IP": OpClusterDeactivateMasterIp,
     "OP_CLUSTER_QUERY": OpClusterQuery,
     "OP_CLUSTER_REDIST_CONF": OpClusterRedistConf,
     "OP_CLUSTER_SET_PARAMS": OpClusterSetParams,

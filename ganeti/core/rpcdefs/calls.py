@@ -10,6 +10,7 @@ from ganeti.core.rpcdefs import (
     hooks,
     instances,
     jobqueue,
+    masterip,
     oob,
     storage,
     test,
@@ -19,7 +20,7 @@ from ganeti.core.rpcdefs.base import RpcArgumentError, RpcCall
 
 #: The domain modules, in the order their calls are listed.
 DOMAINS = (cluster, files, jobqueue, instances, osdefs, disks, storage, hooks, oob, test,
-           exports)
+           exports, masterip)
 
 
 def build_table(*call_lists: list[RpcCall]) -> dict[str, RpcCall]:

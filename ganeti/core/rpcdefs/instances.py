@@ -12,6 +12,7 @@ from typing import Any
 
 from ganeti.core import constants
 from ganeti.core.rpcdefs.base import (
+    MAX_TIMEOUT,
     RPC_TMO_NORMAL,
     RPC_TMO_URGENT,
     RpcArg,
@@ -46,6 +47,17 @@ def _instance_arg(name: str = "instance") -> RpcArg:
                   encode=instance_dict)
 
 
+#: The longest hold of ``instance_events`` (the node clamps to it) and the margin its
+#: RPC timeout adds, so that a held call is never cut by its own timeout.
+EVENTS_MAX_HOLD = 30.0
+EVENTS_TIMEOUT_MARGIN = 30.0
+
+
+def _events_timeout(args: Any) -> float:
+    hold = args[1] if len(args) > 1 and is_number(args[1]) else EVENTS_MAX_HOLD
+    return min(max(float(hold), 0.0), EVENTS_MAX_HOLD) + EVENTS_TIMEOUT_MARGIN
+
+
 _REASON = RpcArg("reason", _is_reason, "a reason trail ([source, reason, timestamp], ...)")
 
 CALLS: list[RpcCall] = [
@@ -58,6 +70,12 @@ CALLS: list[RpcCall] = [
          "The runtime state of every instance running on the node.",
          RpcArg("hypervisor_list", _is_str_list, "a list of hypervisor names"),
          RpcArg("all_hvparams", _is_dict, "hypervisor name -> cluster hvparams")),
+    call("instance_events", _events_timeout,
+         "Instance lifecycle events after a serial; held until one comes or the hold ends.",
+         RpcArg("since", lambda v: is_int(v) and v >= 0, "a serial (>= 0)"),
+         RpcArg("timeout", lambda v: is_number(v) and 0 <= v <= MAX_TIMEOUT,
+                f"seconds to hold the call (>= 0; the node holds at most "
+                f"{EVENTS_MAX_HOLD:g})")),
     call("instance_list", RPC_TMO_URGENT,
          "The names of the instances running on the node.",
          RpcArg("hypervisor_list", _is_str_list, "a list of hypervisor names"),

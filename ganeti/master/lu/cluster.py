@@ -36,9 +36,10 @@ class LUClusterSetParams(LogicalUnit):
     (:func:`ganeti.core.params_cluster.compute_cluster_change`); :meth:`exec`
     commits the new cluster in one config change, so a bad parameter changes
     nothing.  The node checks (OS and hypervisor parameters, the volume group)
-    run in :meth:`exec` before that change.  Parameters that need node calls this
-    version does not have yet (drbd_helper, master_netdev, ...) stay reserved in
-    the opcode table.
+    run in :meth:`exec` before that change, and a new ``master_netmask`` is applied
+    to the master IP by the master's node daemon.  Parameters that need node calls
+    this version does not have yet (drbd_helper, master_netdev, ...) stay reserved
+    in the opcode table.
     """
 
     OP_ID = "OP_CLUSTER_SET_PARAMS"
@@ -85,11 +86,25 @@ class LUClusterSetParams(LogicalUnit):
             cfg.cluster = copy.deepcopy(new)
             return fill_candidate_pool(cfg, new.mtime)
 
+        if self.op.master_netmask:
+            await self._change_master_netmask(self.op.master_netmask)
         for line in self.change.feedback:
             self.ctx.feedback("message", line)
         promoted = await self.update_config(change)
         await welcome_candidates(self.ctx, promoted)
         return None
+
+    async def _change_master_netmask(self, netmask: int) -> None:
+        """Ganeti's: the master's node daemon moves the master IP to the new netmask; a
+        failure (the address is not up, say) is a warning, the config changes anyway."""
+        cl = self.ctx.config.config.cluster
+        master = self.ctx.config.config.nodes[cl.master_node]
+        self.ctx.feedback("message", f"Changing master IP netmask to {netmask}")
+        results = await self.ctx.rpc().call(
+            [nodesmod.target(master)], "node_change_master_netmask",
+            [cl.master_netmask, netmask, cl.master_ip, cl.master_netdev])
+        results[master.name].warn("Could not change the master IP netmask",
+                                  lambda text: self.ctx.feedback("message", text))
 
     async def _check_vg_on_nodes(self, vg_name: str) -> None:
         """Ganeti's _CheckVgNameOnNodes: every vm_capable node has ``vg_name`` with at

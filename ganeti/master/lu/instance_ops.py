@@ -13,9 +13,9 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+from ganeti.core import consoles, params_fill
 from ganeti.core import constants as c
 from ganeti.core import hooks as hookdefs
-from ganeti.core import params_fill
 from ganeti.core.errors import (
     ECODE_EXISTS,
     ECODE_INVAL,
@@ -532,19 +532,13 @@ class LUInstanceConsole(InstanceLU):
     async def exec(self) -> Any:
         inst = self.instance
         cfg = self.ctx.config.config
-        node = cfg.nodes[inst.primary_node]
         if not await ic.instance_running(self, inst):
             if inst.admin_state == c.ADMINST_UP:
                 state = "ERROR_down"
             else:
                 state = "ADMIN_down"
             raise OpExecError(f"Instance {inst.name} is not running (state {state})")
-        if inst.hypervisor == c.HT_FAKE:
-            return {"instance": inst.name, "kind": "msg",
-                    "message": "Console not available for fake hypervisor"}
-        return {"instance": inst.name, "kind": "msg",
-                "message": f"Console of {inst.hypervisor} instances comes with the real "
-                           f"hypervisor (node {node.name})"}
+        return consoles.instance_console(cfg, inst)
 
 
 LUS: tuple[type[LogicalUnit], ...] = (

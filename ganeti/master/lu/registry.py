@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ganeti.master.lu import backup, instance, network, os_lu, storage
+from ganeti.master.lu import backup, instance, masterip, network, os_lu, storage
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.cluster import LUClusterQuery, LUClusterSetParams
 from ganeti.master.lu.group import (
@@ -33,7 +33,7 @@ _UNITS: tuple[type[LogicalUnit], ...] = (
     LUGroupAdd, LUGroupRemove, LUGroupRename, LUGroupSetParams, LUGroupAssignNodes,
     LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
     LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand,
-    *instance.LUS, *network.LUS, *os_lu.LUS, *storage.LUS, *backup.LUS,
+    *instance.LUS, *network.LUS, *os_lu.LUS, *storage.LUS, *backup.LUS, *masterip.LUS,
 )
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in _UNITS}
 

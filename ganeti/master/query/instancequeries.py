@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ganeti.core import config as configmod
+from ganeti.core import consoles, query
 from ganeti.core import constants as c
-from ganeti.core import query
 from ganeti.core.errors import ECODE_NOENT, OpExecError, OpPrereqError
 from ganeti.core.objects import NIC, ConfigData, Disk, Instance, Node
 from ganeti.core.params_fill import HVC_GLOBALS, fill_be, fill_hv, fill_nic, fill_os
@@ -400,8 +400,10 @@ def _console(item: InstanceItem) -> Any:
     if runtime.error is not None:
         return runtime.error
     if item.inst.hypervisor == c.HT_FAKE:  # what the fake hypervisor's node answers
-        return {"instance": item.inst.name, "kind": "msg", "message": FAKE_CONSOLE_MESSAGE}
-    return NODATA
+        return consoles.message(item.inst.name, FAKE_CONSOLE_MESSAGE)
+    if runtime.info is None or not runtime.on_primary:  # not running where it should
+        return UNAVAIL
+    return consoles.instance_console(item.cfg, item.inst)
 
 
 def _number(value: Any) -> Any:

@@ -19,6 +19,7 @@ from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.bdev import blockdev, convert, devices, files, lvm
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors.fake import HypervisorError, check_name
+from ganeti.noded.hypervisors.kvm import LibvirtDown
 
 
 def _fail(what: str, err: BlockDeviceError) -> RPCFail:
@@ -54,6 +55,28 @@ async def blockdev_grow(ctx: NodeContext, cf_bdev: dict[str, Any], amount: int,
         await devices.grow(ctx, cf_bdev, amount, dryrun, backingstore)
     except BlockDeviceError as err:
         raise _fail("Failed to grow block device", err) from None
+    if not dryrun and ctx.kvm is not None:
+        await _tell_running_guests(ctx, cf_bdev)
+
+
+async def _tell_running_guests(ctx: NodeContext, disk: dict[str, Any]) -> None:
+    """A running kvm guest whose disk grew sees the new size (libvirt's blockResize)."""
+    assert ctx.kvm is not None
+    try:
+        kind = devices.template(disk)
+        path = await devices.assemble(ctx, disk)
+        dims = await devices.dimensions(ctx, disk)
+    except BlockDeviceError:
+        return  # the growth itself was checked above
+    if path is None or not dims:
+        return
+    try:
+        await ctx.kvm.disk_grown(devices.local_path(ctx, kind, path), int(dims[0]))
+    except LibvirtDown:
+        return  # no libvirt here: no kvm guest can use the disk
+    except HypervisorError as err:
+        raise RPCFail(f"The disk grew, but its running instance was not told: {err}") \
+            from None
 
 
 async def blockdev_rename(ctx: NodeContext, devlist: list[list[Any]]) -> None:

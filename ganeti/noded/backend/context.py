@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 from twisted.internet.interfaces import IReactorProcess, IReactorTime
 from twisted.python.threadpool import ThreadPool
 
 from ganeti.core.paths import Paths
+from ganeti.noded.instevents import InstanceEvents
 from ganeti.noded.osoutput import OsRuns
 from ganeti.noded.procs import ChildProcesses
+
+if TYPE_CHECKING:
+    from ganeti.noded.hypervisors.kvm import KvmHypervisor
 
 Runner = Callable[..., "defer.Deferred[Any]"]
 
@@ -55,10 +59,17 @@ class NodeContext:
     children: ChildProcesses | None = None
     #: the output of OS script runs, for ``os_output`` (one per daemon)
     os_runs: OsRuns = field(default_factory=OsRuns)
+    #: the kvm hypervisor (its libvirt connection); None where libvirt is not used
+    kvm: KvmHypervisor | None = None
+    #: the instance lifecycle events of the node (``instance_events``); made from
+    #: ``clock`` unless given
+    events: InstanceEvents | None = None
 
     def __post_init__(self) -> None:
         if self.children is None and self.processes is not None:
             object.__setattr__(self, "children", ChildProcesses(self.processes, self.clock))
+        if self.events is None:
+            object.__setattr__(self, "events", InstanceEvents(self.clock))
 
 
 Handler = Callable[..., Any]

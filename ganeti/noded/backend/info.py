@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from twisted.internet import defer
-
 from ganeti.core import constants, rpcdefs
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext
+from ganeti.noded.hypervisors import accel
 
 MIB = 1024 * 1024
 
@@ -81,6 +80,20 @@ def collect_node_info(paths: Paths, proc: str = "/proc", sys_dir: str = "/sys") 
     }
 
 
-def node_info(ctx: NodeContext) -> defer.Deferred[Any]:
-    """node_info, read in the thread pool."""
-    return ctx.run(collect_node_info, ctx.paths)
+def _accel(run_dir: str, known: tuple[str, str] | None) -> tuple[str, str]:
+    """What kvm guests run under here: the probe's answer, else what a start would use
+    without probing (blocking: reads the kept answer)."""
+    if known is not None:
+        return known
+    return accel.choose(run_dir, None, None)
+
+
+async def node_info(ctx: NodeContext) -> dict[str, Any]:
+    """node_info, read in the thread pool; with the kvm hypervisor, ``hv_accel`` says
+    what its guests run under ("kvm" or "qemu (TCG)") and ``hv_accel_reason`` why."""
+    out: dict[str, Any] = await ctx.run(collect_node_info, ctx.paths)
+    if ctx.kvm is not None:
+        kind, why = await ctx.run(_accel, ctx.paths.run_dir, ctx.kvm.accel)
+        out["hv_accel"] = accel.describe(kind)
+        out["hv_accel_reason"] = why
+    return out

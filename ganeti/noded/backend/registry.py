@@ -14,6 +14,7 @@ from ganeti.noded.backend import (
     info,
     instances,
     jobqueue,
+    masterip,
     oob,
     osdefs,
     roles,
@@ -51,6 +52,7 @@ def handlers() -> dict[str, Handler]:
         "instance_shutdown": instances.instance_shutdown,
         "instance_reboot": instances.instance_reboot,
         "instance_balloon_memory": instances.instance_balloon_memory,
+        "instance_events": instances.instance_events,
         "hypervisor_validate_params": hvvalidate.hypervisor_validate_params,
         "blockdev_create": blockdev.blockdev_create,
         "blockdev_remove": blockdev.blockdev_remove,
@@ -87,4 +89,7 @@ def handlers() -> dict[str, Handler]:
         "export_finalize": exports.export_finalize,
         "export_abort": exports.export_abort,
         "instance_import_disk": exports.instance_import_disk,
+        "node_activate_master_ip": masterip.node_activate_master_ip,
+        "node_deactivate_master_ip": masterip.node_deactivate_master_ip,
+        "node_change_master_netmask": masterip.node_change_master_netmask,
     }

@@ -2,7 +2,9 @@
 
 :mod:`.fake` is Ganeti's ``fake`` hypervisor (no virtual machine; the state
 of each running instance is a file), used by tests, simulations and virtual
-clusters without KVM.
+clusters without KVM.  :mod:`.kvm` is Ganeti's ``kvm`` hypervisor through
+libvirt: :mod:`.virt` owns the libvirt connection, :mod:`.domainxml` makes the
+domain documents, :mod:`.accel` decides between KVM and QEMU's TCG.
 """
 
-__all__ = ["fake"]
+__all__ = ["accel", "domainxml", "fake", "kvm", "virt"]

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ganeti.core import hvchecks
+
 #: Domain types: ``kvm`` where the node found that KVM boots a guest, else TCG.
 ACCEL_KVM = "kvm"
 ACCEL_TCG = "qemu"
@@ -33,7 +35,7 @@ BOOT_DEVICES = {"disk": "hd", "cdrom": "cdrom", "network": "network", "floppy": 
 IGNORED = frozenset({
     "migration_bandwidth", "migration_downtime", "migration_mode", "migration_port",
     "reboot_behavior", "user_shutdown", "kvm_flag", "security_model", "security_domain",
-    "vnc_password_file", "root_path", "keymap", "acpi", "use_localtime",
+    "root_path", "keymap", "acpi", "use_localtime",
 })
 
 #: Parameters the document is made from (a test keeps MAPPED | IGNORED equal to
@@ -42,8 +44,13 @@ MAPPED = frozenset({
     "boot_order", "cdrom_image_path", "cpu_cores", "cpu_mask", "cpu_sockets", "cpu_threads",
     "cpu_type", "disk_cache", "disk_type", "initrd_path", "kernel_args", "kernel_path",
     "kvm_extra", "machine_version", "mem_path", "nic_type", "serial_console", "serial_speed",
-    "usb_mouse", "vnc_bind_address", "vnc_tls",
+    "usb_mouse", "vnc_bind_address", "vnc_password_file", "vnc_tls",
 })
+
+#: The namespace of the node daemon's ``<metadata>`` element.
+METADATA_NS = "http://ganeti.org/ns/kvm-instance/1"
+METADATA_TAG = f"{{{METADATA_NS}}}instance"
+ET.register_namespace("ganeti", METADATA_NS)
 
 _CPU_MASK = re.compile(r"all|\d+(-\d+)?(,\d+(-\d+)?)*")
 
@@ -91,8 +98,17 @@ class DomainSpec:
     nics: Sequence[NicSpec] = ()
     accel: str = ACCEL_TCG
     vnc_port: int | None = None
-    uid: int | None = None  # from the uid pool (security_model=pool)
+    uid: int | None = None  # from the uid pool (pool) or the user's (security_model=user)
+    gid: int | None = None  # the user's group (user); the uid's number otherwise
     emulator: str | None = None
+    #: the serial console as a unix socket QEMU listens on, with a log of its output
+    #: (else a pty); see the shared interfaces of issue 17, item 3
+    serial_socket: str | None = None
+    serial_log: str | None = None
+    #: the VNC password (first line of ``vnc_password_file``, read by the node)
+    vnc_password: str | None = None
+    #: what the node daemon finds again after a restart (``<metadata>``)
+    metadata: Mapping[str, str] | None = None
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
@@ -113,14 +129,29 @@ def _choice(hv: Mapping[str, Any], param: str, table: Mapping[str, Any]) -> Any:
 
 
 def cpu_set(mask: str) -> str | None:
-    """A ``cpu_mask`` as libvirt's cpuset (None for ``all``); one mask for all vCPUs.
-
-    Ganeti's per-vCPU masks (``0:1:2``) are refused: libvirt pins each vCPU
-    separately, which this mapping does not do yet."""
+    """One CPU list of a ``cpu_mask`` as libvirt's cpuset (None for ``all``)."""
     if not _CPU_MASK.fullmatch(mask):
-        raise UnsupportedParameter("cpu_mask", f"'{mask}' is not a CPU list "
-                                               "(per-vCPU masks are not supported)")
+        raise UnsupportedParameter("cpu_mask", f"'{mask}' is not a CPU list")
     return None if mask == "all" else mask
+
+
+def cpu_pins(mask: str, vcpus: int) -> tuple[str | None, list[tuple[int, str]]]:
+    """A ``cpu_mask`` as (cpuset of the domain, [(vCPU, cpuset), ...]).
+
+    One list pins every vCPU; Ganeti's per-vCPU masks (``0-1:all:3``, one entry
+    per vCPU, as many as the instance has) pin each vCPU (``<vcpupin>``)."""
+    if ":" not in mask:
+        return cpu_set(mask), []
+    parts = mask.split(":")
+    if len(parts) != vcpus:
+        raise UnsupportedParameter("cpu_mask", f"{len(parts)} CPU masks for "
+                                               f"{vcpus} vCPU(s)")
+    pins = []
+    for index, part in enumerate(parts):
+        cpuset = cpu_set(part)
+        if cpuset is not None:
+            pins.append((index, cpuset))
+    return None, pins
 
 
 def _os(domain: ET.Element, spec: DomainSpec) -> None:
@@ -136,7 +167,9 @@ def _os(domain: ET.Element, spec: DomainSpec) -> None:
             _sub(os_el, "initrd", initrd)
         args = str(hv.get("kernel_args") or "")
         root = str(hv.get("root_path") or "")
-        if hv.get("serial_console"):
+        # the serial console at serial_speed, unless kernel_args name one already
+        if hv.get("serial_console") and not any(a.startswith("console=ttyS0")
+                                                for a in args.split()):
             args = f"{args} console=ttyS0,{int(hv.get('serial_speed') or 38400)}".strip()
         _sub(os_el, "cmdline", f"root={root} {args}".strip() if root else args)
     else:
@@ -145,9 +178,13 @@ def _os(domain: ET.Element, spec: DomainSpec) -> None:
 
 def _cpu(domain: ET.Element, spec: DomainSpec) -> None:
     hv = spec.hvparams
-    cpuset = cpu_set(str(hv.get("cpu_mask") or "all"))
+    cpuset, pins = cpu_pins(str(hv.get("cpu_mask") or "all"), spec.vcpus)
     _sub(domain, "vcpu", str(spec.vcpus), placement="static",
          **({"cpuset": cpuset} if cpuset else {}))
+    if pins:
+        tune = _sub(domain, "cputune")
+        for vcpu, pinned in pins:
+            _sub(tune, "vcpupin", vcpu=str(vcpu), cpuset=pinned)
     cores, threads, sockets = (int(hv.get(k) or 0)
                                for k in ("cpu_cores", "cpu_threads", "cpu_sockets"))
     cpu_type = str(hv.get("cpu_type") or "")
@@ -174,10 +211,11 @@ def _disks(devices: ET.Element, spec: DomainSpec) -> None:
     for index, disk in enumerate(spec.disks):
         el = _sub(devices, "disk", type="block" if disk.block else "file", device="disk")
         _sub(el, "driver", name="qemu", type="raw", **({"cache": cache} if cache else {}))
-        _sub(el, "source", **({"dev": disk.path} if disk.block else {"file": disk.path}))
+        source = _sub(el, "source", **({"dev": disk.path} if disk.block else
+                                       {"file": disk.path}))
         if disk.offset is not None or disk.size is not None:
-            # a range of the file or device (libvirt's <slices>)
-            slices = _sub(el, "slices")
+            # a range of the file or device (libvirt's <slices>, inside <source>)
+            slices = _sub(source, "slices")
             _sub(slices, "slice", type="storage", offset=str(disk.offset or 0),
                  size=str(disk.size or 0))
         _sub(el, "target", dev=f"{prefix}{chr(ord('a') + index)}", bus=bus)
@@ -212,9 +250,17 @@ def _nics(devices: ET.Element, spec: DomainSpec) -> None:
 def _consoles(devices: ET.Element, spec: DomainSpec) -> None:
     hv = spec.hvparams
     if hv.get("serial_console"):
-        serial = _sub(devices, "serial", type="pty")
+        kind = "unix" if spec.serial_socket else "pty"
+        serial = _sub(devices, "serial", type=kind)
+        if spec.serial_socket:
+            _sub(serial, "source", mode="bind", path=spec.serial_socket)
+            if spec.serial_log:
+                _sub(serial, "log", file=spec.serial_log, append="off")
         _sub(serial, "target", port="0")
-        console = _sub(devices, "console", type="pty")
+        # the console is the first serial port (libvirt's alias of it)
+        console = _sub(devices, "console", type=kind)
+        if spec.serial_socket:
+            _sub(console, "source", mode="bind", path=spec.serial_socket)
         _sub(console, "target", type="serial", port="0")
     address = str(hv.get("vnc_bind_address") or "")
     if address:
@@ -223,6 +269,8 @@ def _consoles(devices: ET.Element, spec: DomainSpec) -> None:
         if hv.get("vnc_tls"):
             raise UnsupportedParameter("vnc_tls", "VNC over TLS is not supported yet")
         attrs = {"port": str(spec.vnc_port), "autoport": "no", "listen": address}
+        if spec.vnc_password:
+            attrs["passwd"] = spec.vnc_password
         _sub(devices, "graphics", type="vnc", **attrs)
     if hv.get("usb_mouse"):
         _sub(devices, "input", type=str(hv["usb_mouse"]), bus="usb")
@@ -231,6 +279,9 @@ def _consoles(devices: ET.Element, spec: DomainSpec) -> None:
 def domain_xml(spec: DomainSpec) -> str:
     """The domain document for ``spec``; UnsupportedParameter names what cannot be done."""
     hv = spec.hvparams
+    refused = hvchecks.kvm_libvirt_refusal(hv)  # the master's syntax check, again
+    if refused is not None:
+        raise UnsupportedParameter(*refused)
     if spec.accel not in (ACCEL_KVM, ACCEL_TCG):
         raise UnsupportedParameter("kvm_flag", f"unknown domain type {spec.accel!r}")
     for param in ("mem_path", "kvm_extra"):
@@ -239,6 +290,9 @@ def domain_xml(spec: DomainSpec) -> str:
     domain = ET.Element("domain", type=spec.accel)
     _sub(domain, "name", spec.name)
     _sub(domain, "uuid", spec.uuid)
+    if spec.metadata:
+        meta = _sub(domain, "metadata")
+        ET.SubElement(meta, METADATA_TAG, {k: str(v) for k, v in spec.metadata.items()})
     _sub(domain, "memory", str(spec.memory_mib), unit="MiB")
     _cpu(domain, spec)
     _os(domain, spec)
@@ -257,6 +311,35 @@ def domain_xml(spec: DomainSpec) -> str:
     _consoles(devices, spec)
     if spec.uid is not None:
         label = _sub(domain, "seclabel", type="static", model="dac", relabel="yes")
-        _sub(label, "label", f"+{spec.uid}:+{spec.uid}")
+        gid = spec.uid if spec.gid is None else spec.gid
+        _sub(label, "label", f"+{spec.uid}:+{gid}")
     ET.indent(domain)
     return ET.tostring(domain, encoding="unicode")
+
+
+def read_metadata(xml: str) -> dict[str, str] | None:
+    """The node daemon's ``<metadata>`` of a domain document; None if it has none
+    (a domain the node daemon did not start)."""
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError:
+        return None
+    element = root.find(f"metadata/{METADATA_TAG}")
+    return None if element is None else dict(element.attrib)
+
+
+def disk_targets(xml: str, path: str) -> list[str]:
+    """The target devices (``vda``...) of a domain document's disks opened at ``path``."""
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError:
+        return []
+    found = []
+    for disk in root.findall("devices/disk"):
+        source = disk.find("source")
+        target = disk.find("target")
+        if source is None or target is None:
+            continue
+        if path in (source.get("file"), source.get("dev")) and target.get("dev"):
+            found.append(str(target.get("dev")))
+    return found

@@ -3,7 +3,8 @@
 // most one request at a time.  Users with write access (GET /dashboard/access)
 // get Start, Stop and Reboot buttons per instance: each submits Ganeti's RAPI
 // call, shows the job it made (a link to its row in the jobs table) and keeps
-// the instance's buttons disabled until that job has finished.
+// the instance's buttons disabled until that job has finished, and a Console
+// button per running kvm instance with a serial console (console.js).
 
 import { getJson, HttpError, sendJson, useCredentials } from "./api.js";
 import { $, el, placeholder, setMessage, setText } from "./dom.js";
@@ -12,6 +13,7 @@ import {
   shortTime, touchesInstances,
 } from "./format.js";
 import { FINAL_STATUSES } from "./jobstate.js";
+import { hasSerialConsole, openConsole, startConsole } from "./console.js";
 
 const COLUMNS = 8;
 /** Milliseconds between a job's event and the reload it causes (events come in bursts). */
@@ -228,6 +230,11 @@ function actionsCell(instance) {
   for (const button of td.querySelectorAll("button")) {
     button.disabled = Boolean(job);
   }
+  if (hasSerialConsole(instance)) {  // not disabled by a running job: it only attaches
+    td.append(el("button", { cls: "instance-console", text: "Console",
+      attrs: { type: "button", "data-instance": name,
+        "aria-label": `Serial console of instance ${name}` } }), " ");
+  }
   if (job) {
     const note = el("span", { cls: "instance-job muted", attrs: { role: "status" } });
     if (job.id === null) {
@@ -313,7 +320,13 @@ export function startInstances(options) {
   hooks = { ...hooks, ...options };
   $("refresh-instances").addEventListener("click", loadInstances);
   $("sign-in").addEventListener("click", () => loadAccess(true));
+  startConsole();
   $("instances-body").addEventListener("click", (event) => {
+    const consoleButton = event.target.closest("button.instance-console");
+    if (consoleButton) {
+      openConsole(consoleButton.dataset.instance);
+      return;
+    }
     const button = event.target.closest("button.instance-action");
     if (!button || button.disabled) {
       return;

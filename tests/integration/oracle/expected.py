@@ -33,8 +33,6 @@ NO_INSTANCE_CHECKS = ("not built yet: cluster verify and cluster modify do not l
 NO_STORAGE = ("not built yet: spindle reports from LVM; we report spindles from ndparams "
               "where Ganeti, without LVM exclusive storage, reports none")
 NO_WCONFD = "not built: we have no separate WConfD daemon (the config lives in masterd)"
-NO_NETMASK = ("not built yet: changing the master netmask (reconfigures the master IP on "
-              "the master node); the parameter is refused while parsing")
 NO_CONFIG_WARNINGS = ("not built yet: Ganeti verifies the whole config on every write and "
                       "prints 'Configuration data is not consistent: ...' as job feedback")
 
@@ -112,7 +110,6 @@ REASONS: dict[str, str] = {
     "rapi-node": NO_STORAGE,
     "rapi-modify-node-ndparams": NO_STORAGE,
     "debug-wconfd-echo": NO_WCONFD,
-    "cluster-modify-master-netmask-bad": NO_NETMASK,
     "node-modify-demote-candidate": NO_CONFIG_WARNINGS,
     "node-modify-promote-candidate": NO_CONFIG_WARNINGS,
     # Ganeti bugs and quirks

@@ -26,8 +26,6 @@ DIFFS: dict[str, str] = {
         'step 0 stderr:\n-Failed to parse request: SubmitJob: Can\'t parse value for \'enabled_disk_templates[0]\': expected a disk template: "blockdev", "diskless", "drbd", "ext", "file", "gluster", "plain", "rbd", "sharedfile", got "floppy"\n+Failed to parse request: SubmitJob: Can\'t parse value for \'enabled_disk_templates\': Invalid string value for type DiskTemplate: "floppy"',
     'cluster-modify-hypervisors-unknown':
         'step 0 stderr:\n-Failed to parse request: SubmitJob: Can\'t parse value for \'enabled_hypervisors[0]\': expected a hypervisor: "chroot", "fake", "kvm", "lxc", "xen-hvm", "xen-pvm", got "vmware"\n+Failed to parse request: SubmitJob: Can\'t parse value for \'enabled_hypervisors\': Invalid string value for type Hypervisor: "vmware"',
-    'cluster-modify-master-netmask-bad':
-        "step 0 stderr:\n-Unhandled protocol error while talking to the master daemon:\n-Failed to parse request: SubmitJob: Opcode 0: Parameter 'OP_CLUSTER_SET_PARAMS.master_netmask' is not supported yet (only null or an empty value is accepted)\n+Failure: prerequisites not met for this operation:\n+error type: wrong_input, error details:\n+CIDR netmask (99) not valid",
     'cluster-add-tags-bad':
         "step 0 stderr:\n-Tag contains invalid characters: 'has space'\n+Tag contains invalid characters",
     'cluster-add-tags-too-long':

@@ -1,0 +1,115 @@
+"""Debian's real clients drive a real VM through our daemons on a namespaced cluster:
+the RAPI client, run in the cluster's client namespace, reaches RAPI at the live
+master IP (on the master node's br0) and creates, shuts down, starts and removes a
+kvm instance; Debian's gnt-instance reboots and stops one and shows its console
+command.  Three or four TCG boots."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import unittest
+
+from tests.integration.helpers import VCLUSTER
+from tests.integration.kvmcluster import MARKER, KvmClusterCase
+from tests.integration.test_rapi_compat import DRIVER, RAPI_CLIENT, SYSTEM_PYTHON, call
+
+DEBIAN = "/usr/share/ganeti/3.0"
+
+
+class RealClientsKvmTest(KvmClusterCase):
+    """Tests run in name order on one cluster."""
+
+    NODE = 3
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        if not (os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)
+                and os.path.exists(os.path.join(DEBIAN, "gnt-instance"))):
+            raise unittest.SkipTest("Debian's ganeti-3.0 and python3-ganeti-rapi are not "
+                                    "installed (make install-compat installs them)")
+        super().setUpClass()
+        if cls.REASON:
+            return
+        cls.driver = os.path.join(cls.tmp, "driver.py")
+        with open(cls.driver, "w", encoding="utf-8") as f:
+            f.write(DRIVER)
+        with open(os.path.join(cls.dir, "rapi-credentials"), encoding="utf-8") as f:
+            cls.user, cls.password = f.read().split()
+        cls.name = cls.instance_name(cls, "rvm1")
+
+    def rapi(self, *calls: list) -> list:
+        """The calls by Debian's RAPI client from the client namespace, at the master IP."""
+        opts = {"host": self.plan.master_ip, "port": 5080, "user": self.user,
+                "password": self.password}
+        request = json.dumps({"client": opts, "calls": list(calls)})
+        proc = subprocess.run([VCLUSTER, "exec", self.dir, "--client", "--",
+                               SYSTEM_PYTHON, "-I", self.driver], input=request,
+                              capture_output=True, text=True, timeout=300, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        out = json.loads(proc.stdout)
+        for value in out:
+            self.assertIn("ok", value, value)
+        return [v["ok"] for v in out]
+
+    def job_ok(self, job_id: int) -> None:
+        (status,) = self.rapi(call("wait_job", job_id, 240))
+        self.assertEqual(status, "success")
+
+    def debian(self, *argv: str) -> subprocess.CompletedProcess:
+        proc = self.exec_in(os.path.join(DEBIAN, "gnt-instance"), *argv, check=False)
+        self.assertEqual(proc.returncode, 0, f"{argv}: {proc.stdout}{proc.stderr}")
+        return proc
+
+    def test_1_master_ip_is_live_and_rapi_answers_there(self) -> None:
+        out = subprocess.run(["ip", "-n", self.plan.node_ns(1), "-o", "-4", "address", "show",
+                              "dev", "br0"], capture_output=True, text=True, check=True).stdout
+        self.assertIn(f"{self.plan.master_ip}/", out)
+        (info,) = self.rapi(call("GetInfo"))
+        self.assertEqual(info["master"], self.node_name(1))
+        self.assertIn("kvm", info["enabled_hypervisors"])
+
+    def test_2_rapi_creates_a_kvm_instance_that_boots(self) -> None:
+        log = self.follow(self.NODE, self.name)
+        (job,) = self.rapi(call(
+            "CreateInstance", "create", self.name, "file", [{"size": 1024}],
+            [{"ip": self.plan.instance_ip(20)}], os="busybox", pnode=self.node_name(self.NODE),
+            hypervisor="kvm", beparams={"maxmem": 128, "minmem": 128}, name_check=False,
+            ip_check=False))
+        self.job_ok(job)
+        log.wait_for(rf"^{MARKER} {self.name}$")
+        (inst,) = self.rapi(call("GetInstance", self.name))
+        self.assertEqual(inst["status"], "running")
+        self.assertEqual(inst["hypervisor"], "kvm")
+
+    def test_3_rapi_shutdown_and_startup(self) -> None:
+        (job,) = self.rapi(call("ShutdownInstance", self.name))
+        self.job_ok(job)
+        self.assertNotIn(self.name, self.domains(self.NODE))
+        log = self.follow(self.NODE, self.name)
+        (job,) = self.rapi(call("StartupInstance", self.name))
+        self.job_ok(job)
+        log.wait_for(rf"^{MARKER} {self.name}$")
+
+    def test_4_debian_gnt_instance_reboot_console_stop(self) -> None:
+        log = self.follow(self.NODE, self.name)
+        log.wait_for(rf"^{MARKER} {self.name}$", timeout=5)
+        self.debian("reboot", "--type", "hard", self.name)
+        log.wait_for(rf"^{MARKER} {self.name}$")
+        out = self.debian("list", "--no-headers", "-o", "name,hypervisor,status,pnode",
+                          self.name).stdout.split()
+        self.assertEqual(out, [self.name, "kvm", "running", self.node_name(self.NODE)])
+        shown = self.debian("console", "--show-cmd", self.name).stdout
+        self.assertIn(self.node_name(self.NODE), shown)
+        self.assertIn(f"{self.name}.serial", shown)
+        self.debian("stop", self.name)
+        self.assertNotIn(self.name, self.domains(self.NODE))
+
+    def test_5_rapi_removes_it(self) -> None:
+        (job,) = self.rapi(call("DeleteInstance", self.name))
+        self.job_ok(job)
+        self.assertEqual(self.qemu_pids(self.name), [])
+        (names,) = self.rapi(call("GetInstances"))
+        self.assertNotIn(self.name, names)
+
