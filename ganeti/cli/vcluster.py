@@ -523,6 +523,8 @@ def start_all(vc: VCluster, ctx: Context) -> list[str]:
         if undone:
             ctx.err(f"Stopped again: {', '.join(undone)}")
         raise
+    if any(d == constants.MASTERD for _n, d in started):
+        vcluster_ns.wait_master_ip(vc, ctx)
     return [f"{d}@{n.name}" for n, d in started]
 
 

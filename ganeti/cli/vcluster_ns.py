@@ -320,6 +320,32 @@ def start_node_services(vc: Any, ctx: Context) -> None:
             ctx.out(f"Started libvirtd@{node.name} ({took:.2f}s)")
 
 
+#: Seconds masterd may take to bring the master IP up once it answers (Ganeti's
+#: setup script pings the address for ~1 s and announces it with 3 ARPs, ~2 s).
+MASTER_IP_TIMEOUT = 30.0
+
+
+def master_ip_up(plan: netns.NetPlan) -> bool:
+    """Whether the master IP is on the master node's br0."""
+    proc = subprocess.run(["ip", "-n", plan.node_ns(1), "-o", "-4", "address", "show",
+                           "dev", "br0"], capture_output=True, text=True, check=False)
+    return f" {plan.master_ip}/" in proc.stdout
+
+
+def wait_master_ip(vc: Any, ctx: Context, timeout: float = MASTER_IP_TIMEOUT) -> bool:
+    """After masterd started: wait until it has activated the master IP (what clients
+    at the cluster's address need), and say so; a warning if it did not."""
+    plan = plan_of(vc)
+    if plan is None:
+        return False
+    if daemons.wait_for(functools.partial(master_ip_up, plan), timeout, interval=0.2):
+        ctx.out(f"Master IP {plan.master_ip} up on {vc.master}'s br0")
+        return True
+    ctx.err(f"Warning: the master IP {plan.master_ip} is not up after {timeout:g}s "
+            "(see the master daemon's log)")
+    return False
+
+
 def stop_node_services(vc: Any, ctx: Context) -> list[str]:
     """After the daemons stopped: every node's domains and libvirt daemons."""
     if plan_of(vc) is None or not vc.libvirt:

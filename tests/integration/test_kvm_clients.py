@@ -81,7 +81,7 @@ class RealClientsKvmTest(KvmClusterCase):
         log.wait_for(rf"^{MARKER} {self.name}$")
         (inst,) = self.rapi(call("GetInstance", self.name))
         self.assertEqual(inst["status"], "running")
-        self.assertEqual(inst["hypervisor"], "kvm")
+        self.assertEqual(inst["hvparams"]["kernel_path"][-7:], "vmlinux")
 
     def test_3_rapi_shutdown_and_startup(self) -> None:
         (job,) = self.rapi(call("ShutdownInstance", self.name))
