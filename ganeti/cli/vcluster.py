@@ -100,10 +100,12 @@ class VCluster:
         try:
             nodes = [VNode(**n) for n in data["nodes"]]
             plan = netns.NetPlan.from_dict(data["netns"]) if data.get("netns") else None
-            return cls(directory, data["cluster_name"], data["domain"], data["master"], nodes,
-                       plan, bool(data.get("libvirt", False)))
+            vc = cls(directory, data["cluster_name"], data["domain"], data["master"], nodes,
+                     plan, bool(data.get("libvirt", False)))
         except (KeyError, TypeError, ValueError) as err:
             raise errors.ConfigurationError(f"{path} is corrupt: missing or bad {err}") from None
+        vcluster_ns.link_roots(vc)
+        return vc
 
     def save(self) -> None:
         """Write DIR/vcluster.json."""
@@ -410,9 +412,9 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
         except ValueError:
             raise UsageError(f"--ip-base {opts.ip_base!r} plus a node number is not an IP "
                              "address (expected something like 127.0.1.)") from None
-    nodes = [VNode(f"node{k}.{opts.domain}", ips[k - 1],
-                   os.path.join(directory, f"node{k}.{opts.domain}"))
-             for k in range(1, opts.nodes + 1)]
+    names = [f"node{k}.{opts.domain}" for k in range(1, opts.nodes + 1)]
+    nodes = [VNode(name, ip, vcluster_ns.node_root(plan, name) if plan is not None
+                   else os.path.join(directory, name)) for name, ip in zip(names, ips, strict=True)]
     vc = VCluster(directory, opts.name or f"cluster.{opts.domain}", opts.domain,
                   nodes[0].name, nodes, plan, plan is not None and libvirt)
     master = nodes[0]
@@ -436,7 +438,9 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
                                            creating=True) from None
     os.makedirs(directory, exist_ok=True)
     for node in nodes:
-        os.makedirs(node.root, exist_ok=True)
+        os.makedirs(os.path.join(directory, node.name), exist_ok=True)
+    vcluster_ns.link_roots(vc)
+    for node in nodes:
         link_os_definitions(node.paths)
         allow_file_storage(node.paths, [init.file_storage_dir, init.shared_file_storage_dir],
                            master.root)
@@ -452,7 +456,8 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
     except BaseException:
         vcluster_ns.remove_network(vc, ctx)
         for node in nodes:
-            shutil.rmtree(node.root, ignore_errors=True)
+            shutil.rmtree(os.path.join(directory, node.name), ignore_errors=True)
+        vcluster_ns.unlink_roots(vc)
         raise
     fileutil.atomic_write(os.path.join(directory, CREDENTIALS_FILE),
                           f"{result.rapi_user} {result.rapi_password}\n", mode=0o600)
@@ -654,5 +659,6 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     stop_all(vc, ctx)
     vcluster_ns.remove_network(vc, ctx)
     shutil.rmtree(vc.directory)
+    vcluster_ns.unlink_roots(vc)
     ctx.out(f"Destroyed the virtual cluster in {vc.directory}.")
     return constants.EXIT_SUCCESS

@@ -76,6 +76,44 @@ def find_guest() -> Any:
     return module.find_guest()
 
 
+# -- short node roots ------------------------------------------------------------------
+
+#: Where a namespaced cluster's node roots are reached by short paths: a QEMU serial
+#: console socket lives under its node's root, and a UNIX socket path has at most 107
+#: bytes, whatever directory the cluster was created in.
+SHORT_ROOT_BASE = "/run"
+
+
+def short_root_dir(plan: netns.NetPlan) -> str:
+    """``/run/gvc<id>``: the cluster's directory of node root links."""
+    return os.path.join(SHORT_ROOT_BASE, plan.prefix.rstrip("-"))
+
+
+def node_root(plan: netns.NetPlan, name: str) -> str:
+    """The root of node ``name`` as its daemons see it: a link to ``DIR/<name>``."""
+    return os.path.join(short_root_dir(plan), name)
+
+
+def link_roots(vc: Any) -> None:
+    """Make (again: /run is emptied at boot) each node root link to ``DIR/<name>``."""
+    plan = plan_of(vc)
+    if plan is None:
+        return
+    for node in vc.nodes:
+        target = os.path.join(vc.directory, node.name)
+        if node.root == target or os.path.islink(node.root):
+            continue
+        os.makedirs(os.path.dirname(node.root), mode=0o755, exist_ok=True)
+        os.symlink(target, node.root)
+
+
+def unlink_roots(vc: Any) -> None:
+    """Remove the node root links (never what they point to)."""
+    plan = plan_of(vc)
+    if plan is not None:
+        shutil.rmtree(short_root_dir(plan), ignore_errors=True)
+
+
 # -- per-node libvirt -----------------------------------------------------------------
 
 def libvirt_dir(root: str, part: str = "") -> str:

@@ -173,8 +173,9 @@ class KvmClusterCase(SynchronousTestCase):
     def setUpClass(cls) -> None:
         if cls.REASON:
             return
-        # short: a serial console socket path (under the node root) has at most 107 bytes
-        cls.tmp = tempfile.mkdtemp(prefix="gk-", dir="/tmp")
+        # a long directory on purpose: node roots are reached through short links
+        # (/run/gvc<id>/<node>), so serial console sockets stay under 107 bytes
+        cls.tmp = tempfile.mkdtemp(prefix="ganeti-kvm-instances-")
         cls.dir = os.path.join(cls.tmp, "vc")
         try:
             run([VCLUSTER, "create", cls.dir, "--namespaces", "--nodes", str(cls.NODES)],
