@@ -180,13 +180,19 @@ class KvmClusterCase(SynchronousTestCase):
         try:
             run([VCLUSTER, "create", cls.dir, "--namespaces", "--nodes", str(cls.NODES)],
                 timeout=300)
-            run([VCLUSTER, "start", cls.dir], timeout=180)
+            run([*cls.start_prefix(), VCLUSTER, "start", cls.dir], timeout=180)
             with open(os.path.join(cls.dir, "vcluster.json"), encoding="utf-8") as f:
                 cls.state = json.load(f)
             cls.plan = netns.NetPlan.from_dict(cls.state["netns"])
         except BaseException:
             cls.tearDownClass()
             raise
+
+    @classmethod
+    def start_prefix(cls) -> list[str]:
+        """What ``ganeti-vcluster start`` runs under (a subclass's mount namespace:
+        every daemon inherits it), after ``create``; none by default."""
+        return []
 
     @classmethod
     def tearDownClass(cls) -> None:
