@@ -25,6 +25,7 @@ import atexit
 import glob
 import os
 import shutil
+import subprocess
 import tempfile
 
 PACKAGE_DIR = "/usr/share/ganeti/os/debootstrap"
@@ -106,3 +107,41 @@ def link_os(node_root: str) -> None:
     link = os.path.join(os_dir, "debootstrap")
     if not os.path.lexists(link):
         os.symlink(PACKAGE_DIR, link)
+
+
+def cache_file(cache: str, suite: str) -> str | None:
+    """The package's cache tar for ``suite`` in ``cache``, if there is one."""
+    found = sorted(glob.glob(os.path.join(cache, f"cache-{suite}-*.tar")))
+    return found[0] if found else None
+
+
+def fill_cache(defaults: str, cache: str, suite: str, timeout: float = 900) -> str:
+    """Make sure ``cache`` holds the package's tar for ``suite``; its path.
+
+    A cluster whose nodes are network namespaces cannot reach the mirror, so a
+    test that installs there needs the cache first: the package's own ``create``
+    runs once on this host (OS API 10 environment, a scratch file as disk 0) under
+    :func:`mount_wrapper`, as a node daemon would run it, and leaves the tar."""
+    found = cache_file(cache, suite)
+    if found:
+        return found
+    scratch = tempfile.mkdtemp(prefix="ganeti-debootstrap-fill-")
+    try:
+        image = os.path.join(scratch, "disk0")
+        with open(image, "wb") as f:
+            f.truncate(1 << 30)
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "OS_API_VERSION": "10",
+               "INSTANCE_NAME": "cache-fill.invalid", "HYPERVISOR": "kvm",
+               "DISK_COUNT": "1", "DISK_0_PATH": image, "NIC_COUNT": "0"}
+        done = subprocess.run([*mount_wrapper(defaults, cache), "sh", "-c",
+                               f"cd {PACKAGE_DIR} && exec ./create"], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode:
+            raise AssertionError(f"the package's create failed ({done.returncode}): "
+                                 f"{(done.stdout + done.stderr)[-3000:]}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    found = cache_file(cache, suite)
+    if not found:
+        raise AssertionError(f"the package's create left no cache in {cache}")
+    return found

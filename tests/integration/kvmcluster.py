@@ -61,9 +61,12 @@ class ConsoleLog:
         self.buf = b""
         self.seen = ""
 
-    def wait_for(self, pattern: str, timeout: float = BOOT_TIMEOUT) -> str:
-        """Read until a line matches ``pattern`` (a regex); that line. AssertionError
-        with the output read so far after ``timeout``."""
+    def wait_for(self, pattern: str, timeout: float = BOOT_TIMEOUT,
+                 partial: bool = False) -> str:
+        """Read until a line matches ``pattern`` (a regex); that line. With
+        ``partial`` the line read so far counts too (a prompt such as ``login:``
+        ends without a newline). AssertionError with the output read so far after
+        ``timeout``."""
         regex = re.compile(pattern)
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None
@@ -73,6 +76,10 @@ class ConsoleLog:
                 raw, self.buf = self.buf.split(b"\n", 1)
                 line = raw.decode("utf-8", "replace").rstrip("\r")
                 self.seen += line + "\n"
+                if regex.search(line):
+                    return line
+            if partial:
+                line = self.buf.decode("utf-8", "replace").rstrip("\r")
                 if regex.search(line):
                     return line
             left = deadline - time.monotonic()
