@@ -208,8 +208,9 @@ def cmd_list_fields(ctx: Context, opts: argparse.Namespace) -> int:
                                      not opts.no_headers)
 
 
-def node_info_entries(row: Sequence[Any]) -> list[table.Entry]:
-    """What ``gnt-node info`` shows of one node (a row of :data:`INFO_FIELDS`)."""
+def node_info_entries(row: Sequence[Any], accel: str | None = None) -> list[table.Entry]:
+    """What ``gnt-node info`` shows of one node (a row of :data:`INFO_FIELDS`);
+    ``accel``: what its kvm guests run under (``hv_accel``), when known."""
     (name, pip, sip, pinst, sinst, is_mc, drained, offline, master_capable, vm_capable,
      powered, ndparams, custom_ndparams) = row
     info: list[table.Entry] = [
@@ -224,6 +225,8 @@ def node_info_entries(row: Sequence[Any]) -> list[table.Entry]:
         info.append(("powered", powered))
     info.append(("master_capable", master_capable))
     info.append(("vm_capable", vm_capable))
+    if vm_capable and accel:
+        info.append(("kvm guests run under", accel))
     if vm_capable:
         info.append(("primary for instances", sorted(pinst or [])))
         info.append(("secondary for instances", sorted(sinst or [])))
@@ -238,8 +241,25 @@ def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
     As Ganeti's: the classic QueryNodes, which skips unknown names (exit 0).
     """
     rows = ctx.luxi().call("QueryNodes", list(opts.names), INFO_FIELDS, False)
-    ctx.out(table.format_generic_info([node_info_entries(row) for row in rows]))
+    accel = _kvm_accel(ctx, rows)
+    ctx.out(table.format_generic_info([node_info_entries(row, accel.get(row[0]))
+                                       for row in rows]))
     return c.EXIT_SUCCESS
+
+
+def _kvm_accel(ctx: Context, rows: Sequence[Sequence[Any]]) -> dict[str, str]:
+    """Node name -> what its kvm guests run under ("kvm" or "qemu (TCG)"), for the
+    online vm_capable nodes of ``rows`` when the cluster enables kvm: the
+    ``hv_accel`` field (an extension, asked of the nodes; nothing is shown where a
+    node does not answer)."""
+    names = [row[0] for row in rows if row[9] and not row[7]]
+    if not names:
+        return {}
+    info = ctx.luxi().call("QueryClusterInfo")
+    if c.HT_KVM not in (info or {}).get("enabled_hypervisors", []):
+        return {}
+    found = ctx.luxi().call("QueryNodes", names, ["name", "hv_accel"], False)
+    return {name: value for name, value in found if isinstance(value, str)}
 
 
 # --- tags ------------------------------------------------------------------------

@@ -65,6 +65,7 @@ class Field(Generic[T]):
     split_timestamp: bool = False
     hostname: bool = False
     live: bool = False
+    extension: bool = False
 
     def __post_init__(self) -> None:
         check_field(self.name, self.title, self.kind, self.doc)
@@ -74,7 +75,7 @@ class Field(Generic[T]):
         """The declared field, computed by ``getter``."""
         return cls(decl.name, decl.title, decl.kind, decl.doc, getter,
                    split_timestamp=decl.split_timestamp, hostname=decl.hostname,
-                   live=decl.live)
+                   live=decl.live, extension=decl.extension)
 
     def fielddef(self) -> dict[str, str]:
         """The field definition as sent to clients."""
@@ -141,9 +142,11 @@ def nice_sort_key(name: str) -> list[Any]:
 
 
 def query_fields(table: Mapping[str, Field[Any]], names: Any) -> dict[str, Any]:
-    """The answer to QueryFields: the named fields in order, or all sorted by name."""
+    """The answer to QueryFields: the named fields in order, or all sorted by name
+    (Ganeti's: extension fields only when named)."""
     if names is None:
-        return {"fields": [table[n].fielddef() for n in sorted(table, key=nice_sort_key)]}
+        return {"fields": [table[n].fielddef() for n in sorted(table, key=nice_sort_key)
+                           if not table[n].extension]}
     return {"fields": [table[n].fielddef() if n in table else unknown_fielddef(n)
                        for n in _check_names(names, "Fields")]}
 

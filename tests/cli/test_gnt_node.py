@@ -46,6 +46,7 @@ class ScriptedMaster(LuxiMethods):
         self.logs: dict[int, list[list[Any]]] = {}
         self.jobs: dict[int, dict[str, Any]] = {}
         self.tags: dict[tuple[str, str | None], list[str]] = {}
+        self.cluster_info: dict[str, Any] = {"enabled_hypervisors": ["fake"]}
         self.next_id = 1
 
     # what the tests look at
@@ -98,6 +99,9 @@ class ScriptedMaster(LuxiMethods):
         names = fields if fields is not None else sorted(defs)
         return {"fields": [defs.get(f, fielddef(f, f, c.QFT_UNKNOWN, "unknown field"))
                            for f in names]}
+
+    def _QueryClusterInfo(self) -> dict[str, Any]:
+        return self.cluster_info
 
     def _QueryTags(self, kind: str, name: str | None) -> list[str]:
         return self.tags.get((kind, name), [])
@@ -366,7 +370,25 @@ class InfoTest(FakeNodeTestCase):
             "    spindle_count: default (1)",
             "    ssh_port: default (22)",
         ]) + "\n")
-        self.assertEqual(self.fake.calls, [("QueryNodes", ([], gnt_node.INFO_FIELDS, False))])
+        # kvm is not enabled: no node is asked what its guests run under
+        self.assertEqual(self.fake.calls, [("QueryNodes", ([], gnt_node.INFO_FIELDS, False)),
+                                           ("QueryClusterInfo", ())])
+
+    def test_what_kvm_guests_run_under(self):
+        self.fake.cluster_info = {"enabled_hypervisors": ["kvm", "fake"]}
+        self.fake.items["node"][0]["hv_accel"] = "qemu (TCG)"
+        r = self.node("info")
+        self.assertEqual(r.code, 0, r.err)
+        lines = r.out.splitlines()
+        self.assertEqual(lines[7:9], ["  vm_capable: True",
+                                      "  kvm guests run under: qemu (TCG)"])
+        # node2 is not vm_capable: not asked, nothing shown
+        self.assertEqual(r.out.count("kvm guests run under"), 1)
+        self.assertEqual(self.fake.calls[-1],
+                         ("QueryNodes", (["node1.example.com"], ["name", "hv_accel"], False)))
+        # a node that does not answer shows no line
+        del self.fake.items["node"][0]["hv_accel"]
+        self.assertNotIn("kvm guests run under", self.node("info").out)
 
     def test_show_is_info_and_names_select(self):
         r = self.node("show", "node2")

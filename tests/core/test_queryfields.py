@@ -34,7 +34,10 @@ class DeclarationTest(SynchronousTestCase):
     def test_live_fields_are_the_node_info_ones(self):
         self.assertEqual(nodes.NODE_LIVE_FIELDS, {
             "bootid", "cnodes", "cnos", "csockets", "ctotal", "dfree", "dtotal", "spfree",
-            "sptotal", "mfree", "mnode", "mtotal"})
+            "sptotal", "mfree", "mnode", "mtotal", "hv_accel"})
+        # hv_accel is ours: Ganeti has no such field, so it is the one extension
+        self.assertEqual([n for n, d in nodes.NODE_FIELDS.items() if d.extension],
+                         ["hv_accel"])
         for what, table in catalog.RESOURCES.items():
             if what not in (c.QR_NODE, c.QR_INSTANCE):
                 self.assertFalse([n for n, d in table.items() if d.live], what)

@@ -64,6 +64,15 @@ class KvmLifecycleTest(KvmClusterCase):
             ping = self.exec_in("busybox", "ping", "-c", "1", "-W", "10", self.ip,
                                 node=self.node_name(k), check=False)
             self.assertEqual(ping.returncode, 0, ping.stdout + ping.stderr)
+        # the node says what its guests run under (the domain type libvirt was given)
+        accel = self.gnt("gnt-node", "list", "--no-headers", "-o", "hv_accel",
+                         self.node_name(self.NODE)).stdout.strip()
+        self.assertIn(accel, ("kvm", "qemu (TCG)"))
+        info = self.gnt("gnt-node", "info", self.node_name(self.NODE)).stdout
+        self.assertIn(f"  kvm guests run under: {accel}\n", info)
+        domain_type = "kvm" if accel == "kvm" else "qemu"
+        self.assertIn(f"<domain type='{domain_type}'", self.virsh(self.NODE, "dumpxml",
+                                                                  self.name))
 
     def test_2_reboot(self) -> None:
         log = self.follow(self.NODE, self.name)

@@ -64,7 +64,10 @@ class FieldDecl:
     ``live``: the value comes from the nodes (a node_info call), not from
     the config; ``split_timestamp`` and ``hostname`` tell the filter code
     how to compare (:class:`ganeti.core.qlang.FieldSpec`); ``schema``: the
-    JSON schema of a value, when its kind alone does not say enough.
+    JSON schema of a value, when its kind alone does not say enough;
+    ``extension``: a field of ours that Ganeti does not have, answered when
+    asked for by name but left out of the list of all fields (QueryFields
+    without names, ``list-fields``), so that list stays Ganeti's.
     """
 
     name: str
@@ -75,6 +78,7 @@ class FieldDecl:
     split_timestamp: bool = False
     hostname: bool = False
     schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    extension: bool = False
 
     def __post_init__(self) -> None:
         check_field(self.name, self.title, self.kind, self.doc)

@@ -111,6 +111,9 @@ NODE_FIELDS: dict[str, FieldDecl] = decl_table([
     _live("mfree", "MFree", c.QFT_UNIT, "Memory available for instance allocations"),
     _live("mnode", "MNode", c.QFT_UNIT, "Amount of memory used by node (dom0 for Xen)"),
     _live("mtotal", "MTotal", c.QFT_UNIT, "Total amount of memory of physical machine"),
+    FieldDecl("hv_accel", "HvAccel", c.QFT_TEXT, "What the node's kvm guests run under: "
+              "kvm, or qemu (TCG) where KVM cannot boot a guest (extension)", live=True,
+              extension=True, schema={"type": "string", "enum": ["kvm", "qemu (TCG)"]}),
     *ndparam_fields(),
     *common_fields("Node"),
 ])

@@ -182,6 +182,7 @@ NODE_GETTERS: dict[str, Callable[[NodeItem], Any]] = {
     "mfree": _live(_key("memory_free")),
     "mnode": _live(_mnode),
     "mtotal": _live(_key("memory_total")),
+    "hv_accel": _live(lambda item, live: live.get("hv_accel", UNAVAIL)),
     **_ndparam_getters(_merged),
     **_common_getters(lambda i: i.node),
 }
