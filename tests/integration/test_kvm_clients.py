@@ -94,7 +94,7 @@ class RealClientsKvmTest(KvmClusterCase):
 
     def test_4_debian_gnt_instance_reboot_console_stop(self) -> None:
         log = self.follow(self.NODE, self.name)
-        log.wait_for(rf"^{MARKER} {self.name}$", timeout=5)
+        log.wait_for(rf"^{MARKER} {self.name}$", timeout=30)  # the boot so far
         self.debian("reboot", "--type", "hard", self.name)
         log.wait_for(rf"^{MARKER} {self.name}$")
         out = self.debian("list", "--no-headers", "-o", "name,hypervisor,status,pnode",

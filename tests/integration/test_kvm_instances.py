@@ -76,7 +76,7 @@ class KvmLifecycleTest(KvmClusterCase):
 
     def test_2_reboot(self) -> None:
         log = self.follow(self.NODE, self.name)
-        log.wait_for(self.boot_marker(), timeout=5)  # the boot so far
+        log.wait_for(self.boot_marker(), timeout=30)  # the boot so far (already written)
         self.gnt("gnt-instance", "reboot", self.name)
         log.wait_for(self.boot_marker())
         self.assertEqual(self.oper_state(self.name), "running")
@@ -145,7 +145,7 @@ class KvmLifecycleTest(KvmClusterCase):
     def test_7_kill9_heals_within_seconds(self) -> None:
         (pid,) = self.qemu_pids(self.name)
         log = self.follow(self.NODE, self.name)
-        log.wait_for(self.boot_marker(), timeout=5)  # the current boot
+        log.wait_for(self.boot_marker(), timeout=30)  # the current boot (already written)
         client = LuxiClient(self.master_paths().luxi_socket)
         last_job = max((j[0] for j in client.call("QueryJobs", None, ["id"])), default=0)
         killed = time.time()
