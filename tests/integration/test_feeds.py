@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 from twisted.internet import defer, reactor
 from twisted.internet.endpoints import SSL4ClientEndpoint, SSL4ServerEndpoint
@@ -300,10 +301,16 @@ class ClusterFeedTest(SynchronousTestCase):
         before = rss_kib(self.rapi_pid)
         samples = []
         # Now ``slow`` stops reading: 8,000 jobs (32,000 events, ~12 MB of JSON) go by,
-        # more than the kernel's socket buffers and the relay's history hold.
+        # more than the socket buffers and the relay's history hold (half as many all
+        # fit).  They must go by within the relay's pause limit (60 s), after which a
+        # client that does not read is closed: about 26 s on a quiet machine.
+        began = time.monotonic()
         for _ in range(16):
             self.run_jobs(500, archive=True)
             samples.append(rss_kib(self.rapi_pid))
+        paused = time.monotonic() - began
+        self.assertLess(paused, 55, "the jobs took so long that the relay's pause limit "
+                                    "may have closed the slow client")
         growth = max(samples) - before
         self.assertLess(growth, 4 * 1024, f"RSS before {before} KiB, then {samples}")
         # Reading again, it gets what was in flight, then a resync (it fell out of the
