@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 ANY_ADDRESS = "0.0.0.0"
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_CLIENTS = 1000
+#: The environment variable giving --feed-max-pause's default (tests, a virtual cluster).
+FEED_MAX_PAUSE_ENV = "GANETI_FEED_MAX_PAUSE"
 #: Seconds an idle keep-alive connection stays open.
 IDLE_TIMEOUT = 60.0
 #: The dashboard's files, shipped in the package.
@@ -61,6 +63,9 @@ class Options(usage.Options):
          "--max-clients); a tenth of --max-clients stays kept for new addresses", int],
         ["request-timeout", None, None,
          "Seconds a connection has to send a complete request (default 10)", float],
+        ["feed-max-pause", None, None,
+         "Seconds a /2/feed client may stop reading before it is closed (default 60, "
+         "or $GANETI_FEED_MAX_PAUSE)", float],
     ]
 
     def postOptions(self) -> None:
@@ -77,6 +82,15 @@ class Options(usage.Options):
         timeout = self["request-timeout"]
         if timeout is not None and not 0.5 <= timeout <= 3600:
             raise usage.UsageError("--request-timeout must be between 0.5 and 3600 seconds")
+        if self["feed-max-pause"] is None and os.environ.get(FEED_MAX_PAUSE_ENV):
+            try:
+                self["feed-max-pause"] = float(os.environ[FEED_MAX_PAUSE_ENV])
+            except ValueError:
+                raise usage.UsageError(f"{FEED_MAX_PAUSE_ENV} must be a number of "
+                                       "seconds") from None
+        pause = self["feed-max-pause"]
+        if pause is not None and not 1 <= pause <= 86400:
+            raise usage.UsageError("--feed-max-pause must be between 1 and 86400 seconds")
 
 
 def check_master(paths: Paths) -> None:

@@ -31,8 +31,9 @@ MARKER = "GANETI-GUEST-READY"
 #: A TCG boot takes 3-5 s alone; several processes share two cores in CI.
 BOOT_TIMEOUT = 90.0
 #: How much slower than a quiet machine a figure may be before a test fails: the
-#: issue's 15 s for a healed instance is checked as is unless GANETI_SLOW_MACHINE
-#: says the run shares its cores (CI runs two pytest processes side by side).
+#: issue's 15 s for a healed instance is checked as is unless GANETI_SLOWDOWN
+#: says the run shares its cores (make test sets 2: the suite runs three pytest
+#: workers side by side).
 SLOWDOWN = float(os.environ.get("GANETI_SLOWDOWN", "1"))
 
 

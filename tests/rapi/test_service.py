@@ -167,9 +167,25 @@ class TapTest(SynchronousTestCase):
         self.assertEqual((opts["max-clients-per-address"], opts["request-timeout"]), (20, 2.5))
         for bad in (["-p", "70000"], ["--max-body", "10"], ["--max-clients", "0"],
                     ["-p", "x"], ["--max-clients", "5", "--max-clients-per-address", "6"],
-                    ["--max-clients-per-address", "0"], ["--request-timeout", "0"]):
+                    ["--max-clients-per-address", "0"], ["--request-timeout", "0"],
+                    ["--feed-max-pause", "0.5"]):
             with self.assertRaises(usage.UsageError):
                 tap.Options().parseOptions(bad)
+
+    def test_feed_max_pause_from_the_option_or_the_environment(self):
+        opts = tap.Options()
+        opts.parseOptions([])
+        self.assertIsNone(opts["feed-max-pause"])  # the relay's default (60 s)
+        self.patch(os, "environ", {**os.environ, tap.FEED_MAX_PAUSE_ENV: "300"})
+        opts = tap.Options()
+        opts.parseOptions([])
+        self.assertEqual(opts["feed-max-pause"], 300.0)
+        opts = tap.Options()
+        opts.parseOptions(["--feed-max-pause", "90"])  # the option wins
+        self.assertEqual(opts["feed-max-pause"], 90.0)
+        self.patch(os, "environ", {**os.environ, tap.FEED_MAX_PAUSE_ENV: "soon"})
+        with self.assertRaises(usage.UsageError):
+            tap.Options().parseOptions([])
 
     def test_refuses_off_the_master(self):
         paths = make_node(self, master="node2.rapi-test")

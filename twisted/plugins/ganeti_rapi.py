@@ -40,7 +40,9 @@ class RapiServiceMaker:
         from ganeti.rapi import tap
 
         paths = tap.startup_paths()
-        relay = FeedRelay(reactor, EventStreamClient(reactor, paths.luxi_socket))
+        pause = options["feed-max-pause"]
+        relay = FeedRelay(reactor, EventStreamClient(reactor, paths.luxi_socket),
+                          **({} if pause is None else {"max_pause": pause}))
         resource = feed_resource(relay, reactor)
         return tap.make_service(options, paths=paths, websocket=lambda: resource,
                                 on_start=relay.start, on_stop=relay.stop)
