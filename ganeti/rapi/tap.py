@@ -29,6 +29,7 @@ DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_CLIENTS = 1000
 #: The environment variable giving --feed-max-pause's default (tests, a virtual cluster).
 FEED_MAX_PAUSE_ENV = "GANETI_FEED_MAX_PAUSE"
+FEED_MAX_RESYNCS_ENV = "GANETI_FEED_MAX_RESYNCS"
 #: Seconds an idle keep-alive connection stays open.
 IDLE_TIMEOUT = 60.0
 #: The dashboard's files, shipped in the package.
@@ -66,6 +67,9 @@ class Options(usage.Options):
         ["feed-max-pause", None, None,
          "Seconds a /2/feed client may stop reading before it is closed (default 60, "
          "or $GANETI_FEED_MAX_PAUSE)", float],
+        ["feed-max-resyncs", None, None,
+         "Times a /2/feed client may fall behind the history within 60 s before it is "
+         "closed (default 3, or $GANETI_FEED_MAX_RESYNCS)", int],
     ]
 
     def postOptions(self) -> None:
@@ -88,6 +92,15 @@ class Options(usage.Options):
             except ValueError:
                 raise usage.UsageError(f"{FEED_MAX_PAUSE_ENV} must be a number of "
                                        "seconds") from None
+        if self["feed-max-resyncs"] is None and os.environ.get(FEED_MAX_RESYNCS_ENV):
+            try:
+                self["feed-max-resyncs"] = int(os.environ[FEED_MAX_RESYNCS_ENV])
+            except ValueError:
+                raise usage.UsageError(f"{FEED_MAX_RESYNCS_ENV} must be a whole "
+                                       "number") from None
+        resyncs = self["feed-max-resyncs"]
+        if resyncs is not None and not 1 <= resyncs <= 1000:
+            raise usage.UsageError("--feed-max-resyncs must be between 1 and 1000")
         pause = self["feed-max-pause"]
         if pause is not None and not 1 <= pause <= 86400:
             raise usage.UsageError("--feed-max-pause must be between 1 and 86400 seconds")

@@ -229,11 +229,14 @@ class ClusterFeedTest(SynchronousTestCase):
 
     @classmethod
     def setUpClass(cls):
+        # and a reader that falls behind now and then while the machine is busy
+        # (the 4 KiB window of the slow one) is not closed for falling behind often
         os.environ["GANETI_FEED_MAX_PAUSE"] = str(cls.FEED_MAX_PAUSE)
+        os.environ["GANETI_FEED_MAX_RESYNCS"] = "100"
         try:
             cls.cluster = VirtualCluster(prefix="ganeti-feeds-").create()
         finally:
-            del os.environ["GANETI_FEED_MAX_PAUSE"]
+            del os.environ["GANETI_FEED_MAX_PAUSE"], os.environ["GANETI_FEED_MAX_RESYNCS"]
         with open(os.path.join(cls.cluster.dir, "vcluster.json"), encoding="utf-8") as f:
             cls.cluster_name = json.load(f)["cluster_name"]
         cls.user, cls.password = rapicall.read_credentials(

@@ -187,6 +187,19 @@ class TapTest(SynchronousTestCase):
         with self.assertRaises(usage.UsageError):
             tap.Options().parseOptions([])
 
+    def test_feed_max_resyncs_from_the_option_or_the_environment(self):
+        self.patch(os, "environ", {**os.environ, tap.FEED_MAX_RESYNCS_ENV: "100"})
+        opts = tap.Options()
+        opts.parseOptions([])
+        self.assertEqual(opts["feed-max-resyncs"], 100)
+        opts = tap.Options()
+        opts.parseOptions(["--feed-max-resyncs", "5"])
+        self.assertEqual(opts["feed-max-resyncs"], 5)
+        for bad in ("0", "many"):
+            self.patch(os, "environ", {**os.environ, tap.FEED_MAX_RESYNCS_ENV: bad})
+            with self.assertRaises(usage.UsageError):
+                tap.Options().parseOptions([])
+
     def test_refuses_off_the_master(self):
         paths = make_node(self, master="node2.rapi-test")
         with self.assertRaises(ConfigurationError) as cm:

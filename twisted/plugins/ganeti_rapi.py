@@ -40,9 +40,10 @@ class RapiServiceMaker:
         from ganeti.rapi import tap
 
         paths = tap.startup_paths()
-        pause = options["feed-max-pause"]
-        relay = FeedRelay(reactor, EventStreamClient(reactor, paths.luxi_socket),
-                          **({} if pause is None else {"max_pause": pause}))
+        limits = {name: options[option] for name, option in
+                  (("max_pause", "feed-max-pause"), ("max_resyncs", "feed-max-resyncs"))
+                  if options[option] is not None}
+        relay = FeedRelay(reactor, EventStreamClient(reactor, paths.luxi_socket), **limits)
         resource = feed_resource(relay, reactor)
         return tap.make_service(options, paths=paths, websocket=lambda: resource,
                                 on_start=relay.start, on_stop=relay.stop)
