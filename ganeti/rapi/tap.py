@@ -86,25 +86,21 @@ class Options(usage.Options):
         timeout = self["request-timeout"]
         if timeout is not None and not 0.5 <= timeout <= 3600:
             raise usage.UsageError("--request-timeout must be between 0.5 and 3600 seconds")
-        if self["feed-max-pause"] is None and os.environ.get(FEED_MAX_PAUSE_ENV):
-            try:
-                self["feed-max-pause"] = float(os.environ[FEED_MAX_PAUSE_ENV])
-            except ValueError:
-                raise usage.UsageError(f"{FEED_MAX_PAUSE_ENV} must be a number of "
-                                       "seconds") from None
-        if self["feed-max-resyncs"] is None and os.environ.get(FEED_MAX_RESYNCS_ENV):
-            try:
-                self["feed-max-resyncs"] = int(os.environ[FEED_MAX_RESYNCS_ENV])
-            except ValueError:
-                raise usage.UsageError(f"{FEED_MAX_RESYNCS_ENV} must be a whole "
-                                       "number") from None
-        resyncs = self["feed-max-resyncs"]
-        if resyncs is not None and not 1 <= resyncs <= 1000:
-            raise usage.UsageError("--feed-max-resyncs must be between 1 and 1000")
-        pause = self["feed-max-pause"]
-        if pause is not None and not 1 <= pause <= 86400:
-            raise usage.UsageError("--feed-max-pause must be between 1 and 86400 seconds")
+        self._default_from_env("feed-max-pause", FEED_MAX_PAUSE_ENV, float, 1, 86400)
+        self._default_from_env("feed-max-resyncs", FEED_MAX_RESYNCS_ENV, int, 1, 1000)
 
+    def _default_from_env(self, option: str, env: str, kind: type, low: float,
+                          high: float) -> None:
+        """``option`` from the environment variable ``env`` unless given, then
+        checked to lie in ``[low, high]``."""
+        if self[option] is None and os.environ.get(env):
+            try:
+                self[option] = kind(os.environ[env])
+            except ValueError:
+                raise usage.UsageError(f"{env} must be a {kind.__name__}") from None
+        value = self[option]
+        if value is not None and not low <= value <= high:
+            raise usage.UsageError(f"--{option} must be between {low:g} and {high:g}")
 
 def check_master(paths: Paths) -> None:
     """Refuse to run on a node that ssconf does not name as the master."""
