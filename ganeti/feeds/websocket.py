@@ -16,7 +16,9 @@ are logged at most once a minute per client address.
 
 Timers run on the injected clock, never on autobahn's: keepalive pings every
 ``ping_interval`` seconds (a client that does not answer within
-``ping_timeout`` is dropped), and a server-initiated close drops the
+``ping_timeout`` is dropped; a client whose transport is full is neither
+pinged nor dropped for a missing pong: it is not reading, and the relay's
+``max_pause`` decides how long it may stay so), and a server-initiated close drops the
 connection after ``close_timeout`` if the client does not answer it.  The
 opening handshake has already been read by twisted.web when the resource
 renders, so autobahn's own handshake and auto-ping timers are disabled.
@@ -123,9 +125,17 @@ class FeedServerProtocol(WebSocketServerProtocol):
     def _schedule_ping(self) -> None:
         self._ping_call = self.factory.clock.callLater(self.factory.ping_interval, self._ping)
 
+    def _paused(self) -> bool:
+        return self.client is not None and self.client.paused
+
     def _ping(self) -> None:
         self._ping_call = None
         if self.state != self.STATE_OPEN:
+            return
+        if self._paused():
+            # A full transport would not deliver the ping, and a client that does
+            # not read cannot answer: the relay's pause limit judges it instead.
+            self._schedule_ping()
             return
         self.sendPing(PING_PAYLOAD)
         self._pong_deadline = self.factory.clock.callLater(self.factory.ping_timeout,
@@ -148,6 +158,11 @@ class FeedServerProtocol(WebSocketServerProtocol):
 
     def _no_pong(self) -> None:
         self._pong_deadline = None
+        if self._paused():
+            # It stopped reading after the ping went out (the pong may be behind
+            # what it has not read): its pause limit applies; pinged again later.
+            self._schedule_ping()
+            return
         self._drop(f"no pong within {self.factory.ping_timeout:g}s")
 
     # The relay's sink

@@ -250,6 +250,40 @@ class KeepaliveTest(WebSocketTestCase):
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
 
+    def test_a_client_that_stopped_reading_is_left_to_the_pause_limit(self):
+        """Keepalive does not cut short the relay's pause limit (60 s here): a
+        client whose transport is full is not pinged, nor dropped for a pong it
+        could not send; it is closed at the pause limit, or pinged again once it
+        reads."""
+        conn = self.subscribed()
+        conn.transport.producer.pauseProducing()
+        self.clock.advance(30)
+        self.assertEqual(self.pings(conn), [])
+        self.clock.advance(29)
+        self.assertFalse(conn.transport.disconnecting)
+        conn.transport.producer.resumeProducing()
+        self.clock.advance(1)  # the 60 s ping
+        self.assertEqual(len(self.pings(conn)), 1)
+        conn.transport.producer.pauseProducing()  # stops reading with the ping unread
+        self.clock.advance(10)
+        self.assertFalse(conn.transport.disconnecting)
+        self.clock.advance(50)  # 60 s paused: the relay's limit
+        self.assertTrue(conn.transport.disconnecting)
+
+    def test_a_paused_client_that_reads_again_must_still_answer(self):
+        conn = self.subscribed()
+        self.clock.advance(30)
+        self.assertEqual(len(self.pings(conn)), 1)
+        conn.transport.producer.pauseProducing()
+        self.clock.advance(10)  # no pong, but paused: not dropped
+        self.assertFalse(conn.transport.disconnecting)
+        conn.transport.producer.resumeProducing()
+        self.clock.advance(30)  # pinged again
+        self.assertEqual(len(self.pings(conn)), 1)
+        self.clock.advance(10)  # reading, and no pong: dropped
+        self.assertTrue(conn.transport.disconnecting)
+
+
 class BackpressureTest(WebSocketTestCase):
     def test_full_transport_pauses_the_client_and_it_catches_up(self):
         steady = self.subscribed()
