@@ -41,6 +41,13 @@ LIBVIRT_DAEMONS = ("virtlogd", "libvirtd")
 LIBVIRT_TIMEOUT = 30.0
 #: Longest path of a Unix socket (sun_path) on Linux, with its NUL.
 SUN_PATH_MAX = 108
+#: Where the QEMU capabilities libvirtd probed are kept for the machine: each new
+#: node's libvirtd would otherwise run QEMU to probe them again at its first use
+#: (~8 s each); libvirt checks a cached file (QEMU's and libvirtd's binaries, the
+#: kernel, the host CPU) and probes again if it no longer holds.
+CAPS_CACHE_ENV = "GANETI_VCLUSTER_CAPS_CACHE"
+CAPS_CACHE = "/var/cache/ganeti-vcluster/qemu-capabilities"
+CAPS_SUBDIR = os.path.join("qemu", "capabilities")
 HOSTS_FILE = "hosts"
 TOOLS = ("ip", "nsenter", "unshare", "mount")
 LIBVIRT_TOOLS = ("libvirtd", "virtlogd", "virsh", "qemu-system-x86_64")
@@ -161,6 +168,51 @@ def write_libvirt_config(root: str, ip: str) -> None:
                                    "use a shorter DIR", errors.ECODE_INVAL)
 
 
+def caps_cache_dir() -> str:
+    """The machine's store of probed QEMU capabilities (see :data:`CAPS_CACHE`)."""
+    return os.environ.get(CAPS_CACHE_ENV) or CAPS_CACHE
+
+
+def _copy_caps(src: str, dst: str, replace: bool) -> int:
+    """Copy the capability files (``*.xml``, regular files) of ``src`` to ``dst``,
+    each through a temporary name; ``replace`` also overwrites those ``dst`` has.
+    How many were copied; nothing if ``src`` is missing."""
+    try:
+        names = sorted(os.listdir(src))
+    except OSError:
+        return 0
+    copied = 0
+    for name in names:
+        path = os.path.join(src, name)
+        target = os.path.join(dst, name)
+        if (not name.endswith(".xml") or os.path.islink(path) or not os.path.isfile(path)
+                or (not replace and os.path.exists(target))):
+            continue
+        os.makedirs(dst, 0o700, exist_ok=True)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        try:
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, target)
+            copied += 1
+        except OSError:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return copied
+
+
+def seed_caps(root: str) -> int:
+    """Give a node's libvirt cache the machine's probed QEMU capabilities (those it
+    has not got); how many files."""
+    return _copy_caps(caps_cache_dir(), os.path.join(libvirt_dir(root, "cache"), CAPS_SUBDIR),
+                      replace=False)
+
+
+def keep_caps(root: str) -> int:
+    """Keep what a node's libvirtd probed for the next nodes; how many files."""
+    return _copy_caps(os.path.join(libvirt_dir(root, "cache"), CAPS_SUBDIR), caps_cache_dir(),
+                      replace=True)
+
+
 def libvirt_pid_file(root: str, daemon: str) -> str:
     """Where ``virtlogd``/``libvirtd`` of the node write their pid."""
     return os.path.join(libvirt_dir(root), f"{daemon}.pid")
@@ -209,6 +261,7 @@ def start_libvirt(ns: str, root: str, ip: str, timeout: float = LIBVIRT_TIMEOUT)
         return 0.0
     stop_libvirt(root)  # a lone virtlogd, stale pid files
     write_libvirt_config(root, ip)
+    seed_caps(root)
     fix_kvm_device()
     for _, target in LIBVIRT_DIRS:  # mount points must exist on the machine
         os.makedirs(target, exist_ok=True)
@@ -260,6 +313,8 @@ def stop_libvirt(root: str) -> list[str]:
         subprocess.run(["virsh", "-c", libvirt_uri(root), "destroy", name],
                        capture_output=True, check=False, timeout=60)
         done.append(f"domain {name}")
+    if libvirt_running(root):
+        keep_caps(root)
     for daemon in reversed(LIBVIRT_DAEMONS):
         pid_file = libvirt_pid_file(root, daemon)
         pid = daemons.read_pid(pid_file)

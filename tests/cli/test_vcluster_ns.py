@@ -133,6 +133,56 @@ class LibvirtTest(SynchronousTestCase):
         self.assertFalse(vcluster_ns.fix_kvm_device(os.path.join(self.tmp, "nokvm")))
 
 
+class CapsCacheTest(SynchronousTestCase):
+    """The QEMU capabilities one node's libvirtd probed are handed to the next ones."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.store = os.path.join(self.tmp, "store")
+        os.environ[vcluster_ns.CAPS_CACHE_ENV] = self.store
+        self.addCleanup(os.environ.pop, vcluster_ns.CAPS_CACHE_ENV)
+
+    def node_caps(self, node):
+        return os.path.join(self.tmp, node, "libvirt", "cache", "qemu", "capabilities")
+
+    def write(self, path, text):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def read(self, path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    def test_kept_from_one_node_and_seeded_into_another(self):
+        self.assertEqual(vcluster_ns.seed_caps(os.path.join(self.tmp, "n1")), 0)  # none yet
+        self.write(os.path.join(self.node_caps("n1"), "abc.xml"), "<qemuCaps>1</qemuCaps>")
+        self.write(os.path.join(self.node_caps("n1"), "notes.txt"), "not a capability file")
+        self.assertEqual(vcluster_ns.keep_caps(os.path.join(self.tmp, "n1")), 1)
+        self.assertEqual(os.listdir(self.store), ["abc.xml"])
+        self.assertEqual(vcluster_ns.seed_caps(os.path.join(self.tmp, "n2")), 1)
+        self.assertEqual(self.read(os.path.join(self.node_caps("n2"), "abc.xml")),
+                         "<qemuCaps>1</qemuCaps>")
+
+    def test_a_node_keeps_its_own_files_and_a_new_probe_replaces_the_stored_one(self):
+        self.write(os.path.join(self.store, "abc.xml"), "old")
+        self.write(os.path.join(self.node_caps("n1"), "abc.xml"), "reprobed")
+        self.assertEqual(vcluster_ns.seed_caps(os.path.join(self.tmp, "n1")), 0)
+        self.assertEqual(self.read(os.path.join(self.node_caps("n1"), "abc.xml")), "reprobed")
+        vcluster_ns.keep_caps(os.path.join(self.tmp, "n1"))
+        self.assertEqual(self.read(os.path.join(self.store, "abc.xml")), "reprobed")
+        self.assertEqual(sorted(os.listdir(self.store)), ["abc.xml"])  # no temporary left
+
+    def test_links_are_not_followed(self):
+        outside = os.path.join(self.tmp, "secret")
+        self.write(outside, "secret")
+        os.makedirs(self.store)
+        os.symlink(outside, os.path.join(self.store, "evil.xml"))
+        self.assertEqual(vcluster_ns.seed_caps(os.path.join(self.tmp, "n1")), 0)
+        self.assertFalse(os.path.exists(self.node_caps("n1")))
+
+
 class SettingsTest(SynchronousTestCase):
     plan = netns.new_plan("/d", 3, subnet="10.9.0.0/24", cluster_id="c1")
 
