@@ -18,8 +18,8 @@ Timers run on the injected clock, never on autobahn's: keepalive pings every
 ``ping_interval`` seconds (a client that does not answer within
 ``ping_timeout`` is dropped; a client whose transport is full is neither
 pinged nor dropped for a missing pong: it is not reading, and the relay's
-``max_pause`` decides how long it may stay so), and a server-initiated close drops the
-connection after ``close_timeout`` if the client does not answer it.  The
+``max_pause`` decides how long it may stay so), and a server-initiated close
+drops the connection after ``close_timeout`` if the client does not answer it.  The
 opening handshake has already been read by twisted.web when the resource
 renders, so autobahn's own handshake and auto-ping timers are disabled.
 
@@ -144,7 +144,7 @@ class FeedServerProtocol(WebSocketServerProtocol):
     def onPing(self, payload: bytes) -> None:
         # Answered only while the transport takes output: a pong queued behind a
         # full buffer would make a client that never reads grow our memory.
-        if self.client is not None and self.client.paused:
+        if self._paused():
             self.factory.stats["pongs_skipped"] += 1
             return
         super().onPing(payload)
