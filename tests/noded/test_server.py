@@ -8,6 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import constants, rpcdefs
 from ganeti.noded.backend import files, info
+from ganeti.noded.hypervisors.fake import FakeHypervisor
 from tests.noded.helpers import MemoryNode, node_paths
 
 
@@ -28,6 +29,27 @@ class ServerTest(SynchronousTestCase):
         self.assertEqual(result["cpu_total"], os.cpu_count())
         self.assertGreater(result["memory_total"], 0)
         self.assertEqual(result["storage_dir"], "/var/lib/ganeti")
+
+    def test_node_info_memory_as_ganeti(self):
+        """Free memory is MemFree+Buffers+Cached less the fake hypervisor's running
+        instances, dom0's is Active (Ganeti's GetLinuxNodeInfo and fake GetNodeInfo)."""
+        proc = os.path.join(self.paths.root, "fakeproc")
+        os.makedirs(proc)
+        with open(os.path.join(proc, "meminfo"), "w") as f:
+            f.write("MemTotal: 8388608 kB\nMemFree: 4194304 kB\nBuffers: 1048576 kB\n"
+                    "Cached: 1048576 kB\nActive: 921600 kB\n")
+        got = info.collect_node_info(self.paths, proc=proc)
+        self.assertEqual((got["memory_total"], got["memory_free"], got["memory_dom0"]),
+                         (8192, 6144, 900))
+        fake = FakeHypervisor(self.paths.run_dir)
+        fake.start("inst1.example.com", 512, 1)
+        fake.start("inst2.example.com", 128, 2)
+        got = info.collect_node_info(self.paths, proc=proc)
+        self.assertEqual((got["memory_free"], got["memory_dom0"]), (6144 - 640, 900))
+        with open(os.path.join(proc, "meminfo"), "w") as f:
+            f.write("MemTotal: 8388608 kB\nMemFree: 524288 kB\n")  # no Active: total-free
+        got = info.collect_node_info(self.paths, proc=proc)
+        self.assertEqual((got["memory_free"], got["memory_dom0"]), (0, 7680))
 
     def test_meminfo_parse(self):
         mem = info.parse_meminfo("MemTotal:  2048 kB\nMemFree: 1024 kB\nHugePages_Total: 0\n")

@@ -9,6 +9,7 @@ from ganeti.core import constants, rpcdefs
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext
 from ganeti.noded.hypervisors import accel
+from ganeti.noded.hypervisors.fake import FakeHypervisor
 
 MIB = 1024 * 1024
 
@@ -53,9 +54,14 @@ def storage_dir(paths: Paths) -> str:
 
 
 def collect_node_info(paths: Paths, proc: str = "/proc", sys_dir: str = "/sys") -> dict[str, Any]:
-    """Memory, CPU and storage figures of this node (blocking)."""
+    """Memory, CPU and storage figures of this node (blocking).
+
+    As Ganeti's node info: free memory is MemFree + Buffers + Cached less what the
+    fake hypervisor's running instances hold (they use none of the host's; a kvm
+    guest's use shows in MemFree itself), and dom0's memory is the kernel's Active."""
     mem = parse_meminfo(_read(os.path.join(proc, "meminfo")))
     free_kib = mem.get("MemFree", 0) + mem.get("Buffers", 0) + mem.get("Cached", 0)
+    fake_mib = sum(info[2] for info in FakeHypervisor(paths.run_dir).all_instances_info())
     node_dir = os.path.join(sys_dir, "devices/system/node")
     try:
         numa = len([n for n in os.listdir(node_dir) if n[4:].isdigit() and n.startswith("node")])
@@ -67,10 +73,9 @@ def collect_node_info(paths: Paths, proc: str = "/proc", sys_dir: str = "/sys") 
     return {
         "bootid": _read(os.path.join(proc, "sys/kernel/random/boot_id")).strip() or None,
         "memory_total": total_mib,
-        # what the node OS itself uses (no hypervisor reports a dom0 figure here)
-        "memory_dom0": max(0, total_mib - free_kib // 1024),
+        "memory_dom0": mem.get("Active", max(0, total_mib * 1024 - free_kib)) // 1024,
         "cpu_dom0": os.cpu_count() or 1,
-        "memory_free": free_kib // 1024,
+        "memory_free": max(0, free_kib // 1024 - fake_mib),
         "cpu_total": os.cpu_count() or 1,
         "cpu_sockets": _cpu_sockets(_read(os.path.join(proc, "cpuinfo"))) or 1,
         "cpu_nodes": numa or 1,

@@ -57,6 +57,13 @@ _ADD = ["gnt-instance", "add", "-o", "noop+default", "--no-ip-check", "--no-name
 REAL_INSTANCES = [[*_ADD, "-t", "file", "-s", "256M", INSTANCE_RUNNING],
                   [*_ADD, "-t", "diskless", "--no-start", "--net", "0", "--net", "1",
                    INSTANCE_STOPPED]]
+# The memory both sides' nodes report: Ganeti's node info (and so hspace's tiered
+# allocation, its failure reason) follows /proc/meminfo, which other tests running beside
+# the oracle change; each side's daemons see this file over /proc/meminfo instead
+# (bind-mounted in their own mount namespace).
+MEMINFO = ("MemTotal:       16777216 kB\nMemFree:        12582912 kB\n"
+           "MemAvailable:   13631488 kB\nBuffers:          262144 kB\n"
+           "Cached:          1048576 kB\nActive:          1572864 kB\n")
 # Files the real cluster needs (the script checks these before it starts).
 REAL_DAEMONS = ("/usr/sbin/ganeti-noded", "/usr/sbin/ganeti-wconfd", "/usr/sbin/ganeti-luxid",
                 "/usr/sbin/ganeti-rapi", "/usr/lib/ganeti/daemon-util",
@@ -127,6 +134,9 @@ class Side:
         self.files = os.path.join(tmp, f"files-{self.name}")
         os.makedirs(self.files, exist_ok=True)
         self.max_job = 0
+        self.meminfo = os.path.join(tmp, "meminfo")
+        with open(self.meminfo, "w", encoding="ascii") as f:
+            f.write(MEMINFO)
 
     @property
     def rapi_url(self) -> str:
@@ -207,6 +217,7 @@ class RealSide(Side):
                               text=True, timeout=300, check=False)
         if proc.returncode != 0:
             raise AssertionError(f"real_cluster_up.sh failed:\n{proc.stderr[-3000:]}")
+        run([os.path.join(self.dir, "nsrun"), "mount", "--bind", self.meminfo, "/proc/meminfo"])
         self.server = ForkServer([os.path.join(self.dir, "gnt"), "env", "-u", "PYTHONPATH",
                                   "PYTHONHASHSEED=0", SYSTEM_PYTHON, "-s", FORKSERVER])
         for argv in REAL_SHAPE + REAL_INSTANCES:
@@ -242,9 +253,11 @@ class OurSide(Side):
         os.makedirs(os.path.join(self.root, "srv", "ganeti", "file-storage"), exist_ok=True)
         self.write_instances()
         # Without masterd's watcher service, as the real side runs no watcher: its
-        # verify-disks jobs (the cluster has instances) would shift the job ids.
-        run([VCLUSTER, "start", self.dir], env={"GANETI_WATCHER_INTERVAL": "0"},
-            timeout=120)
+        # verify-disks jobs (the cluster has instances) would shift the job ids.  The
+        # daemons read MEMINFO as /proc/meminfo.
+        run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+             'mount --bind "$1" /proc/meminfo && exec "$2" start "$3"', "sh", self.meminfo,
+             VCLUSTER, self.dir], env={"GANETI_WATCHER_INTERVAL": "0"}, timeout=120)
         with open(os.path.join(self.dir, "rapi-credentials"), encoding="utf-8") as f:
             user, password = f.read().split()
         self.rapi_client = {"host": f"{self.base}1", "port": 5080, "user": user,
