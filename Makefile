@@ -45,8 +45,11 @@ VM_PACKAGES := qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients 
 	pkg-config gcc busybox-static cpio kmod iproute2 socat
 # The guest kernel and initramfs (ganeti/cli/guestbuild.py; docs/instances.md, "Guest files").
 GUEST_DIR := .cache/guest
+# Everything `make test` installs with apt-get, in one run (see `packages`).
+TEST_PACKAGES := $(sort $(VM_PACKAGES) $(COMPAT_PACKAGES) $(OS_PACKAGES) $(BROWSER_PACKAGES) \
+	$(ORACLE_LIBS) $(REAL_CLUSTER_PACKAGES))
 
-.PHONY: install install-compat install-os install-oracle install-browser install-vm guest demo test lint typecheck unit regen sdist clean
+.PHONY: packages prepare venv-checks install install-compat install-os install-oracle install-browser install-vm guest demo test lint typecheck unit regen sdist clean
 
 install: $(STAMP) install-vm guest
 	@$(PY) -c "from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))"
@@ -56,6 +59,26 @@ $(STAMP): setup.py pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]' \
 		--config-settings editable_mode=compat
 	@touch $(STAMP)
+
+# As root: every package of TEST_PACKAGES that is missing, with one `apt-get update`
+# and one install (the install-* targets below then find them and do nothing).
+packages:
+	@if [ "$$(id -u)" = 0 ]; then \
+		missing=$$(for p in $(TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+		if [ -n "$$missing" ]; then \
+			test -e /usr/sbin/policy-rc.d || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
+			echo "packages: installing" $$missing; \
+			$(APT_GET) update -qq && $(APT_GET) install --no-install-recommends $$missing >/dev/null; \
+		fi; \
+	fi
+
+# The two slow, independent first steps of `make test` side by side: the Debian
+# packages (mostly downloads and dpkg) and the venv with the static checks (pip, then
+# ruff and mypy: CPU), which need nothing from apt.
+prepare:
+	@$(MAKE) --no-print-directory -j2 packages venv-checks
+
+venv-checks: lint typecheck
 
 install-compat:
 	@if ! dpkg -s $(COMPAT_PACKAGES) >/dev/null 2>&1; then \
@@ -133,9 +156,9 @@ install-oracle: install-compat
 demo: install install-os install-vm guest
 	@$(VENV)/bin/ganeti-vcluster demo $(DIR)
 
-lint: install
+lint: $(STAMP)
 	$(VENV)/bin/ruff check ganeti twisted tests bench bin
-typecheck: install
+typecheck: $(STAMP)
 	$(VENV)/bin/mypy ganeti twisted/plugins
 	$(VENV)/bin/mypy --strict ganeti/core/opcodes/views.py ganeti/core/opcodes/genviews.py
 
@@ -167,7 +190,7 @@ unit: install
 	echo "integration tests: exit $$integration; the others: exit $$others"; \
 	test $$integration = 0 && test $$others = 0
 
-test: install install-compat install-os install-vm guest install-oracle install-browser lint typecheck unit
+test: prepare install install-compat install-os install-vm guest install-oracle install-browser unit
 
 # Rewrite what is generated from declarations: the typed opcode views, the opcode
 # reference in docs/design/opcodes-and-jobs.md and docs/rapi-openapi.json.
