@@ -23,6 +23,7 @@ import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.integration.oracle.model import Case
 from tests.integration.oracle.normalise import normalise
@@ -108,7 +109,7 @@ def classify(outcome: Outcome, expected: dict) -> None:
         outcome.status, outcome.reason = CHANGED, entry[0]
 
 
-def align_jobs(ours: Side, real: Side, pool: ThreadPoolExecutor | None = None,
+def align_jobs(ours: Side, real: Any, pool: ThreadPoolExecutor | None = None,
                ) -> tuple[int, int]:
     """Pad the side with the lower newest job id; (jobs added to ours, to real).
 
@@ -128,7 +129,9 @@ def align_jobs(ours: Side, real: Side, pool: ThreadPoolExecutor | None = None,
     return padded
 
 
-def run_all(cases: list[Case], ours: Side, real: Side, expected: dict) -> list[Outcome]:
+def run_all(cases: list[Case], ours: Side, real: Any, expected: dict) -> list[Outcome]:
+    """Every case on both sides; ``real`` is a live side, a ``replay.Recorder`` around
+    one, or a ``replay.ReplaySide`` (its recorded results, none run)."""
     outcomes = []
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="oracle") as pool:
         align_jobs(ours, real)
@@ -136,8 +139,15 @@ def run_all(cases: list[Case], ours: Side, real: Side, expected: dict) -> list[O
             side.archive_all()
         for case in cases:
             f_ours = pool.submit(run_side, ours, case)
-            f_real = pool.submit(run_side, real, case)
-            (r_ours, t_ours), (r_real, t_real) = _result(f_ours, case), _result(f_real, case)
+            if hasattr(real, "recorded_results"):  # replay.ReplaySide
+                r_ours, t_ours = _result(f_ours, case)
+                r_real, t_real = real.recorded_results(case.id), 0.0
+            else:
+                f_real = pool.submit(run_side, real, case)
+                (r_ours, t_ours), (r_real, t_real) = (_result(f_ours, case),
+                                                      _result(f_real, case))
+                if hasattr(real, "case_done"):  # replay.Recorder
+                    real.case_done(case.id, r_real)
             outcome = Outcome(case, r_ours, r_real, difference(r_ours, r_real),
                               secs=(t_ours, t_real))
             classify(outcome, expected)
