@@ -181,7 +181,7 @@ class KvmLifecycleTest(KvmClusterCase):
         seen = saw - killed
         print(f"\n  kill -9 of QEMU: the master saw it after {seen:.2f}s, restart job "
               f"received after {job:.2f}s, marker again after {back:.1f}s")
-        self.assertLess(seen, 2.0)
+        self.assertLess(seen, 2.0 * SLOWDOWN)  # 2 s alone; CI shares the cores
         self.assertLess(job, 2.0 * SLOWDOWN)
         self.assertLess(back, 15.0 * SLOWDOWN)
         self.assertEqual(self.oper_state(self.name), "running")

@@ -158,8 +158,10 @@ HTOOLS = [
     cli("htools-hinfo-rapi", "hinfo", "-m", "{rapi_host}", masks=HTOOLS_DYNAMIC),
     cli("htools-hspace-rapi", "hspace", "-m", "{rapi_host}", masks=HTOOLS_DYNAMIC),
     cli("htools-hscan", "hscan", "-p", "{rapi_host}",
-        # the name column is as wide as the RAPI address, which differs in length
-        masks=(r"^Name( +)Nodes ", r"^<ip:node1> +\d+ +\d+ +\d+ +\d+ +\d+ +(\d+) .* (\S+)$",
+        # the name column is as wide as the RAPI address, which differs in length; free
+        # memory and disk (GB) are the host's at the time
+        masks=(r"^Name( +)Nodes ",
+               r"^<ip:node1> +\d+ +\d+ +\d+ +\d+ +\d+ +(\d+) +\d+ +(\d+) .* (\S+)$",
                r"^ +node\d +\d+( +.*)$")),
 ]
 

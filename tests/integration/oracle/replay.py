@@ -63,11 +63,18 @@ def key(tmp: str) -> str:
     return h.hexdigest()
 
 
+# The checkout's directory shows in the clients' tracebacks (the fork server's file):
+# the transcript holds this placeholder instead, the checkout of the run replaces it.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+PLACEHOLDER = "<checkout>"
+
+
 def load(expected_key: str) -> dict | None:
     """The transcript if its key is ``expected_key``, else None."""
     try:
         with gzip.open(TRANSCRIPT, "rt", encoding="utf-8") as f:
-            data = json.load(f)
+            text = f.read()
+        data = json.loads(text.replace(PLACEHOLDER, json.dumps(CHECKOUT)[1:-1]))
     except (OSError, ValueError):
         return None
     return data if data.get("key") == expected_key else None
@@ -75,9 +82,11 @@ def load(expected_key: str) -> dict | None:
 
 def save(data: dict) -> None:
     tmp = TRANSCRIPT + ".tmp"
+    text = json.dumps(data, indent=0, sort_keys=True).replace(json.dumps(CHECKOUT)[1:-1],
+                                                                PLACEHOLDER)
     # mtime=0: the same transcript gives the same bytes
     with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
-        f.write(json.dumps(data, indent=0, sort_keys=True).encode())
+        f.write(text.encode())
     os.replace(tmp, TRANSCRIPT)
 
 
