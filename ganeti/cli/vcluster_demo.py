@@ -64,15 +64,16 @@ def usage_lines(vc: vcluster.VCluster) -> list[str]:
     credentials = shlex.quote(os.path.join(vc.directory, vcluster.CREDENTIALS_FILE))
     plan = vcluster_ns.plan_of(vc)
     inside = f"{tool} exec {d} --client -- " if plan else ""
-    dashboard = plan.master_ip if plan else master.ip
+    # in namespaces, clients reach the cluster at its (live) master IP
+    rapi_ip = plan.master_ip if plan else master.ip
     if inside:
         lines += [f"Inside:  {tool} exec {d} [--node NODE | --client] -- CMD   (a node's or "
                   "the client's network namespace, e.g. -- busybox ping -c1 node2)"]
     return lines + [
         f"RAPI:    {inside}curl --cacert {shlex.quote(master.paths.rapi_pem)} --resolve "
-        f"{rapi}:{master.ip} -u \"$(tr ' ' : < {credentials})\" https://{rapi}/2/info",
+        f"{rapi}:{rapi_ip} -u \"$(tr ' ' : < {credentials})\" https://{rapi}/2/info",
         f"         (dashboard, with the instances table: "
-        f"https://{dashboard}:{constants.DEFAULT_RAPI_PORT}/dashboard/"
+        f"https://{rapi_ip}:{constants.DEFAULT_RAPI_PORT}/dashboard/"
         + (", at the master IP, from the client namespace" if inside else "") + ")",
         f"Status:  {tool} status {d}",
         f"Stop:    {tool} stop {d}     (start again with: {tool} start {d})",

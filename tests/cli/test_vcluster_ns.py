@@ -349,6 +349,9 @@ class UsageLinesTest(SynchronousTestCase):
         text = "\n".join(vcluster_demo.usage_lines(vc))
         self.assertIn(f"exec {tmp} --client -- curl --cacert", text)
         self.assertIn("https://10.9.0.2:5080/dashboard/, at the master IP", text)
+        # curl reaches the cluster's name at the master IP, not at the master node's own
+        self.assertNotEqual(plan.node_ip(1), plan.master_ip)
+        self.assertIn(f"--resolve cluster.x.test:5080:{plan.master_ip} ", text)
         self.assertIn(f"exec {tmp} [--node NODE | --client] -- CMD", text)
         vc.netns = None
         self.assertNotIn("exec", "\n".join(vcluster_demo.usage_lines(vc)))

@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -23,6 +24,30 @@ from tests.integration.jobtools import VirtualCluster
 
 #: Seconds one twistd run may take (it exits at once; this bounds a hang).
 RUN_TIMEOUT = 60
+
+
+def wait_until_gone(pid_file, timeout=RUN_TIMEOUT):
+    """Wait for the daemonised child named in ``pid_file`` to end.
+
+    twistd's child reports the failure through its status pipe and only then
+    removes its pid file, so the parent may exit first; once the child is
+    gone, the pid file must be too.
+    """
+    try:
+        with open(pid_file, encoding="ascii") as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                state = f.read().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            return  # gone
+        if state == "Z":
+            return  # a zombie: it has run its last line
+        time.sleep(0.02)
 
 
 class DaemonStartupFailureTest(SynchronousTestCase):
@@ -54,6 +79,8 @@ class DaemonStartupFailureTest(SynchronousTestCase):
         cmd += (["--nodaemon"] if nodaemon else []) + [daemon] + list(args)
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                               timeout=RUN_TIMEOUT, check=False)
+        if not nodaemon:
+            wait_until_gone(pid_file)
         self.assertFalse(os.path.exists(pid_file), "twistd left its pid file")
         with open(log_file, encoding="utf-8") as f:
             log = f.read()
