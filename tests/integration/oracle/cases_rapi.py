@@ -161,7 +161,7 @@ HTOOLS = [
         # the name column is as wide as the RAPI address, which differs in length; free
         # memory and disk (GB) are the host's at the time
         masks=(r"^Name( +)Nodes ",
-               r"^<ip:node1> +\d+ +\d+ +\d+ +\d+ +\d+ +(\d+) +\d+ +(\d+) .* (\S+)$",
+               r"^<ip:node1>(?: +\d+){5} +(\d+) +\d+ +(\d+) +(\S+)$",
                r"^ +node\d +\d+( +.*)$")),
 ]
 
