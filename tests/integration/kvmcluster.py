@@ -50,6 +50,26 @@ def unavailable() -> str | None:
     return None
 
 
+def _tail(path: str, lines: int, containing: str = "") -> list[str]:
+    """The last ``lines`` lines of a file holding ``containing`` (none if unreadable),
+    a line that repeats the one before but for its time stamp left out (libvirtd
+    logs one ethtool complaint per device feature)."""
+    found: list[str] = []
+    last = None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if containing not in line:
+                    continue
+                text = line.split(": ", 1)[-1]
+                if text != last:
+                    found.append(line.rstrip("\n"))
+                last = text
+    except OSError:
+        return []
+    return found[-lines:]
+
+
 class ConsoleLog:
     """The serial console log of an instance, followed from now on."""
 
@@ -235,8 +255,27 @@ class KvmClusterCase(SynchronousTestCase):
             where = ["--node", node.split(".")[0]]
         elif client:
             where = ["--client"]
-        return run([VCLUSTER, "exec", self.dir, *where, "--", *argv], check=check,
-                   timeout=timeout)
+        try:
+            return run([VCLUSTER, "exec", self.dir, *where, "--", *argv], check=check,
+                       timeout=timeout)
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{self.libvirt_report()}") from None
+
+    def libvirt_report(self, lines: int = 15) -> str:
+        """For a failure's message: whether each node's libvirtd runs, and the end of
+        its log and of the node daemon's lines about libvirt (a libvirtd that died
+        under a call shows as "End of file while reading data")."""
+        report = []
+        for k in range(1, len(self.state.get("nodes", [])) + 1):
+            root = self.node(k)["root"]
+            states = ", ".join(f"{s.daemon} {s.state}" + (f" (pid {s.pid})" if s.pid else "")
+                               for s in vcluster_ns.libvirt_states(root))
+            report.append(f"--- node{k}: {states}")
+            log_file = os.path.join(vcluster_ns.libvirt_dir(root, "log"), "libvirtd.log")
+            report += [f"  {line}" for line in _tail(log_file, lines)]
+            noded_log = os.path.join(root, "var", "log", "ganeti", "node-daemon.log")
+            report += [f"  noded: {line}" for line in _tail(noded_log, lines, "libvirt")]
+        return "\n".join(report)
 
     def gnt(self, tool: str, *argv: str, check: bool = True,
             timeout: float = 300) -> subprocess.CompletedProcess:
