@@ -6,6 +6,7 @@ it running with what to try next."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import time
@@ -44,6 +45,19 @@ def ready(log_text: str, name: str) -> bool:
         if len(fields) == 2 and fields[0] == READY_MARKER and fields[1] in wanted:
             return True
     return False
+
+
+#: Terminal control sequences (CSI, OSC, the other ESC sequences) and the other control
+#: characters but tab: what a guest's console holds that a terminal would act on.
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+                      r"|\x1b[ -/]*[0-~]?|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def printable(line: str) -> str:
+    """A console line as plain text: busybox's shell asks the terminal where its
+    cursor is (``ESC [ 6 n``), and printed as is, the user's terminal would answer
+    into the shell's input."""
+    return _CONTROL.sub("", line)
 
 
 def wait_ready(path: str, name: str, timeout: float = READY_TIMEOUT,
@@ -95,7 +109,7 @@ def demonstrate(ctx: Context, vc: Any, run_shown: Callable[..., int],
         return 1
     ctx.out(f"Its serial console ({log}):")
     for line in text.rstrip("\n").splitlines()[-15:]:
-        ctx.out(f"  | {line}")
+        ctx.out(f"  | {printable(line)}")
     failed = run_shown(ctx, vc, ["gnt-instance", "list", "-o", "name,hypervisor,status,"
                                  "oper_state,pnode,nic.ips", name])
     tool = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "ganeti-vcluster")

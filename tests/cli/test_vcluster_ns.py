@@ -302,6 +302,13 @@ class DemoTest(SynchronousTestCase):
         self.assertFalse(ready("GANETI-GUEST-READY vm2.x.test\n", "vm1.x.test"))
         self.assertFalse(ready("echo GANETI-GUEST-READY vm1.x.test\n", "vm1.x.test"))
 
+    def test_console_lines_are_shown_without_control_sequences(self):
+        printable = vcluster_demo_kvm.printable
+        self.assertEqual(printable("# \x1b[6nls -l\r"), "# ls -l")
+        self.assertEqual(printable("\x1b[1;32mok\x1b[0m\tdone"), "ok\tdone")
+        self.assertEqual(printable("\x1b]0;title\x07x\x1b]2;t\x1b\\y"), "xy")
+        self.assertEqual(printable("a\x1bcb\x07\x00\x7fc\x1b(Bd\x1b"), "abcd")
+
     def test_wait_ready_times_out_on_the_injected_clock(self):
         now = [0.0]
         slept = []

@@ -113,3 +113,31 @@ class DashboardConsoleTest(SynchronousTestCase):
         self.stack.stdin.flush()
         self.wait(admin, lambda d: "closed (1000)" in self.state(d), "the close")
         self.assertIn("console closed", self.state(admin))
+
+    def test_an_escape_sequence_cut_between_messages_is_dropped_whole(self) -> None:
+        """QEMU's serial port sends what it has: busybox's cursor query ESC [ 6 n
+        arrived as ESC, then "[6n", and showed as "[6n" in the panel."""
+        driver = self.browser("admin", "adminpw")
+        script = """
+            const [chunks, done] = arguments;
+            import('./console.js').then((m) => {
+              let text = "", held = "";
+              for (const chunk of chunks) {
+                const [ready, rest] = m.splitPartial(held + chunk);
+                held = rest;
+                text = m.appendOutput(text, ready);
+              }
+              done([text, held]);
+            });"""
+        cases = [
+            (["# \x1b", "[6n", "ls\r\n"], "# ls\n", ""),
+            (["a\x1b[", "1;3", "2m", "b"], "ab", ""),
+            (["x\x1b]0;tit", "le\x07y"], "xy", ""),
+            (["x\x1b]0;t\x1b", "\\y"], "xy", ""),
+            (["done\x1b[6n"], "done", ""),          # complete: nothing held
+            (["wait\x1b[1"], "wait", "\x1b[1"),     # incomplete: held for the next chunk
+            (["\x1b]" + "t" * 300], "t" * 300, ""),  # an endless OSC is not held back
+        ]
+        for chunks, shown, held in cases:
+            with self.subTest(chunks=chunks):
+                self.assertEqual(driver.execute_async_script(script, chunks), [shown, held])

@@ -19,9 +19,17 @@ const KEYS = {
 // eslint-disable-next-line no-control-regex
 const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
 
+// the end of a chunk that may be the start of one of those, cut by the transport
+// eslint-disable-next-line no-control-regex
+const PARTIAL = /\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?)?$/;
+/** Longest escape sequence held back for the next chunk (an OSC without its end
+ * would otherwise hold all output back). */
+const MAX_PARTIAL = 256;
+
 let socket = null;
 let current = null;
 let text = "";
+let partial = "";
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
@@ -51,6 +59,18 @@ export function appendOutput(old, chunk) {
     }
   }
   return out.length > MAX_CHARS ? out.slice(out.length - MAX_CHARS) : out;
+}
+
+/** ``[ready, held]``: ``chunk`` (after what was held back before it) split before an
+ * escape sequence it ends in that is not complete yet, which waits for the next
+ * chunk (QEMU's serial port sends what it has: ``ESC`` and ``[6n`` may arrive
+ * apart, and the rest would show as text). */
+export function splitPartial(chunk) {
+  const match = PARTIAL.exec(chunk);
+  if (!match || match[0].length > MAX_PARTIAL) {
+    return [chunk, ""];
+  }
+  return [chunk.slice(0, match.index), match[0]];
 }
 
 /** The bytes a key press sends, or null for keys that send nothing. */
@@ -90,6 +110,7 @@ export function openConsole(name) {
   closeConsole();
   current = name;
   text = "";
+  partial = "";
   $("console-section").hidden = false;
   setText($("console-instance"), name);
   show();
@@ -109,7 +130,9 @@ export function openConsole(name) {
     }
     const chunk = typeof event.data === "string" ? event.data
       : decoder.decode(new Uint8Array(event.data), { stream: true });
-    text = appendOutput(text, chunk);
+    const [ready, held] = splitPartial(partial + chunk);
+    partial = held;
+    text = appendOutput(text, ready);
     show();
   });
   ws.addEventListener("close", (event) => {
