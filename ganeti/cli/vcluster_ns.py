@@ -220,13 +220,17 @@ def libvirt_pid_file(root: str, daemon: str) -> str:
 
 def libvirt_command(ns: str, root: str) -> list[str]:
     """The command that starts the node's virtlogd and libvirtd (both daemonise) inside
-    its network namespace and a private mount namespace with the node's directories."""
+    its network namespace and a private mount namespace with the node's directories,
+    under a subreaper that collects their orphans (each QEMU) as they end
+    (:mod:`ganeti.cli.subreaper`: libvirtd reports a crashed guest only once its QEMU
+    has been collected)."""
     mounts = "; ".join(f"mount --bind {libvirt_dir(root, part)} {target} || exit 1"
                        for part, target in LIBVIRT_DIRS)
     script = (f"{mounts}; virtlogd -d -p {libvirt_pid_file(root, 'virtlogd')} || exit 1; "
               f"exec libvirtd -d -l -p {libvirt_pid_file(root, 'libvirtd')}")
     return ["nsenter", f"--net={os.path.join(netns.NETNS_DIR, ns)}", "--", "unshare",
-            "--mount", "--propagation", "private", "--", "sh", "-c", script]
+            "--mount", "--propagation", "private", "--", sys.executable, "-m",
+            "ganeti.cli.subreaper", "--", "sh", "-c", script]
 
 
 def fix_kvm_device(path: str = "/dev/kvm") -> bool:

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 
 from twisted.trial.unittest import SynchronousTestCase
@@ -111,6 +112,10 @@ class LibvirtTest(SynchronousTestCase):
             self.assertIn(f"mount --bind /v/n2/libvirt/{part} {target} || exit 1", script)
         self.assertIn("virtlogd -d -p /v/n2/libvirt/virtlogd.pid", script)
         self.assertTrue(script.endswith("exec libvirtd -d -l -p /v/n2/libvirt/libvirtd.pid"))
+        # under the subreaper that collects each ended QEMU at once
+        at = argv.index("ganeti.cli.subreaper")
+        self.assertEqual(argv[at - 2:at], [sys.executable, "-m"])
+        self.assertEqual(argv[at + 1:at + 4], ["--", "sh", "-c"])
 
     def test_config(self):
         vcluster_ns.write_libvirt_config(self.tmp, "10.9.0.11")
