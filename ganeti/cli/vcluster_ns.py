@@ -13,7 +13,11 @@ and reaches its libvirtd at the real path of the socket,
 QEMU runs as root (``qemu.conf``): the guests' disks, kernels and console
 sockets lie under node roots only root may enter, the cluster is a throwaway
 test bed inside private namespaces, and no security driver can label files in
-bind-mounted private directories anyway.
+bind-mounted private directories anyway.  Nor does a node's libvirtd use cgroups
+(``cgroup_controllers = [ ]``): libvirt names a guest's cgroup after its domain id
+and name only, in the machine-wide hierarchy, so two nodes' libvirtds (of one
+cluster during a migration, or of two clusters on one machine) would share, limit
+and empty each other's guests' cgroups.
 """
 
 from __future__ import annotations
@@ -149,9 +153,10 @@ def libvirtd_conf(ip: str) -> str:
             'log_outputs = "3:file:/var/log/libvirt/libvirtd.log"\n')
 
 
-QEMU_CONF = ("# written by ganeti-vcluster: QEMU as root, no labelling (see vcluster_ns)\n"
+QEMU_CONF = ("# written by ganeti-vcluster: QEMU as root, no labelling, no cgroups "
+             "(see vcluster_ns)\n"
              'user = "root"\ngroup = "root"\ndynamic_ownership = 0\nremember_owner = 0\n'
-             'security_driver = "none"\n')
+             'security_driver = "none"\ncgroup_controllers = [ ]\n')
 VIRTLOGD_CONF = 'log_outputs = "3:file:/var/log/libvirt/virtlogd.log"\n'
 
 

@@ -125,7 +125,10 @@ class LibvirtTest(SynchronousTestCase):
         self.assertIn('listen_addr = "10.9.0.11"', conf)
         self.assertIn("listen_tls = 0", conf)
         with open(os.path.join(etc, "qemu.conf")) as f:
-            self.assertIn('user = "root"', f.read())
+            qemu_conf = f.read()
+        self.assertIn('user = "root"', qemu_conf)
+        # no machine-wide cgroups named after domain id and name, shared across nodes
+        self.assertIn("cgroup_controllers = [ ]", qemu_conf)
         for part, _ in vcluster_ns.LIBVIRT_DIRS:
             self.assertTrue(os.path.isdir(os.path.join(self.tmp, "libvirt", part)))
 

@@ -31,9 +31,10 @@ LIBVIRTD_CONF = ('listen_tls = 0\nlisten_tcp = 0\nauth_unix_ro = "none"\n'
                  'unix_sock_rw_perms = "0700"\n'
                  'log_outputs = "3:file:/var/log/libvirt/libvirtd.log"\n')
 # QEMU as root unless a domain's DAC label says otherwise (security_model=pool):
-# libvirt's DAC driver chowns what such a QEMU opens, and gives it back to root
+# libvirt's DAC driver chowns what such a QEMU opens, and gives it back to root; no
+# cgroups, which the machine's other libvirtds would share (see ganeti.cli.vcluster_ns)
 QEMU_CONF = ('user = "root"\ngroup = "root"\ndynamic_ownership = 1\nremember_owner = 0\n'
-             'security_driver = "none"\n')
+             'security_driver = "none"\ncgroup_controllers = [ ]\n')
 VIRTLOGD_CONF = 'log_outputs = "3:file:/var/log/libvirt/virtlogd.log"\n'
 
 
