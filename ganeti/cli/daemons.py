@@ -26,6 +26,7 @@ port is stopped.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import shutil
 import signal
@@ -40,6 +41,7 @@ from typing import Any
 
 from ganeti.core import constants, errors
 from ganeti.core.paths import Paths
+from ganeti.core.pidfile import names_file, pid_alive, read_pid
 
 STOPPED, RUNNING, STALE = "stopped", "running", "stale pid file"
 
@@ -82,36 +84,26 @@ class DaemonState:
     state: str
 
 
-def read_pid(path: str) -> int | None:
-    """The pid in a pid file, or None if absent or unreadable."""
-    try:
-        with open(path, encoding="ascii") as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (zombies count as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def state(paths: Paths, daemon: str) -> DaemonState:
     """Running state of ``daemon`` on the node of ``paths``."""
-    pid = read_pid(paths.pid_file(daemon))
+    return pid_file_state(daemon, paths.pid_file(daemon))
+
+
+def pid_file_state(daemon: str, pid_file: str) -> DaemonState:
+    """State of ``daemon`` from its pid file: a pid whose process is gone, or is
+    another process that got the same number (its command line does not name the
+    file), is stale (:mod:`ganeti.core.pidfile`)."""
+    pid = read_pid(pid_file)
     if pid is None:
         return DaemonState(daemon, None, STOPPED)
-    return DaemonState(daemon, pid, RUNNING if pid_alive(pid) else STALE)
+    owner = pid_alive(pid) and names_file(pid, pid_file)
+    return DaemonState(daemon, pid, RUNNING if owner else STALE)
+
+
+def owner_gone(pid: int, pid_file: str) -> bool:
+    """Whether the process ``pid`` that owned ``pid_file`` has ended (a new process
+    with its number does not count)."""
+    return not (pid_alive(pid) and names_file(pid, pid_file))
 
 
 def twistd_path() -> str:
@@ -191,13 +183,14 @@ def stop(paths: Paths, daemon: str, timeout: float = 30.0) -> bool:
         if st.state == STALE:
             os.unlink(paths.pid_file(daemon))
         return False
-    pid = st.pid
+    pid, pid_file = st.pid, paths.pid_file(daemon)
+    gone = functools.partial(owner_gone, pid, pid_file)
     os.kill(pid, signal.SIGTERM)
-    if not wait_for(lambda: not pid_alive(pid), timeout):
+    if not wait_for(gone, timeout):
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not pid_alive(pid), 5.0)
-    if os.path.exists(paths.pid_file(daemon)) and not pid_alive(pid):
-        os.unlink(paths.pid_file(daemon))
+        wait_for(gone, 5.0)
+    if os.path.exists(pid_file) and gone():
+        os.unlink(pid_file)
     return True
 
 

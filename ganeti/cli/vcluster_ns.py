@@ -36,6 +36,7 @@ from typing import Any
 from ganeti.cli import daemons, netns
 from ganeti.cli.framework import Context, UsageError
 from ganeti.core import constants, errors
+from ganeti.core.pidfile import running_pid
 
 #: The machine directories each node's libvirtd sees replaced by its own.
 LIBVIRT_DIRS = (("etc", "/etc/libvirt"), ("run", "/run/libvirt"), ("lib", "/var/lib/libvirt"),
@@ -259,8 +260,7 @@ def fix_kvm_device(path: str = "/dev/kvm") -> bool:
 
 def libvirt_running(root: str) -> bool:
     """Whether the node's libvirtd runs."""
-    pid = daemons.read_pid(libvirt_pid_file(root, "libvirtd"))
-    return pid is not None and daemons.pid_alive(pid)
+    return running_pid(libvirt_pid_file(root, "libvirtd")) is not None
 
 
 def start_libvirt(ns: str, root: str, ip: str, timeout: float = LIBVIRT_TIMEOUT) -> float:
@@ -292,13 +292,8 @@ def start_libvirt(ns: str, root: str, ip: str, timeout: float = LIBVIRT_TIMEOUT)
 
 def libvirt_states(root: str) -> list[daemons.DaemonState]:
     """State of the node's virtlogd and libvirtd, from their pid files."""
-    result = []
-    for daemon in LIBVIRT_DAEMONS:
-        pid = daemons.read_pid(libvirt_pid_file(root, daemon))
-        state = (daemons.STOPPED if pid is None
-                 else daemons.RUNNING if daemons.pid_alive(pid) else daemons.STALE)
-        result.append(daemons.DaemonState(daemon, pid, state))
-    return result
+    return [daemons.pid_file_state(daemon, libvirt_pid_file(root, daemon))
+            for daemon in LIBVIRT_DAEMONS]
 
 
 def running_domains(root: str) -> list[str]:
@@ -308,10 +303,6 @@ def running_domains(root: str) -> list[str]:
     proc = subprocess.run(["virsh", "-c", libvirt_uri(root), "list", "--name"],
                           capture_output=True, text=True, check=False, timeout=60)
     return [n for n in proc.stdout.split() if n] if proc.returncode == 0 else []
-
-
-def _gone(pid: int) -> bool:
-    return not daemons.pid_alive(pid)
 
 
 def stop_libvirt(root: str) -> list[str]:
@@ -326,10 +317,10 @@ def stop_libvirt(root: str) -> list[str]:
         keep_caps(root)
     for daemon in reversed(LIBVIRT_DAEMONS):
         pid_file = libvirt_pid_file(root, daemon)
-        pid = daemons.read_pid(pid_file)
-        if pid is not None and daemons.pid_alive(pid):
+        pid = running_pid(pid_file)  # not whoever got the number of a dead one
+        if pid is not None:
             os.kill(pid, signal.SIGTERM)
-            gone = functools.partial(_gone, pid)
+            gone = functools.partial(daemons.owner_gone, pid, pid_file)
             if not daemons.wait_for(gone, 15.0):
                 os.kill(pid, signal.SIGKILL)
                 daemons.wait_for(gone, 5.0)

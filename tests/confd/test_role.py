@@ -51,8 +51,16 @@ class RoleTest(SynchronousTestCase):
                 f.write("k\n")
 
     def fake_running(self, pid=None):
-        pid = pid or os.getpid()  # a live process
-        with open(self.paths.pid_file(constants.CONFD), "w") as f:
+        """Write confd's pid file: ``pid``, else a live process that names the file on
+        its command line, as twistd's --pidfile does (a pid alone may be anyone's)."""
+        pid_file = self.paths.pid_file(constants.CONFD)
+        if pid is None:
+            proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                                     "--pidfile", pid_file])
+            self.addCleanup(proc.wait)
+            self.addCleanup(proc.kill)
+            pid = proc.pid
+        with open(pid_file, "w") as f:
             f.write(f"{pid}\n")
         return pid
 
@@ -97,6 +105,15 @@ class RoleTest(SynchronousTestCase):
         self.fake_running(proc.pid)
         self.assertIsNone(confd_role.confd_pid(self.paths))
 
+    def test_a_pid_another_process_got_is_not_confd(self):
+        # confd died without removing its pid file and its number went to another
+        # process (this one): demotion must not signal it
+        self.fake_running(os.getpid())
+        self.assertIsNone(confd_role.confd_pid(self.paths))
+        self.write_ssconf(["node1.example.test"])
+        self.assertIsNone(confd_role.sync_confd(self.paths))
+        self.assertEqual(self.calls, [])
+
 
 class StartStopTest(SynchronousTestCase):
     def setUp(self):
@@ -129,7 +146,8 @@ class StartStopTest(SynchronousTestCase):
 
     def test_stop_terminates_the_process(self):
         os.makedirs(self.paths.run_dir)
-        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                                 "--pidfile", self.paths.pid_file(constants.CONFD)])
         self.addCleanup(proc.kill)
         with open(self.paths.pid_file(constants.CONFD), "w") as f:
             f.write(f"{proc.pid}\n")

@@ -21,6 +21,8 @@ import subprocess
 import tempfile
 import time
 
+from ganeti.core.pidfile import running_pid
+
 DIRS = (("etc", "/etc/libvirt"), ("run", "/run/libvirt"), ("lib", "/var/lib/libvirt"),
         ("cache", "/var/cache/libvirt"), ("log", "/var/log/libvirt"))
 TOOLS = ("libvirtd", "virtlogd", "unshare", "mount", "qemu-system-x86_64")
@@ -134,11 +136,9 @@ class PrivateLibvirtd:
             conn.close()
 
     def pid(self, daemon: str) -> int | None:
-        try:
-            with open(self._pid_file(daemon), encoding="ascii") as f:
-                return int(f.read().strip())
-        except (OSError, ValueError):
-            return None
+        """The daemon's pid while it runs (a number its dead process left in the pid
+        file, since given to another process, is not it)."""
+        return running_pid(self._pid_file(daemon))
 
     def _kill(self, daemon: str) -> None:
         pid = self.pid(daemon)
@@ -150,9 +150,7 @@ class PrivateLibvirtd:
             return
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if self.pid(daemon) != pid:
                 return
             time.sleep(0.05)
         try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -97,8 +99,22 @@ class DemoteTest(SynchronousTestCase):
 
     def test_refused_while_masterd_runs(self):
         self.master_is("node1.test")
-        os.makedirs(os.path.dirname(self.paths.pid_file("ganeti-masterd")), exist_ok=True)
-        with open(self.paths.pid_file("ganeti-masterd"), "w") as f:
-            f.write(f"{os.getpid()}\n")
+        pid_file = self.paths.pid_file("ganeti-masterd")
+        os.makedirs(os.path.dirname(pid_file), exist_ok=True)
+        # a live process that names the pid file, as twistd --pidfile does
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                                 "--pidfile", pid_file])
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        with open(pid_file, "w") as f:
+            f.write(f"{proc.pid}\n")
         failure = self.failureResultOf(roles.node_demote_from_mc(self.ctx), RPCFail)
         self.assertIn("The master daemon is running", str(failure.value))
+
+    def test_a_stale_masterd_pid_taken_by_another_process_does_not_refuse(self):
+        self.master_is("node1.test")
+        pid_file = self.paths.pid_file("ganeti-masterd")
+        os.makedirs(os.path.dirname(pid_file), exist_ok=True)
+        with open(pid_file, "w") as f:
+            f.write(f"{os.getpid()}\n")  # alive, but not masterd
+        self.assertFalse(roles._masterd_running(self.paths))

@@ -35,6 +35,7 @@ from twisted.logger import Logger
 
 from ganeti.core import constants
 from ganeti.core.paths import Paths
+from ganeti.core.pidfile import running_pid
 
 log = Logger()
 
@@ -84,25 +85,9 @@ def config_says_candidate(paths: Paths) -> bool:
 
 
 def confd_pid(paths: Paths) -> int | None:
-    """The pid of this node's running confd, or None."""
-    try:
-        with open(paths.pid_file(constants.CONFD), encoding="ascii") as f:
-            pid = int(f.read().strip())
-    except (OSError, ValueError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            if f.read().split(") ", 1)[1][:1] == "Z":
-                return None
-    except (OSError, IndexError):
-        pass
-    return pid
+    """The pid of this node's running confd, or None (a stale pid file's number,
+    taken by another process since, does not count: :mod:`ganeti.core.pidfile`)."""
+    return running_pid(paths.pid_file(constants.CONFD))
 
 
 def _twistd() -> str:

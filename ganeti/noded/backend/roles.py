@@ -16,6 +16,7 @@ import time
 from twisted.internet import defer
 
 from ganeti.core.paths import Paths
+from ganeti.core.pidfile import running_pid
 from ganeti.noded.backend.context import NodeContext, RPCFail
 
 
@@ -28,19 +29,7 @@ def _read(path: str) -> str:
 
 
 def _masterd_running(paths: Paths) -> bool:
-    try:
-        pid = int(_read(paths.pid_file("ganeti-masterd")) or 0)
-    except ValueError:
-        return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return running_pid(paths.pid_file("ganeti-masterd")) is not None
 
 
 def backup_file(path: str, now: float) -> str:
