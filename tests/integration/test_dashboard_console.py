@@ -135,6 +135,7 @@ class DashboardConsoleTest(SynchronousTestCase):
             (["x\x1b]0;tit", "le\x07y"], "xy", ""),
             (["x\x1b]0;t\x1b", "\\y"], "xy", ""),
             (["done\x1b[6n"], "done", ""),          # complete: nothing held
+            (["a\x1bcb\x1b(", "Bc"], "abc", ""),       # ESC c, and ESC ( B cut in two
             (["wait\x1b[1"], "wait", "\x1b[1"),     # incomplete: held for the next chunk
             (["\x1b]" + "t" * 300], "t" * 300, ""),  # an endless OSC is not held back
         ]

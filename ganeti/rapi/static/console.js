@@ -15,13 +15,14 @@ const KEYS = {
   ArrowUp: "\x1b[A", ArrowDown: "\x1b[B", ArrowRight: "\x1b[C", ArrowLeft: "\x1b[D",
   Home: "\x1b[H", End: "\x1b[F", Delete: "\x1b[3~", PageUp: "\x1b[5~", PageDown: "\x1b[6~",
 };
-// CSI and OSC sequences, and single-character escapes
+// CSI and OSC sequences, and the other escape sequences (ESC, intermediate bytes, a
+// final byte: "ESC c", "ESC ( B", ...)
 // eslint-disable-next-line no-control-regex
-const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
+const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[ -/]*[0-~]/g;
 
 // the end of a chunk that may be the start of one of those, cut by the transport
 // eslint-disable-next-line no-control-regex
-const PARTIAL = /\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?)?$/;
+const PARTIAL = /\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?|[ -/]+)?$/;
 /** Longest escape sequence held back for the next chunk (an OSC without its end
  * would otherwise hold all output back). */
 const MAX_PARTIAL = 256;
