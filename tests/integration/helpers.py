@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import socket
 import subprocess
 import sys
+import tempfile
 
 from ganeti.cli import daemons
 from ganeti.core import constants
@@ -43,21 +45,48 @@ def rss(pid):
     raise AssertionError(f"no VmRSS for {pid}")
 
 
+#: One lock file per 127.0.<x>. range: a test process holds an flock on each range it
+#: was given (until :func:`release_ip_base` or its exit), so that the pytest processes
+#: of a run (xdist workers and the one beside them) never pick the same range, also
+#: for a cluster that is not listening at the moment one of them looks (a stopped
+#: one, or test_daemon_startup's, whose ports the test itself takes).
+IP_LOCK_DIR = os.path.join(tempfile.gettempdir(), "ganeti-test-ip-bases")
+_held_ip_bases: dict[str, int] = {}
+
+
 def free_ip_base(nodes=1, rng=random):
-    """A random ``127.0.<2..250>.`` --ip-base whose first ``nodes`` addresses have port 1811
-    free, so that test clusters do not clash with each other or with a running demo
-    (which uses 127.0.1.)."""
+    """A random ``127.0.<2..250>.`` --ip-base reserved for this process whose first
+    ``nodes`` addresses have port 1811 free, so that test clusters do not clash with
+    each other or with a running demo (which uses 127.0.1.)."""
+    os.makedirs(IP_LOCK_DIR, exist_ok=True)
     thirds = list(range(2, 251))
     rng.shuffle(thirds)
     for third in thirds:
         base = f"127.0.{third}."
+        if base in _held_ip_bases:
+            continue
+        fd = os.open(os.path.join(IP_LOCK_DIR, str(third)), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another test process has it
+            os.close(fd)
+            continue
         try:
             for k in range(1, nodes + 1):
                 daemons.check_address_free(f"{base}{k}", constants.DEFAULT_NODED_PORT)
         except daemons.AddressInUse:
+            os.close(fd)
             continue
+        _held_ip_bases[base] = fd
         return base
     raise AssertionError("no free 127.0.x. address range for a virtual cluster")
+
+
+def release_ip_base(base):
+    """Give a range :func:`free_ip_base` reserved back (its cluster is gone)."""
+    fd = _held_ip_bases.pop(base, None)
+    if fd is not None:
+        os.close(fd)  # and with it the flock
 
 
 def raw_luxi(path, payload, timeout=10.0, until_eof=False):

@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from ganeti.luxi.client import LuxiClient
-from tests.integration.helpers import VCLUSTER, free_ip_base, node_env, run
+from tests.integration.helpers import VCLUSTER, free_ip_base, node_env, release_ip_base, run
 
 FINAL = frozenset({"success", "error", "canceled"})
 NODE = "node1.vcluster.test"
@@ -138,6 +138,7 @@ class VirtualCluster:
         if os.path.exists(os.path.join(self.dir, "vcluster.json")):
             run([VCLUSTER, "destroy", self.dir], check=False)
         shutil.rmtree(self.tmp, ignore_errors=True)
+        release_ip_base(self.ip_base)
 
     def client(self, timeout=60.0):
         return LuxiClient(self.socket, timeout=timeout)
