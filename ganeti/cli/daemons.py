@@ -41,7 +41,7 @@ from typing import Any
 
 from ganeti.core import constants, errors
 from ganeti.core.paths import Paths
-from ganeti.core.pidfile import names_file, pid_alive, read_pid
+from ganeti.core.pidfile import is_owner, pid_alive, read_pid
 
 STOPPED, RUNNING, STALE = "stopped", "running", "stale pid file"
 
@@ -96,14 +96,13 @@ def pid_file_state(daemon: str, pid_file: str) -> DaemonState:
     pid = read_pid(pid_file)
     if pid is None:
         return DaemonState(daemon, None, STOPPED)
-    owner = pid_alive(pid) and names_file(pid, pid_file)
-    return DaemonState(daemon, pid, RUNNING if owner else STALE)
+    return DaemonState(daemon, pid, RUNNING if is_owner(pid, pid_file) else STALE)
 
 
 def owner_gone(pid: int, pid_file: str) -> bool:
     """Whether the process ``pid`` that owned ``pid_file`` has ended (a new process
     with its number does not count)."""
-    return not (pid_alive(pid) and names_file(pid, pid_file))
+    return not is_owner(pid, pid_file)
 
 
 def twistd_path() -> str:

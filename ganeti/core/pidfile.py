@@ -70,10 +70,14 @@ def names_file(pid: int, path: str) -> bool:
     return any(_same_file(arg, path, real) for arg in args)
 
 
+def is_owner(pid: int, path: str) -> bool:
+    """Whether process ``pid`` runs and owns pid file ``path`` (see the module
+    docstring); the file itself need not exist any more."""
+    return pid_alive(pid) and names_file(pid, path)
+
+
 def running_pid(path: str) -> int | None:
-    """The pid in pid file ``path`` if that process runs and is the file's owner
-    (see the module docstring), else None."""
+    """The pid in pid file ``path`` if that process runs and is the file's owner,
+    else None."""
     pid = read_pid(path)
-    if pid is None or not pid_alive(pid) or not names_file(pid, path):
-        return None
-    return pid
+    return pid if pid is not None and is_owner(pid, path) else None

@@ -4,11 +4,10 @@ back as if it ran alone, and what it leaves behind is adopted and collected at o
 import os
 import subprocess
 import sys
-import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.cli import subreaper
+from ganeti.cli import daemons, subreaper
 
 #: Bound on waiting for a process to end (it takes milliseconds; this bounds a hang).
 DEADLINE = 10.0
@@ -35,12 +34,7 @@ def cmdline(pid):
 
 
 def wait_until(predicate):
-    deadline = time.monotonic() + DEADLINE
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
+    return daemons.wait_for(predicate, DEADLINE, interval=0.005)
 
 
 class SubreaperTest(SynchronousTestCase):
