@@ -56,6 +56,7 @@ from ganeti.master.jobs.processor import JobHandle, Processor
 from ganeti.master.locking.manager import LockManager
 from ganeti.master.lu.base import LUContext
 from ganeti.master.lu.hooks import HooksRunner
+from ganeti.master.lu.hostnames import Resolver, SystemResolver
 from ganeti.master.masteripsvc import MasterIpActivation
 from ganeti.master.query.exportqueries import ExportQueries, rpc_list_exports
 from ganeti.master.query.instancequeries import InstanceQueries, rpc_live_collector
@@ -176,18 +177,21 @@ class MasterDaemon(DaemonService):
                  watcher_interval: float = 0.0,
                  process_exit: ProcessExit | None = None,
                  activate_master_ip: bool = False,
-                 instance_events: bool = True) -> None:
+                 instance_events: bool = True,
+                 resolver: Resolver | None = None) -> None:
         """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one);
         ``rpc`` replaces the node RPC client (made from server.pem when first needed);
         ``install_signal`` installs the SIGHUP handler (none on fake reactors);
         ``process_exit`` is the real process's (:class:`ganeti.daemon.ProcessExit`);
         ``activate_master_ip``: bring the master IP up once started (the real daemon);
         ``instance_events`` False turns the instance event watch off (it runs only
-        with the watcher service anyway)."""
+        with the watcher service anyway); ``resolver`` replaces the system's host
+        name resolution (tests resolve from a table of their own)."""
         super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.paths = paths
         self.reactor = reactor
         self.noded_port = noded_port
+        self.resolver: Resolver = resolver if resolver is not None else SystemResolver()
         self._rpc = rpc
         if run_blocking is None:
             pool = ThreadPool(minthreads=1, maxthreads=io_threads, name="masterd-io")
@@ -308,4 +312,4 @@ class MasterDaemon(DaemonService):
                          run_blocking=self.run_blocking, job_texts=self._job_texts,
                          submit_jobs=self.queue.submit_many,
                          queue_health=self.store.health, hooks=self.hooks,
-                         reservations=self.reservations)
+                         reservations=self.reservations, resolver=self.resolver)

@@ -4,6 +4,7 @@ and what a refused or failed step leaves behind (nothing)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 
 from twisted.internet import defer
@@ -11,9 +12,11 @@ from twisted.trial.unittest import TestCase
 
 from ganeti.core import constants as c
 from ganeti.master.locking.manager import LEVEL_INSTANCE
+from ganeti.master.lu.hostnames import SystemResolver
 from tests.fakes.configs import small_config
 from tests.fakes.masterd import InProcessMaster
 from tests.fakes.nodes import FakeNodeNet
+from tests.fakes.resolver import HostsResolver
 
 
 def create_op(name="inst1.test", **params):
@@ -330,3 +333,73 @@ class VerifyInstancesTest(InstanceCase):
                       "primary node node1.test", lines[1])
         self.assertIn("ERROR:ENODEORPHANINSTANCE:node:node1.test:instance stray.test on node "
                       "node1.test should not exist", lines[0])
+
+
+# /etc/hosts as Debian ships it, plus what Ganeti's QA (TestInstanceRenameAndBack) adds
+# to map the new name to another host: the name then resolves to "localhost".
+QA_HOSTS = ("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
+            "127.0.1.50 inst1.test\n127.0.1.70 inst3.test inst3\n"
+            "::1 meeeeh-not-exists inst2.test\n127.0.0.1 meeeeh-not-exists inst2.test\n")
+
+
+class RenameTest(InstanceCase):
+    """OP_INSTANCE_RENAME's name rules (Ganeti's LUInstanceRename, CheckHostnameSane)."""
+
+    def setUp(self):
+        super().setUp()
+        self.run_ok(create_op())
+        self.resolver = HostsResolver(QA_HOSTS, alive=("127.0.1.80",))
+        self.master.daemon.resolver = self.resolver
+
+    def rename(self, new, **params):
+        return {"OP_ID": "OP_INSTANCE_RENAME", "instance_name": "inst1.test",
+                "new_name": new, **params}
+
+    def test_to_the_same_name_is_a_no_op(self):
+        serial = self.instance().serial_no
+        for check in (False, True):
+            result = self.run_ok(self.rename("inst1.test", name_check=check, ip_check=check))
+            self.assertEqual(result, "inst1.test")
+        self.assertEqual(self.instance().serial_no, serial)
+        self.assertEqual(self.master.daemon.locks.names(LEVEL_INSTANCE), ["inst1.test"])
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test"})
+
+    def test_a_name_resolving_to_another_host_is_refused(self):
+        serial = self.instance().serial_no
+        cls, msg, code = self.run_error(self.rename("inst2.test", ip_check=False))
+        self.assertEqual((cls, msg, code), (
+            "OpPrereqError", "Resolved hostname 'localhost' does not look the same as "
+            "given hostname 'inst2.test'", "wrong_input"))
+        self.assertIsNotNone(self.instance())
+        self.assertEqual(self.instance().serial_no, serial)
+        # without the name check the name is taken as given
+        self.assertEqual(self.run_ok(self.rename("inst2.test", name_check=False,
+                                                 ip_check=False)), "inst2.test")
+
+    def test_the_new_name_is_the_resolved_one(self):
+        status, results, log = self.master.finish(self.master.submit(
+            self.rename("inst3", ip_check=False)))
+        self.assertEqual((status, results), ("success", ["inst3.test"]))
+        self.assertIn(" - INFO: Resolved given name 'inst3' to 'inst3.test'",
+                      log)
+        self.assertIsNotNone(self.instance("inst3.test"))
+
+    def test_unresolvable_name_and_address_in_use(self):
+        cls, msg, code = self.run_error(self.rename("nosuch.test"))
+        self.assertEqual((cls, msg, code), (
+            "OpPrereqError", "The given name (nosuch.test) does not resolve: Name or "
+            "service not known", "resolver_error"))
+        self.resolver.lines.append(("127.0.1.80", ["inst4.test"]))
+        cls, msg, code = self.run_error(self.rename("inst4.test"))
+        self.assertEqual((cls, msg, code), (
+            "OpPrereqError", "IP 127.0.1.80 of instance inst4.test already in use",
+            "resource_not_unique"))
+        self.assertEqual(self.resolver.calls[-1], ("tcp_ping", "127.0.1.80"))
+        self.assertIsNotNone(self.instance())
+
+
+class HostsResolverTest(TestCase):
+    def test_the_fake_has_the_real_resolvers_methods(self):
+        for name in ("fqdn", "address", "tcp_ping"):
+            self.assertEqual(inspect.signature(getattr(HostsResolver, name)),
+                             inspect.signature(getattr(SystemResolver, name)), name)

@@ -48,6 +48,7 @@ from ganeti.master.locking.manager import (
     LockManager,
 )
 from ganeti.master.lu.hooks import HooksRunner
+from ganeti.master.lu.hostnames import Resolver, SystemResolver
 
 R = TypeVar("R")
 
@@ -86,6 +87,8 @@ class LUContext:
     #: temporary reservations (MACs, IPs, ports, DRBD minors, LV names) made under
     #: ``owner``; the processor drops them when the opcode ends
     reservations: ReservationManager = field(default_factory=ReservationManager)
+    #: host name resolution (blocking: call it through ``run_blocking``)
+    resolver: Resolver = field(default_factory=SystemResolver)
 
 
 class ResultWithJobs:

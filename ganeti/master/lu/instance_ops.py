@@ -10,7 +10,6 @@ and fail with ``OpPrereqError`` as Ganeti's CheckInstanceState does.
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from ganeti.core import consoles, params_fill
@@ -19,8 +18,6 @@ from ganeti.core import hooks as hookdefs
 from ganeti.core.errors import (
     ECODE_EXISTS,
     ECODE_INVAL,
-    ECODE_NORES,
-    ECODE_NOTUNIQUE,
     ECODE_STATE,
     LockError,
     OpExecError,
@@ -40,8 +37,8 @@ from ganeti.core.opcodes.views import (
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
+from ganeti.master.lu import hostnames, instance_storage, osoutput
 from ganeti.master.lu import instance_common as ic
-from ganeti.master.lu import instance_storage, osoutput
 from ganeti.master.lu.base import LOCKS_REPLACE, LogicalUnit
 
 ONLINE = (c.ADMINST_UP, c.ADMINST_DOWN)
@@ -399,28 +396,36 @@ class LUInstanceRename(InstanceLU):
     async def exec(self) -> Any:
         inst = self.instance
         await check_not_running(self, inst, "cannot rename")
-        if self.op.name_check:
-            try:
-                infos = await self.ctx.run_blocking(socket.getaddrinfo, self.new_name, None,
-                                                    socket.AF_INET, socket.SOCK_STREAM)
-            except OSError as err:
-                raise OpPrereqError(f"Host name {self.new_name} not found: {err}",
-                                    ECODE_NORES) from None
-            if self.op.ip_check and infos:
-                ip = str(infos[0][4][0])
-
-                def ping() -> bool:
-                    try:
-                        socket.create_connection((ip, c.DEFAULT_NODED_PORT), 1.0).close()
-                    except OSError:
-                        return False
-                    return True
-                if await self.ctx.run_blocking(ping):
-                    raise OpPrereqError(f"IP {ip} of instance {self.new_name} already in use",
-                                        ECODE_NOTUNIQUE)
-        if self.op.dry_run:
-            return self.new_name
+        if self.op.name_check:  # Ganeti's CheckHostnameSane: the new name is the FQDN
+            self.new_name, ip = await hostnames.check_hostname_sane(self, self.new_name)
+            if self.op.ip_check:
+                await hostnames.check_ip_free(self, ip, self.new_name)
         old, new, uuid = inst.name, self.new_name, inst.uuid
+        if new != old and self.ctx.config.config.instance_by_name(new) is not None:
+            raise OpPrereqError(f"Instance '{new}' is already in the cluster", ECODE_EXISTS)
+        if self.op.dry_run:
+            return new
+        if new != old:  # to the same name nothing changes; the OS script still runs
+            await self._rename_in_config(old, new, uuid)
+        inst = self.instance
+        if inst.os:
+            await self.start_disks()
+            try:
+                node = self.ctx.config.config.nodes[inst.primary_node]
+                result = await osoutput.run_os_call(
+                    self, node, "instance_run_rename",
+                    [ic.instance_arg(inst), old, self.op.debug_level or 0], "OS rename")
+                if not result.success:
+                    self.ctx.feedback("message", f"Could not run OS rename script for "
+                                                 f"instance {new} on node {node.name} (but "
+                                                 "the instance has been renamed in Ganeti): "
+                                                 f"{result.fail_msg}")
+            finally:
+                await self.stop_disks()
+        return new
+
+    async def _rename_in_config(self, old: str, new: str, uuid: str) -> None:
+        """The instance's new name in the config, its lock, its file disks' directory."""
         now = self.ctx.clock.seconds()
 
         def change(cfg: ConfigData) -> None:
@@ -439,25 +444,10 @@ class LUInstanceRename(InstanceLU):
         except LockError as err:  # a create of that name holds it; it will fail
             self.ctx.feedback("message", f"Lock of {new} not added: {err}")
         inst = self.instance
-        if any(self.ctx.config.config.disks[d].dev_type in (c.DT_FILE, c.DT_SHARED_FILE)
-               for d in inst.disks if d in self.ctx.config.config.disks):
-            await instance_storage.rename_instance_disks(self, self.ctx.config.config, inst,
-                                                         old, new)
-        if inst.os:
-            await self.start_disks()
-            try:
-                node = self.ctx.config.config.nodes[inst.primary_node]
-                result = await osoutput.run_os_call(
-                    self, node, "instance_run_rename",
-                    [ic.instance_arg(inst), old, self.op.debug_level or 0], "OS rename")
-                if not result.success:
-                    self.ctx.feedback("message", f"Could not run OS rename script for "
-                                                 f"instance {new} on node {node.name} (but "
-                                                 "the instance has been renamed in Ganeti): "
-                                                 f"{result.fail_msg}")
-            finally:
-                await self.stop_disks()
-        return new
+        cfg = self.ctx.config.config
+        if any(cfg.disks[d].dev_type in (c.DT_FILE, c.DT_SHARED_FILE)
+               for d in inst.disks if d in cfg.disks):
+            await instance_storage.rename_instance_disks(self, cfg, inst, old, new)
 
 
 class LUInstanceReinstall(InstanceLU):
