@@ -88,7 +88,11 @@ class DisksLifecycleTest(SynchronousTestCase):
         del state["lvs"][gone]
         self.lvm.state = state
         self.assertEqual(self.run_ok(verify), [{}, [], {}])
-        self.run_ok({"OP_ID": "OP_INSTANCE_RECREATE_DISKS", "instance_name": "web3.test"})
+        # only the missing disk: recreating one that exists fails, as in Ganeti
+        missing = [i for i, d in enumerate(self.disks("web3.test"))
+                   if f"xenvg/{d.logical_id[1]}" == gone]
+        self.run_ok({"OP_ID": "OP_INSTANCE_RECREATE_DISKS", "instance_name": "web3.test",
+                     "disks": missing})
         self.run_ok({"OP_ID": "OP_INSTANCE_ACTIVATE_DISKS", "instance_name": "web3.test"})
         self.assertEqual(self.run_ok(verify), [{}, [], {}])
         state = self.lvm.state

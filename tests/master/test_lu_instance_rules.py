@@ -119,3 +119,63 @@ class ReinstallImageTest(RulesCase):
             "following parameters are not supported by the OS dumpos: os-image", None))
         self.assertNotIn("os-image", self.instance().osparams)
         self.run_ok(self.op("OP_INSTANCE_REINSTALL", osparams={"token": "x"}))
+
+
+class RecreateDisksTest(RulesCase):
+    """Ganeti's QA TestRecreateDisks, on a file and a diskless instance."""
+
+    RECREATE = "OP_INSTANCE_RECREATE_DISKS"
+
+    def test_checks_and_recreating_on_another_node(self):
+        path = self.disk_file("inst1.test")
+        self.start()
+        self.assertEqual(self.run_error(self.op(self.RECREATE, nodes=["node2.test"])), (
+            "OpPrereqError", "Instance 'inst1.test' is marked to be up, cannot recreate "
+            "disks", "wrong_state"))
+        self.run_ok(self.op("OP_INSTANCE_SHUTDOWN"))
+        # the disks exist: creating them fails, as in Ganeti
+        cls, msg, _code = self.run_error(self.op(self.RECREATE))
+        self.assertEqual(cls, "OpExecError")
+        self.assertIn("Can't create block device disk/0 on node node1.test", msg)
+        self.assertEqual(self.run_error(self.op(self.RECREATE, disks=[[0, {"spindles": 2}]])),
+                         ("OpPrereqError", "Spindles in instance disks cannot be specified "
+                          "when exclusive storage is not active", "wrong_input"))
+        self.assertEqual(self.run_error(self.op(self.RECREATE,
+                                                nodes=["node2.test", "node1.test"])),
+                         ("OpPrereqError", "Instance inst1.test currently has 1 nodes, but 2 "
+                          "replacement nodes were specified", "wrong_input"))
+        self.assertEqual(self.run_error(self.op(self.RECREATE, nodes=["node2.test"],
+                                                iallocator="hail"))[1],
+                         "Do not specify both, iallocator and node")
+        self.assertEqual(self.instance().primary_node, self.node_uuid("node1.test"))
+        os.remove(path)  # QA destroys the disks first
+        self.run_ok(self.op(self.RECREATE))
+        self.assertTrue(os.path.exists(path))
+        os.remove(path)
+        status, _results, log = self.master.finish(self.master.submit(
+            self.op(self.RECREATE, nodes=["node2.test"])))
+        self.assertEqual(status, "success")
+        self.assertIn(" - WARNING: Changing the instance's nodes, you will have to remove "
+                      "any disks left on the older nodes manually", log)
+        node2 = self.node_uuid("node2.test")
+        inst = self.instance()
+        self.assertEqual(inst.primary_node, node2)
+        self.assertEqual(self.config.disks[inst.disks[0]].nodes, [node2])
+        self.assertTrue(os.path.exists(self.disk_file("inst1.test")))
+        self.assertFalse(os.path.exists(path))
+        self.run_ok(self.op("OP_INSTANCE_ACTIVATE_DISKS"))
+        self.run_ok(self.op("OP_INSTANCE_DEACTIVATE_DISKS"))
+        os.remove(self.disk_file("inst1.test"))
+        self.run_ok(self.op(self.RECREATE, nodes=["node1.test"], disks=[[0, {"size": 8}]]))
+        self.assertEqual(self.instance().primary_node, self.node_uuid("node1.test"))
+        self.assertEqual(os.path.getsize(path), 8 << 20)
+
+    def test_diskless(self):
+        for params in ({}, {"nodes": ["node2.test"]}):
+            self.assertEqual(self.run_error(self.op(self.RECREATE, "inst2.test", **params)),
+                             ("OpPrereqError", "Instance 'inst2.test' has no disks",
+                              "wrong_input"))
+        self.assertEqual(self.run_error(self.op(self.RECREATE, "inst2.test",
+                                                nodes=["node2.test", "node1.test"]))[1],
+                         "Instance inst2.test currently has 1 nodes, but 2 replacement "
+                         "nodes were specified")

@@ -3,6 +3,7 @@ instance (the disks themselves are made on the nodes by :mod:`.instance_storage`
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ganeti.core import constants as c
@@ -25,6 +26,9 @@ from ganeti.master.lu.instance_ops import (
     check_admin_state,
     check_not_running,
 )
+
+#: What recreating a disk may change (Ganeti's LUInstanceRecreateDisks._MODIFYABLE).
+_RECREATE_MODIFIABLE = frozenset({"size", "mode", "spindles"})
 
 
 class LUInstanceActivateDisks(InstanceLU):
@@ -118,8 +122,12 @@ class LUInstanceGrowDisk(InstanceLU):
 
 
 class LUInstanceRecreateDisks(InstanceLU):
-    """OP_INSTANCE_RECREATE_DISKS: create missing disks again (same nodes; relocation
-    comes with allocators)."""
+    """OP_INSTANCE_RECREATE_DISKS: create missing disks again, in place or on other
+    nodes (``nodes``: as many as the instance has, the primary first), with Ganeti's
+    checks (Ganeti's LUInstanceRecreateDisks).  The disks must be gone: an existing
+    one fails its creation, as in Ganeti.  On other nodes the disks are made first
+    and the config changed afterwards, so a failed creation leaves the instance as
+    it was; disks left on the old nodes are the administrator's to remove."""
 
     OP_ID = "OP_INSTANCE_RECREATE_DISKS"
     op: OpInstanceRecreateDisks
@@ -127,33 +135,77 @@ class LUInstanceRecreateDisks(InstanceLU):
     NODE_LEVELS = (LEVEL_NODE, LEVEL_NODE_RES)
 
     def check_arguments(self) -> None:
-        if self.op.nodes or self.op.node_uuids or self.op.iallocator:
-            raise OpPrereqError("Recreating disks on other nodes is not supported yet",
-                                ECODE_INVAL)
+        op = self.op
+        items = [(item, {}) if isinstance(item, int) else (item[0], dict(item[1]))
+                 for item in op.disks or []]
+        if items and all(isinstance(item, int) for item in op.disks or []):
+            items = [(idx, {}) for idx in sorted({idx for idx, _ in items})]
+        seen = [idx for idx, _ in items]
+        duplicates = sorted({idx for idx in seen if seen.count(idx) > 1})
+        if duplicates:
+            raise OpPrereqError("Some disks have been specified more than once: "
+                                f"{', '.join(map(str, duplicates))}", ECODE_INVAL)
+        if (op.nodes or op.node_uuids) and op.iallocator:
+            raise OpPrereqError("Do not specify both, iallocator and node", ECODE_INVAL)
+        if op.iallocator:
+            raise OpPrereqError("Recreating disks on nodes an allocator chooses is not "
+                                "supported yet", ECODE_INVAL)
+        for idx, params in items:
+            unknown = set(params) - _RECREATE_MODIFIABLE
+            if unknown:
+                raise OpPrereqError(f"Parameters for disk {idx} try to change unmodifyable "
+                                    f"parameter(s): {', '.join(sorted(unknown))}",
+                                    ECODE_INVAL)
+        self.items = items
+
+    def expand_names(self) -> None:
+        super().expand_names()
+        cfg = self.ctx.config.config
+        wanted = self.op.node_uuids or self.op.nodes or []
+        self.new_nodes = [nodesmod.find_node(cfg, n).uuid for n in wanted]
+
+    def declare_locks(self, level: int) -> None:
+        if self.new_nodes and level in self.NODE_LEVELS:  # Ganeti: only the new nodes
+            self.needed_locks[level] = sorted(set(self.new_nodes))
+            self.recalculate_locks.pop(level, None)
+        else:
+            super().declare_locks(level)
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         inst = self.instance
-        check_admin_state(inst, NOT_RUNNING, "cannot recreate disks")
+        if self.new_nodes:
+            current = nodesmod.instance_nodes(cfg, inst)
+            if len(self.new_nodes) != len(current):
+                raise OpPrereqError(f"Instance {inst.name} currently has {len(current)} "
+                                    f"nodes, but {len(self.new_nodes)} replacement nodes "
+                                    "were specified", ECODE_INVAL)
+        primary = self.new_nodes[0] if self.new_nodes else inst.primary_node
+        ic.check_node_online(cfg.nodes[primary])
         disks = instance_storage.instance_disks(cfg, inst)
         if not disks:
             raise OpPrereqError(f"Instance '{inst.name}' has no disks", ECODE_INVAL)
-        self.indices: dict[int, dict[str, Any]] = {}
-        for item in self.op.disks or []:
-            idx, params = (item, {}) if isinstance(item, int) else (item[0], item[1])
-            if idx >= len(disks):
-                raise OpPrereqError(f"Invalid disk index '{idx}'", ECODE_INVAL)
-            unknown = set(params) - {"size", "mode", "spindles"}
-            if unknown:
-                raise OpPrereqError(f"Parameter(s) {', '.join(sorted(unknown))} cannot be "
-                                    "changed when recreating disks", ECODE_INVAL)
-            self.indices[idx] = dict(params)
-        if not self.indices:
-            self.indices = {i: {} for i in range(len(disks))}
+        # with new nodes and an offline primary the instance's state is not checked
+        self.check_state = not (self.new_nodes and cfg.nodes[inst.primary_node].offline)
+        if self.check_state:
+            check_admin_state(inst, NOT_RUNNING, "cannot recreate disks")
+        self.indices = dict(self.items) if self.items else {i: {} for i in range(len(disks))}
+        if max(self.indices) >= len(disks):
+            raise OpPrereqError(f"Invalid disk index '{max(self.indices)}'", ECODE_INVAL)
+        if self.new_nodes and sorted(self.indices) != list(range(len(disks))):
+            raise OpPrereqError("Can't recreate disks partially and change the nodes at the "
+                                "same time", ECODE_INVAL)
+        nodes = self.new_nodes or sorted(nodesmod.instance_nodes(cfg, inst))
+        excl = any(instance_storage.exclusive_storage(cfg, cfg.nodes[n]) for n in nodes)
+        for params in self.indices.values():  # Ganeti's CheckSpindlesExclusiveStorage
+            if not excl and params.get("spindles") is not None:
+                raise OpPrereqError("Spindles in instance disks cannot be specified when "
+                                    "exclusive storage is not active", ECODE_INVAL)
 
     async def exec(self) -> Any:
         inst = self.instance
-        await check_not_running(self, inst, "cannot recreate disks")
+        if self.check_state:
+            await check_not_running(self, inst, "cannot recreate disks")
         if self.op.dry_run:
             return None
         cfg = self.ctx.config.config
@@ -161,20 +213,37 @@ class LUInstanceRecreateDisks(InstanceLU):
         chosen = []
         for idx, params in sorted(self.indices.items()):
             disk = disks[idx].clone()
-            if "size" in params:
+            if params.get("size") is not None:
                 disk.size = int(params["size"])
-            if "mode" in params:
+            if params.get("mode") is not None:
                 disk.mode = ic.check_disk_mode(params["mode"])
+            if params.get("spindles") is not None:
+                disk.spindles = int(params["spindles"])
+            if self.new_nodes:
+                disk.nodes = list(self.new_nodes)
             chosen.append(disk)
+        target = inst.clone()
+        if self.new_nodes:
+            self.ctx.feedback("message", " - WARNING: Changing the instance's nodes, you "
+                                         "will have to remove any disks left on the older "
+                                         "nodes manually")
+            target.primary_node = self.new_nodes[0]
+        view = copy.copy(cfg)
+        view.__dict__.pop("_cache_names", None)
+        view.disks = {**cfg.disks, **{d.uuid: d for d in chosen}}
+        view.instances = {**cfg.instances, inst.uuid: target}
+        await instance_storage.create_disks(self, view, target, chosen)
+        uuid, primary, now = inst.uuid, target.primary_node, self.ctx.clock.seconds()
 
         def change(cfg: ConfigData) -> None:
             for disk in chosen:
                 cfg.disks[disk.uuid] = disk.clone()
+            obj = cfg.instances[uuid]
+            if obj.primary_node != primary:
+                obj.primary_node = primary
+                obj.serial_no += 1
+                obj.mtime = now
         await self.update_config(change)
-        storage = instance_storage
-        await storage.remove_disks(self, self.ctx.config.config, inst, chosen,
-                                   ignore_failures=True)
-        await storage.create_disks(self, self.ctx.config.config, inst, chosen)
         return None
 
 
