@@ -179,3 +179,44 @@ class RecreateDisksTest(RulesCase):
                                                 nodes=["node2.test", "node1.test"]))[1],
                          "Instance inst2.test currently has 1 nodes, but 2 replacement "
                          "nodes were specified")
+
+
+class ExportDisklessTest(RulesCase):
+    """Ganeti 3.0 cannot finalize the export of a diskless instance: its node writes
+    config.ini into the directory only disk transfers make."""
+
+    def export(self, **params: Any) -> tuple[str, Any, list[str]]:
+        op = self.op("OP_BACKUP_EXPORT", "inst2.test", target_node="node2.test", mode="local",
+                     shutdown=True, **params)
+        status, results, log = self.master.finish(self.master.submit(op))
+        return status, results[0], log
+
+    def test_a_stopped_instance(self):
+        status, result, log = self.export()
+        self.assertEqual((status, result), ("error", ["OpExecError", [
+            "Export failed, errors in export finalization"]]))
+        self.assertEqual(log[0], "Shutting down instance inst2.test")
+        self.assertEqual(log[1:3], ["Activating disks for inst2.test",
+                                    "Finalizing export on node2.test"])
+        self.assertTrue(log[3].startswith(" - WARNING: Could not finalize export for "
+                                          "instance inst2.test on node node2.test: "), log)
+        self.assertEqual(log[4:], ["Deactivating disks for inst2.test"])
+        self.assertEqual(self.run_ok({"OP_ID": "OP_BACKUP_QUERY", "nodes": []}),
+                         {"node1.test": [], "node2.test": []})
+
+    def test_a_running_instance_is_started_again_first(self):
+        self.start("inst2.test")
+        status, result, log = self.export()
+        self.assertEqual(status, "error")
+        self.assertEqual(log[:3], ["Shutting down instance inst2.test",
+                                   "Starting instance inst2.test",
+                                   "Finalizing export on node2.test"])
+        self.assertEqual(len(log), 4)
+        self.assertTrue(self.running("inst2.test"))
+        # removing the instance after the export: the export fails first, the instance
+        # stays (stopped)
+        status, result, log = self.export(remove_instance=True)
+        self.assertEqual(result, ["OpExecError", ["Export failed, errors in export "
+                                                  "finalization"]])
+        self.assertIsNotNone(self.instance("inst2.test"))
+        self.assertFalse(self.running("inst2.test"))

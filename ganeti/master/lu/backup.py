@@ -10,7 +10,10 @@ the staging directory to the instance's name.  A failure removes the staging
 directories on both nodes, so no partial export is left; the instance is
 started again if it was up.  There are no disk snapshots (no device-mapper
 on these nodes, no file snapshots), so as in Ganeti a running instance is
-only exported with ``shutdown`` and ``long_sleep``.  Afterwards the exports
+only exported with ``shutdown`` and ``long_sleep``.  A diskless instance fails
+as in Ganeti 3.0, whose node finalizes an export in the directory that only
+disk transfers make: shut down (and started again if it was up), then "Export
+failed, errors in export finalization".  Afterwards the exports
 of the instance on the other nodes are removed, and with ``remove_instance``
 the instance too.  The result is Ganeti's ``[finalized, [disk ok, ...]]``.
 
@@ -247,8 +250,10 @@ class LUBackupExport(InstanceLU):
         inst = self.instance
         cfg = self.ctx.config.config
         src = cfg.nodes[inst.primary_node]
-        if self._try_snapshot():
-            # no disk here can be snapshotted (Ganeti's answer when none can)
+        # Ganeti: with no disk, every disk is "snapshotted" (a running instance is
+        # started again before the transfer); no other disk here can be snapshotted
+        snapshots = not inst.disks
+        if self._try_snapshot() and not snapshots:
             if not self.op.shutdown:
                 raise OpExecError("Not all disks could be snapshotted, and you requested a "
                                   "live export; aborting")
@@ -259,22 +264,30 @@ class LUBackupExport(InstanceLU):
         if self.op.shutdown:
             self.ctx.feedback("message", f"Shutting down instance {inst.name}")
             await ic.shutdown_on_node(self, inst, self.op.shutdown_timeout)
-        activate = bool(inst.disks) and not inst.disks_active
+        # Ganeti marks a diskless instance's (no) disks active while it is up
+        active = inst.disks_active or (not inst.disks and inst.admin_state == c.ADMINST_UP)
         result: list[Any] = []
         try:
-            if activate:
+            if not active:
                 self.ctx.feedback("message", f"Activating disks for {inst.name}")
                 await self.start_disks()
+            restarted = False
             try:
+                if self._do_reboot() and snapshots:
+                    restarted = True
+                    self.ctx.feedback("message", f"Starting instance {inst.name}")
+                    await ic.start_on_node(self, self.instance)
                 result = await self._export(src, self.target)
             finally:
-                if self._do_reboot():
+                if self._do_reboot() and not restarted:
                     self.ctx.feedback("message", f"Starting instance {inst.name}")
                     await ic.start_on_node(self, self.instance)
         finally:
-            if activate:
+            if not active:
                 self.ctx.feedback("message", f"Deactivating disks for {inst.name}")
                 await self.stop_disks()
+        if not result[0]:
+            raise OpExecError("Export failed, errors in export finalization")
         if self.op.remove_instance:
             self.ctx.feedback("message", f"Removing instance {inst.name}")
             await remove_instance(self, self.instance, self.op.ignore_remove_failures)
@@ -285,6 +298,15 @@ class LUBackupExport(InstanceLU):
         """Dump, copy and finalize; on any failure the staging directories go."""
         inst = self.instance
         cfg = self.ctx.config.config
+        if not inst.disks:
+            # Ganeti 3.0's node writes config.ini into the directory the disk transfers
+            # make: with no disk there is none, and finalizing fails
+            self.ctx.feedback("message", f"Finalizing export on {dst.name}")
+            self.ctx.feedback("message", f" - WARNING: Could not finalize export for "
+                                         f"instance {inst.name} on node {dst.name}: no disk "
+                                         "was exported, so there is no export directory to "
+                                         "finalize")
+            return [False, []]
         staging = new_staging()
         nodes = [src] if src.uuid == dst.uuid else [src, dst]
         try:
