@@ -432,8 +432,9 @@ class LUInstanceRename(InstanceLU):
                     self, node, "instance_run_rename",
                     [ic.instance_arg(inst), old, self.op.debug_level or 0], "OS rename")
                 if not result.success:
-                    self.ctx.feedback("message", f"Could not run OS rename script for "
-                                                 f"instance {new} on node {node.name} (but "
+                    self.ctx.feedback("message", " - WARNING: Could not run OS rename "
+                                                 f"script for instance {new} on node "
+                                                 f"{node.name} (but "
                                                  "the instance has been renamed in Ganeti): "
                                                  f"{result.fail_msg}")
             finally:

@@ -3,7 +3,14 @@ each module leaves both clusters as it found them)."""
 
 from __future__ import annotations
 
-from tests.integration.oracle import cases_cluster, cases_group, cases_jobs, cases_node, cases_rapi
+from tests.integration.oracle import (
+    cases_cluster,
+    cases_group,
+    cases_instance,
+    cases_jobs,
+    cases_node,
+    cases_rapi,
+)
 from tests.integration.oracle.model import Case
 
 ALL: list[Case] = [
@@ -11,5 +18,6 @@ ALL: list[Case] = [
     *cases_node.CASES,
     *cases_group.CASES,
     *cases_jobs.CASES,
+    *cases_instance.CASES,
     *cases_rapi.CASES,
 ]

@@ -35,9 +35,9 @@ TRANSCRIPT = os.path.join(HERE, "transcript.json.gz")
 # The oracle's files whose content shapes what the real side is asked and how its
 # answers are normalised (test_oracle.py, expected.py, recorded.py and record.py only
 # judge the differences).
-KEYED_FILES = ("cases.py", "cases_cluster.py", "cases_group.py", "cases_jobs.py",
-               "cases_node.py", "cases_rapi.py", "model.py", "normalise.py", "runner.py",
-               "sides.py", "forkserver.py", "replay.py",
+KEYED_FILES = ("cases.py", "cases_cluster.py", "cases_group.py", "cases_instance.py",
+               "cases_jobs.py", "cases_node.py", "cases_rapi.py", "model.py", "normalise.py",
+               "runner.py", "sides.py", "forkserver.py", "replay.py",
                os.path.join("realcluster", "real_cluster_up.sh"),
                os.path.join("realcluster", "real_cluster_down.sh"))
 PACKAGES = ("ganeti", "ganeti-3.0", "ganeti-haskell-3.0", "ganeti-htools-3.0",
