@@ -15,7 +15,7 @@ import ipaddress
 from typing import Any
 
 from ganeti.core import constants as c
-from ganeti.core import qlang, uidpool
+from ganeti.core import qlang
 from ganeti.core.errors import OpPrereqError
 from ganeti.core.opcodes import kinds
 from ganeti.core.opcodes.base import OpCode, opt, req, reserved
@@ -35,16 +35,9 @@ NIC_PARAMS = kinds.dict_of(kinds.one_of(c.NICC_DEFAULTS, "a NIC parameter:"),
                            name="an object mapping NIC parameters to strings")
 
 
-def _check_uid_range(value: Any) -> Any:
-    pair = kinds.tuple_of(kinds.INT, kinds.INT, name="a uid range [low, high]").check(value)
-    try:
-        uidpool.check([(pair[0], pair[1])])
-    except OpPrereqError as err:
-        raise KindMismatch("a uid range [low, high]", value, str(err.args[0])) from None
-    return pair
-
-
-UID_RANGES = kinds.list_of(Kind("a uid range [low, high]", _check_uid_range),
+# The shape only: the logical unit checks the bounds (OpPrereqError wrong_input), as
+# Ganeti's LUClusterSetParams does.
+UID_RANGES = kinds.list_of(kinds.tuple_of(kinds.INT, kinds.INT, name="a uid range [low, high]"),
                            name="a list of uid ranges [low, high]")
 
 
@@ -184,7 +177,9 @@ OP_TAGS_GET = OpCode(
 
 OP_TAGS_SEARCH = OpCode(
     "OP_TAGS_SEARCH", "Search all tags of the cluster for a pattern",
-    (req("pattern", kinds.regexp(), "Search pattern (regular expression)"),),
+    # A string here; the logical unit refuses a pattern that does not compile
+    # (OpPrereqError wrong_input), as Ganeti's LUTagsSearch does.
+    (req("pattern", kinds.NON_EMPTY_STRING, "Search pattern (regular expression)"),),
     summary_param="pattern")
 
 OP_TAGS_SET = OpCode(
