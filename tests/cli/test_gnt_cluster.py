@@ -5,7 +5,6 @@ import os
 import stat
 
 import yaml
-
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 

@@ -6,7 +6,9 @@ summaries.  LUXI validates submitted jobs against this table, the CLI
 builds opcodes from it, the reference in docs/design/opcodes-and-jobs.md is
 generated from it, and RAPI will map its bodies onto it.  Parameters,
 defaults and summaries follow Ganeti 3.0; where Ganeti has parameters that
-do not work here yet they are declared ``reserved``.
+do not work here yet they are declared ``reserved``.  The order of the
+parameters is Ganeti's where it shows: luxid echoes a job's opcode with its
+parameters in that order (:func:`ganeti.core.opcodes.base.luxid_echo`).
 """
 
 from __future__ import annotations
@@ -152,9 +154,9 @@ OP_QUERY = OpCode(
     "OP_QUERY", "Query for resources",
     (
         req("what", QUERY_RESOURCE, "Resource to query"),
+        opt("use_locking", kinds.BOOL, "Whether to use synchronization", False),
         req("fields", NAME_LIST, "Requested fields"),
         opt("qfilter", kinds.maybe(QUERY_FILTER), "Query filter (null: everything)"),
-        opt("use_locking", kinds.BOOL, "Whether to use synchronization", False),
     ),
     summary_param="what")
 
@@ -170,8 +172,8 @@ OP_TAGS_GET = OpCode(
     "OP_TAGS_GET", "Return the tags of an object",
     (
         req("kind", TAG_KIND, "Tag kind"),
-        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
         opt("use_locking", kinds.BOOL, "Whether to use synchronization", False),
+        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
     ),
     summary_param="kind", summary_format=_tag_kind)
 
@@ -186,16 +188,16 @@ OP_TAGS_SET = OpCode(
     "OP_TAGS_SET", "Add tags to an object",
     (
         req("kind", TAG_KIND, "Tag kind"),
-        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
         req("tags", kinds.list_of(kinds.STRING, name="a list of strings"), "Tags to add"),
+        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
     ))
 
 OP_TAGS_DEL = OpCode(
     "OP_TAGS_DEL", "Remove tags from an object",
     (
         req("kind", TAG_KIND, "Tag kind"),
-        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
         req("tags", kinds.list_of(kinds.STRING, name="a list of strings"), "Tags to remove"),
+        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
     ))
 
 OP_TEST_DELAY = OpCode(
@@ -393,7 +395,7 @@ OP_CLUSTER_VERIFY = OpCode(
 
 OP_CLUSTER_VERIFY_CONFIG = OpCode(
     "OP_CLUSTER_VERIFY_CONFIG", "Verify the consistency of the cluster configuration",
-    _VERIFY_COMMON)
+    tuple(p for p in _VERIFY_COMMON if p.name != "skip_checks"))  # (as Ganeti's)
 
 OP_CLUSTER_VERIFY_GROUP = OpCode(
     "OP_CLUSTER_VERIFY_GROUP", "Verify the nodes of one node group",
@@ -408,13 +410,11 @@ OP_CLUSTER_VERIFY_DISKS = OpCode(
     "OP_CLUSTER_VERIFY_DISKS", "Verify the disks of the cluster: submits one job per group",
     (
         opt("group_name", kinds.maybe(GROUP_NAME), "Verify only this node group"),
-        opt("is_strict", kinds.BOOL, "Whether verification is strict", True),
     ))
 
 OP_GROUP_VERIFY_DISKS = OpCode(
     "OP_GROUP_VERIFY_DISKS", "Verify the disks of the instances of one node group",
-    (req("group_name", GROUP_NAME, "Name or UUID of the group"),
-     opt("is_strict", kinds.BOOL, "Whether verification is strict", True)),
+    (req("group_name", GROUP_NAME, "Name or UUID of the group"),),
     summary_param="group_name")
 
 #: The opcodes declared in this module (the others: table_instance, table_network,

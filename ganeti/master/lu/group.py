@@ -315,6 +315,9 @@ class LUGroupAssignNodes(LogicalUnit):
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         self.group = nodesmod.find_group(cfg, self.op.group_name)
+        found = [nodesmod.find_node(cfg, n) for n in self.op.nodes or []]
+        # Ganeti's: the nodes' UUIDs and full names, in the job's opcode
+        self.record_op(node_uuids=[n.uuid for n in found], nodes=[n.name for n in found])
         names = list(self.op.nodes or []) + list(self.op.node_uuids or [])
         if not names:
             raise OpPrereqError("No node to assign was given", ECODE_INVAL)
