@@ -231,6 +231,10 @@ class EchoTest(LuxiCase):
              {"node_uuids": [master.uuid], "node_names": [master.name]}),
             ({"OP_ID": "OP_GROUP_ASSIGN_NODES", "group_name": "default", "nodes": [short]},
              {"node_uuids": [master.uuid], "nodes": [master.name]}),
+            # values converted to their types (ForceDictType on the opcode's dicts)
+            ({"OP_ID": "OP_GROUP_ADD", "group_name": "rack9",
+              "ndparams": {"spindle_count": "4"}, "diskparams": {"drbd": {"resync-rate": "9"}}},
+             {"ndparams": {"spindle_count": 4}, "diskparams": {"drbd": {"resync-rate": 9}}}),
         ]
         for op, recorded in submitted:
             job_id = self.ok("SubmitJob", [op])

@@ -180,7 +180,13 @@ class LUGroupAdd(LogicalUnit):
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         _check_new_name(cfg, self.op.group_name)
-        add_group_params(NodeGroup(uuid="x", name="x"), cfg.cluster, self.op)  # check only
+        checked = NodeGroup(uuid="x", name="x")
+        add_group_params(checked, cfg.cluster, self.op)  # check only
+        # Ganeti's unit converts the parameters' values in its opcode (ForceDictType)
+        if self.op.ndparams:
+            self.record_op(ndparams=checked.ndparams)
+        if self.op.diskparams:
+            self.record_op(diskparams=checked.diskparams)
 
     async def exec(self) -> Any:
         if self.op.dry_run:
