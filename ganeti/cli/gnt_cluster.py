@@ -14,7 +14,9 @@ from ganeti.cli import (
     gnt_cluster_modify,
     gnt_cluster_verify,
     gnt_cluster_watcher,
+    ipolicy_opts,
     jobs,
+    table,
 )
 from ganeti.cli.framework import (
     Command,
@@ -193,8 +195,10 @@ def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
     print_tree(ctx, info["nicparams"], 1)
     ctx.out("Default disk parameters:")
     print_tree(ctx, info["diskparams"], 1)
-    ctx.out("Instance policy - limits for instances:")
-    print_tree(ctx, info["ipolicy"], 1)
+    # Ganeti's layout exactly: tools read it back as YAML (Ganeti's QA: ParseIPolicy)
+    ctx.out(table.format_generic_info([("Instance policy - limits for instances",
+                                        ipolicy_opts.policy_info(None, info["ipolicy"],
+                                                                 True))]))
     ctx.out("Data collectors:")
     for name in sorted(info["enabled_data_collectors"]):
         ctx.out(f"  {name}: active={info['enabled_data_collectors'][name]}, "

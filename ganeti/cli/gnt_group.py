@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ganeti.cli import ipolicy_opts, jobs, table
@@ -21,13 +21,6 @@ LIST_DEFAULT_FIELDS = ["name", "node_cnt", "pinst_cnt", "alloc_policy", "ndparam
 #: Fields ``gnt-group info`` shows, in the order of :func:`group_info_entries`.
 INFO_FIELDS = ["name", "ndparams", "custom_ndparams", "diskparams", "custom_diskparams",
                "ipolicy", "custom_ipolicy"]
-
-#: The bounds of an instance policy's min/max specs, in the order they are shown.
-_MINMAX_KEYS = (c.ISPECS_MAX, c.ISPECS_MIN)
-
-#: The instance policy's ratios, in the order they are shown.
-_IPOLICY_RATIOS = (c.IPOLICY_VCPU_RATIO, c.IPOLICY_SPINDLE_RATIO)
-
 
 def _comma_join(value: Any) -> str:
     return ",".join(str(v) for v in value)
@@ -200,31 +193,6 @@ def cmd_list_fields(ctx: Context, opts: argparse.Namespace) -> int:
                                      not opts.no_headers)
 
 
-def policy_info(custom: Mapping[str, Any] | None,
-                effective: Mapping[str, Any]) -> list[table.Entry]:
-    """A group's instance policy for info output (Ganeti's ``FormatPolicyInfo``)."""
-    custom = custom or {}
-    bounds = []
-    custom_minmax = custom.get(c.IPOLICY_MINMAX)
-    for index, minmax in enumerate(custom_minmax or effective.get(c.IPOLICY_MINMAX, [])):
-        bounds.append([(f"{key}/{index}",
-                        table.format_params_info(minmax[key] if custom_minmax else {},
-                                                 minmax[key]))
-                       for key in _MINMAX_KEYS if key in minmax])
-    info: list[table.Entry] = [("bounds specs", bounds)]
-    if custom.get(c.IPOLICY_DTS) is not None:
-        templates = ", ".join(custom[c.IPOLICY_DTS])
-    else:
-        templates = f"default ({', '.join(effective.get(c.IPOLICY_DTS, []))})"
-    info.append(("allowed disk templates", templates))
-    for key in _IPOLICY_RATIOS:
-        if key in custom:
-            info.append((key, str(custom[key])))
-        else:
-            info.append((key, f"default ({effective.get(key)})"))
-    return info
-
-
 def group_info_entries(row: Sequence[Any]) -> list[table.Entry]:
     """What ``gnt-group info`` shows of one group (a row of :data:`INFO_FIELDS`)."""
     name, ndparams, custom_nd, diskparams, custom_disk, ipolicy, custom_ipolicy = row
@@ -232,7 +200,7 @@ def group_info_entries(row: Sequence[Any]) -> list[table.Entry]:
         ("Node group", name),
         ("Node parameters", table.format_params_info(custom_nd, ndparams or {})),
         ("Disk parameters", table.format_params_info(custom_disk, diskparams or {})),
-        ("Instance policy", policy_info(custom_ipolicy, ipolicy or {})),
+        ("Instance policy", ipolicy_opts.policy_info(custom_ipolicy, ipolicy or {}, False)),
     ]
 
 

@@ -3,14 +3,17 @@
 ``--ipolicy-bounds-specs min:memory-size=128,...,/max:...//min:.../max:...``
 gives the bounds (every spec must be complete); ``--ipolicy-std-specs`` (cluster
 only) gives the keys of the standard spec to change; sizes take units.  For a
-group, ``default`` as a value drops the group's own setting.
+group, ``default`` as a value drops the group's own setting.  :func:`policy_info`
+shows a policy in ``gnt-cluster info`` and ``gnt-group info`` as Ganeti does.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
+from ganeti.cli import table
 from ganeti.core import constants as c
 from ganeti.core import errors
 from ganeti.core.params_merge import ISPECS_MINMAX_KEYS
@@ -132,3 +135,50 @@ def ipolicy_value(opts: argparse.Namespace, group: bool) -> dict[str, Any]:
         if value is not None:
             ipolicy[key] = value
     return ipolicy
+
+
+#: The bounds' keys as the info output shows them (``max/0``, ``min/0``).
+_INFO_MINMAX_KEYS = (c.ISPECS_MAX, c.ISPECS_MIN)
+#: The policy's ratios, in the order the info output shows them.
+_INFO_RATIOS = (c.IPOLICY_VCPU_RATIO, c.IPOLICY_SPINDLE_RATIO)
+
+
+def _ratio(value: Any) -> Any:
+    """A ratio as luxid sends it: ``4`` for 4.0 (a JSON number without a fraction)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def policy_info(custom: Mapping[str, Any] | None, effective: Mapping[str, Any],
+                is_cluster: bool) -> list[table.Entry]:
+    """An instance policy for info output (Ganeti's ``FormatPolicyInfo``).
+
+    ``bounds specs`` (a list of ``max/N``, ``min/N`` mappings), for the cluster
+    ``std``, then ``allowed disk templates``, ``vcpu-ratio`` and ``spindle-ratio``.
+    For a group, what it does not set itself is shown as ``default (value)``
+    (``custom``: its own policy, ``effective``: the filled one); the cluster's
+    policy is all its own.  Ganeti's QA reads this back as YAML
+    (``qa_utils.ParseIPolicy``).
+    """
+    custom = dict(effective if is_cluster else custom or {})
+    own_minmax = custom.get(c.IPOLICY_MINMAX)
+    bounds = []
+    for index, minmax in enumerate(own_minmax or effective.get(c.IPOLICY_MINMAX) or []):
+        bounds.append([(f"{key}/{index}",
+                        table.format_params_info(minmax[key] if own_minmax else {},
+                                                 minmax[key]))
+                       for key in _INFO_MINMAX_KEYS if key in minmax])
+    info: list[table.Entry] = [("bounds specs", bounds)]
+    if is_cluster:
+        std = custom.get(c.IPOLICY_STD) or {}
+        info.append((c.IPOLICY_STD, table.format_params_info(std, std)))
+    if custom.get(c.IPOLICY_DTS) is not None:
+        templates = ", ".join(custom[c.IPOLICY_DTS])
+    else:
+        templates = f"default ({', '.join(effective.get(c.IPOLICY_DTS) or [])})"
+    info.append(("allowed disk templates", templates))
+    for key in _INFO_RATIOS:
+        if key in custom:
+            info.append((key, str(_ratio(custom[key]))))
+        else:
+            info.append((key, f"default ({_ratio(effective.get(key))})"))
+    return info

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ganeti.core import constants
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 
@@ -32,17 +34,19 @@ def parse(value: str, separator: str = ",") -> list[UidRange]:
     return sorted(ranges)
 
 
-def check(ranges: list[UidRange]) -> None:
-    """Refuse ranges that are reversed or outside the valid uid space."""
+def check(ranges: Sequence[Sequence[int]]) -> None:
+    """Refuse ranges that are reversed or outside the valid uid space (Ganeti's words)."""
     for low, high in ranges:
         if low > high:
-            raise OpPrereqError(f"User-id range {low}-{high}: the lower bound is greater "
-                                "than the upper bound", ECODE_INVAL)
+            raise OpPrereqError(f"Lower user-id range boundary value ({low}) is larger than "
+                                f"higher boundary value ({high})", ECODE_INVAL)
         if low < constants.UIDPOOL_UID_MIN:
-            raise OpPrereqError(f"User-id {low} is below {constants.UIDPOOL_UID_MIN}",
+            raise OpPrereqError(f"Lower user-id range boundary value ({low}) is smaller "
+                                f"than UIDPOOL_UID_MIN ({constants.UIDPOOL_UID_MIN}).",
                                 ECODE_INVAL)
         if high > constants.UIDPOOL_UID_MAX:
-            raise OpPrereqError(f"User-id {high} is above {constants.UIDPOOL_UID_MAX}",
+            raise OpPrereqError(f"Higher user-id boundary value ({high}) is larger than "
+                                f"UIDPOOL_UID_MAX ({constants.UIDPOOL_UID_MAX}).",
                                 ECODE_INVAL)
 
 

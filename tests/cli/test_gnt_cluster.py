@@ -4,6 +4,7 @@ import io
 import os
 import stat
 
+import yaml
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -51,8 +52,54 @@ class QueryCommandsTest(CliTestCase):
         self.assertEqual(r.code, 0, r.err)
         for line in ("Cluster name: cluster.test", "Master node: node1.test",
                      "Default hypervisor: fake", "  candidate pool size: 10",
-                     "Instance policy - limits for instances:"):
+                     "Instance policy - limits for instances: "):
             self.assertIn(line + "\n", r.out)
+
+    def test_info_instance_policy_as_ganeti_prints_it(self):
+        """Ganeti's layout, which Ganeti's QA reads back as YAML (qa_utils.ParseIPolicy)."""
+        self.cfg.cluster.ipolicy["vcpu-ratio"] = 2.5
+        r = self.run_cli("info")
+        self.assertEqual(r.code, 0, r.err)
+        start = r.out.index("Instance policy - limits for instances:")
+        block = r.out[start:r.out.index("Data collectors:")]
+        self.assertEqual(block, (
+            "Instance policy - limits for instances: \n"
+            "  bounds specs: \n"
+            "    - max/0: \n"
+            "        cpu-count: 8\n        disk-count: 16\n        disk-size: 1048576\n"
+            "        memory-size: 32768\n        nic-count: 8\n        spindle-use: 12\n"
+            "      min/0: \n"
+            "        cpu-count: 1\n        disk-count: 1\n        disk-size: 1024\n"
+            "        memory-size: 128\n        nic-count: 1\n        spindle-use: 1\n"
+            "  std: \n"
+            "    cpu-count: 1\n    disk-count: 1\n    disk-size: 1024\n"
+            "    memory-size: 128\n    nic-count: 1\n    spindle-use: 1\n"
+            "  allowed disk templates: diskless, file\n"
+            "  vcpu-ratio: 2.5\n"
+            "  spindle-ratio: 32\n"))
+        info = yaml.safe_load(r.out)
+        policy, specs = parse_ipolicy(info["Instance policy - limits for instances"])
+        self.assertEqual(policy, {"allowed disk templates": "diskless, file",
+                                  "vcpu-ratio": 2.5, "spindle-ratio": 32})
+        self.assertEqual(specs["std"]["memory-size"], 128)
+        self.assertEqual(specs["minmax"], [{"max": constants.ISPECS_MINMAX_DEFAULTS["max"],
+                                            "min": constants.ISPECS_MINMAX_DEFAULTS["min"]}])
+
+
+def parse_ipolicy(policy: dict) -> tuple[dict, dict]:
+    """What Ganeti's QA makes of an info output's policy (qa_utils.ParseIPolicy): the
+    ``bounds specs`` as ``minmax`` (``min/0`` -> ``min``), ``std``, the rest."""
+    specs: dict = {}
+    rest = {}
+    for key, value in policy.items():
+        if key == "bounds specs":
+            specs["minmax"] = [{k.split("/", 1)[0]: v for k, v in pair.items()
+                                if len(k.split("/", 1)) == 2} for pair in value]
+        elif key == "std":
+            specs[key] = value
+        else:
+            rest[key] = value
+    return rest, specs
 
     def test_list_tags(self):
         self.cfg.cluster.tags = ["b", "a"]
@@ -179,7 +226,7 @@ class InitTest(CliTestCase):
 
     def test_bad_options_fail_cleanly(self):
         cases = [
-            (["--uid-pool", "10-5"], "lower bound is greater"),
+            (["--uid-pool", "10-5"], "Lower user-id range boundary value (10) is larger"),
             (["--uid-pool", "1-2-3"], "Invalid user-id range"),
             (["-C", "0"], "candidate-pool-size"),
             (["--mac-prefix", "zz:00:00"], "mac-prefix"),

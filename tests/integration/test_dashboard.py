@@ -148,6 +148,11 @@ Promise.all([import(new URL("jobstate.js", document.baseURI).href),
     {id: 5, status: "queued", wait_reason: "waiting for job 4 to finish"},
     {id: 6, status: "queued", wait_reason: ""}]);
   out.fromSnapshot = [js.shownReason(s.jobs.get("5")), js.shownReason(s.jobs.get("6"))];
+  // GET /2/jobs?bulk=1 rows get their reasons from GET /2/query/job?fields=id,wait_reason
+  // (rows it does not name, or a failed query, leave the rows as they are)
+  out.merged = js.withWaitReasons([{id: 7, status: "queued"}, {id: 8, status: "queued"}],
+    {fields: [], data: [[[0, 7], [0, "waiting for job 6 to finish"]], [[0, 9], [0, ""]]]});
+  out.mergedNone = js.withWaitReasons([{id: 7, status: "queued"}], null);
   out.cleared = s.applyJobEvent({type: "job", serial: 3, id: 5, status: "queued",
                                  wait_reason: null});
   // a job held while running shows its reason; a finished one never does
@@ -551,6 +556,9 @@ class DashboardTest(SynchronousTestCase):
             "kept": [paused, None],
             "dropped": None,
             "fromSnapshot": ["waiting for job 4 to finish", None],
+            "merged": [{"id": 7, "status": "queued", "wait_reason": "waiting for job 6 to finish"},
+                       {"id": 8, "status": "queued"}],
+            "mergedNone": [{"id": 7, "status": "queued"}],
             "cleared": {"id": "5", "isNew": False, "reasonChanged": True},
             "held": f"paused by filter rule {uuid_} (PAUSE) before its next opcode",
             "finished": None,

@@ -176,14 +176,86 @@ class EchoTest(LuxiCase):
         self.assertIsNone(op["comment"])
         self.assertEqual((op["priority"], op["on_master"], op["on_nodes"], op["repeat"]),
                          (0, True, [], 0))
-        # Once it has started: every parameter, unset ones null, debug_level 0 (the
-        # file Ganeti's job process writes).
+        # Once it has run: Ganeti's job process wrote every parameter (unset ones
+        # null, debug_level 0) and LUTestDelay its node UUIDs; luxid's echo of that
+        # leaves the unset optional ones out again, and puts OP_ID after the common
+        # parameters.
         self.reactor.advance(10)
         self.reactor.advance(1)
         self.assertEqual(self.ok("QueryJobs", [job_id], ["status"]), [["success"]])
         (op,) = self.ok("QueryJobs", [job_id], ["ops"])[0][0]
-        self.assertEqual((op["dry_run"], op["debug_level"], op["on_node_uuids"],
-                          op["comment"]), (None, 0, None, None))
+        master = self.daemon.config_writer.config.cluster.master_node
+        self.assertEqual(list(op), [
+            "debug_level", "priority", "depends", "comment", "reason", "OP_ID", "duration",
+            "on_master", "on_nodes", "on_node_uuids", "repeat", "interruptible", "no_locks"])
+        self.assertEqual((op["debug_level"], op["on_node_uuids"], op["comment"]),
+                         (0, [master], None))
+
+    def test_node_uuids_as_ganeti_records_them(self):
+        cfg = self.daemon.config_writer.config
+        master = cfg.nodes[cfg.cluster.master_node]
+        short = master.name.split(".")[0]
+        cases = [  # (params, recorded on_node_uuids, on_nodes)
+            ({"on_master": False}, [], []),
+            ({"on_master": True}, [master.uuid], []),
+            # names are expanded; the master is not added twice
+            ({"on_master": True, "on_nodes": [short]}, [master.uuid], [master.name]),
+            ({"on_master": False, "on_nodes": ["nope.example.com"]}, [],
+             ["nope.example.com"]),  # unknown: the job fails, [] stays recorded
+        ]
+        for params, uuids, names in cases:
+            job_id = self.ok("SubmitJob", [delay(1, **params)])
+            self.reactor.advance(1)
+            (op,) = self.ok("QueryJobs", [job_id], ["ops"])[0][0]
+            self.assertEqual((op["on_node_uuids"], op["on_nodes"]), (uuids, names), params)
+        # an opcode that fails before it resolves anything records nothing
+        job_id = self.ok("SubmitJob", [delay(0)])
+        self.reactor.advance(1)
+        self.assertEqual(self.ok("QueryJobs", [job_id], ["status"]), [["error"]])
+        (op,) = self.ok("QueryJobs", [job_id], ["ops"])[0][0]
+        self.assertNotIn("on_node_uuids", op)
+
+    def test_resolved_nodes_recorded_as_ganeti_does(self):
+        """Ganeti's units expand node names into the job's opcode: the UUID and full
+        name (ExpandNodeUuidAndName), the nodes an OOB command acts on; whatever the
+        opcode's outcome later."""
+        cfg = self.daemon.config_writer.config
+        master = cfg.nodes[cfg.cluster.master_node]
+        short = master.name.split(".")[0]
+        submitted = [
+            ({"OP_ID": "OP_NODE_SET_PARAMS", "node_name": short, "drained": True},
+             {"node_uuid": master.uuid, "node_name": master.name}),
+            ({"OP_ID": "OP_OOB_COMMAND", "command": "health"},
+             {"node_uuids": [master.uuid]}),
+            ({"OP_ID": "OP_OOB_COMMAND", "command": "health", "node_names": [short]},
+             {"node_uuids": [master.uuid], "node_names": [master.name]}),
+            ({"OP_ID": "OP_GROUP_ASSIGN_NODES", "group_name": "default", "nodes": [short]},
+             {"node_uuids": [master.uuid], "nodes": [master.name]}),
+            # values converted to their types (ForceDictType on the opcode's dicts)
+            ({"OP_ID": "OP_GROUP_ADD", "group_name": "rack9",
+              "ndparams": {"spindle_count": "4"}, "diskparams": {"drbd": {"resync-rate": "9"}}},
+             {"ndparams": {"spindle_count": 4}, "diskparams": {"drbd": {"resync-rate": 9}}}),
+        ]
+        for op, recorded in submitted:
+            job_id = self.ok("SubmitJob", [op])
+            self.reactor.advance(1)
+            (echo,) = self.ok("QueryJobs", [job_id], ["ops"])[0][0]
+            self.assertEqual({k: echo.get(k) for k in recorded}, recorded, op)
+
+    def test_defaults_filled_and_unset_left_out_by_the_declarations(self):
+        """luxid's echo follows the opcode declarations: a parameter with a default
+        shows it (a reserved one too: OP_NODE_ADD's node_setup), an unset optional
+        one is left out (whatever the job file holds)."""
+        from ganeti.core.opcodes.base import luxid_echo, run_form
+        decl = opcodes.OPCODES["OP_NODE_ADD"]
+        stored = run_form(opcodes.validate({"OP_ID": "OP_NODE_ADD",
+                                            "node_name": "node9.example.com"}), decl)
+        self.assertIsNone(stored["dry_run"])
+        echo = luxid_echo(stored, decl)
+        self.assertEqual(list(echo), [
+            "debug_level", "priority", "depends", "comment", "reason", "OP_ID", "node_name",
+            "readd", "node_setup"])
+        self.assertEqual((echo["readd"], echo["node_setup"]), (False, False))
 
     def test_given_values_stay(self):
         job_id = self.ok("SubmitJob", [delay(1, dry_run=False, debug_level=3)])

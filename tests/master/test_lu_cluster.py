@@ -99,7 +99,22 @@ class ClusterSetParamsTest(QueueTestCase, SynchronousTestCase):
                           uid_pool=[[7000, 7000]], remove_uids=[[7000, 7000]])
         self.submit(set_params(add_uids=[[8000, 8000]], remove_uids=[[8000, 8000]]))
         self.assertEqual(self.cluster.uid_pool, [[5000, 5001]])
-        self.assert_fails("lower bound is greater", uid_pool=[[10, 5]])
+
+    def test_bad_uid_ranges_fail_the_job(self):
+        """As Ganeti's: the job is accepted and fails, wrong_input, changing nothing."""
+        for needle, params in [
+                ("Lower user-id range boundary value (10) is larger than higher boundary "
+                 "value (5)", {"uid_pool": [[10, 5]]}),
+                (f"Higher user-id boundary value ({2**32}) is larger than UIDPOOL_UID_MAX "
+                 f"({2**32 - 1}).", {"add_uids": [[1000, 2**32]]}),
+                ("Lower user-id range boundary value (-1) is smaller than UIDPOOL_UID_MIN "
+                 "(0).", {"remove_uids": [[-1, 6]]})]:
+            jid = self.successResultOf(defer.Deferred.fromCoroutine(
+                self.queue.submit([set_params(**params)])))
+            self.assertEqual(self.status(jid), "error", params)
+            self.assertEqual(self.field(jid, "opresult")[0],
+                             ["OpPrereqError", [needle, "wrong_input"]])
+            self.assert_fails(needle, **params)  # and nothing changed
 
     def test_ipolicy_std_merges(self):
         self.submit(set_params(ipolicy={"std": {"memory-size": "256"}}))

@@ -29,8 +29,9 @@ class OsResourceTest(RapiTestCase):
         status, results, _ = self.master.finish(job_id)
         self.assertEqual(status, "success")
         op = self.master.daemon.queue.visible[job_id].ops[0].input
-        self.assertEqual((op["OP_ID"], op["output_fields"], op["reason"][0][0]),
-                         ("OP_OS_DIAGNOSE", ["name", "variants"], "gnt:library:rlib2:os"))
+        # as Ganeti's rlib2: no "gnt:library:rlib2:os" entry, only the queue's own
+        self.assertEqual((op["OP_ID"], op["output_fields"], [r[0] for r in op["reason"]]),
+                         ("OP_OS_DIAGNOSE", ["name", "variants"], ["gnt:opcode:os_diagnose"]))
 
     def test_bulk(self):
         self.master.finish(self.master.submit({"OP_ID": "OP_CLUSTER_SET_PARAMS",

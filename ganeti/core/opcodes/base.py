@@ -38,7 +38,9 @@ class Param:
     is an error.  A ``reserved`` parameter is one of Ganeti's that this
     implementation does not support yet: real Ganeti clients send every
     parameter, mostly as null, so it is accepted while it is absent, null,
-    empty or equal to Ganeti's default, refused otherwise, and never stored.
+    empty or equal to Ganeti's default, refused otherwise, and stored only as
+    given (luxid echoes what the client sent, e.g. ``hv_state: {}``; logical
+    units never read it).
     """
 
     name: str
@@ -153,6 +155,8 @@ class OpCode:
                     raise OpPrereqError(f"Parameter '{self.op_id}.{param.name}' is not "
                                         "supported yet (only null or an empty value is "
                                         "accepted)", ECODE_INVAL)
+                if value is not None:  # kept as given (luxid echoes hv_state: {})
+                    result[param.name] = copy.deepcopy(value)
                 continue
             if param.required and value is None:
                 state = "missing" if param.name not in data else "null"
@@ -268,6 +272,44 @@ def echo_form(op: Mapping[str, Any]) -> dict[str, Any]:
     only ``depends`` and ``comment`` stay when null, as in Ganeti's job files.
     """
     return {k: v for k, v in op.items() if v is not None or k in NULL_SERIALISED}
+
+
+def luxid_echo(op: Mapping[str, Any], declared: OpCode | None) -> dict[str, Any]:
+    """The opcode as Ganeti's luxid answers it (the job field ``ops``).
+
+    luxid reads a job's opcodes into its typed declarations and writes them out
+    again, whatever the job file holds (the submitted opcode, or the job process's
+    copy with every parameter, unset ones as null).  So, from the declaration:
+
+    - the common parameters come first, then ``OP_ID``, then the opcode's own, in
+      the order they are declared;
+    - a parameter with a default shows its value, or the default when it is unset
+      (``node_setup: false`` for OP_NODE_ADD), reserved ones included;
+    - an unset (null) optional parameter is left out, except ``depends`` and
+      ``comment`` (:data:`NULL_SERIALISED`), which luxid writes as null;
+    - keys the declaration does not know stay, after the declared ones (values a
+      logical unit recorded, or an opcode this version does not declare).
+    """
+    if declared is None:
+        return dict(op)
+    result: dict[str, Any] = {}
+
+    def put(param: Param) -> None:
+        value = op.get(param.name)
+        if value is None and not param.required:
+            value = param.default_value()
+        if value is not None or param.name in NULL_SERIALISED:
+            result[param.name] = value
+
+    for param in COMMON_PARAMS:
+        put(param)
+    result[OP_ID_KEY] = op.get(OP_ID_KEY, declared.op_id)
+    for param in declared.params:
+        put(param)
+    for key, value in op.items():
+        if key not in result and key not in declared._by_name and key != OP_ID_KEY:
+            result[key] = value
+    return result
 
 
 def with_unset(op: Mapping[str, Any], declared: OpCode | None) -> dict[str, Any]:

@@ -240,22 +240,6 @@ def tuple_of(*kinds: Kind, name: str | None = None) -> Kind:
     return Kind(label, check, py="list[Any]")
 
 
-def regexp() -> Kind:
-    """A non-empty string that compiles as a Python regular expression."""
-    name = "a regular expression"
-
-    def check(value: Any) -> Any:
-        if not isinstance(value, str) or not value:
-            raise KindMismatch(name, value)
-        try:
-            re.compile(value)
-        except re.error as err:
-            raise KindMismatch(name, value, f"invalid regular expression "
-                                            f"{show(value)}: {err}") from None
-        return value
-    return Kind(name, check, py="str")
-
-
 def refine(kind: Kind, name: str, extra: Callable[[Any], str | None]) -> Kind:
     """``kind`` plus a further check; ``extra`` returns a problem or None."""
     def check(value: Any) -> Any:

@@ -6,7 +6,9 @@ summaries.  LUXI validates submitted jobs against this table, the CLI
 builds opcodes from it, the reference in docs/design/opcodes-and-jobs.md is
 generated from it, and RAPI will map its bodies onto it.  Parameters,
 defaults and summaries follow Ganeti 3.0; where Ganeti has parameters that
-do not work here yet they are declared ``reserved``.
+do not work here yet they are declared ``reserved``.  The order of the
+parameters is Ganeti's where it shows: luxid echoes a job's opcode with its
+parameters in that order (:func:`ganeti.core.opcodes.base.luxid_echo`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import ipaddress
 from typing import Any
 
 from ganeti.core import constants as c
-from ganeti.core import qlang, uidpool
+from ganeti.core import qlang
 from ganeti.core.errors import OpPrereqError
 from ganeti.core.opcodes import kinds
 from ganeti.core.opcodes.base import OpCode, opt, req, reserved
@@ -35,16 +37,9 @@ NIC_PARAMS = kinds.dict_of(kinds.one_of(c.NICC_DEFAULTS, "a NIC parameter:"),
                            name="an object mapping NIC parameters to strings")
 
 
-def _check_uid_range(value: Any) -> Any:
-    pair = kinds.tuple_of(kinds.INT, kinds.INT, name="a uid range [low, high]").check(value)
-    try:
-        uidpool.check([(pair[0], pair[1])])
-    except OpPrereqError as err:
-        raise KindMismatch("a uid range [low, high]", value, str(err.args[0])) from None
-    return pair
-
-
-UID_RANGES = kinds.list_of(Kind("a uid range [low, high]", _check_uid_range),
+# The shape only: the logical unit checks the bounds (OpPrereqError wrong_input), as
+# Ganeti's LUClusterSetParams does.
+UID_RANGES = kinds.list_of(kinds.tuple_of(kinds.INT, kinds.INT, name="a uid range [low, high]"),
                            name="a list of uid ranges [low, high]")
 
 
@@ -159,9 +154,9 @@ OP_QUERY = OpCode(
     "OP_QUERY", "Query for resources",
     (
         req("what", QUERY_RESOURCE, "Resource to query"),
+        opt("use_locking", kinds.BOOL, "Whether to use synchronization", False),
         req("fields", NAME_LIST, "Requested fields"),
         opt("qfilter", kinds.maybe(QUERY_FILTER), "Query filter (null: everything)"),
-        opt("use_locking", kinds.BOOL, "Whether to use synchronization", False),
     ),
     summary_param="what")
 
@@ -177,30 +172,32 @@ OP_TAGS_GET = OpCode(
     "OP_TAGS_GET", "Return the tags of an object",
     (
         req("kind", TAG_KIND, "Tag kind"),
-        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
         opt("use_locking", kinds.BOOL, "Whether to use synchronization", False),
+        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
     ),
     summary_param="kind", summary_format=_tag_kind)
 
 OP_TAGS_SEARCH = OpCode(
     "OP_TAGS_SEARCH", "Search all tags of the cluster for a pattern",
-    (req("pattern", kinds.regexp(), "Search pattern (regular expression)"),),
+    # A string here; the logical unit refuses a pattern that does not compile
+    # (OpPrereqError wrong_input), as Ganeti's LUTagsSearch does.
+    (req("pattern", kinds.NON_EMPTY_STRING, "Search pattern (regular expression)"),),
     summary_param="pattern")
 
 OP_TAGS_SET = OpCode(
     "OP_TAGS_SET", "Add tags to an object",
     (
         req("kind", TAG_KIND, "Tag kind"),
-        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
         req("tags", kinds.list_of(kinds.STRING, name="a list of strings"), "Tags to add"),
+        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
     ))
 
 OP_TAGS_DEL = OpCode(
     "OP_TAGS_DEL", "Remove tags from an object",
     (
         req("kind", TAG_KIND, "Tag kind"),
-        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
         req("tags", kinds.list_of(kinds.STRING, name="a list of strings"), "Tags to remove"),
+        opt("name", kinds.maybe(kinds.STRING), "Name of the object (null for the cluster)"),
     ))
 
 OP_TEST_DELAY = OpCode(
@@ -398,7 +395,7 @@ OP_CLUSTER_VERIFY = OpCode(
 
 OP_CLUSTER_VERIFY_CONFIG = OpCode(
     "OP_CLUSTER_VERIFY_CONFIG", "Verify the consistency of the cluster configuration",
-    _VERIFY_COMMON)
+    tuple(p for p in _VERIFY_COMMON if p.name != "skip_checks"))  # (as Ganeti's)
 
 OP_CLUSTER_VERIFY_GROUP = OpCode(
     "OP_CLUSTER_VERIFY_GROUP", "Verify the nodes of one node group",
@@ -413,13 +410,11 @@ OP_CLUSTER_VERIFY_DISKS = OpCode(
     "OP_CLUSTER_VERIFY_DISKS", "Verify the disks of the cluster: submits one job per group",
     (
         opt("group_name", kinds.maybe(GROUP_NAME), "Verify only this node group"),
-        opt("is_strict", kinds.BOOL, "Whether verification is strict", True),
     ))
 
 OP_GROUP_VERIFY_DISKS = OpCode(
     "OP_GROUP_VERIFY_DISKS", "Verify the disks of the instances of one node group",
-    (req("group_name", GROUP_NAME, "Name or UUID of the group"),
-     opt("is_strict", kinds.BOOL, "Whether verification is strict", True)),
+    (req("group_name", GROUP_NAME, "Name or UUID of the group"),),
     summary_param="group_name")
 
 #: The opcodes declared in this module (the others: table_instance, table_network,

@@ -140,9 +140,9 @@ class OpClusterSetParams(OpView):
     candidate_pool_size: int | None = None
     max_running_jobs: int | None = None
     max_tracked_jobs: int | None = None
-    uid_pool: list[Any] | None = None
-    add_uids: list[Any] | None = None
-    remove_uids: list[Any] | None = None
+    uid_pool: list[list[Any]] | None = None
+    add_uids: list[list[Any]] | None = None
+    remove_uids: list[list[Any]] | None = None
     default_iallocator: str | None = None
     ipolicy: dict[str, Any] | None = None
     force: bool = False
@@ -200,12 +200,10 @@ class OpClusterVerifyConfig(OpView):
     OP_ID: ClassVar[str] = "OP_CLUSTER_VERIFY_CONFIG"
     REQUIRED: ClassVar[frozenset[str]] = frozenset()
     NOT_NULL: ClassVar[frozenset[str]] = frozenset({
-        "debug_simulate_errors", "error_codes", "ignore_errors", "priority", "reason",
-        "skip_checks", "verbose"
+        "debug_simulate_errors", "error_codes", "ignore_errors", "priority", "reason", "verbose"
     })
     debug_simulate_errors: bool = False
     error_codes: bool = False
-    skip_checks: list[str] = field(default_factory=lambda: [])
     ignore_errors: list[str] = field(default_factory=lambda: [])
     verbose: bool = False
 
@@ -216,9 +214,8 @@ class OpClusterVerifyDisks(OpView):
 
     OP_ID: ClassVar[str] = "OP_CLUSTER_VERIFY_DISKS"
     REQUIRED: ClassVar[frozenset[str]] = frozenset()
-    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"is_strict", "priority", "reason"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
     group_name: str | None = None
-    is_strict: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,11 +307,8 @@ class OpGroupVerifyDisks(OpView):
 
     OP_ID: ClassVar[str] = "OP_GROUP_VERIFY_DISKS"
     REQUIRED: ClassVar[frozenset[str]] = frozenset({"group_name"})
-    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
-        "group_name", "is_strict", "priority", "reason"
-    })
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"group_name", "priority", "reason"})
     group_name: str
-    is_strict: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -807,9 +801,9 @@ class OpQuery(OpView):
         "fields", "priority", "reason", "use_locking", "what"
     })
     what: str
+    use_locking: bool = False
     fields: list[str]
     qfilter: Any = None
-    use_locking: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -847,8 +841,8 @@ class OpTagsDel(OpView):
     REQUIRED: ClassVar[frozenset[str]] = frozenset({"kind", "tags"})
     NOT_NULL: ClassVar[frozenset[str]] = frozenset({"kind", "priority", "reason", "tags"})
     kind: str
-    name: str | None = None
     tags: list[str]
+    name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -859,8 +853,8 @@ class OpTagsGet(OpView):
     REQUIRED: ClassVar[frozenset[str]] = frozenset({"kind"})
     NOT_NULL: ClassVar[frozenset[str]] = frozenset({"kind", "priority", "reason", "use_locking"})
     kind: str
-    name: str | None = None
     use_locking: bool = False
+    name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -881,8 +875,8 @@ class OpTagsSet(OpView):
     REQUIRED: ClassVar[frozenset[str]] = frozenset({"kind", "tags"})
     NOT_NULL: ClassVar[frozenset[str]] = frozenset({"kind", "priority", "reason", "tags"})
     kind: str
-    name: str | None = None
     tags: list[str]
+    name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,8 +47,10 @@ JOB_FIELDS: dict[str, FieldDecl] = decl_table([
     FieldDecl("end_ts", "End", c.QFT_OTHER, f"Timestamp of job end {_TS_DOC}",
               split_timestamp=True, schema=TIMESTAMP_SCHEMA),
     FieldDecl("archived", "Archived", c.QFT_BOOL, "Whether job is archived"),
+    # Ours: answered when named (gnt-job list -o wait_reason, the dashboard), left out
+    # of the field list (list-fields, QueryFields without names), which stays Ganeti's.
     FieldDecl("wait_reason", "WaitReason", c.QFT_TEXT, _WAIT_REASON,
-              schema={"type": "string", "description": _WAIT_REASON}),
+              schema={"type": "string", "description": _WAIT_REASON}, extension=True),
 ])
 
 __all__ = ["JOB_FIELDS", "STATUS_SCHEMA", "TIMESTAMP_SCHEMA"]

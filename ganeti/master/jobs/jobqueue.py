@@ -445,7 +445,12 @@ class JobQueue:
 
                 if make_lu().uses_locks:
                     await self._persist(job)  # waiting for locks
-                result = await self.processor.execute(make_lu, handle, op.priority, on_running)
+                try:
+                    result = await self.processor.execute(make_lu, handle, op.priority,
+                                                          on_running)
+                finally:
+                    if ctx.op_updates:  # what its units recorded (a new dict, as always)
+                        op.input = {**op.input, **ctx.op_updates}
             except Preempted:
                 # Paused while waiting for locks: the opcode has not started, it
                 # holds nothing now, and runs again once the job goes on.

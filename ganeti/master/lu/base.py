@@ -89,6 +89,8 @@ class LUContext:
     reservations: ReservationManager = field(default_factory=ReservationManager)
     #: host name resolution (blocking: call it through ``run_blocking``)
     resolver: Resolver = field(default_factory=SystemResolver)
+    #: values the units of the running opcode recorded in it (:meth:`LogicalUnit.record_op`)
+    op_updates: dict[str, Any] = field(default_factory=dict)
 
 
 class ResultWithJobs:
@@ -184,6 +186,13 @@ class LogicalUnit:
         when this returns); counted in :attr:`config_writes`."""
         self.config_writes += 1
         return await self.ctx.config.update(change)
+
+    def record_op(self, **values: Any) -> None:
+        """Record values in the job's copy of the opcode, as Ganeti's units set
+        ``self.op.<name>`` (LUTestDelay's resolved ``on_node_uuids``): the queue
+        stores them with the opcode when it ends, and the job field ``ops`` shows
+        them.  What the unit itself reads stays :attr:`op`."""
+        self.ctx.op_updates.update(copy.deepcopy(values))
 
     @property
     def uses_locks(self) -> bool:

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from ganeti.core import hooks as hookdefs
+from ganeti.core import uidpool
 from ganeti.core.errors import ECODE_ENVIRON, OpPrereqError
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterSetParams
@@ -56,6 +57,13 @@ class LUClusterSetParams(LogicalUnit):
         """Ganeti's: the master, in both phases."""
         master = self.ctx.config.config.cluster.master_node
         return [master], [master]
+
+    def check_arguments(self) -> None:
+        # Ganeti's: the uid ranges' bounds are checked here (the opcode only says
+        # "a list of integer pairs"), so a bad range fails the job, wrong_input.
+        for ranges in (self.op.uid_pool, self.op.add_uids, self.op.remove_uids):
+            if ranges:
+                uidpool.check(ranges)
 
     def check_prereq(self) -> None:
         # Like Ganeti's, an opcode that changes nothing succeeds (the client

@@ -180,7 +180,13 @@ class LUGroupAdd(LogicalUnit):
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         _check_new_name(cfg, self.op.group_name)
-        add_group_params(NodeGroup(uuid="x", name="x"), cfg.cluster, self.op)  # check only
+        checked = NodeGroup(uuid="x", name="x")
+        add_group_params(checked, cfg.cluster, self.op)  # check only
+        # Ganeti's unit converts the parameters' values in its opcode (ForceDictType)
+        if self.op.ndparams:
+            self.record_op(ndparams=checked.ndparams)
+        if self.op.diskparams:
+            self.record_op(diskparams=checked.diskparams)
 
     async def exec(self) -> Any:
         if self.op.dry_run:
@@ -315,6 +321,9 @@ class LUGroupAssignNodes(LogicalUnit):
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         self.group = nodesmod.find_group(cfg, self.op.group_name)
+        found = [nodesmod.find_node(cfg, n) for n in self.op.nodes or []]
+        # Ganeti's: the nodes' UUIDs and full names, in the job's opcode
+        self.record_op(node_uuids=[n.uuid for n in found], nodes=[n.name for n in found])
         names = list(self.op.nodes or []) + list(self.op.node_uuids or [])
         if not names:
             raise OpPrereqError("No node to assign was given", ECODE_INVAL)

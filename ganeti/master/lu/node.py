@@ -232,7 +232,10 @@ class _OneNodeLU(LogicalUnit):
     def expand_names(self) -> None:
         super().expand_names()
         cfg = self.ctx.config.config
-        self.node_uuid = nodesmod.find_node(cfg, self.op.node_uuid or self.op.node_name).uuid
+        node = nodesmod.find_node(cfg, self.op.node_uuid or self.op.node_name)
+        self.node_uuid = node.uuid
+        # Ganeti's ExpandNodeUuidAndName: the UUID and full name, in the job's opcode
+        self.record_op(node_uuid=node.uuid, node_name=node.name)
         self.needed_locks[LEVEL_NODE] = [self.node_uuid]
 
     def check_prereq(self) -> None:

@@ -130,6 +130,7 @@ class LUNodeSetParams(_OneNodeLU):
             if self.flags[flag] is False and getattr(node, flag) is False:
                 self._info(f"Ignoring request to unset flag {flag}, already unset")
                 self.flags[flag] = None
+                self.record_op(**{flag: None})  # (Ganeti's unit changes its opcode so)
         if oob_program(cfg, node):
             if self.flags["offline"] is False and not (node.powered
                                                        or op.powered is True):
@@ -148,12 +149,14 @@ class LUNodeSetParams(_OneNodeLU):
             may = capable if capable is not None else node.master_capable
             if may and decide_self_promotion(cfg):
                 self.flags["master_candidate"] = True
+                self.record_op(master_candidate=True)
                 self._info("Auto-promoting node to master candidate")
         if capable is False and node.master_candidate:
             if is_master:
                 raise OpPrereqError("Master must remain master capable", ECODE_STATE)
             self._info("Demoting from master candidate")
             self.flags["master_candidate"] = False
+            self.record_op(master_candidate=False)
         self.new_role = self._new_role()
         if sip:
             self._check_secondary_ip(cfg, node, sip)

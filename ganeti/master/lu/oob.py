@@ -69,7 +69,10 @@ class LUOobCommand(LogicalUnit):
         super().expand_names()
         cfg = self.ctx.config.config
         names = list(self.op.node_uuids or self.op.node_names or [])
-        self.wanted = [nodesmod.find_node(cfg, name).uuid for name in names]
+        found = [nodesmod.find_node(cfg, name) for name in names]
+        self.wanted = [node.uuid for node in found]
+        if self.op.node_names and found:  # Ganeti's: recorded in the job's opcode
+            self.record_op(node_uuids=self.wanted, node_names=[n.name for n in found])
         self.needed_locks[LEVEL_NODE] = sorted(set(self.wanted)) if self.wanted else ALL_SET
 
     def check_prereq(self) -> None:
@@ -87,6 +90,7 @@ class LUOobCommand(LogicalUnit):
                                     f"allowed for {command}; {more}", ECODE_INVAL)
         else:
             uuids = [u for u in cfg.nodes if not (command in _SKIP_MASTER and u == master.uuid)]
+            self.record_op(node_uuids=uuids)  # Ganeti's: every node it acts on
         self.nodes: list[Node] = []
         for uuid in uuids:
             node = cfg.nodes.get(uuid)

@@ -122,12 +122,17 @@ class LUTagsSearch(LogicalUnit):
     REQ_BGL = False
     op: OpTagsSearch
 
-    async def exec(self) -> Any:
+    def check_prereq(self) -> None:
+        # Ganeti's: a pattern that does not compile fails here, wrong_input (the
+        # opcode itself takes any non-empty string).
         try:
-            pattern = re.compile(self.op.pattern)
+            self.pattern = re.compile(self.op.pattern)
         except re.error as err:
-            raise OpPrereqError(f"Invalid search pattern {self.op.pattern!r}: {err}",
+            raise OpPrereqError(f"Invalid search pattern '{self.op.pattern}': {err}",
                                 ECODE_INVAL) from None
+
+    async def exec(self) -> Any:
+        pattern = self.pattern
         cfg = self.ctx.config.config
         objects: list[tuple[str, TaggableObject]] = [("/cluster", cfg.cluster)]
         objects += [(f"/instances/{o.name}", o) for o in cfg.instances.values()]

@@ -35,7 +35,7 @@ from twisted.internet import defer, task
 
 from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, OpExecError, OpPrereqError
-from ganeti.core.objects import Node
+from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpTestDelay, OpTestJqueue
 from ganeti.core.rpcdefs import TMO_SLOW
 from ganeti.master.config.nodes import find_node, target
@@ -74,6 +74,7 @@ class LUTestDelay(LogicalUnit):
     def expand_names(self) -> None:
         super().expand_names()
         cfg = self.ctx.config.config
+        self._record_nodes(cfg)
         wanted: dict[str, Node] = {}
         for name in list(self.op.on_nodes or []) + list(self.op.on_node_uuids or []):
             node = find_node(cfg, name)
@@ -92,6 +93,19 @@ class LUTestDelay(LogicalUnit):
         if lock_nodes:
             self.needed_locks[LEVEL_NODE] = sorted(set(lock_nodes))
             self.share_locks[LEVEL_NODE] = False  # as Ganeti: exclusive
+
+    def _record_nodes(self, cfg: ConfigData) -> None:
+        """Ganeti's LUTestDelay stores in the opcode the UUIDs of the nodes it sleeps
+        on (the master's last, if ``on_master``) and the full names of ``on_nodes``;
+        ``on_node_uuids`` is ``[]`` first, so it stays that when a name is unknown."""
+        self.record_op(on_node_uuids=[])
+        found = [find_node(cfg, name) for name in self.op.on_nodes or []]
+        uuids = [node.uuid for node in found]
+        if found:
+            self.record_op(on_node_uuids=uuids, on_nodes=[node.name for node in found])
+        master = cfg.cluster.master_node
+        if self.op.on_master and master not in uuids:
+            self.record_op(on_node_uuids=uuids + [master])
 
     def check_prereq(self) -> None:
         if self.op.duration > TMO_SLOW and self.nodes:

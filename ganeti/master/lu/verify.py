@@ -50,8 +50,9 @@ class LUClusterVerify(LogicalUnit):
             groups = [self.op.group_name]
         else:
             groups = list(cfg.nodegroups)
+            # (Ganeti's OP_CLUSTER_VERIFY_CONFIG has no skip_checks)
             jobs.append([{"OP_ID": "OP_CLUSTER_VERIFY_CONFIG", "ignore_errors": ignore,
-                          **common}])
+                          **{k: v for k, v in common.items() if k != "skip_checks"}}])
         for group in groups:
             op: dict[str, Any] = {"OP_ID": "OP_CLUSTER_VERIFY_GROUP", "group_name": group,
                                   "ignore_errors": ignore,

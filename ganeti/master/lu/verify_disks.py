@@ -42,7 +42,7 @@ class LUClusterVerifyDisks(LogicalUnit):
             groups = [nodesmod.find_group(cfg, self.op.group_name)]
         else:
             groups = list(cfg.nodegroups.values())
-        self.groups = sorted(g.name for g in groups)
+        self.groups = sorted(g.uuid for g in groups)  # Ganeti's jobs name them by UUID
         self.needed_locks[LEVEL_NODEGROUP] = sorted(g.uuid for g in groups)
         self.share_locks[LEVEL_NODEGROUP] = True
 

@@ -1,7 +1,8 @@
 """The getters of query resource "job" and the job query answers.
 
 The fields are declared in :mod:`ganeti.core.queryfields.jobs`; here each
-gets the function that reads it from a queued job.  A job asked for by id
+gets the function that reads it from a queued job (``ops``: each opcode as luxid
+echoes it, :func:`ganeti.core.opcodes.base.luxid_echo`).  A job asked for by id
 that does not exist is an item without a job: every field but ``id`` is
 unavailable.
 """
@@ -14,6 +15,8 @@ from typing import Any
 from ganeti.core import qlang
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 from ganeti.core.jobs import QueuedJob, QueuedOpCode
+from ganeti.core.opcodes import OPCODES
+from ganeti.core.opcodes.base import luxid_echo
 from ganeti.core.query import UNAVAIL, Field, Query, bind
 from ganeti.core.queryfields.jobs import JOB_FIELDS as JOB_DECLS
 
@@ -43,7 +46,7 @@ JOB_GETTERS: dict[str, Callable[[JobItem], Any]] = {
     "id": lambda item: item[0],
     "status": _per_job(lambda j: j.status),
     "priority": _per_job(lambda j: j.priority),
-    "ops": _per_op(lambda op: op.input),
+    "ops": _per_op(lambda op: luxid_echo(op.input, OPCODES.get(op.op_id))),
     "opresult": _per_op(lambda op: op.result),
     "opstatus": _per_op(lambda op: op.status),
     "oplog": _per_op(lambda op: op.log),

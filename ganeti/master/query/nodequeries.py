@@ -17,7 +17,8 @@ from ganeti.core import constants as c
 from ganeti.core import query
 from ganeti.core.errors import ECODE_NOENT, OpPrereqError
 from ganeti.core.objects import ConfigData, Node, NodeGroup
-from ganeti.core.params_fill import fill_nd
+from ganeti.core.params_fill import fill_ipolicy, fill_nd
+from ganeti.core.params_merge import ordered_ipolicy
 from ganeti.core.qlang import hostname_matches
 from ganeti.core.query import NODATA, OFFLINE, UNAVAIL, Field
 from ganeti.core.queryfields import nodes as decls
@@ -220,9 +221,8 @@ def _group_ndparams(item: GroupItem) -> dict[str, Any]:
 
 
 def _group_ipolicy(item: GroupItem) -> dict[str, Any]:
-    merged = dict(item.cfg.cluster.ipolicy)
-    merged.update(item.group.ipolicy)
-    return merged
+    # Ganeti's fill (std merged key by key), keys in Ganeti's order
+    return ordered_ipolicy(fill_ipolicy(item.cfg.cluster, item.group))
 
 
 def _group_diskparams(item: GroupItem) -> dict[str, Any]:
@@ -235,7 +235,7 @@ def _group_diskparams(item: GroupItem) -> dict[str, Any]:
 GROUP_GETTERS: dict[str, Callable[[GroupItem], Any]] = {
     "alloc_policy": lambda i: i.group.alloc_policy,
     "custom_diskparams": lambda i: dict(i.group.diskparams),
-    "custom_ipolicy": lambda i: dict(i.group.ipolicy),
+    "custom_ipolicy": lambda i: ordered_ipolicy(i.group.ipolicy),
     "custom_ndparams": lambda i: dict(i.group.ndparams),
     "diskparams": _group_diskparams,
     "ipolicy": _group_ipolicy,

@@ -18,9 +18,10 @@ from ganeti.rapi.resources.common import (
 )
 from ganeti.rapi.routing import WRITE, Method, Request, Route
 
-#: Fields of each job in ``/2/jobs?bulk=1``.
+#: Fields of each job in ``/2/jobs?bulk=1`` (Ganeti's; our ``wait_reason`` is the
+#: job query field of that name, ``/2/query/job?fields=id,wait_reason``, and the feed's).
 J_FIELDS_BULK = ("id", "ops", "status", "summary", "opstatus", "received_ts", "start_ts",
-                 "end_ts", "wait_reason")  # wait_reason is ours (filter rules, rate limits)
+                 "end_ts")
 #: Fields of ``/2/jobs/{job_id}``.
 J_FIELDS = (*J_FIELDS_BULK, "oplog", "opresult")
 

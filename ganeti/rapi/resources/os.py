@@ -17,7 +17,7 @@ from ganeti.core import errors
 from ganeti.core.queryfields.base import object_schema
 from ganeti.core.queryfields.os import OS_FIELDS as OS_DECLS
 from ganeti.rapi import errors as http
-from ganeti.rapi.resources.common import BULK, REASON, map_fields, reason_trail, submit
+from ganeti.rapi.resources.common import BULK, REASON, map_fields, submit
 from ganeti.rapi.routing import Method, Request, Route
 
 #: The fields of one OS in ``/2/os?bulk=1``.
@@ -51,8 +51,8 @@ async def get_os(request: Request) -> list[Any]:
     """Every valid, visible OS by name (``os+variant``), or with ``?bulk=1`` their fields."""
     bulk = request.flag(BULK)
     fields = list(OS_BULK_FIELDS) if bulk else ["name", "variants"]
-    op = {"OP_ID": "OP_OS_DIAGNOSE", "output_fields": fields, "names": [],
-          "reason": reason_trail(request, "os")}
+    # (no reason trail of ours: Ganeti's /2/os submits its opcode without one)
+    op = {"OP_ID": "OP_OS_DIAGNOSE", "output_fields": fields, "names": []}
     rows = await run_job(request, op)
     if not isinstance(rows, list):
         raise http.HttpBadGateway("Can't get OS list")

@@ -13,7 +13,7 @@ import { longTime, messageText, shortTime, shortenUuids, tsToDate, waitKind } fr
 import {
   instancesJobChanged, instancesResync, loadInstances, scheduleInstancesReload, startInstances,
 } from "./instances.js";
-import { FINAL_STATUSES, JobStore, shownReason } from "./jobstate.js";
+import { FINAL_STATUSES, JobStore, shownReason, withWaitReasons } from "./jobstate.js";
 import { renderNodes } from "./nodes.js";
 
 const NODES_REFRESH_MS = 10000;
@@ -345,8 +345,11 @@ let jobsReady = false;
 async function loadJobs() {
   const token = store.beginSnapshot();
   try {
-    const list = await getJson("/2/jobs?bulk=1");
-    const result = store.applySnapshot(token, list);
+    // Ganeti's job list, plus our wait reasons (a query field Ganeti does not have)
+    const [list, reasons] = await Promise.all([
+      getJson("/2/jobs?bulk=1"),
+      getJson("/2/query/job?fields=id,wait_reason").catch(() => null)]);
+    const result = store.applySnapshot(token, withWaitReasons(list, reasons));
     if (result) {
       jobsReady = true;
       setMessage("jobs", null);

@@ -10,9 +10,11 @@
 //
 // Why a job waits (wait_reason: a filter rule, a rate limit, a dependency) is
 // in every feed event.  GET /2/jobs?bulk=1 does not carry it (the RAPI keeps
-// Ganeti's fields), so a snapshot row without it keeps the reason the feed
-// gave, unless the job's status changed meanwhile: then the reason is dropped,
-// as nothing vouches for it any more.
+// Ganeti's fields): the page reads it with GET /2/query/job?fields=id,wait_reason
+// (our job query field, answered when named) and puts it into the snapshot's rows
+// (withWaitReasons).  A snapshot row without it keeps the reason the feed gave,
+// unless the job's status changed meanwhile: then the reason is dropped, as
+// nothing vouches for it any more.
 
 const JOB_FIELDS = ["status", "summary", "opstatus", "received_ts", "start_ts", "end_ts",
   "priority"];
@@ -27,6 +29,24 @@ export function reasonOf(value) {
 /** The reason to show for a job: null for a finished job or one that does not wait. */
 export function shownReason(job) {
   return job && !FINAL_STATUSES.has(job.status) ? reasonOf(job.wait_reason) : null;
+}
+
+/**
+ * The rows of a GET /2/jobs?bulk=1 answer with the wait_reason of each job that
+ * a GET /2/query/job?fields=id,wait_reason answer gives (rows it does not name,
+ * or all of them if it is missing or malformed, stay without one).
+ */
+export function withWaitReasons(list, answer) {
+  const reasons = new Map();
+  for (const row of (answer && Array.isArray(answer.data)) ? answer.data : []) {
+    if (Array.isArray(row) && row.length === 2 && Array.isArray(row[0])
+        && Array.isArray(row[1]) && row[0][0] === 0 && row[1][0] === 0) {
+      reasons.set(String(row[0][1]), row[1][1]);
+    }
+  }
+  return (list || []).map((row) => (row && row.id !== undefined && row.id !== null
+    && reasons.has(String(row.id)) ? { ...row, wait_reason: reasons.get(String(row.id)) }
+    : row));
 }
 
 function applyReason(job, value, statusBefore) {

@@ -8,6 +8,7 @@ import json
 from tests.integration.oracle.model import cli
 
 N1 = "node1.example.com"
+N2 = "node2.example.com"
 JOBS = ("gnt-job", "list", "-o", "id,status,summary")
 FILTERS = ("gnt-filter", "list", "-o", "priority,predicates,action,reason_trail",
            "--no-headers", "--separator=|")
@@ -165,4 +166,23 @@ CASES = [
         "name,nic.count,nic.bridge/1", "--filter", 'nic.count > 1 and admin_state == "down"'),
     cli("instance-list-units", "gnt-instance", "list", "--units=g", "-o",
         "name,disk_usage,be/maxmem,sda_size,sdb_size"),
+] + [
+    # The stored opcode of various opcodes as luxid echoes it (`gnt-job info` sorts its
+    # keys; `-o ops` shows luxid's key order): defaults filled in, unset parameters left
+    # out, and what the logical unit recorded in it (expanded names, node UUIDs, typed
+    # parameter values, flags it dropped).
+    cli("job-ops-tags", "gnt-cluster", "add-tags", "echo1",
+        then=[("gnt-job", "list", "--no-headers", "-o", "ops", "{lastjob}"),
+              ("gnt-cluster", "remove-tags", "echo1"), ("gnt-job", "info", "{lastjob}")]),
+    cli("job-ops-delay-nodes", "gnt-debug", "delay", "--no-master", "-n", "node2", "0.01",
+        then=[("gnt-job", "list", "--no-headers", "-o", "ops", "{lastjob}")]),
+    cli("job-ops-node-modify-unset", "gnt-node", "modify", "--drained", "no", N2,
+        then=[("gnt-job", "info", "{lastjob}")]),
+    cli("job-ops-node-health", "gnt-node", "health", "node2",
+        then=[("gnt-job", "info", "{lastjob}")]),
+    cli("job-ops-group-add", "gnt-group", "add", "--node-parameters", "spindle_count=4",
+        "-D", "drbd:resync-rate=100", "rack7",
+        then=[("gnt-job", "info", "{lastjob}"), ("gnt-group", "remove", "rack7")]),
+    cli("job-ops-verify-disks", "gnt-cluster", "verify-disks",
+        then=[("gnt-job", "list", "--no-headers", "-o", "summary,ops", "{lastjob}")]),
 ]

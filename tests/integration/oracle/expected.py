@@ -61,18 +61,10 @@ HASKELL_WORDING = ("same stage and error class (refused while parsing the reques
 
 # -- Our extensions.
 EXT_TAG = "extension: the tag error quotes the offending tag"
-EXT_WAIT_REASON = ("extension: the job field 'wait_reason' (why a queued job waits: a "
-                   "filter rule, a rate limit, a dependency)")
 EXT_ROLES = "extension: the error lists the roles that can be set"
 EXT_404 = "extension: the 404 names the filter rule that does not exist"
 
 # -- Our differences, reported for fixing (small; listed in docs/compat.md).
-OURS_OPCODE_ECHO = ("ours, to fix: Ganeti's LUTestDelay stores the resolved node UUIDs in "
-                    "the job's opcode (on_node_uuids) and keeps OP_ID after the common "
-                    "fields; we store the opcode as submitted")
-OURS_PARSE_STAGE = ("ours, to fix: we refuse this while parsing the request (protocol "
-                    "error) where Ganeti accepts the job and fails it in the logical unit "
-                    "(OpPrereqError with an error code)")
 OURS_FAILOVER = ("set-up, to check: the real client's master vote asks every node by "
                  "name; our vcluster's names do not resolve on the host (the real "
                  "cluster has a private /etc/hosts), so every node counts as unhealthy")
@@ -80,8 +72,6 @@ OURS_NODE_ADD = ("set-up: the real client resolves the new node's name itself be
                  "asking the master; our vcluster's names do not resolve on the host")
 OURS_QFILTER_FIELD = ("ours, to fix: an unknown field in a query filter is OpPrereqError "
                       "for us, ParameterError ('unknown/wrong parameter name') for Ganeti")
-OURS_IPOLICY_ORDER = ("ours, to fix: the key order of instance policies in list output "
-                      "(Ganeti: minmax, std, ratios, disk-templates; memory-size first)")
 OURS_HV_DEFAULTS = ("ours, to fix: GetInfo's hvparams lists the enabled hypervisors only; "
                     "Ganeti lists every hypervisor's parameters")
 OURS_RAPI_BODY = ("ours, to fix: wording of RAPI body parameter errors (Ganeti's opcode "
@@ -144,27 +134,13 @@ REASONS: dict[str, str] = {
     "cluster-add-tags-bad": EXT_TAG,
     "cluster-add-tags-too-long": EXT_TAG,
     "node-add-tags-bad": EXT_TAG,
-    "job-list-fields": EXT_WAIT_REASON,
-    "rapi-query-fields-job": EXT_WAIT_REASON,
-    "rapi-job-status": EXT_WAIT_REASON,
-    "rapi-job-unknown": EXT_WAIT_REASON,
     "rapi-set-node-role-master": EXT_ROLES,
     "rapi-set-node-role-bad": EXT_ROLES,
     "rapi-filter-unknown": EXT_404,
     # ours, reported for fixing
-    "debug-delay-submit": OURS_OPCODE_ECHO,
-    "job-info-last": OURS_OPCODE_ECHO,
-    "job-info-two": OURS_OPCODE_ECHO,
-    "job-list-field-ops": OURS_OPCODE_ECHO,
-    "debug-submit-job": OURS_OPCODE_ECHO,
-    "rapi-jobs-bulk": OURS_OPCODE_ECHO,
-    "cluster-search-tags-bad-regex": OURS_PARSE_STAGE,
-    "cluster-modify-uid-pool-bad": OURS_PARSE_STAGE,
     "cluster-master-failover-on-master": OURS_FAILOVER,
     "node-add-existing": OURS_NODE_ADD,
     "node-list-filter-unknown-field": OURS_QFILTER_FIELD,
-    "group-list-field-ipolicy": OURS_IPOLICY_ORDER,
-    "group-modify-ipolicy-ratio": OURS_IPOLICY_ORDER,
     "rapi-info": OURS_HV_DEFAULTS,
     "rapi-info-reason": OURS_HV_DEFAULTS,
     "rapi-modify-cluster-bad-param": OURS_RAPI_BODY,
