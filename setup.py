@@ -54,7 +54,8 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "ruff>=0.4", "mypy>=1.8", "mypy-zope>=1.0",
-                 "openapi-spec-validator>=0.7", "selenium>=4.10", "pytest-xdist>=3.5"],
+                 "openapi-spec-validator>=0.7", "selenium>=4.10", "pytest-xdist>=3.5",
+                 "pyyaml>=6"],
         # real VMs through libvirt (`make install-vm`); builds against libvirt-dev
         "virt": ["libvirt-python>=9.0"],
     },
