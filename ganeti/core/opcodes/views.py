@@ -919,6 +919,16 @@ class OpTestJqueue(OpView):
     fail: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class OpTestOsParams(OpView):
+    """OP_TEST_OS_PARAMS: Test secret OS parameters (gnt-debug test-osparams)."""
+
+    OP_ID: ClassVar[str] = "OP_TEST_OS_PARAMS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
+    osparams_secret: dict[str, Any] | None = None
+
+
 #: OP_ID -> view class, for every declared opcode.
 VIEWS: dict[str, type[OpView]] = {
     "OP_BACKUP_EXPORT": OpBackupExport,
@@ -976,6 +986,7 @@ VIEWS: dict[str, type[OpView]] = {
     "OP_TAGS_SET": OpTagsSet,
     "OP_TEST_DELAY": OpTestDelay,
     "OP_TEST_JQUEUE": OpTestJqueue,
+    "OP_TEST_OS_PARAMS": OpTestOsParams,
 }
 
 
