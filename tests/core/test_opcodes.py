@@ -23,6 +23,7 @@ GOOD = {
     "OP_TAGS_DEL": {"kind": "node", "name": "node1", "tags": ["a"]},
     "OP_TEST_DELAY": {"duration": 2.5},
     "OP_TEST_JQUEUE": {"notify_exec": True, "log_messages": ["a", ""]},
+    "OP_TEST_OS_PARAMS": {"osparams_secret": {"param1": "secret1"}},
     "OP_CLUSTER_REDIST_CONF": {},
     "OP_CLUSTER_ACTIVATE_MASTER_IP": {},
     "OP_CLUSTER_DEACTIVATE_MASTER_IP": {},
