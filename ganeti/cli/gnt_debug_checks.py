@@ -23,7 +23,7 @@ from typing import Any
 
 from ganeti.cli import gnt_instance_opts as iopts
 from ganeti.cli import jobs
-from ganeti.cli.framework import Context, format_error
+from ganeti.cli.framework import Context
 from ganeti.core import constants as c
 from ganeti.core import errors
 from ganeti.luxi.client import LuxiClient
@@ -162,7 +162,7 @@ def _run_queue_test(ctx: Context, opts: argparse.Namespace, title: str, fails: l
     except errors.OpExecError as err:
         if not failing:
             raise
-        ctx.out(f"Ignoring error for 'job fail' test: {format_error(err)[1]}")
+        ctx.out(f"Ignoring error for 'job fail' test: {err.args[0] if err.args else err}")
     else:
         if failing:
             raise errors.OpExecError("Job didn't fail when it should")
@@ -258,5 +258,5 @@ def cmd_wconfd(ctx: Context, opts: argparse.Namespace) -> int:
             return c.EXIT_FAILURE
     with LuxiClient(ctx.paths.wconfd_socket) as client:
         result = client.call(method, *call_args)
-    ctx.out(done if done is not None else f"Answer: {result!r}")
+    ctx.out(done if done is not None else f"Answer: {result}")
     return c.EXIT_SUCCESS

@@ -37,7 +37,7 @@ from ganeti.core import errors
 from ganeti.luxi.methods import ANY, STR, Method
 from ganeti.luxi.server import Implementation, LuxiDispatcher
 from ganeti.master.locking.lockset import SET_LOCK_SUFFIX
-from ganeti.master.locking.manager import LockManager
+from ganeti.master.locking.manager import LEVEL_NAMES, LockManager
 
 #: The methods served, with their argument shapes (Ganeti's WConfD names).
 METHODS: dict[str, Method] = {m.name: m for m in [
@@ -117,7 +117,13 @@ class WconfdMethods:
         for name, mode, owners, _pending in self.locks.monitor():
             if owners or name.endswith("/" + SET_LOCK_SUFFIX):
                 rows.append((name, [(owner, str(mode)) for owner in owners]))
-        return rows
+
+        def order(row: tuple[str, Any]) -> tuple[int, bool, str]:
+            # WConfD's: by level, each level's set lock first
+            level, _, member = row[0].partition("/")
+            rank = LEVEL_NAMES.index(level) if level in LEVEL_NAMES else len(LEVEL_NAMES)
+            return rank, member != SET_LOCK_SUFFIX, member
+        return sorted(rows, key=order)
 
     def list_locks(self, client_id: Any) -> list[list[str]]:
         """``[[lock, mode]]`` of the locks the job named by ``client_id`` holds."""

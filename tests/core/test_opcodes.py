@@ -24,6 +24,7 @@ GOOD = {
     "OP_TEST_DELAY": {"duration": 2.5},
     "OP_TEST_JQUEUE": {"notify_exec": True, "log_messages": ["a", ""]},
     "OP_TEST_OS_PARAMS": {"osparams_secret": {"param1": "secret1"}},
+    "OP_EXTSTORAGE_DIAGNOSE": {"output_fields": ["name", "node_status"]},
     "OP_CLUSTER_REDIST_CONF": {},
     "OP_CLUSTER_ACTIVATE_MASTER_IP": {},
     "OP_CLUSTER_DEACTIVATE_MASTER_IP": {},

@@ -59,11 +59,11 @@ class WconfdMethodsTest(SynchronousTestCase):
         self.assertEqual((self.call("listAllLocks"), self.call("listAllLocksOwners")), ([], []))
         self.hold("job/5")
         self.assertEqual(self.call("listAllLocks"),
-                         ["cluster/BGL", "cluster/[lockset]", f"node/{NODE}", "node/[lockset]"])
+                         ["cluster/[lockset]", "cluster/BGL", "node/[lockset]", f"node/{NODE}"])
         client = [5, "/q/job-5", 42]
         self.assertEqual(self.call("listAllLocksOwners"), [
-            ["cluster/BGL", [[client, "shared"]]], ["cluster/[lockset]", []],
-            [f"node/{NODE}", [[client, "exclusive"]]], ["node/[lockset]", []]])
+            ["cluster/[lockset]", []], ["cluster/BGL", [[client, "shared"]]],
+            ["node/[lockset]", []], [f"node/{NODE}", [[client, "exclusive"]]]])
         self.assertEqual(self.call("listLocks", client),
                          [["cluster/BGL", "shared"], [f"node/{NODE}", "exclusive"]])
         # Ganeti's gnt-debug sends [job id, lock file]: accepted, by job id

@@ -241,6 +241,17 @@ class OpClusterVerifyGroup(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpExtstorageDiagnose(OpView):
+    """OP_EXTSTORAGE_DIAGNOSE: Compute the list of external storage providers."""
+
+    OP_ID: ClassVar[str] = "OP_EXTSTORAGE_DIAGNOSE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"output_fields"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"names", "output_fields", "priority", "reason"})
+    output_fields: list[str]
+    names: list[str] = field(default_factory=lambda: [])
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpGroupAdd(OpView):
     """OP_GROUP_ADD: Add a node group to the cluster."""
 
@@ -944,6 +955,7 @@ VIEWS: dict[str, type[OpView]] = {
     "OP_CLUSTER_VERIFY_CONFIG": OpClusterVerifyConfig,
     "OP_CLUSTER_VERIFY_DISKS": OpClusterVerifyDisks,
     "OP_CLUSTER_VERIFY_GROUP": OpClusterVerifyGroup,
+    "OP_EXTSTORAGE_DIAGNOSE": OpExtstorageDiagnose,
     "OP_GROUP_ADD": OpGroupAdd,
     "OP_GROUP_ASSIGN_NODES": OpGroupAssignNodes,
     "OP_GROUP_REMOVE": OpGroupRemove,
