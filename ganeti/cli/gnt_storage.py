@@ -1,6 +1,6 @@
 """gnt-storage: the ExtStorage providers of the cluster (``diagnose``, ``info``).
 
-As Ganeti's: both submit OP_EXTSTORAGE_DIAGNOSE and print its rows; an empty
+As Ganeti's: both submit OP_EXT_STORAGE_DIAGNOSE and print its rows; an empty
 answer is an error ("Can't get the list of ExtStorage providers", exit 1).
 This project has no ``ext`` disk template, so its master reports no providers
 (:class:`ganeti.master.lu.os_lu.LUExtStorageDiagnose`).
@@ -22,7 +22,7 @@ DESCRIPTION = "Ganeti ExtStorage providers: diagnose, info."
 
 
 def _diagnose(ctx: Context, opts: argparse.Namespace, fields: list[str]) -> list[Any]:
-    result = jobs.submit_opcode(ctx, opts, {"OP_ID": "OP_EXTSTORAGE_DIAGNOSE",
+    result = jobs.submit_opcode(ctx, opts, {"OP_ID": "OP_EXT_STORAGE_DIAGNOSE",
                                             "output_fields": fields, "names": []})
     return list(result or [])
 
@@ -110,7 +110,7 @@ def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
 
 COMMANDS = [
     Command("diagnose", cmd_diagnose, "Diagnose all ExtStorage providers", setup_diagnose,
-            "Submit OP_EXTSTORAGE_DIAGNOSE and show each provider's status on each node "
+            "Submit OP_EXT_STORAGE_DIAGNOSE and show each provider's status on each node "
             "and node group."),
     Command("info", cmd_info, "Show info about ExtStorage providers", setup_info,
             "Show the node groups each provider is valid for and its parameters."),

@@ -1,4 +1,4 @@
-"""gnt-storage (Ganeti 3.0's ExtStorage tool): OP_EXTSTORAGE_DIAGNOSE and its output,
+"""gnt-storage (Ganeti 3.0's ExtStorage tool): OP_EXT_STORAGE_DIAGNOSE and its output,
 against a scripted master and against a whole master (which knows no providers)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def rows(op: dict[str, Any]) -> list[list[Any]]:
 class ScriptedTest(SynchronousTestCase):
     def setUp(self) -> None:
         self.fake = two_nodes()
-        self.fake.results["OP_EXTSTORAGE_DIAGNOSE"] = rows
+        self.fake.results["OP_EXT_STORAGE_DIAGNOSE"] = rows
 
     def test_diagnose(self):
         r = run(gnt_storage, self.fake, "diagnose")
@@ -45,7 +45,7 @@ class ScriptedTest(SynchronousTestCase):
             "  --", "  For nodegroup: default --> invalid", ""])
         (op,) = self.fake.ops()
         self.assertEqual((op["OP_ID"], op["output_fields"], op["names"]),
-                         ("OP_EXTSTORAGE_DIAGNOSE",
+                         ("OP_EXT_STORAGE_DIAGNOSE",
                           ["name", "node_status", "nodegroup_status"], []))
 
     def test_info(self):
@@ -69,10 +69,10 @@ class NoProvidersTest(MasterCliTestCase):
                          (1, "", "Can't get the ExtStorage providers list\n"))
         self.assertEqual(self.job_field(1, "status"), "success")
         (op,) = self.job_field(1, "ops")
-        self.assertEqual(op["OP_ID"], "OP_EXTSTORAGE_DIAGNOSE")
+        self.assertEqual(op["OP_ID"], "OP_EXT_STORAGE_DIAGNOSE")
 
     def test_unknown_field_and_version(self):
-        status = self.master.finish(self.submit({"OP_ID": "OP_EXTSTORAGE_DIAGNOSE",
+        status = self.master.finish(self.submit({"OP_ID": "OP_EXT_STORAGE_DIAGNOSE",
                                                  "output_fields": ["name", "colour"]}))
         self.assertEqual(status[0], "error")
         self.assertIn("Unknown output fields selected: colour", str(status[1]))

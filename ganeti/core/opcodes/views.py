@@ -241,10 +241,10 @@ class OpClusterVerifyGroup(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
-class OpExtstorageDiagnose(OpView):
-    """OP_EXTSTORAGE_DIAGNOSE: Compute the list of external storage providers."""
+class OpExtStorageDiagnose(OpView):
+    """OP_EXT_STORAGE_DIAGNOSE: Compute the list of external storage providers."""
 
-    OP_ID: ClassVar[str] = "OP_EXTSTORAGE_DIAGNOSE"
+    OP_ID: ClassVar[str] = "OP_EXT_STORAGE_DIAGNOSE"
     REQUIRED: ClassVar[frozenset[str]] = frozenset({"output_fields"})
     NOT_NULL: ClassVar[frozenset[str]] = frozenset({"names", "output_fields", "priority", "reason"})
     output_fields: list[str]
@@ -955,7 +955,7 @@ VIEWS: dict[str, type[OpView]] = {
     "OP_CLUSTER_VERIFY_CONFIG": OpClusterVerifyConfig,
     "OP_CLUSTER_VERIFY_DISKS": OpClusterVerifyDisks,
     "OP_CLUSTER_VERIFY_GROUP": OpClusterVerifyGroup,
-    "OP_EXTSTORAGE_DIAGNOSE": OpExtstorageDiagnose,
+    "OP_EXT_STORAGE_DIAGNOSE": OpExtStorageDiagnose,
     "OP_GROUP_ADD": OpGroupAdd,
     "OP_GROUP_ASSIGN_NODES": OpGroupAssignNodes,
     "OP_GROUP_REMOVE": OpGroupRemove,

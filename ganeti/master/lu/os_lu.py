@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
-from ganeti.core.opcodes.views import OpExtstorageDiagnose, OpOsDiagnose
+from ganeti.core.opcodes.views import OpExtStorageDiagnose, OpOsDiagnose
 from ganeti.core.rpcdefs.os import OS_VALIDATE_PARAMETERS
 from ganeti.master.config.nodes import target
 from ganeti.master.lu.base import LogicalUnit, LUContext
@@ -44,14 +44,14 @@ EXTSTORAGE_FIELDS = ("name", "node_status", "nodegroup_status", "parameters")
 
 
 class LUExtStorageDiagnose(LogicalUnit):
-    """OP_EXTSTORAGE_DIAGNOSE (``gnt-storage diagnose``, ``info``): Ganeti's rows per
+    """OP_EXT_STORAGE_DIAGNOSE (``gnt-storage diagnose``, ``info``): Ganeti's rows per
     ExtStorage provider.  This project has no ``ext`` disk template and looks for no
     providers on the nodes, so the list is empty (Ganeti's answer on a cluster whose
     nodes have none); unknown fields are refused as Ganeti refuses them."""
 
-    OP_ID = "OP_EXTSTORAGE_DIAGNOSE"
+    OP_ID = "OP_EXT_STORAGE_DIAGNOSE"
     REQ_BGL = False
-    op: OpExtstorageDiagnose
+    op: OpExtStorageDiagnose
 
     @property
     def uses_locks(self) -> bool:

@@ -40,7 +40,7 @@ def check_storage_type_enabled(cluster: Cluster, storage_type: str) -> None:
         if template in cluster.enabled_disk_templates:
             return
     # (Ganeti raises these two without an error code)
-    raise OpPrereqError(f"No disk template of storage type '{storage_type}' is enabled in "
+    raise OpPrereqError(f"No disk template of storage type '{wanted}' is enabled in "
                         "this cluster. Enabled disk templates are: "
                         f"{','.join(cluster.enabled_disk_templates)}")
 
