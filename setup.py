@@ -25,9 +25,17 @@ BIN_SCRIPTS = [
     "bin/gnt-network",
     "bin/gnt-instance",
     "bin/gnt-backup",
+    "bin/gnt-storage",
     "bin/ganeti-vcluster",
     "bin/ganeti-confd-query",
     "bin/ganeti-watcher",
+    # the daemons under Ganeti's program names (twistd plugins; luxid and wconfd: masterd)
+    "bin/ganeti-masterd",
+    "bin/ganeti-noded",
+    "bin/ganeti-rapi",
+    "bin/ganeti-confd",
+    "bin/ganeti-luxid",
+    "bin/ganeti-wconfd",
 ]
 
 setup(

@@ -8,13 +8,16 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ganeti.cli import gnt_debug_checks as checks
 from ganeti.cli import jobs, table
 from ganeti.cli.framework import Command, Context, UsageError, format_error, run_tool
 from ganeti.core import constants as c
 from ganeti.core import errors, serializer
 
 DESCRIPTION = ("Ganeti debugging commands: delay (OP_TEST_DELAY), submit-job (jobs from "
-               "JSON files), locks (the lock monitor).")
+               "JSON files), test-jobqueue (Ganeti's job queue test), test-osparams "
+               "(secret OS parameters), locks (the lock monitor), wconfd (the master "
+               "daemon's WConfD socket).")
 
 #: The most bytes read from one opcode file of ``submit-job``.
 MAX_OPCODE_FILE = 16 * 1024 * 1024
@@ -218,6 +221,22 @@ COMMANDS = [
             "Submit one job per file, each file holding a JSON list of opcodes, and wait "
             "for them, printing their output. As in Ganeti, a job that fails is reported "
             "on standard error but does not change the exit status."),
+    Command("test-jobqueue", checks.cmd_test_jobqueue, "Test a few aspects of the job queue",
+            checks.setup_test_jobqueue,
+            "Ganeti's own test of the job queue: invalid priorities refused at "
+            "submission, job dependencies resolved and honoured, and OP_TEST_JQUEUE's "
+            "notifications, log messages and (partial) failures checked. Exit status 1 "
+            "and the reason if anything differs."),
+    Command("test-osparams", checks.cmd_test_osparams,
+            "Test secret OS parameter transmission", checks.setup_test_osparams,
+            "Submit OP_TEST_OS_PARAMS with the --os-parameters-secret given: the job "
+            "shows them back in its log; the job's stored opcode holds their names "
+            "only. Without any the job fails ('Opcode needs secret parameters')."),
+    Command("wconfd", checks.cmd_wconfd, "Directly talk to WConfD (the master daemon)",
+            checks.setup_wconfd,
+            "Call the WConfD socket, which the master daemon serves: echo TEXT, "
+            "cleanuplocks, listlocks JOB_ID, listalllocks, listalllocksowners, "
+            "flushconfig (write and distribute the configuration again)."),
     Command("locks", cmd_locks, "Show the locks of the master daemon", _setup_locks,
             "List the locks that are held or waited for (as Ganeti, not the idle ones), "
             "with their owners and pending acquisitions (job ids)."),

@@ -63,6 +63,15 @@ def _setup_add(p: argparse.ArgumentParser) -> None:
                    help="secondary (replication) IP of the node (default: the primary IP)")
     p.add_argument("--readd", action="store_true",
                    help="re-add a node that is in the configuration (after reinstalling it)")
+    # Ganeti's options for its SSH set-up of the node: accepted, and without effect here
+    # (nodes are prepared beforehand; the master never logs in to them).
+    p.add_argument("--no-ssh-key-check", dest="ssh_key_check", action="store_false",
+                   help="accepted for compatibility: no SSH is used to add a node")
+    p.add_argument("--no-node-setup", dest="node_setup", action="store_false",
+                   help="accepted for compatibility: the node is never set up over SSH")
+    p.add_argument("--force-join", action="store_true",
+                   help="accepted for compatibility: without effect (Ganeti checks over "
+                        "SSH whether the node is in another cluster)")
     p.add_argument("-g", "--node-group", dest="nodegroup", metavar="GROUP",
                    help="node group (name or UUID; default: the cluster's first group)")
     _add_capability_options(p)
@@ -105,6 +114,11 @@ def cmd_add(ctx: Context, opts: argparse.Namespace) -> int:
                     "please retry with '--readd'")
             return c.EXIT_FAILURE
         secondary_ip = opts.secondary_ip
+    if not opts.node_setup:
+        ctx.out("-- WARNING -- \n"
+                "--no-node-setup changes nothing: this cluster never sets a node up over "
+                "SSH\n(install and start its node daemon with the cluster's certificate "
+                "first).\n")
     jobs.submit_opcode(ctx, opts, add_opcode(opts, secondary_ip))
     return c.EXIT_SUCCESS
 

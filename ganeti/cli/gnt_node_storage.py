@@ -17,6 +17,7 @@ from typing import Any
 from ganeti.cli import jobs, table
 from ganeti.cli.framework import Context
 from ganeti.core import constants as c
+from ganeti.core import errors
 from ganeti.core import storagetypes as st
 
 #: Default fields of ``gnt-node volumes`` and their titles (Ganeti's).
@@ -137,10 +138,21 @@ def cmd_list_storage(ctx: Context, opts: argparse.Namespace) -> int:
 
 
 def _storage_args(p: argparse.ArgumentParser, types: Sequence[str]) -> None:
+    # As Ganeti's client: any storage type a user may name is sent; the master says
+    # which can be changed or repaired (only the completion suggests ``types``).
     p.add_argument("node_name", metavar="NODE", help="name of the node")
-    p.add_argument("storage_type", metavar="STORAGE_TYPE", choices=list(types),
-                   help=f"storage type ({', '.join(types)})")
+    p.add_argument("storage_type", metavar="STORAGE_TYPE",
+                   help=f"storage type ({', '.join(USER_STORAGE_TYPES)}; "
+                        f"{', '.join(types)} accept this command)")
     p.add_argument("volume_name", metavar="NAME", help="name of the storage unit")
+
+
+def user_storage_type(name: str) -> str:
+    """A storage type a user may name, else OpPrereqError (Ganeti's
+    ``ConvertStorageType``)."""
+    if name not in USER_STORAGE_TYPES:
+        raise errors.OpPrereqError(f"Unknown storage type: {name}", errors.ECODE_INVAL)
+    return name
 
 
 def setup_modify_storage(p: argparse.ArgumentParser) -> None:
@@ -153,6 +165,7 @@ def setup_modify_storage(p: argparse.ArgumentParser) -> None:
 
 def cmd_modify_storage(ctx: Context, opts: argparse.Namespace) -> int:
     """Change a storage unit (OP_NODE_MODIFY_STORAGE); nothing to change: a message."""
+    storage_type = user_storage_type(opts.storage_type)
     changes: dict[str, Any] = {}
     if opts.allocatable is not None:
         changes[st.SF_ALLOCATABLE] = opts.allocatable
@@ -161,7 +174,7 @@ def cmd_modify_storage(ctx: Context, opts: argparse.Namespace) -> int:
         return c.EXIT_SUCCESS
     jobs.submit_or_send(ctx, opts, {
         "OP_ID": "OP_NODE_MODIFY_STORAGE", "node_name": opts.node_name,
-        "storage_type": opts.storage_type, "name": opts.volume_name, "changes": changes})
+        "storage_type": storage_type, "name": opts.volume_name, "changes": changes})
     return c.EXIT_SUCCESS
 
 
@@ -175,9 +188,10 @@ def setup_repair_storage(p: argparse.ArgumentParser) -> None:
 
 def cmd_repair_storage(ctx: Context, opts: argparse.Namespace) -> int:
     """Repair a storage unit (OP_REPAIR_NODE_STORAGE)."""
+    storage_type = user_storage_type(opts.storage_type)
     jobs.submit_or_send(ctx, opts, {
         "OP_ID": "OP_REPAIR_NODE_STORAGE", "node_name": opts.node_name,
-        "storage_type": opts.storage_type, "name": opts.volume_name,
+        "storage_type": storage_type, "name": opts.volume_name,
         "ignore_consistency": opts.ignore_consistency})
     return c.EXIT_SUCCESS
 

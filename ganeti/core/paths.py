@@ -115,6 +115,11 @@ class Paths:
         """The LUXI socket of the master daemon."""
         return os.path.join(self.socket_dir, "ganeti-query")
 
+    @property
+    def wconfd_socket(self) -> str:
+        """The WConfD socket (Ganeti's ``ganeti-wconfd``; served by the master daemon)."""
+        return os.path.join(self.socket_dir, "ganeti-wconfd")
+
     # Files in DATA_DIR
     @property
     def config_file(self) -> str:

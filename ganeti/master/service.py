@@ -66,6 +66,8 @@ from ganeti.master.query.osqueries import OsQueries, rpc_diagnose
 from ganeti.master.query.queries import ClusterQueries
 from ganeti.master.watcherpause import WatcherPauseMethod
 from ganeti.master.watchersvc import WatcherService, queue_job_access
+from ganeti.master.wconfd import METHODS as WCONFD_METHODS
+from ganeti.master.wconfd import WconfdDispatcher, WconfdMethods
 from ganeti.rpc.client import RpcClient
 from ganeti.rpc.tls import ClusterCertificate
 
@@ -78,11 +80,13 @@ class LuxiService(ListenService):
     log = Logger()
 
     def __init__(self, reactor: Any, path: str, factory: LuxiServerFactory,
-                 ready: Callable[[], defer.Deferred[None]] | None = None) -> None:
+                 ready: Callable[[], defer.Deferred[None]] | None = None,
+                 label: str = "LUXI") -> None:
         self.reactor = reactor
         self.path = path
         self.factory = factory
-        super().__init__(f"the LUXI socket {path}", self._listen, announce=self._announce,
+        self.label = label
+        super().__init__(f"the {label} socket {path}", self._listen, announce=self._announce,
                          ready=ready, unix_path=path)
 
     def _listen(self) -> IListeningPort:
@@ -97,7 +101,7 @@ class LuxiService(ListenService):
         return port
 
     def _announce(self, port: IListeningPort) -> None:
-        self.log.info("LUXI listening on {path}", path=self.path)
+        self.log.info("{label} listening on {path}", label=self.label, path=self.path)
 
 
 class JobQueueService(service.Service):
@@ -258,6 +262,14 @@ class MasterDaemon(DaemonService):
                                 LuxiServerFactory(dispatcher, max_frame, clock=reactor),
                                 queue_service.ready)
         self.luxi.setServiceParent(self)
+        # Ganeti's WConfD socket: masterd holds that daemon's role (ganeti/master/wconfd.py)
+        wconfd = WconfdMethods(self.locks, self.config_writer.redistribute, paths.queue_dir)
+        self.wconfd = LuxiService(
+            reactor, paths.wconfd_socket,
+            LuxiServerFactory(WconfdDispatcher(wconfd.implementations(), WCONFD_METHODS),
+                              max_frame, clock=reactor),
+            queue_service.ready, label="WConfD")
+        self.wconfd.setServiceParent(self)
         # last: it submits jobs like a client, so it starts after the listener and stops first
         self.watcher = WatcherService(
             reactor, paths, lambda: self.config_writer.config, self.job_methods.query,

@@ -170,6 +170,35 @@ class TestJqueueOpcodeTest(DebugTestCase):
                          [["OpPrereqError", ["Client didn't connect in time (timed out)"]]])
 
 
+class TestOsParamsTest(DebugTestCase):
+    """gnt-debug test-osparams (OP_TEST_OS_PARAMS, Ganeti's LUTestOsParams): the job shows
+    the secret parameters back; what is stored holds their names only."""
+
+    def test_secrets_shown_back_never_stored(self):
+        r = self.debug("test-osparams", "--os-parameters-secret",
+                       "param1=secret1,param2=secret2")
+        self.assertEqual((r.code, r.err), (0, ""))
+        self.assertEqual(r.out, f"{time.ctime(START_TIME)} Secret OS parameters: "
+                                "{'param1': 'secret1', 'param2': 'secret2'}\n")
+        op = self.submitted_op()
+        self.assertEqual((op["OP_ID"], op["osparams_secret"]),
+                         ("OP_TEST_OS_PARAMS", {"param1": None, "param2": None}))
+        queue = self.master.paths.queue_dir
+        with open(os.path.join(queue, "job-1"), encoding="utf-8") as f:
+            stored = json.load(f)
+        self.assertEqual(stored["ops"][0]["input"]["osparams_secret"],
+                         {"param1": None, "param2": None})
+
+    def test_without_secrets_the_job_fails(self):
+        r = self.debug("test-osparams")
+        self.assertEqual((r.code, r.out), (1, ""))
+        self.assertIn("Opcode needs secret parameters", r.err)
+        self.assertEqual(self.job_field(1, "opresult"),
+                         [["OpExecError", ["Opcode needs secret parameters"]]])
+        r = self.debug("test-osparams", "--os-parameters-secret", "a=1", "--submit")
+        self.assertEqual((r.code, r.err), (0, "JobID: 2\n"))
+
+
 class SubmitJobTest(DebugTestCase):
     def opfile(self, ops):
         path = self.mktemp()

@@ -687,6 +687,21 @@ class NodeEndToEndTest(NodesCliTestCase):
         self.assertEqual(r.code, 0, r.err)
         self.assertEqual(self.names("-o", "name"), [["node1.test"]])
 
+    def test_add_with_ganetis_ssh_options_and_readd(self):
+        # QA's "gnt-node add --no-ssh-key-check"; --readd of an offline node (LUNodeAdd)
+        r = self.node("add", "--no-ssh-key-check", "--no-node-setup", "--force-join",
+                      "--primary-ip", "127.0.1.2", "node2.test")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertTrue(r.out.startswith("-- WARNING -- \n--no-node-setup changes nothing"),
+                        r.out)
+        r = self.node("modify", "-O", "yes", "node2")
+        self.assertEqual(r.code, 0, r.err)
+        r = self.node("add", "--readd", "--no-ssh-key-check", "node2.test")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertIn(" - INFO: Readding a node, the offline/drained flags were reset\n",
+                      r.out)
+        self.assertEqual(self.names("-o", "name,offline", "node2"), [["node2.test", "N"]])
+
     def test_the_master_cannot_be_drained_readded_or_removed(self):
         r = self.node("modify", "-D", "yes", "node1.test")
         self.assertEqual(r.code, 1)

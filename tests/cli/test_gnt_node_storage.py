@@ -78,8 +78,6 @@ class ScriptedStorageTest(SynchronousTestCase):
         r = self.node("modify-storage", "node1", "lvm-pv", "/dev/sdb")
         self.assertEqual((r.code, r.err), (0, "No changes to perform, exiting.\n"))
         self.assertEqual(len(self.fake.ops()), 1)
-        r = self.node("modify-storage", "--allocatable=no", "node1", "lvm-vg", "xenvg")
-        self.assertEqual(r.code, 1)
 
     def test_repair_storage(self):
         r = self.node("repair-storage", "--ignore-consistency", "node1", "lvm-vg", "xenvg")
@@ -88,7 +86,25 @@ class ScriptedStorageTest(SynchronousTestCase):
         self.assertEqual((op["OP_ID"], op["storage_type"], op["name"],
                           op["ignore_consistency"]),
                          ("OP_REPAIR_NODE_STORAGE", "lvm-vg", "xenvg", True))
-        self.assertEqual(self.node("repair-storage", "node1", "file", "/x").code, 1)
+
+    def test_every_user_storage_type_is_sent_unknown_ones_refused(self):
+        # Ganeti's client sends every type a user may name and lets the master refuse
+        # those that cannot be changed or repaired; an unknown one is OpPrereqError.
+        for kind in ("file", "sharedfile", "gluster", "lvm-vg", "lvm-pv"):
+            for argv in (("modify-storage", "--allocatable=no"), ("repair-storage",)):
+                r = self.node(*argv, "node1", kind, "x")
+                self.assertEqual(r.code, 0, r.err)
+                self.assertEqual(self.fake.ops()[-1]["storage_type"], kind)
+        count = len(self.fake.ops())
+        r = self.node("modify-storage", "node1", "file", "x")
+        self.assertEqual((r.code, r.err), (0, "No changes to perform, exiting.\n"))
+        for argv in (("modify-storage",), ("modify-storage", "--allocatable=no"),
+                     ("repair-storage",)):
+            r = self.node(*argv, "node1", "rados", "x")
+            self.assertEqual((r.code, r.out), (1, ""))
+            self.assertEqual(r.err, "Failure: prerequisites not met for this operation: "
+                                    "Unknown storage type: rados (error type: wrong_input)\n")
+        self.assertEqual(len(self.fake.ops()), count)
 
 
 class GenerateTableTest(SynchronousTestCase):
@@ -124,3 +140,19 @@ class StorageEndToEndTest(NodesCliTestCase):
         self.assertIn(["vgreduce", "--removemissing", "xenvg"], self.lvm.calls)
         r = self.node("volumes")
         self.assertEqual((r.code, r.out), (0, "Node PhysDev VG Name Size Instance\n"))
+
+    def test_types_that_cannot_be_changed_fail_in_the_job(self):
+        # Ganeti's LUNodeModifyStorage/LURepairNodeStorage: the node first, then the type.
+        enable_lvm(self.master, ["plain", "file"])
+        for argv, why in (
+                (("modify-storage", "--allocatable=no", "node1.test", "file", "x"),
+                 "Storage units of type 'file' can not be modified"),
+                (("modify-storage", "--allocatable=no", "node1.test", "lvm-vg", "xenvg"),
+                 "Storage units of type 'lvm-vg' can not be modified"),
+                (("repair-storage", "node1.test", "file", "x"),
+                 "Storage units of type 'file' can not be repaired"),
+                (("modify-storage", "--allocatable=no", "nope.test", "file", "x"),
+                 "Node 'nope.test' not known")):
+            r = self.node(*argv)
+            self.assertEqual(r.code, 1, argv)
+            self.assertIn(why, r.err)

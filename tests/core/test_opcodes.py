@@ -23,6 +23,8 @@ GOOD = {
     "OP_TAGS_DEL": {"kind": "node", "name": "node1", "tags": ["a"]},
     "OP_TEST_DELAY": {"duration": 2.5},
     "OP_TEST_JQUEUE": {"notify_exec": True, "log_messages": ["a", ""]},
+    "OP_TEST_OS_PARAMS": {"osparams_secret": {"param1": "secret1"}},
+    "OP_EXT_STORAGE_DIAGNOSE": {"output_fields": ["name", "node_status"]},
     "OP_CLUSTER_REDIST_CONF": {},
     "OP_CLUSTER_ACTIVATE_MASTER_IP": {},
     "OP_CLUSTER_DEACTIVATE_MASTER_IP": {},
@@ -409,8 +411,8 @@ class ValidateBadTest(SynchronousTestCase):
         self._refused(["OP_TEST_DELAY"], "JSON object")
         self._refused(None, "JSON object")
         self._refused({"duration": 1}, "no OP_ID")
-        self._refused({"OP_ID": "OP_EXT_STORAGE_DIAGNOSE"},
-                      "Unknown opcode 'OP_EXT_STORAGE_DIAGNOSE'")
+        self._refused({"OP_ID": "OP_RESTRICTED_COMMAND"},
+                      "Unknown opcode 'OP_RESTRICTED_COMMAND'")
         self._refused({"OP_ID": 5}, "must be a string")
         self._refused({"OP_ID": "op_test_delay", "duration": 1}, "Unknown opcode")
 
@@ -468,8 +470,8 @@ class SummaryTest(SynchronousTestCase):
         self.assertEqual(self._summary("OP_CLUSTER_SET_PARAMS"), "CLUSTER_SET_PARAMS")
 
     def test_undeclared_and_invalid_opcodes(self):
-        self.assertEqual(opcodes.summary({"OP_ID": "OP_EXT_STORAGE_DIAGNOSE",
-                                          "instance_name": "x"}), "EXT_STORAGE_DIAGNOSE")
+        self.assertEqual(opcodes.summary({"OP_ID": "OP_RESTRICTED_COMMAND",
+                                          "instance_name": "x"}), "RESTRICTED_COMMAND")
         self.assertEqual(opcodes.summary({"OP_ID": 3}), "INVALID_OP")
         self.assertEqual(opcodes.summary({}), "INVALID_OP")
 

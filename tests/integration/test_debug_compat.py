@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 import time
 import unittest
 
@@ -33,6 +34,7 @@ from tests.integration.helpers import node_env, run
 from tests.integration.jobtools import VirtualCluster, delay, wait_for_job, wait_for_status
 
 DEBIAN = "/usr/share/ganeti/3.0"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIME = r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # time.ctime()
 
 
@@ -57,6 +59,13 @@ class DebugCompatTest(SynchronousTestCase):
         env["PYTHONHASHSEED"] = "0"
         return run([os.path.join(DEBIAN, tool), *argv], env=env, check=False,
                    timeout=timeout)
+
+    def ours(self, tool, *argv, timeout=60):
+        """Our own client (bin/), as the cluster's master node runs it."""
+        assert self.cluster is not None
+        env = node_env(self.cluster.dir)
+        return run([sys.executable, os.path.join(ROOT, "bin", tool), *argv], env=env,
+                   check=False, timeout=timeout)
 
     def luxi(self, method, *args):
         assert self.cluster is not None
@@ -153,6 +162,66 @@ class DebugCompatTest(SynchronousTestCase):
         self.assertEqual(lines[-1], "Job queue test successful")
         self.assertEqual(r.stdout.count("Ignoring error for 'job fail' test: Opcode failure "
                                         "was requested"), 2)
+
+    def test_our_test_jobqueue_passes(self):
+        r = self.ours("gnt-debug", "test-jobqueue", timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = [line for line in r.stdout.splitlines() if "INFO" not in line]
+        self.assertEqual([line for line in lines if not line.startswith("Waiting for job")],
+                         ["Testing job submission", "Job submission tests were successful",
+                          "Testing job dependencies", lines[3],
+                          "Job dependency tests were successful", "Testing job success",
+                          "Testing multiple successful opcodes", "Testing job failure",
+                          "Ignoring error for 'job fail' test: Opcode failure was requested",
+                          "Testing partial job failure",
+                          "Ignoring error for 'job fail' test: Opcode failure was requested",
+                          "Job queue test successful"])
+        self.assertRegex(lines[3], r"^Submitted jobs \d+, \d+, \d+, \d+, \d+$")
+
+    # gnt-debug test-osparams (real Ganeti: the same line, exit 0; without: exit 1)
+
+    def test_test_osparams(self):
+        for tool in (self.gnt, self.ours):
+            r = tool("gnt-debug", "test-osparams", "--os-parameters-secret",
+                     "param1=secret1,param2=secret2")
+            self.assertEqual((r.returncode, r.stderr), (0, ""))
+            self.assertRegex(r.stdout, rf"^{TIME} Secret OS parameters: "
+                                       r"\{'param1': 'secret1', 'param2': 'secret2'\}\n$")
+            (op,) = self.luxi("QueryJobs", [self.last_job()], ["ops"])[0][0]
+            self.assertEqual(op["osparams_secret"], {"param1": None, "param2": None})
+            r = tool("gnt-debug", "test-osparams")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("Opcode needs secret parameters", r.stderr)
+
+    # gnt-debug wconfd: real Ganeti answers these on WConfD's socket, ours in masterd
+
+    def test_wconfd(self):
+        for argv, out in ((("echo", "hello"), "Answer: hello\n"),
+                          (("listalllocks",), "Answer: []\n"),
+                          (("listalllocksowners",), "Answer: []\n"),
+                          (("cleanuplocks",), "Stale locks cleaned up.\n"),
+                          (("flushconfig",), "Configuration flushed.\n")):
+            for tool in (self.gnt, self.ours):
+                r = tool("gnt-debug", "wconfd", *argv)
+                self.assertEqual((r.returncode, r.stdout, r.stderr), (0, out, ""), argv)
+        r = self.gnt("gnt-debug", "wconfd", "foo")
+        self.assertEqual((r.returncode, r.stderr), (1, "Command 'foo' not supported\n"))
+        holder = self.luxi("SubmitJob", [delay(30, no_locks=False)])
+        with self.cluster.client() as client:  # type: ignore[union-attr]
+            wait_for_status(client, holder, {"running"})
+        try:
+            master = self.node_uuid(self.cluster.master)  # type: ignore[union-attr]
+            for tool in (self.gnt, self.ours):
+                r = tool("gnt-debug", "wconfd", "listalllocks")
+                self.assertEqual(r.stdout, "Answer: ['cluster/[lockset]', 'cluster/BGL', "
+                                           f"'node/[lockset]', 'node/{master}']\n")
+            r = self.ours("gnt-debug", "wconfd", "listlocks", str(holder))
+            self.assertEqual(r.stdout, f"Answer: [['cluster/BGL', 'shared'], "
+                                       f"['node/{master}', 'exclusive']]\n")
+        finally:
+            self.luxi("CancelJob", holder, True)
+            with self.cluster.client() as client:  # type: ignore[union-attr]
+                wait_for_job(client, holder)
 
     # gnt-debug locks
 

@@ -58,6 +58,9 @@ class VerifyCase(TestCase):
             write(paths.server_pem, self.pem, 0o440)
             self.ok({"OP_ID": "OP_NODE_ADD", "node_name": f"node{k}.test",
                      "primary_ip": f"127.0.1.{k}"})
+        for paths in self.net.nodes.values():  # the nodes allow the cluster's directory
+            with open(os.path.join(paths.conf_dir, "file-storage-paths"), "a") as f:
+                f.write(f"{self.storage}\n")
         self.ok({"OP_ID": "OP_CLUSTER_REDIST_CONF"})
 
     def run_job(self, *ops):
@@ -247,6 +250,24 @@ class FaultTest(VerifyCase):
         self.assertEqual(outcomes[1], False)
         self.assert_finding(lines, "ENODEFILESTORAGEPATHUNUSABLE",
                             "The configured file storage path is unusable")
+
+    def test_file_storage_dir_the_nodes_do_not_allow(self):
+        # Ganeti's QA (TestClusterModifyFileStorageDir) sets '/boot/' and expects verify
+        # to fail: each node judges the directory against its file-storage-paths.
+        for directory, why in (
+                ("/boot/", "Path '/boot/' uses a forbidden prefix"),
+                (self.storage + "-other", f"Path '{self.storage}-other' is not acceptable "
+                                          "for file storage")):
+            self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "file_storage_dir": directory})
+            outcomes, lines, _ = self.verify(error_codes=True)
+            self.assertEqual(outcomes[1], False)
+            for node in (MASTER, "node2.test", "node3.test"):
+                self.assertIn(f"  - ERROR:ENODEFILESTORAGEPATHUNUSABLE:node:{node}:The "
+                              f"configured file storage path is unusable: {why}",
+                              self.findings(lines))
+        self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "file_storage_dir": self.storage})
+        outcomes, lines, _ = self.verify()
+        self.assertEqual((outcomes, self.findings(lines)), ([True, True], []))
 
     def test_offline_node_is_not_contacted(self):
         self.ok({"OP_ID": "OP_NODE_SET_PARAMS", "node_name": "node3.test", "offline": True,

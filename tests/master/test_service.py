@@ -23,17 +23,21 @@ class MasterDaemonTest(SynchronousTestCase):
     def test_children_in_dependency_order(self):
         kinds = [type(s).__name__ for s in self.daemon]
         self.assertEqual(kinds, ["ReloadService", "ThreadPoolService", "ConfigWriterService",
-                                 "JobQueueService", "LuxiService", "WatcherService",
-                                 "InstanceEventWatch"])
+                                 "JobQueueService", "LuxiService", "LuxiService",
+                                 "WatcherService", "InstanceEventWatch"])
+        # the second: Ganeti's WConfD socket (ganeti/master/wconfd.py)
+        self.assertEqual(self.daemon.wconfd.path, self.paths.wconfd_socket)
 
     def test_start_listens_with_mode_0660_and_stop_reverses(self):
         self.daemon.startService()
         pool = next(s for s in self.daemon if isinstance(s, ThreadPoolService)).pool
         self.assertTrue(pool.started)
-        (port,) = self.reactor.unixServers
-        path, factory, backlog, mode, want_pid = port
-        self.assertEqual((path, mode, want_pid), (self.paths.luxi_socket, 0o660, False))
-        self.assertEqual(backlog, LISTEN_BACKLOG)
+        luxi, wconfd = self.reactor.unixServers
+        for port, socket_path in ((luxi, self.paths.luxi_socket),
+                                  (wconfd, self.paths.wconfd_socket)):
+            path, factory, backlog, mode, want_pid = port
+            self.assertEqual((path, mode, want_pid), (socket_path, 0o660, False))
+            self.assertEqual(backlog, LISTEN_BACKLOG)
         self.assertTrue(os.path.isdir(self.paths.socket_dir))
         self.daemon.stopService()
         self.assertFalse(pool.started)

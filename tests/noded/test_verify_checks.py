@@ -65,6 +65,8 @@ class MachineChecksTest(SynchronousTestCase):
     def test_storage_paths(self):
         good = os.path.join(self.paths.root, "srv/ganeti/file-storage")
         os.makedirs(good)
+        allowed = os.path.join(self.paths.conf_dir, "file-storage-paths")
+        write(allowed, f"{good}\n/srv/ganeti\n")
         result = self.verify({"file_storage_path": good,
                               "shared_file_storage_path": "/srv/ganeti/missing"})
         self.assertNotIn("file_storage_path", result)  # usable: no key, as Ganeti
@@ -74,6 +76,24 @@ class MachineChecksTest(SynchronousTestCase):
               "# allowed\n/srv/ganeti/file-storage\n/usr/lib/x\nrelative\n/etc\n")
         self.assertEqual(self.verify({"accepted_storage_paths": True})
                          ["accepted_storage_paths"], ["/etc", "/usr/lib/x", "relative"])
+
+    def test_storage_paths_the_node_does_not_allow(self):
+        # Ganeti's CheckFileStoragePath: a storage directory must be allowed by the
+        # node's file-storage-paths (itself or below a listed one) before it is looked at.
+        good = os.path.join(self.paths.root, "srv/ganeti/file-storage")
+        os.makedirs(good)
+        allowed = os.path.join(self.paths.conf_dir, "file-storage-paths")
+        result = self.verify({"file_storage_path": good})
+        self.assertEqual(result["file_storage_path"],
+                         f"No paths are valid or path file '{allowed}' was not accessible.")
+        write(allowed, "/srv/other\n")
+        result = self.verify({"file_storage_path": good, "shared_file_storage_path": "/boot/"})
+        self.assertEqual(result["file_storage_path"],
+                         f"Path '{good}' is not acceptable for file storage")
+        self.assertEqual(result["shared_file_storage_path"],
+                         "Path '/boot/' uses a forbidden prefix")
+        write(allowed, f"{os.path.dirname(good)}\n")  # below a listed directory: fine
+        self.assertNotIn("file_storage_path", self.verify({"file_storage_path": good}))
 
     def test_memory_and_setup(self):
         result = self.verify({"hvinfo": True, "nodesetup": True})

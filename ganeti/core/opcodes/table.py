@@ -225,6 +225,13 @@ OP_TEST_JQUEUE = OpCode(
         opt("fail", kinds.BOOL, "Fail the opcode at the end", False),
     ))
 
+OP_TEST_OS_PARAMS = OpCode(
+    "OP_TEST_OS_PARAMS", "Test secret OS parameters (gnt-debug test-osparams)",
+    (
+        opt("osparams_secret", kinds.maybe(kinds.OBJECT),
+            "Secret OS parameters (shown back in the job's log, never stored)"),
+    ))
+
 
 # --- nodes, groups, cluster-wide node operations -----------------------------
 
@@ -421,7 +428,7 @@ OP_GROUP_VERIFY_DISKS = OpCode(
 #: table_os, table_storage; all of them: :data:`ganeti.core.opcodes.catalog.ALL`).
 CORE: tuple[OpCode, ...] = (
     OP_CLUSTER_QUERY, OP_CLUSTER_SET_PARAMS, OP_QUERY, OP_QUERY_FIELDS, OP_TAGS_GET,
-    OP_TAGS_SEARCH, OP_TAGS_SET, OP_TAGS_DEL, OP_TEST_DELAY, OP_TEST_JQUEUE,
+    OP_TAGS_SEARCH, OP_TAGS_SET, OP_TAGS_DEL, OP_TEST_DELAY, OP_TEST_JQUEUE, OP_TEST_OS_PARAMS,
     OP_CLUSTER_REDIST_CONF, OP_CLUSTER_ACTIVATE_MASTER_IP, OP_CLUSTER_DEACTIVATE_MASTER_IP,
     OP_CLUSTER_VERIFY, OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_GROUP,
     OP_CLUSTER_VERIFY_DISKS, OP_GROUP_VERIFY_DISKS,

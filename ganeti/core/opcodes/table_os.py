@@ -16,5 +16,12 @@ OP_OS_DIAGNOSE = OpCode(
         opt("names", NAME_LIST, "Which operating systems to diagnose", []),
     ))
 
+OP_EXT_STORAGE_DIAGNOSE = OpCode(
+    "OP_EXT_STORAGE_DIAGNOSE", "Compute the list of external storage providers",
+    (
+        req("output_fields", NAME_LIST, "Selected output fields"),
+        opt("names", NAME_LIST, "Which ExtStorage providers to diagnose", []),
+    ))
+
 #: The opcodes of this part, in the order of the reference.
-OPCODES: tuple[OpCode, ...] = (OP_OS_DIAGNOSE,)
+OPCODES: tuple[OpCode, ...] = (OP_OS_DIAGNOSE, OP_EXT_STORAGE_DIAGNOSE)

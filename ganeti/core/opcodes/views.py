@@ -238,6 +238,17 @@ class OpClusterVerifyGroup(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpExtStorageDiagnose(OpView):
+    """OP_EXT_STORAGE_DIAGNOSE: Compute the list of external storage providers."""
+
+    OP_ID: ClassVar[str] = "OP_EXT_STORAGE_DIAGNOSE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"output_fields"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"names", "output_fields", "priority", "reason"})
+    output_fields: list[str]
+    names: list[str] = field(default_factory=lambda: [])
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpGroupAdd(OpView):
     """OP_GROUP_ADD: Add a node group to the cluster."""
 
@@ -913,6 +924,16 @@ class OpTestJqueue(OpView):
     fail: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class OpTestOsParams(OpView):
+    """OP_TEST_OS_PARAMS: Test secret OS parameters (gnt-debug test-osparams)."""
+
+    OP_ID: ClassVar[str] = "OP_TEST_OS_PARAMS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({"priority", "reason"})
+    osparams_secret: dict[str, Any] | None = None
+
+
 #: OP_ID -> view class, for every declared opcode.
 VIEWS: dict[str, type[OpView]] = {
     "OP_BACKUP_EXPORT": OpBackupExport,
@@ -928,6 +949,7 @@ VIEWS: dict[str, type[OpView]] = {
     "OP_CLUSTER_VERIFY_CONFIG": OpClusterVerifyConfig,
     "OP_CLUSTER_VERIFY_DISKS": OpClusterVerifyDisks,
     "OP_CLUSTER_VERIFY_GROUP": OpClusterVerifyGroup,
+    "OP_EXT_STORAGE_DIAGNOSE": OpExtStorageDiagnose,
     "OP_GROUP_ADD": OpGroupAdd,
     "OP_GROUP_ASSIGN_NODES": OpGroupAssignNodes,
     "OP_GROUP_REMOVE": OpGroupRemove,
@@ -970,6 +992,7 @@ VIEWS: dict[str, type[OpView]] = {
     "OP_TAGS_SET": OpTagsSet,
     "OP_TEST_DELAY": OpTestDelay,
     "OP_TEST_JQUEUE": OpTestJqueue,
+    "OP_TEST_OS_PARAMS": OpTestOsParams,
 }
 
 

@@ -29,8 +29,9 @@ VERIFY_CHECKS: dict[str, Callable[[Any], bool]] = {
     "accepted_storage_paths": lambda v: isinstance(v, bool),
     "userscripts": lambda v: isinstance(v, list) and all(is_wire_path(p) for p in v),
     "oob_paths": lambda v: isinstance(v, list) and all(is_wire_path(p) for p in v),
-    "file_storage_path": lambda v: is_wire_path(v),
-    "shared_file_storage_path": lambda v: is_wire_path(v),
+    # the directory as configured (Ganeti keeps '/boot/' as given; the node judges it)
+    "file_storage_path": lambda v: _is_configured_dir(v),
+    "shared_file_storage_path": lambda v: _is_configured_dir(v),
     "node_net_test": lambda v: isinstance(v, list) and all(
         isinstance(e, list) and len(e) == 3 and is_nonempty_str(e[0])
         and is_nonempty_str(e[1]) and is_int(e[2]) and 0 < e[2] < 65536 for e in v),
@@ -38,6 +39,10 @@ VERIFY_CHECKS: dict[str, Callable[[Any], bool]] = {
     "file_storage_files": lambda v: isinstance(v, list) and len(v) <= 16
     and all(is_wire_path(p) for p in v),
 }
+
+
+def _is_configured_dir(v: Any) -> bool:
+    return is_nonempty_str(v) and "\0" not in v and len(v) <= 4096
 
 
 def _is_verify_checks(v: Any) -> bool:
@@ -55,7 +60,8 @@ CALLS = [
                 "an object with the optional keys version, hostname, time, ssconf, "
                 "nodesetup, client_cert, hvinfo, accepted_storage_paths (true/false), "
                 "filelist, userscripts, oob_paths (lists of absolute normalised paths), "
-                "file_storage_path, shared_file_storage_path (a path), node_net_test "
+                "file_storage_path, shared_file_storage_path (a directory as configured), "
+                "node_net_test "
                 "(a list of [name, ip, port]), lvlist (a volume group name) and "
                 "file_storage_files (a list of paths)"),
          RpcArg("cluster_name", is_nonempty_str, "the cluster's name (non-empty string)")),

@@ -22,6 +22,7 @@ from ganeti.core.errors import (
     ECODE_NOENT,
     ECODE_NOTUNIQUE,
     ECODE_RESOLVER,
+    ECODE_STATE,
     OpPrereqError,
 )
 from ganeti.core.objects import ConfigData, Node
@@ -115,15 +116,21 @@ class LUNodeAdd(LogicalUnit):
         op = self.op
         name = op.node_name
         self.existing = cfg.node_by_name(name)
-        if op.readd:
+        if op.readd:  # in Ganeti's order (LUNodeAdd's CheckArguments, then CheckPrereq)
+            if cfg.master is not None and name == cfg.master.name:
+                raise OpPrereqError("Cannot readd the master node", ECODE_STATE)
+            if op.group:
+                raise OpPrereqError("Cannot pass a node group when a node is being readded",
+                                    ECODE_INVAL)
             if self.existing is None:
-                raise OpPrereqError(f"Node {name} is not in the configuration; add it "
-                                    "without --readd", ECODE_NOENT)
-            if self.existing.uuid == cfg.cluster.master_node:
-                raise OpPrereqError("The master node cannot be re-added", ECODE_INVAL)
+                raise OpPrereqError(f"Node {name} is not in the configuration", ECODE_NOENT)
+            if op.vm_capable is False and any(
+                    self.existing.uuid in nodesmod.instance_nodes(cfg, inst)
+                    for inst in cfg.instances.values()):
+                raise OpPrereqError(f"Node {name} being re-added with vm_capable flag set to "
+                                    "false, but it already holds instances", ECODE_STATE)
         elif self.existing is not None:
-            raise OpPrereqError(f"Node {name} is already in the configuration; use "
-                                "--readd to add it again", ECODE_EXISTS)
+            raise OpPrereqError(f"Node {name} is already in the configuration", ECODE_EXISTS)
         self.group = (nodesmod.find_group(cfg, op.group) if op.group
                       else (cfg.nodegroups[self.existing.group] if self.existing
                             else nodesmod.default_group(cfg)))
@@ -168,6 +175,9 @@ class LUNodeAdd(LogicalUnit):
         primary_ip = await self._primary_ip()
         self.hooks_primary_ip = primary_ip  # for the post hooks' NODE_PIP
         secondary_ip = op.secondary_ip or primary_ip
+        if self.existing is not None and secondary_ip != self.existing.secondary_ip:
+            raise OpPrereqError("Readded node doesn't have the same IP address configuration "
+                                "as before", ECODE_INVAL)
         ctx.feedback("message", f"Checking the node daemon of {name} at {primary_ip}")
         await self._check_daemon(primary_ip)
         if op.dry_run:
@@ -180,10 +190,13 @@ class LUNodeAdd(LogicalUnit):
         def change(cfg: ConfigData) -> bool:
             check_ips_free(cfg, [primary_ip, secondary_ip], new_uuid if readd else None)
             if readd:
+                # Ganeti's re-add: same UUID, group, capabilities (unless given); the
+                # offline, drained and candidate flags start again, the node parameters
+                # are the ones given (none: none), the node is powered.
                 node = cfg.nodes[new_uuid]
-                cfg.nodegroups[node.group].members.remove(node.uuid)
                 node.primary_ip, node.secondary_ip = primary_ip, secondary_ip
                 node.offline = node.drained = node.master_candidate = False
+                node.powered = True
                 node.serial_no += 1
                 node.mtime = now
             else:
@@ -193,14 +206,12 @@ class LUNodeAdd(LogicalUnit):
                 node = Node(uuid=new_uuid, name=name, primary_ip=primary_ip,
                             secondary_ip=secondary_ip, group=group_uuid, ctime=now, mtime=now)
                 cfg.nodes[new_uuid] = node
-            node.group = group_uuid
-            cfg.nodegroups[group_uuid].members.append(new_uuid)
+                cfg.nodegroups[group_uuid].members.append(new_uuid)
             if op.master_capable is not None:
                 node.master_capable = bool(op.master_capable)
             if op.vm_capable is not None:
                 node.vm_capable = bool(op.vm_capable)
-            if self.ndparams:
-                node.ndparams.update(self.ndparams)  # checked and converted
+            node.ndparams = dict(self.ndparams)  # checked and converted
             current, desired = nodesmod.candidate_stats(cfg)
             if nodesmod.may_be_candidate(node) and current < desired:
                 node.master_candidate = True
@@ -208,18 +219,28 @@ class LUNodeAdd(LogicalUnit):
             cfg.cluster.mtime = now
             return node.master_candidate
 
+        if readd:
+            ctx.feedback("message", " - INFO: Readding a node, the offline/drained flags "
+                                    "were reset")
         candidate = await self.update_config(change)
+        if candidate:
+            ctx.feedback("message", " - INFO: Node will be a master candidate")
         if not readd:  # locks are keyed by UUID
             await ctx.locks.add(LEVEL_NODE, [new_uuid])
             await ctx.locks.add(LEVEL_NODE_RES, [new_uuid])
-        ctx.feedback("message", f"Added node {name} ({primary_ip})" if not readd
-                     else f"Re-added node {name} ({primary_ip})")
+            ctx.feedback("message", f"Added node {name} ({primary_ip})")
         if candidate:
-            await welcome_candidates(ctx, [name])
+            await welcome_candidates(ctx, [name], announce=not readd)
         elif ctx.replicator is not None:
             added = nodesmod.find_node(ctx.config.config, name)
             if not added.offline:  # Ganeti gives every node the ancillary files
                 await ctx.replicator.push_ancillary([added])
+        if readd and not candidate:
+            # a re-added node must not keep the config it had as a candidate (Ganeti's)
+            results = await ctx.rpc().call([NodeTarget(name, primary_ip)],
+                                           "node_demote_from_mc", [])
+            results[name].warn("Node failed to demote itself from master candidate status",
+                               lambda text: ctx.feedback("message", f" - WARNING: {text}"))
         return None
 
 

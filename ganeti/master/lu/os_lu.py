@@ -1,4 +1,5 @@
-"""Logical units: operating system definitions (diagnose, per-OS cluster parameters).
+"""Logical units: operating system definitions (diagnose, per-OS cluster parameters)
+and ExtStorage providers (diagnose).
 
 Each unit follows docs/design/lu-contract.md; :mod:`ganeti.master.lu.registry`
 dispatches to the units listed in :data:`LUS`.  The per-OS cluster parameters
@@ -12,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ganeti.core.errors import ECODE_INVAL
-from ganeti.core.opcodes.views import OpOsDiagnose
+from ganeti.core.errors import ECODE_INVAL, OpPrereqError
+from ganeti.core.opcodes.views import OpExtStorageDiagnose, OpOsDiagnose
 from ganeti.core.rpcdefs.os import OS_VALIDATE_PARAMETERS
 from ganeti.master.config.nodes import target
 from ganeti.master.lu.base import LogicalUnit, LUContext
@@ -36,6 +37,34 @@ class LUOsDiagnose(LogicalUnit):
     async def exec(self) -> Any:
         queries = OsQueries(lambda: self.ctx.config.config, rpc_diagnose(self.ctx.rpc))
         return await queries.diagnose(self.op.output_fields, self.op.names)
+
+
+#: The fields of Ganeti's ExtStorage diagnose (its query resource "extstorage").
+EXTSTORAGE_FIELDS = ("name", "node_status", "nodegroup_status", "parameters")
+
+
+class LUExtStorageDiagnose(LogicalUnit):
+    """OP_EXT_STORAGE_DIAGNOSE (``gnt-storage diagnose``, ``info``): Ganeti's rows per
+    ExtStorage provider.  This project has no ``ext`` disk template and looks for no
+    providers on the nodes, so the list is empty (Ganeti's answer on a cluster whose
+    nodes have none); unknown fields are refused as Ganeti refuses them."""
+
+    OP_ID = "OP_EXT_STORAGE_DIAGNOSE"
+    REQ_BGL = False
+    op: OpExtStorageDiagnose
+
+    @property
+    def uses_locks(self) -> bool:
+        return False
+
+    def check_arguments(self) -> None:
+        unknown = [f for f in self.op.output_fields if f not in EXTSTORAGE_FIELDS]
+        if unknown:
+            raise OpPrereqError(f"Unknown output fields selected: {','.join(unknown)}",
+                                ECODE_INVAL)
+
+    async def exec(self) -> Any:
+        return []
 
 
 async def check_os_params(ctx: LUContext, required: bool, node_uuids: list[str],
@@ -63,6 +92,6 @@ async def check_os_params(ctx: LUContext, required: bool, node_uuids: list[str],
 
 
 #: The units of this module, registered by OP_ID.
-LUS: tuple[type[LogicalUnit], ...] = (LUOsDiagnose,)
+LUS: tuple[type[LogicalUnit], ...] = (LUOsDiagnose, LUExtStorageDiagnose)
 
-__all__ = ["LUS", "LUOsDiagnose", "check_os_params"]
+__all__ = ["LUS", "LUExtStorageDiagnose", "LUOsDiagnose", "check_os_params"]

@@ -17,7 +17,7 @@ from ganeti.master.lu.node_modify import LUNodeSetParams
 from ganeti.master.lu.oob import LUOobCommand
 from ganeti.master.lu.query import LUQuery, LUQueryFields
 from ganeti.master.lu.tags import LUTagsDel, LUTagsGet, LUTagsSearch, LUTagsSet
-from ganeti.master.lu.test import LUTestDelay, LUTestJqueue
+from ganeti.master.lu.test import LUTestDelay, LUTestJqueue, LUTestOsParams
 from ganeti.master.lu.verify import (
     LUClusterRedistConf,
     LUClusterVerify,
@@ -28,8 +28,9 @@ from ganeti.master.lu.verify_group import LUClusterVerifyGroup
 
 # (typed once: mypy joins classes and unpacked tuples in a display to "object")
 _UNITS: tuple[type[LogicalUnit], ...] = (
-    LUTestDelay, LUTestJqueue, LUClusterQuery, LUClusterSetParams, LUTagsGet, LUTagsSet, LUTagsDel,
-    LUTagsSearch, LUQuery, LUQueryFields, LUNodeAdd, LUNodeRemove, LUNodeSetParams,
+    LUTestDelay, LUTestJqueue, LUTestOsParams, LUClusterQuery, LUClusterSetParams,
+    LUTagsGet, LUTagsSet, LUTagsDel, LUTagsSearch, LUQuery, LUQueryFields, LUNodeAdd,
+    LUNodeRemove, LUNodeSetParams,
     LUGroupAdd, LUGroupRemove, LUGroupRename, LUGroupSetParams, LUGroupAssignNodes,
     LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
     LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand,

@@ -40,7 +40,7 @@ def check_storage_type_enabled(cluster: Cluster, storage_type: str) -> None:
         if template in cluster.enabled_disk_templates:
             return
     # (Ganeti raises these two without an error code)
-    raise OpPrereqError(f"No disk template of storage type '{storage_type}' is enabled in "
+    raise OpPrereqError(f"No disk template of storage type '{wanted}' is enabled in "
                         "this cluster. Enabled disk templates are: "
                         f"{','.join(cluster.enabled_disk_templates)}")
 
@@ -156,8 +156,14 @@ class _OneNodeStorageLU(LogicalUnit):
     REQ_BGL = False
     op: OpNodeModifyStorage | OpRepairNodeStorage
 
+    def check_operation(self) -> None:
+        """OpPrereqError if the operation does not apply to the storage type."""
+
     def expand_names(self) -> None:
+        # Ganeti resolves the node before it looks at the storage type: an unknown
+        # node is reported first.
         node = nodesmod.find_node(self.ctx.config.config, self.op.node_uuid or self.op.node_name)
+        self.check_operation()
         self.node_uuid = node.uuid
         self.needed_locks[LEVEL_NODE] = [node.uuid]
 
@@ -178,7 +184,7 @@ class LUNodeModifyStorage(_OneNodeStorageLU):
     OP_ID = "OP_NODE_MODIFY_STORAGE"
     op: OpNodeModifyStorage
 
-    def check_arguments(self) -> None:
+    def check_operation(self) -> None:
         modifiable = st.MODIFIABLE_STORAGE_FIELDS.get(self.op.storage_type)
         if modifiable is None:
             raise OpPrereqError(f"Storage units of type '{self.op.storage_type}' can not be "
@@ -213,7 +219,7 @@ class LURepairNodeStorage(_OneNodeStorageLU):
     OP_ID = "OP_REPAIR_NODE_STORAGE"
     op: OpRepairNodeStorage
 
-    def check_arguments(self) -> None:
+    def check_operation(self) -> None:
         if st.SO_FIX_CONSISTENCY not in st.VALID_STORAGE_OPERATIONS.get(self.op.storage_type,
                                                                         ()):
             raise OpPrereqError(f"Storage units of type '{self.op.storage_type}' can not be "

@@ -20,6 +20,10 @@ drives: it notifies the client through a test socket (log type
 ``jqueue-test``) while waiting for its lock and when executing, logs the
 given messages (prefixed ``TESTMSG=``) and fails if asked to.
 
+OP_TEST_OS_PARAMS is Ganeti's LUTestOsParams (``gnt-debug test-osparams``): it
+shows the secret OS parameters it was given in the job's log (the job's stored
+opcode holds their names only) and fails without any.
+
 Differences (docs/compat.md): the master's own sleep happens in masterd, not
 through its node daemon; ``no_locks`` is honoured (Ganeti 3.0 overwrites the
 lock list it computed from it, so it always locks the nodes); and a
@@ -36,7 +40,7 @@ from twisted.internet import defer, task
 from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, OpExecError, OpPrereqError
 from ganeti.core.objects import ConfigData, Node
-from ganeti.core.opcodes.views import OpTestDelay, OpTestJqueue
+from ganeti.core.opcodes.views import OpTestDelay, OpTestJqueue, OpTestOsParams
 from ganeti.core.rpcdefs import TMO_SLOW
 from ganeti.master.config.nodes import find_node, target
 from ganeti.master.locking.manager import LEVEL_NODE
@@ -240,3 +244,19 @@ class LUTestJqueue(LogicalUnit):
                 raise error("Client failed to confirm notification (timed out)")
         finally:
             await sock.close()
+
+
+class LUTestOsParams(LogicalUnit):
+    """Ganeti's test of secret OS parameters: their values back in the job's log."""
+
+    OP_ID = "OP_TEST_OS_PARAMS"
+    REQ_BGL = False
+    op: OpTestOsParams
+
+    async def exec(self) -> Any:
+        secret = self.op.osparams_secret
+        if not secret:
+            raise OpExecError("Opcode needs secret parameters")
+        # as Ganeti's (a Python dict's text): what the client gave, nothing stored
+        self.ctx.feedback(c.ELOG_MESSAGE, f"Secret OS parameters: {dict(secret)!r}")
+        return None

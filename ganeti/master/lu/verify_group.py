@@ -156,13 +156,13 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         templates = set(cluster.enabled_disk_templates)
         if constants.DT_FILE in templates or constants.DT_SHARED_FILE in templates:
             checks["accepted_storage_paths"] = is_master_group
-            if constants.DT_FILE in templates and rpcdefs.is_wire_path(cluster.file_storage_dir):
+            # as configured, even '/boot/': the node says why it is unusable (Ganeti's)
+            if constants.DT_FILE in templates and cluster.file_storage_dir:
                 checks["file_storage_path"] = cluster.file_storage_dir
-            if (constants.DT_SHARED_FILE in templates
-                    and rpcdefs.is_wire_path(cluster.shared_file_storage_dir)):
+            if constants.DT_SHARED_FILE in templates and cluster.shared_file_storage_dir:
                 checks["shared_file_storage_path"] = cluster.shared_file_storage_dir
             dirs = sorted({checks[k] for k in ("file_storage_path", "shared_file_storage_path")
-                           if k in checks})
+                           if k in checks and rpcdefs.is_wire_path(checks[k])})
             if dirs:
                 checks["file_storage_files"] = dirs
         if cluster.volume_group_name:  # Ganeti's NV_LVLIST

@@ -16,11 +16,12 @@ from typing import Any
 from ganeti.core import certverify, rpcdefs
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.info import collect_node_info
+from ganeti.noded.bdev import files
+from ganeti.noded.bdev.base import BlockDeviceError
+from ganeti.noded.bdev.files import FILE_STORAGE_PATHS
 
 #: Seconds a node daemon port may take to accept a connection (Ganeti: 10).
 TCP_PING_TIMEOUT = 10.0
-#: Name of the file listing the directories file storage may use.
-FILE_STORAGE_PATHS = "file-storage-paths"
 
 _FORBIDDEN_STORAGE = frozenset(
     ["/boot", "/dev", "/etc", "/home", "/proc", "/root", "/sys"]
@@ -93,8 +94,14 @@ def oob_path(path: str, shown: str) -> str | None:
 
 
 def storage_path_problem(paths: Paths, wire: str) -> str | None:
-    """None if the storage directory is usable, else why not (Ganeti's wording)."""
-    path = local_path(paths, wire)
+    """None if the storage directory is usable, else why not (Ganeti's
+    ``CheckFileStoragePath``: the node must allow it in its ``file-storage-paths``, the
+    directory itself or one below a listed one, then it must exist and be writable)."""
+    try:
+        normalised = files.check_acceptable(paths, wire, exact_match_ok=True)
+    except BlockDeviceError as err:
+        return str(err)
+    path = local_path(paths, normalised)
     if not os.path.isdir(path):
         return f"Path '{wire}' is not existing or not a directory."
     if not os.access(path, os.W_OK):

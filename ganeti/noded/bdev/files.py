@@ -23,10 +23,11 @@ from typing import Any
 
 from ganeti.core.paths import Paths
 from ganeti.core.rpcdefs.wire import from_wire_path
-from ganeti.noded.backend.nodechecks import FILE_STORAGE_PATHS
 from ganeti.noded.bdev.base import BlockDeviceError, status
 
 MIB = 1024 * 1024
+#: Name of the file (in CONF_DIR) listing the directories file storage may use.
+FILE_STORAGE_PATHS = "file-storage-paths"
 
 _FORBIDDEN = frozenset(posixpath.normpath(p) for p in (
     "/boot", "/dev", "/etc", "/home", "/proc", "/root", "/sys",

@@ -162,6 +162,15 @@ OTHER = [
         then=[("gnt-cluster", "watcher", "info")]),
     cli("cluster-watcher-pause-bad", "gnt-cluster", "watcher", "pause", "soon"),
     cli("cluster-watcher-bad", "gnt-cluster", "watcher", "nap"),
+    # QA's TestClusterModifyFileStorageDir: a directory the nodes' file-storage-paths
+    # forbid fails verify on every node; restored in the same step (its path differs)
+    cli("cluster-verify-file-storage-dir-forbidden", "sh", "-c",
+        'd=$(gnt-cluster info | sed -n "s/^  file storage path: //p"); '
+        "gnt-cluster modify --file-storage-dir=/boot/ && "
+        'gnt-cluster verify --error-codes | grep "storage path"; '
+        'gnt-cluster modify --file-storage-dir="$d"',
+        then=[("sh", "-c", "gnt-cluster info | grep '  file storage path'")],
+        unordered=True),
 ]
 
 CASES = READS + MODIFY + TAGS + OTHER

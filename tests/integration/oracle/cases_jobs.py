@@ -112,8 +112,14 @@ CASES = [
                r'i_pri_memory|i_pri_up_memory|free_spindles|total_spindles|'
                r'reserved_cpus|total_cpus)": (\d+)',)),
     cli("debug-wconfd-echo", "gnt-debug", "wconfd", "echo", "hello", timeout=1),
+    cli("debug-wconfd-listalllocks", "gnt-debug", "wconfd", "listalllocks"),
+    cli("debug-wconfd-listalllocksowners", "gnt-debug", "wconfd", "listalllocksowners"),
+    cli("debug-wconfd-cleanuplocks", "gnt-debug", "wconfd", "cleanuplocks"),
+    cli("debug-wconfd-flushconfig", "gnt-debug", "wconfd", "flushconfig"),
+    cli("debug-wconfd-unknown", "gnt-debug", "wconfd", "foo"),
     cli("debug-test-osparams", "gnt-debug", "test-osparams", "--os-parameters-secret",
-        "secret=x"),
+        "secret=x", then=[("gnt-job", "list", "-o", "id,summary,status", "{lastjob}")]),
+    cli("debug-test-osparams-none", "gnt-debug", "test-osparams"),
     cli("debug-no-command", "gnt-debug"),
     # filters
     cli("filter-list-empty", "gnt-filter", "list"),

@@ -32,7 +32,6 @@ NO_INSTANCE_CHECKS = ("not built yet: cluster verify and cluster modify do not l
                       "instances yet (non-redundant instances, instance policy violations)")
 NO_STORAGE = ("not built yet: spindle reports from LVM; we report spindles from ndparams "
               "where Ganeti, without LVM exclusive storage, reports none")
-NO_WCONFD = "not built: we have no separate WConfD daemon (the config lives in masterd)"
 NO_CONFIG_WARNINGS = ("not built yet: Ganeti verifies the whole config on every write and "
                       "prints 'Configuration data is not consistent: ...' as job feedback")
 
@@ -86,7 +85,6 @@ REASONS: dict[str, str] = {
     "rapi-migrate-node": NO_HA,
     "debug-iallocator-relocate-unknown": NO_INSTANCES,
     "debug-iallocator-allocate-in": NO_INSTANCES,
-    "debug-test-osparams": NO_INSTANCES,
     "os-list": OS_SETS,
     "os-diagnose": OS_SETS,
     "rapi-operating-systems": OS_SETS,
@@ -99,7 +97,6 @@ REASONS: dict[str, str] = {
     "rapi-nodes-bulk": NO_STORAGE,
     "rapi-node": NO_STORAGE,
     "rapi-modify-node-ndparams": NO_STORAGE,
-    "debug-wconfd-echo": NO_WCONFD,
     "node-modify-demote-candidate": NO_CONFIG_WARNINGS,
     "node-modify-promote-candidate": NO_CONFIG_WARNINGS,
     # Ganeti bugs and quirks
@@ -140,6 +137,7 @@ REASONS: dict[str, str] = {
     # ours, reported for fixing
     "cluster-master-failover-on-master": OURS_FAILOVER,
     "node-add-existing": OURS_NODE_ADD,
+    "node-add-readd-master": OURS_NODE_ADD,
     "node-list-filter-unknown-field": OURS_QFILTER_FIELD,
     "rapi-info": OURS_HV_DEFAULTS,
     "rapi-info-reason": OURS_HV_DEFAULTS,
