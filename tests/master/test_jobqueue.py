@@ -411,7 +411,9 @@ class RestartTest(QueueTestCase):
         self.assertEqual(self.status(jid), "success")
 
     def test_store_is_recovered_before_luxi_listens(self):
-        self.assertEqual(len(self.reactor.unixServers), 1)
+        # the LUXI socket and WConfD's (masterd holds that daemon's role)
+        self.assertEqual(sorted(os.path.basename(s[0]) for s in self.reactor.unixServers),
+                         ["ganeti-query", "ganeti-wconfd"])
         self.assertIsInstance(self.daemon.store, JobStore)
 
 
