@@ -230,6 +230,9 @@ def _hv_params(ch: ClusterChange, op: dict[str, Any]) -> dict[str, dict[str, Any
         defaults = constants.HVC_DEFAULTS.get(hv)
         if defaults is None:
             raise OpPrereqError(f"Hypervisor {hv!r} is not known", ECODE_NOENT)
+        # Ganeti's config holds every hypervisor's parameters filled (one made before
+        # ours stored them all may lack some): checked and stored filled
+        new[hv] = fill_dict(defaults, new[hv])
         force_dict_type(new[hv], HVS_PARAMETER_TYPES)
         for key in new[hv]:
             if key not in defaults:
