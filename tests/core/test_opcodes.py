@@ -129,6 +129,7 @@ BAD = {
     "default_iallocator_params": ["x", []],
     "mac_prefix": [5, ["aa:00:00"]],
     "master_netmask": ["24", 2.5, True],
+    "master_netdev": [1, True, ["eth0"]],
     "reserved_lvs": ["xenvg/root", [""], [1]],
     "hidden_os": [[["hide", "lenny"]], [["add", ""]], ["lenny"]],
     "blacklisted_os": [[["add"]], "x"],
@@ -345,12 +346,11 @@ class ValidateGoodTest(SynchronousTestCase):
 
     def test_reserved_parameters_accept_only_defaults(self):
         # Real Ganeti clients send every parameter, mostly null.
-        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", master_netdev=None,
+        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", drbd_helper=None,
                                         hv_state={}, ndparams=None))
-        self.assertNotIn("master_netdev", result)
+        self.assertNotIn("drbd_helper", result)
         self.assertNotIn("hv_state", result)
-        for key, value in [("master_netdev", "eth1"),
-                           ("drbd_helper", "/bin/true")]:
+        for key, value in [("drbd_helper", "/bin/true")]:
             err = self.assertRaises(OpPrereqError, opcodes.validate,
                                     _wire("OP_CLUSTER_SET_PARAMS", **{key: value}))
             self.assertEqual(err.args[1], ECODE_INVAL)

@@ -150,9 +150,10 @@ OP_CLUSTER_SET_PARAMS = OpCode(
             "Volume group of lvm-based disks (empty: disable lvm storage)"),
         opt("master_netmask", kinds.maybe(kinds.INT),
             "Netmask of the master IP (prefix length)"),
+        opt("master_netdev", kinds.maybe(kinds.STRING),
+            "Network device of the master IP (the master IP moves to it)"),
         *(reserved(name, "Ganeti parameter, not supported yet") for name in (
-            "hv_state", "disk_state", "drbd_helper", "master_netdev",
-            "instance_communication_network")),
+            "hv_state", "disk_state", "drbd_helper", "instance_communication_network")),
     ))
 
 OP_QUERY = OpCode(
