@@ -76,7 +76,8 @@ class LUClusterSetParams(LogicalUnit):
         every_node = sorted(self.ctx.config.config.nodes)
         for hv_name, hv_params in self.change.hv_checks:
             # Ganeti's CheckHVParams: every vm_capable online node
-            await validate_hvparams_on_nodes(self, every_node, hv_name, hv_params)
+            await validate_hvparams_on_nodes(self, every_node, hv_name, hv_params,
+                                             prereq=False)
         if self.change.vg_check is not None:
             await self._check_vg_on_nodes(self.change.vg_check)
         if self.op.dry_run:
