@@ -88,6 +88,10 @@ class LUClusterSetParams(LogicalUnit):
             new.serial_no = cfg.cluster.serial_no + 1
             new.mtime = self.ctx.clock.seconds()
             cfg.cluster = copy.deepcopy(new)
+            # Ganeti's: the pool is refilled only when its size is given (a node an
+            # administrator demoted is not promoted back by another change)
+            if self.op.candidate_pool_size is None:
+                return []
             return fill_candidate_pool(cfg, new.mtime)
 
         if self.op.master_netdev:
