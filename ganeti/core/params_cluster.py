@@ -297,6 +297,8 @@ def _os_hvp(ch: ClusterChange, op: dict[str, Any]) -> None:
     for hvs in new.values():
         for hv, values in hvs.items():
             force_dict_type(values, HVS_PARAMETER_TYPES)
+            if hv not in constants.HVC_DEFAULTS:
+                raise HypervisorError(f"Unknown hypervisor type '{hv}'")
             unknown = sorted(set(values) - set(constants.HVC_DEFAULTS.get(hv, {})))
             if unknown:
                 raise HypervisorError(f"Parameter '{unknown[0]}' is not supported")

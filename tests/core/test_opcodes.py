@@ -133,7 +133,7 @@ BAD = {
     "reserved_lvs": ["xenvg/root", [""], [1]],
     "hidden_os": [[["hide", "lenny"]], [["add", ""]], ["lenny"]],
     "blacklisted_os": [[["add"]], "x"],
-    "os_hvp": [{"debian": {"xen": {}}}, {"": {"fake": {}}}, {"debian": {"fake": 1}}, "x"],
+    "os_hvp": [{"": {"fake": {}}}, {"debian": {"fake": 1}}, {"debian": {"": {}}}, "x"],
     "OP_CLUSTER_SET_PARAMS.osparams": [{"debian": 1}, {"": {}}, ["debian"]],
     "osparams_private_cluster": [{"debian": "x"}, {"": {}}],
     "file_storage_dir": [5],

@@ -82,3 +82,14 @@ class OsHypervisorParametersTest(SynchronousTestCase):
         self.assertEqual((stored["root_path"], stored["xen_cmd"]), ("/dev/sda5", "xm"))
         with self.assertRaises(HypervisorError):
             compute_cluster_change(small_config(), _op(hvparams={"xen-hvm": {"nic_type": "x"}}))
+
+    def test_unknown_hypervisor_is_refused_by_the_unit(self):
+        # as Ganeti: luxid takes any name, the unit checks the types, then the name
+        with self.assertRaises(TypeEnforcementError) as caught:
+            compute_cluster_change(small_config(), _op(os_hvp={"noop": {
+                "blahblahblubb": {"bar": ""}}}))
+        self.assertEqual(caught.exception.args[0], "Unknown parameter 'bar'")
+        with self.assertRaises(HypervisorError) as caught:
+            compute_cluster_change(small_config(), _op(os_hvp={"noop": {
+                "blahblahblubb": {"acpi": True}}}))
+        self.assertEqual(caught.exception.args[0], "Unknown hypervisor type 'blahblahblubb'")
