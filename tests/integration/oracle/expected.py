@@ -82,8 +82,9 @@ OURS_QFILTER_FIELD = ("ours, to fix: an unknown field in a query filter is OpPre
                       "for us, ParameterError ('unknown/wrong parameter name') for Ganeti")
 OURS_IPOLICY_ORDER = ("ours, to fix: the key order of instance policies in list output "
                       "(Ganeti: minmax, std, ratios, disk-templates; memory-size first)")
-OURS_HV_DEFAULTS = ("ours, to fix: GetInfo's hvparams lists the enabled hypervisors only; "
-                    "Ganeti lists every hypervisor's parameters")
+OURS_HV_DEFAULTS = ("ours: GetInfo lists every hypervisor's parameters as Ganeti, but our "
+                    "libvirt-driven kvm knows a subset of Ganeti's kvm parameters and "
+                    "boots from disk by default (kernel_path empty)")
 OURS_RAPI_BODY = ("ours, to fix: wording of RAPI body parameter errors (Ganeti's opcode "
                   "validation text)")
 
