@@ -116,17 +116,27 @@ def ssh_host_key(path: str) -> str:
     return fields[1] if len(fields) > 1 else ""
 
 
-def _hvparams(opts: InitOptions) -> dict[str, dict[str, Any]]:
-    result: dict[str, dict[str, Any]] = {}
+def hv_defaults(hv: str, paths: Paths) -> dict[str, Any]:
+    """Ganeti's defaults of hypervisor ``hv``, paths under the node's root directory."""
+    filled = dict(constants.HVC_DEFAULTS[hv])
+    for name, value in filled.items():
+        if value == constants.VNC_PASSWORD_FILE_DEFAULT:
+            filled[name] = paths.conf_dir + "/vnc-cluster-password"
+    return filled
+
+
+def _hvparams(opts: InitOptions, paths: Paths) -> dict[str, dict[str, Any]]:
+    """Every hypervisor's parameters, as Ganeti's init stores them: the defaults,
+    and the ``-H`` values of the enabled ones."""
     for hv in opts.hvparams:
         if hv not in opts.enabled_hypervisors:
             raise OpPrereqError(f"-H {hv}: hypervisor is not in --enabled-hypervisors",
                                 ECODE_INVAL)
+    result = {hv: hv_defaults(hv, paths) for hv in sorted(constants.HVC_DEFAULTS)}
     for hv in opts.enabled_hypervisors:
         defaults = constants.HVC_DEFAULTS[hv]
-        filled = dict(defaults)
-        filled.update(params.check_params(opts.hvparams.get(hv, {}), defaults, f"-H {hv}"))
-        result[hv] = filled
+        result[hv].update(params.check_params(opts.hvparams.get(hv, {}), defaults,
+                                              f"-H {hv}"))
     return result
 
 
@@ -177,7 +187,7 @@ def build_config(opts: InitOptions, paths: Paths, now: float | None = None) -> C
             raise OpPrereqError(f"{what} must be an absolute path, not {path!r}", ECODE_INVAL)
     pool = uidpool.parse(opts.uid_pool)
     uidpool.check(pool)
-    hvparams = _hvparams(opts)
+    hvparams = _hvparams(opts, paths)
     beparams: dict[str, Any] = dict(constants.BEC_DEFAULTS)
     beparams.update(params.check_params(opts.beparams, constants.BEC_DEFAULTS, "-B", BE_SIZES))
     if beparams[constants.BE_MINMEM] > beparams[constants.BE_MAXMEM]:

@@ -287,7 +287,8 @@ DISK_DT_DEFAULTS: dict[str, dict[str, object]] = {
                  "volume": "gv0"},
 }
 
-# Hypervisor parameters: the defaults of the hypervisors this project ships.
+# Hypervisor parameters: the defaults of the hypervisors this project ships (the
+# others' follow below).
 HVC_DEFAULTS: dict[str, dict[str, object]] = {
     HT_FAKE: {"migration_mode": "live"},
     HT_KVM: {
@@ -304,6 +305,43 @@ HVC_DEFAULTS: dict[str, dict[str, object]] = {
         "machine_version": "", "kvm_extra": "", "user_shutdown": False,
     },
 }
+
+#: The VNC password file Ganeti's xen-hvm defaults name (under the node's root
+#: directory: :func:`ganeti.core.bootstrap` writes it with the cluster's paths).
+VNC_PASSWORD_FILE_DEFAULT = "/etc/ganeti/vnc-cluster-password"
+
+# The hypervisors Ganeti knows that this project cannot run: their parameters and
+# Ganeti 3.0's defaults (Debian's build), so that the cluster lists and accepts them
+# as Ganeti does (gnt-os modify -H, GetInfo/modify over RAPI), enabled or not.
+HVC_DEFAULTS.update({
+    HT_XEN_PVM: {
+        "use_bootloader": False, "bootloader_path": "", "bootloader_args": "",
+        "kernel_path": "/boot/vmlinuz-3-xenU", "initrd_path": "", "root_path": "/dev/xvda1",
+        "kernel_args": "ro", "migration_port": 8002, "migration_mode": "live",
+        "blockdev_prefix": "sd", "reboot_behavior": "reboot", "cpu_mask": "all",
+        "cpu_cap": 0, "cpu_weight": 256, "vif_script": "", "xen_cmd": "xm", "cpuid": "",
+        "soundhw": "",
+    },
+    HT_XEN_HVM: {
+        "boot_order": "cd", "cdrom_image_path": "", "nic_type": "rtl8139",
+        "disk_type": "paravirtual", "vnc_bind_address": "0.0.0.0",
+        "vnc_password_file": VNC_PASSWORD_FILE_DEFAULT, "acpi": True, "pae": True,
+        "kernel_path": "/usr/lib/xen/boot/hvmloader",
+        "device_model": "/usr/lib/xen/bin/qemu-dm", "migration_port": 8002,
+        "migration_mode": "non-live", "use_localtime": False, "blockdev_prefix": "hd",
+        "pci_pass": "", "reboot_behavior": "reboot", "cpu_mask": "all", "cpu_cap": 0,
+        "cpu_weight": 256, "vif_type": "ioemu", "vif_script": "", "viridian": False,
+        "xen_cmd": "xm", "cpuid": "", "soundhw": "",
+    },
+    HT_LXC: {
+        "cpu_mask": "",
+        "devices": "c 1:3 rw,c 1:5 rw,c 1:7 rw,c 1:8 rw,c 1:9 rw,c 1:10 rw,c 5:0 rw,"
+                   "c 5:1 rw,c 5:2 rw,c 136:* rw",
+        "drop_capabilities": "mac_override,sys_boot,sys_module,sys_time,sys_admin",
+        "extra_cgroups": "", "extra_config": "", "num_ttys": 6, "startup_timeout": 30,
+    },
+    HT_CHROOT: {"init_script": "/ganeti-chroot"},
+})
 
 # Hypervisors we can enable today (the others are refused at init).
 ENABLED_HYPERVISOR_CHOICES = frozenset({HT_KVM, HT_FAKE})

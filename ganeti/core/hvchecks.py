@@ -9,9 +9,10 @@ the tables both use: per hypervisor, each parameter's check
 kind of thing the node must find), then the checks that look at several
 parameters together.  The node side is :mod:`ganeti.noded.hvvalidate`.
 
-Only the parameters present in the dictionary are checked: this project's
-hypervisors know a subset of Ganeti's parameters (``constants.HVC_DEFAULTS``);
-names the hypervisor does not know are refused before this, by the caller.
+Only the parameters present in the dictionary are checked: this project's kvm
+knows a subset of Ganeti's parameters, the others every parameter of Ganeti's
+(``constants.HVC_DEFAULTS``); names the hypervisor does not know are refused
+before this, by the caller.
 Messages are Ganeti's (hypervisor/hv_base.py, hv_kvm/validation.py, hv_xen.py),
 raised as ``OpPrereqError(..., ECODE_INVAL)`` naming the parameter.
 """
@@ -263,8 +264,8 @@ XEN_HVM: dict[str, Param] = {
 
 LXC: dict[str, Param] = {
     "cpu_mask": OPT_CPU_MASK,
-    "lxc_tty": REQ_NON_NEGATIVE,
-    "lxc_startup_timeout": OPT_NON_NEGATIVE,
+    "num_ttys": REQ_NON_NEGATIVE,
+    "startup_timeout": OPT_NON_NEGATIVE,
 }
 
 CHROOT: dict[str, Param] = {

@@ -230,6 +230,9 @@ def _hv_params(ch: ClusterChange, op: dict[str, Any]) -> dict[str, dict[str, Any
         defaults = constants.HVC_DEFAULTS.get(hv)
         if defaults is None:
             raise OpPrereqError(f"Hypervisor {hv!r} is not known", ECODE_NOENT)
+        # Ganeti's config holds every hypervisor's parameters filled (one made before
+        # ours stored them all may lack some): checked and stored filled
+        new[hv] = fill_dict(defaults, new[hv])
         force_dict_type(new[hv], HVS_PARAMETER_TYPES)
         for key in new[hv]:
             if key not in defaults:
@@ -294,6 +297,8 @@ def _os_hvp(ch: ClusterChange, op: dict[str, Any]) -> None:
     for hvs in new.values():
         for hv, values in hvs.items():
             force_dict_type(values, HVS_PARAMETER_TYPES)
+            if hv not in constants.HVC_DEFAULTS:
+                raise HypervisorError(f"Unknown hypervisor type '{hv}'")
             unknown = sorted(set(values) - set(constants.HVC_DEFAULTS.get(hv, {})))
             if unknown:
                 raise HypervisorError(f"Parameter '{unknown[0]}' is not supported")

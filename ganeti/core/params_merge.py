@@ -68,6 +68,21 @@ def get_updated_params(old: Mapping[str, Any], update: Mapping[str, Any],
     return result
 
 
+#: Node parameters set for the cluster or a group only (Ganeti's NDC_GLOBALS).
+NDC_GLOBALS = frozenset({"exclusive_storage"})
+
+
+def check_params_not_global(params: Mapping[str, Any], global_names: Iterable[str],
+                            kind: str, bad_level: str, good_levels: str) -> None:
+    """Ganeti's CheckParamsNotGlobal: OpPrereqError (wrong_input) if ``params`` sets a
+    parameter that only ``good_levels`` may set."""
+    used = [name for name in params if name in frozenset(global_names)]
+    if used:
+        raise OpPrereqError(f"The following {kind} parameters are global and cannot be "
+                            f"customized at {bad_level} level, please modify them at "
+                            f"{good_levels} level: {comma_join(used)}", ECODE_INVAL)
+
+
 def verify_dict_options(options: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
     """Refuse keys (at any depth) that ``defaults`` does not have."""
     invalid = _missing_keys("", options, defaults)

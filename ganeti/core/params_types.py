@@ -76,24 +76,22 @@ DISK_DT_TYPES: dict[str, str] = {
 ISPECS_PARAMETER_TYPES: dict[str, str] = {name: VTYPE_INT
                                           for name in constants.ISPECS_PARAMETERS}
 
-_HV_BOOLS = ("acpi", "serial_console", "vnc_tls", "use_localtime", "user_shutdown")
-_HV_INTS = ("serial_speed", "migration_downtime", "migration_port", "migration_bandwidth",
-            "cpu_cores", "cpu_threads", "cpu_sockets")
-
-
-def _hv_type(name: str) -> str:
+def _hv_type(name: str, default: object) -> str:
+    """Ganeti's type of a hypervisor parameter: its default's (``root_path`` may be
+    unset)."""
     if name == "root_path":
         return VTYPE_MAYBE_STRING
-    if name in _HV_BOOLS:
+    if isinstance(default, bool):
         return VTYPE_BOOL
-    if name in _HV_INTS:
+    if isinstance(default, int):
         return VTYPE_INT
     return VTYPE_STRING
 
 
-#: The types of the hypervisor parameters this project knows (Ganeti's types).
+#: The types of the hypervisor parameters of every hypervisor (Ganeti's types).
 HVS_PARAMETER_TYPES: dict[str, str] = {
-    name: _hv_type(name) for defaults in constants.HVC_DEFAULTS.values() for name in defaults
+    name: _hv_type(name, value) for defaults in constants.HVC_DEFAULTS.values()
+    for name, value in defaults.items()
 }
 
 _UNIT_RE = re.compile(r"^([.\d]+)\s*([a-zA-Z]+)?$")

@@ -118,8 +118,9 @@ class Method:
     ``access``: the users-file options of which a user needs one (empty: any
     user, and anonymous users unless ``--require-authentication``).
     ``query``: the query parameters accepted (others get 400).
-    ``body``: ``"none"`` (a body is refused), ``"json"`` (any JSON), or
-    ``"opcode"`` (a JSON object of the parameters of ``opcode``).
+    ``body``: ``"none"`` (a body is checked as JSON and ignored, as Ganeti),
+    ``"json"`` (any JSON), or ``"opcode"`` (a JSON object of the parameters of
+    ``opcode``).
     ``result``: what the response is, for the OpenAPI document: ``"job"``
     (a bare job id), or a short JSON-schema-ish description via ``schema``.
     ``heavy``: the answer grows with the cluster (lists of every object,

@@ -4,17 +4,16 @@
 :class:`Response` without any socket, in this order:
 
 1. the route (404 if the path matches none), the method (**501** "Method X
-   is unsupported for path Y" for GET/PUT/POST/DELETE not declared, as
-   Ganeti answers; **405** with ``Allow`` for any other verb; HEAD is GET
-   without the body);
+   is unsupported for path Y" for any method not declared, whatever the body,
+   as Ganeti answers, with an ``Allow`` header; HEAD is GET without the body);
 2. authentication and access (401 with ``WWW-Authenticate``, 403), before the
    body is looked at; repeated failed logins from one address are answered
    slowly, and with 429 while a few of them wait
    (:class:`ganeti.rapi.auth.LoginThrottle`);
 3. the query string (400 for parameters the method does not declare) and the
-   body (413 over the limit, 400 for a body on a method that takes none, 415
-   unless ``application/json``, 400 for bad or too deeply nested JSON; empty
-   means ``None``);
+   body (413 over the limit, 415 unless ``application/json``, 400 for bad or
+   too deeply nested JSON; empty means ``None``; a method that takes no body
+   ignores a valid one, as Ganeti does);
 4. for a *heavy* read (a list of every object, a query), a ticket of its
    address (429 past :data:`ganeti.rapi.limits.DEFAULT_HEAVY_PER_ADDRESS` in
    flight) and a slot for its run (a few run at once, round-robin by address);
@@ -74,8 +73,6 @@ from ganeti.rapi.staticfiles import StaticFiles
 log = Logger()
 
 DEFAULT_MAX_BODY = 1024 * 1024
-#: The methods Ganeti's RAPI knows; others get 405.
-KNOWN_METHODS = frozenset({"GET", "PUT", "POST", "DELETE"})
 JSON_TYPE = "application/json"
 #: At most this many query parameters are parsed.
 MAX_QUERY_FIELDS = 100
@@ -471,14 +468,13 @@ class RapiApp:
         http_method = "GET" if method == "HEAD" and route.kind != "websocket" else method
         spec = route.methods.get(http_method)
         if spec is None:
-            if http_method in KNOWN_METHODS:
-                raise errors.HttpNotImplemented(
-                    f"Method {method} is unsupported for path {path}")
+            # Ganeti answers 501 for every method a resource lacks, whatever the verb
+            # and the body; the Allow header is ours.
             allowed = sorted(route.methods)
             if "GET" in route.methods and route.kind != "websocket":
                 allowed.append("HEAD")
-            raise errors.HttpMethodNotAllowed(
-                f"Method {method} is not allowed for path {path}",
+            raise errors.HttpNotImplemented(
+                f"Method {method} is unsupported for path {path}",
                 headers={"Allow": ", ".join(allowed)})
         return route, params, spec, http_method
 
@@ -510,8 +506,6 @@ class RapiApp:
                 f"The request body exceeds the limit of {self.max_body} bytes")
         if not body:
             return None
-        if spec.body == "none":
-            raise errors.HttpBadRequest("This resource takes no request body")
         media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != JSON_TYPE:
             raise errors.HttpUnsupportedMediaType(
@@ -524,6 +518,10 @@ class RapiApp:
                                  "{error} ({suppressed} more since the last report)",
                                  error=str(err)[:200])
             raise errors.HttpBadRequest(f"Unable to parse JSON data: {err}") from None
+        if spec.body == "none":
+            # As Ganeti: a body is checked as any other (media type, JSON) and then
+            # ignored; ganeti.rapi.client sends ``{}`` or ``null`` on some GETs.
+            return None
         if spec.body == "opcode" and not isinstance(value, dict):
             raise errors.HttpBadRequest("The request body must be a JSON object")
         return value

@@ -16,6 +16,17 @@ class GanetiRequirementsTest(SynchronousTestCase):
         for template in (constants.DT_RBD, constants.DT_EXT, constants.DT_GLUSTER):
             self.assertEqual(cl.diskparams[template]["access"], constants.DISK_KERNELSPACE)
 
+    def test_every_hypervisors_parameters_are_stored(self):
+        # as Ganeti's init (GetInfo lists them all; issue 34): the defaults of every
+        # hypervisor Ganeti knows, paths under the node's root
+        cl = small_config().cluster
+        self.assertEqual(sorted(cl.hvparams), sorted(constants.HYPER_TYPES))
+        self.assertEqual(cl.hvparams["xen-pvm"]["kernel_path"], "/boot/vmlinuz-3-xenU")
+        self.assertEqual(cl.hvparams["lxc"]["num_ttys"], 6)
+        self.assertEqual(cl.hvparams["xen-hvm"]["vnc_password_file"],
+                         "/nonexistent/node1.test/etc/ganeti/vnc-cluster-password")
+        self.assertEqual(cl.hvparams["chroot"], {"init_script": "/ganeti-chroot"})
+
     def test_ssh_host_key(self):
         path = self.mktemp()
         self.assertEqual(bootstrap.ssh_host_key(path), "")  # absent

@@ -132,10 +132,11 @@ BAD = {
     "default_iallocator_params": ["x", []],
     "mac_prefix": [5, ["aa:00:00"]],
     "master_netmask": ["24", 2.5, True],
+    "master_netdev": [1, True, ["eth0"]],
     "reserved_lvs": ["xenvg/root", [""], [1]],
     "hidden_os": [[["hide", "lenny"]], [["add", ""]], ["lenny"]],
     "blacklisted_os": [[["add"]], "x"],
-    "os_hvp": [{"debian": {"xen": {}}}, {"": {"fake": {}}}, {"debian": {"fake": 1}}, "x"],
+    "os_hvp": [{"": {"fake": {}}}, {"debian": {"fake": 1}}, {"debian": {"": {}}}, "x"],
     "OP_CLUSTER_SET_PARAMS.osparams": [{"debian": 1}, {"": {}}, ["debian"]],
     "osparams_private_cluster": [{"debian": "x"}, {"": {}}],
     "file_storage_dir": [5],
@@ -347,13 +348,12 @@ class ValidateGoodTest(SynchronousTestCase):
 
     def test_reserved_parameters_accept_only_defaults(self):
         # Real Ganeti clients send every parameter, mostly null.
-        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", master_netdev=None,
+        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", drbd_helper=None,
                                         hv_state={}, ndparams=None))
-        self.assertNotIn("master_netdev", result)
+        self.assertNotIn("drbd_helper", result)
         # a given (empty) value is kept as given: luxid echoes it in the job's opcode
         self.assertEqual(result["hv_state"], {})
-        for key, value in [("master_netdev", "eth1"),
-                           ("drbd_helper", "/bin/true")]:
+        for key, value in [("drbd_helper", "/bin/true")]:
             err = self.assertRaises(OpPrereqError, opcodes.validate,
                                     _wire("OP_CLUSTER_SET_PARAMS", **{key: value}))
             self.assertEqual(err.args[1], ECODE_INVAL)

@@ -62,7 +62,12 @@ class HvTest(SynchronousTestCase):
         self.assertEqual(inst.hvparams, {"acpi": True})
 
     def test_unknown_hypervisor_has_only_what_is_stored(self):
-        self.assertEqual(pf.fill_hv(self.cluster, "lxc", None, {"x": 1}), {"x": 1})
+        self.assertEqual(pf.fill_hv(self.cluster, "vmware", None, {"x": 1}), {"x": 1})
+
+    def test_every_hypervisor_ganeti_knows_has_defaults(self):
+        # Ganeti's (issue 34): lxc's defaults fill what is stored
+        filled = pf.fill_hv(self.cluster, "lxc", None, {"num_ttys": 2})
+        self.assertEqual((filled["num_ttys"], filled["startup_timeout"]), (2, 30))
 
 
 class BeNicTest(SynchronousTestCase):

@@ -90,6 +90,22 @@ def call(name, *args, **kwargs):
     return [name, list(args), kwargs]
 
 
+def ganeti_opcode_params():
+    """The parameter names of Ganeti 3.0's OpClusterSetParams, OpNodeSetParams and
+    OpGroupSetParams, as its QA reads them (skips the test without ganeti-3.0)."""
+    if not os.path.exists("/usr/share/ganeti/default/ganeti/opcodes.py"):
+        raise unittest.SkipTest("Debian's ganeti-3.0 is not installed")
+    script = ("import json, sys\n"
+              "sys.path[:] = [p for p in sys.path if p and 'site-packages' not in p]\n"
+              "sys.path.insert(0, '/usr/share/ganeti/default')\n"
+              "from ganeti import opcodes\n"
+              "print(json.dumps({n: [p[0] for p in getattr(opcodes, n).OP_PARAMS] for n in "
+              "('OpClusterSetParams', 'OpNodeSetParams', 'OpGroupSetParams')}))\n")
+    proc = subprocess.run([SYSTEM_PYTHON, "-I", "-c", script], capture_output=True,
+                          text=True, timeout=60, check=True)
+    return json.loads(proc.stdout)
+
+
 def start_cluster(prefix, nodes):
     """A temporary directory holding the driver script, and a created virtual
     cluster: ``(tmp, driver, cluster, user, password)``; both are removed if the
@@ -286,6 +302,62 @@ class RapiCompatTest(SynchronousTestCase):
                                          call("GetGroup", "rack3"))
         self.assertEqual((status, groups), ("success", ["default"]))
         self.assertApiError(gone, 404)
+
+    def test_get_put_symmetry_as_ganetis_qa(self):
+        """Ganeti's QA ``qa_rapi._DoGetPutTests`` (issue 34): every parameter GET /2/info,
+        /2/nodes/NAME and /2/groups/NAME answer (read with a ``{}`` body, as the QA's
+        client sends) that the modify opcode takes is sent back unchanged; the jobs end
+        as on a real Ganeti 3.0 cluster (checked side by side)."""
+        params = ganeti_opcode_params()
+        cluster = self.get_put(
+            "/2/info", "/2/modify", params["OpClusterSetParams"],
+            exceptions=["force", "add_uids", "remove_uids", "osparams_private_cluster",
+                        "hv_state", "disk_state", "modify_etc_hosts"],
+            set_exceptions=["nicparams", "compression_tools"])
+        node = self.get_put(
+            f"/2/nodes/{NODE2}", f"/2/nodes/{NODE2}/modify", params["OpNodeSetParams"],
+            method="POST", exceptions=["force", "powered", "node_name", "node_uuid",
+                                       "hv_state", "disk_state", "auto_promote"])
+        group = self.get_put(
+            "/2/groups/default", "/2/groups/default/modify", params["OpGroupSetParams"],
+            aliases=["custom_ndparams", "custom_ipolicy", "custom_diskparams"],
+            exceptions=["group_name", "hv_state", "disk_state"],
+            set_exceptions=["ndparams", "ipolicy", "diskparams"])
+        # Ganeti's own LUs refuse some values they answer (real Ganeti 3.0 the same):
+        # the empty install image, three node states at once
+        self.assertEqual(cluster, ["error", [["OpPrereqError", [
+            "Install image must be an absolute path or a URL"]]]])
+        self.assertEqual(node, ["error", [["OpPrereqError", [
+            "Can't set the node into more than one state at the same time", "wrong_input"]]]])
+        self.assertEqual(group, ["success", [[]]])
+        # without those, the values go back as they came (every hypervisor's
+        # parameters are listed; those of the enabled one are sent back)
+        self.assertEqual(self.get_put(
+            "/2/info", "/2/modify", params["OpClusterSetParams"],
+            exceptions=["force", "add_uids", "remove_uids", "osparams_private_cluster",
+                        "hv_state", "disk_state", "modify_etc_hosts", "install_image",
+                        "zeroing_image", "beparams", "hvparams"],
+            set_exceptions=["nicparams", "compression_tools"]), ["success", [None]])
+        self.assertEqual(self.get_put(
+            f"/2/nodes/{NODE2}", f"/2/nodes/{NODE2}/modify", params["OpNodeSetParams"],
+            method="POST", exceptions=["force", "powered", "node_name", "node_uuid",
+                                       "hv_state", "disk_state", "auto_promote",
+                                       "master_capable", "vm_capable", "ndparams"])[0],
+            "success")
+
+    def get_put(self, get_uri, modify_uri, opcode_params, aliases=(), method="PUT",
+                exceptions=(), set_exceptions=()):
+        """The QA's steps; the job's status and opresult (a refusal at submission fails)."""
+        (info,) = self.rapi(call("_SendRequest", "GET", get_uri, None, {}))
+        interest = list(opcode_params) + list(aliases)
+        missing = [p for p in interest if p not in info and p not in exceptions]
+        self.assertEqual(missing, [], f"not answered by {get_uri}")
+        payload = {p: info[p] for p in interest
+                   if p not in exceptions and p not in set_exceptions}
+        (job,) = self.rapi(call("_SendRequest", method, modify_uri, None, payload))
+        self.assertIsInstance(job, int, job)
+        status, result = self.rapi(call("wait_job", job), call("GetJobStatus", job))
+        return [status, result["opresult"]]
 
     def test_query(self):
         nodes, filtered, fields, jobs = self.rapi(

@@ -128,8 +128,10 @@ class ClusterHvParamsTest(HvParamsCase):
                 ({"fake": {"migration_mode": "x"}}, "Parameter 'migration_mode'")]:
             self.refused(cluster_op(hvparams=hvparams), needle, cls="HypervisorError",
                          code=None)
+        # as Ganeti's cluster modify (checked on a real cluster): OpExecError
         message = self.refused(cluster_op(hvparams={"kvm": {"kernel_path": "/no/such"}}),
-                               "Hypervisor parameter validation failed on node node1.test")
+                               "Hypervisor parameter validation failed on node node1.test",
+                               cls="OpExecError", code=None)
         self.assertIn("Parameter 'kernel_path' fails validation", message)
         self.assertEqual(self.config.cluster.hvparams["kvm"]["kernel_path"], "")
 
@@ -139,7 +141,7 @@ class ClusterHvParamsTest(HvParamsCase):
                      "Parameter 'nic_type' fails syntax check", cls="HypervisorError",
                      code=None)
         self.refused(cluster_op(os_hvp={"busybox": {"kvm": {"kernel_path": "/boot/x"}}}),
-                     "Parameter 'kernel_path' fails validation")
+                     "Parameter 'kernel_path' fails validation", cls="OpExecError", code=None)
         self.assertEqual(self.config.cluster.os_hvp, {})
         self.run_ok(cluster_op(os_hvp={"busybox": {"kvm": {"kernel_path": "/boot/vmlinuz"}}}))
         self.assertEqual(self.config.cluster.os_hvp,

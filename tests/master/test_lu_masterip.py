@@ -239,3 +239,47 @@ class MasterNetmaskTest(TestCase):
                                              "wrong_input"])
         self.assertEqual(self.master.config.cluster.master_netmask, 32)
         self.assertNotIn((MASTER, "node_change_master_netmask"), self.net.contacted)
+
+
+class MasterNetdevTest(TestCase):
+    """OP_CLUSTER_SET_PARAMS master_netdev (issue 34: GetInfo's value can be sent back):
+    as Ganeti's, the master IP goes down on the current device, the device changes, and
+    the IP comes up on the new one; the same device does it all too."""
+
+    def setUp(self) -> None:
+        self.master, self.net = master_with_nodes(self, nodes=1)
+
+    def modify(self, **params: Any) -> tuple[str, list[Any], list[str]]:
+        return self.master.finish(self.master.submit({"OP_ID": "OP_CLUSTER_SET_PARAMS",
+                                                      **params}))
+
+    def master_ip_calls(self) -> list[tuple[str, str]]:
+        return [c for c in self.net.contacted if "master_ip" in c[1]]
+
+    def test_the_current_device_is_accepted(self):
+        status, _, log = self.modify(master_netdev="lo")
+        self.assertEqual(status, "success", log)
+        self.assertEqual(log, ["Shutting down master ip on the current netdev (lo)",
+                               "Changing master_netdev from lo to lo",
+                               "Starting the master ip on the new master netdev (lo)"])
+        self.assertEqual(self.master_ip_calls(), [(MASTER, "node_deactivate_master_ip"),
+                                                  (MASTER, "node_activate_master_ip")])
+
+    def test_a_new_device_is_recorded(self):
+        self.net.down.add(MASTER)
+        status, results, log = self.modify(master_netdev="eth9")
+        self.assertEqual(status, "error")  # the IP could not go down: nothing changes
+        self.assertEqual(results[0][0], "OpExecError")
+        self.assertTrue(results[0][1][0].startswith("Could not disable the master ip: "))
+        self.assertEqual(self.master.config.cluster.master_netdev, "lo")
+        status, _, log = self.modify(master_netdev="eth9", force=True)
+        self.assertEqual(status, "success", log)
+        log = [line for line in log if "hooks_runner" not in line]  # the hooks' warnings
+        self.assertEqual(log[0], "Shutting down master ip on the current netdev (lo)")
+        self.assertTrue(log[1].startswith("Could not disable the master ip (continuing "
+                                          "anyway): "), log)
+        self.assertEqual(log[2], "Changing master_netdev from lo to eth9")
+        self.assertEqual(log[3], "Starting the master ip on the new master netdev (eth9)")
+        self.assertTrue(log[4].startswith(" - WARNING: Could not re-enable the master ip on "
+                                          "the master, please restart manually: "), log)
+        self.assertEqual(self.master.config.cluster.master_netdev, "eth9")

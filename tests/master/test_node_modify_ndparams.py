@@ -29,3 +29,15 @@ class NodeParametersTest(NodesTestCase):
     def test_bad_value_is_a_type_error_and_changes_nothing(self):
         self.fails(set_params("node2.test", ndparams={"spindle_count": "x"}))
         self.assertEqual(self.node("node2.test").ndparams, {})
+
+    def test_global_parameters_are_refused_at_node_level(self):
+        # as Ganeti's CheckParamsNotGlobal (checked on a real cluster: RAPI's GetNode
+        # ndparams sent back to /modify fails this way; issue 34)
+        err = self.fails(set_params("node2.test", ndparams={"exclusive_storage": False,
+                                                            "spindle_count": 1}),
+                         "wrong_input",
+                         "The following node parameters are global and cannot be customized "
+                         "at node level, please modify them at cluster or group level: "
+                         "exclusive_storage")
+        self.assertEqual(err[0], "OpPrereqError")
+        self.assertEqual(self.node("node2.test").ndparams, {})

@@ -47,6 +47,17 @@ class ThreeCandidatesTest(NodesTestCase):
         self.assertIn(("node3.test", "node_demote_from_mc"), self.net.contacted)
         self.assert_replicated()
 
+    def test_a_demoted_candidate_stays_regular_until_the_pool_is_asked_for(self):
+        # as Ganeti (checked on a real cluster; issue 34): SetNodeRole "regular" and
+        # gnt-node modify -C no both demote, and only a change of the candidate pool
+        # size fills the pool again; other cluster changes leave the node regular
+        self.ok(set_params("node3.test", master_candidate=False, drained=False,
+                           offline=False))  # what RAPI's SetNodeRole "regular" sends
+        self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "max_running_jobs": 21})
+        self.assertEqual(self.config.node_role(self.node("node3.test")), c.NR_REGULAR)
+        self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "candidate_pool_size": 10})
+        self.assertEqual(self.config.node_role(self.node("node3.test")), c.NR_MCANDIDATE)
+
     def test_more_than_one_state(self):
         msg = "Can't set the node into more than one state at the same time"
         for params in ({"master_capable": True, "vm_capable": True},

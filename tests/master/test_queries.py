@@ -46,6 +46,14 @@ class QueriesTest(SynchronousTestCase):
         self.assertEqual(set(info["enabled_data_collectors"]),
                          set(info["data_collector_interval"]))
 
+    def test_cluster_info_lists_every_hypervisors_parameters(self):
+        # as Ganeti's, enabled or not; a config that lacks some gets their defaults
+        del self.cfg.cluster.hvparams["xen-pvm"]
+        hvparams = self.q.query_cluster_info()["hvparams"]
+        self.assertEqual(sorted(hvparams), sorted(constants.HYPER_TYPES))
+        self.assertEqual(hvparams["xen-pvm"], constants.HVC_DEFAULTS["xen-pvm"])
+        self.assertEqual(hvparams["fake"], self.cfg.cluster.hvparams["fake"])
+
     def test_config_values(self):
         self.assertEqual(
             self.q.query_config_values(["cluster_name", "master_node", "drain_flag",

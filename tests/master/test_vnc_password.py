@@ -50,10 +50,11 @@ class VncRedistTest(NodesTestCase):
         self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "enabled_hypervisors": ["fake", "kvm"]})
         # the nodes validate the file: it must be there before the parameter names it
         master_file = self.write(self.master.paths.root, "secret-1\n")
-        self.fails({"OP_ID": "OP_CLUSTER_SET_PARAMS",
-                    "hvparams": {"kvm": {"vnc_password_file": PASSWORD}}}, "wrong_input",
-                   "Hypervisor parameter validation failed on node node2.test: Parameter "
-                   "'vnc_password_file' fails validation")
+        err = self.fails({"OP_ID": "OP_CLUSTER_SET_PARAMS",
+                          "hvparams": {"kvm": {"vnc_password_file": PASSWORD}}}, None,
+                         "Hypervisor parameter validation failed on node node2.test: "
+                         "Parameter 'vnc_password_file' fails validation")
+        self.assertEqual(err[0], "OpExecError")  # as Ganeti's cluster modify
         self.write(self.net.paths("node2.test").root, "old\n")
         self.ok({"OP_ID": "OP_CLUSTER_SET_PARAMS",
                  "hvparams": {"kvm": {"vnc_password_file": PASSWORD}}})

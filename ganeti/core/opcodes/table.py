@@ -68,10 +68,11 @@ _HV_LIST = kinds.list_of(kinds.one_of(c.HYPER_TYPES, "a hypervisor:"),
 _DT_LIST = kinds.list_of(kinds.one_of(c.DISK_TEMPLATES, "a disk template:"),
                          name="a list of disk templates")
 _NAMES = kinds.list_of(kinds.NON_EMPTY_STRING, name="a list of non-empty strings")
+# Ganeti's luxid takes any hypervisor name here; the logical unit refuses an unknown
+# one (after the parameters' types, as Ganeti's LUClusterSetParams)
 _OS_HVP = kinds.dict_of(
     kinds.NON_EMPTY_STRING,
-    kinds.maybe(kinds.dict_of(kinds.one_of(c.HYPER_TYPES, "a hypervisor:"),
-                              kinds.maybe(kinds.OBJECT))),
+    kinds.maybe(kinds.dict_of(kinds.NON_EMPTY_STRING, kinds.maybe(kinds.OBJECT))),
     name="an object mapping OS names to hypervisor parameters per hypervisor")
 _OS_PARAMS = kinds.dict_of(kinds.NON_EMPTY_STRING, kinds.OBJECT,
                            name="an object mapping OS names to parameter objects")
@@ -145,9 +146,10 @@ OP_CLUSTER_SET_PARAMS = OpCode(
             "Volume group of lvm-based disks (empty: disable lvm storage)"),
         opt("master_netmask", kinds.maybe(kinds.INT),
             "Netmask of the master IP (prefix length)"),
+        opt("master_netdev", kinds.maybe(kinds.STRING),
+            "Network device of the master IP (the master IP moves to it)"),
         *(reserved(name, "Ganeti parameter, not supported yet") for name in (
-            "hv_state", "disk_state", "drbd_helper", "master_netdev",
-            "instance_communication_network")),
+            "hv_state", "disk_state", "drbd_helper", "instance_communication_network")),
     ))
 
 OP_QUERY = OpCode(

@@ -172,6 +172,7 @@ class OpClusterSetParams(OpView):
     data_collector_interval: dict[str, int] | None = None
     vg_name: str | None = None
     master_netmask: int | None = None
+    master_netdev: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

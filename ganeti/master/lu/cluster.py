@@ -15,6 +15,7 @@ from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.nodes import fill_candidate_pool
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.instance_common import validate_hvparams_on_nodes
+from ganeti.master.lu.masterip import master_params
 from ganeti.master.lu.node import welcome_candidates
 from ganeti.master.lu.os_lu import check_os_params
 from ganeti.master.query.queries import cluster_info
@@ -38,9 +39,11 @@ class LUClusterSetParams(LogicalUnit):
     commits the new cluster in one config change, so a bad parameter changes
     nothing.  The node checks (OS and hypervisor parameters, the volume group)
     run in :meth:`exec` before that change, and a new ``master_netmask`` is applied
-    to the master IP by the master's node daemon.  Parameters that need node calls
-    this version does not have yet (drbd_helper, master_netdev, ...) stay reserved
-    in the opcode table.
+    to the master IP by the master's node daemon; with ``master_netdev`` (even the
+    current one, as Ganeti) the master IP is taken down before the change and
+    brought up on the new device after it.  Parameters that need node calls
+    this version does not have yet (drbd_helper, ...) stay reserved in the opcode
+    table.
     """
 
     OP_ID = "OP_CLUSTER_SET_PARAMS"
@@ -81,7 +84,8 @@ class LUClusterSetParams(LogicalUnit):
         every_node = sorted(self.ctx.config.config.nodes)
         for hv_name, hv_params in self.change.hv_checks:
             # Ganeti's CheckHVParams: every vm_capable online node
-            await validate_hvparams_on_nodes(self, every_node, hv_name, hv_params)
+            await validate_hvparams_on_nodes(self, every_node, hv_name, hv_params,
+                                             prereq=False)
         if self.change.vg_check is not None:
             await self._check_vg_on_nodes(self.change.vg_check)
         if self.op.dry_run:
@@ -92,15 +96,58 @@ class LUClusterSetParams(LogicalUnit):
             new.serial_no = cfg.cluster.serial_no + 1
             new.mtime = self.ctx.clock.seconds()
             cfg.cluster = copy.deepcopy(new)
+            # Ganeti's: the pool is refilled only when its size is given (a node an
+            # administrator demoted is not promoted back by another change)
+            if self.op.candidate_pool_size is None:
+                return []
             return fill_candidate_pool(cfg, new.mtime)
 
+        if self.op.master_netdev:
+            await self._master_ip_down(new)
         if self.op.master_netmask:
             await self._change_master_netmask(self.op.master_netmask)
         for line in self.change.feedback:
             self.ctx.feedback("message", line)
         promoted = await self.update_config(change)
         await welcome_candidates(self.ctx, promoted)
+        if self.op.master_netdev:
+            await self._master_ip_up(self.op.master_netdev)
         return None
+
+    async def _master_ip_down(self, new: Any) -> None:
+        """Ganeti's: the master IP goes down on the current device (a failure fails
+        the job unless ``force``), and the new device is recorded."""
+        cfg = self.ctx.config.config
+        current = cfg.cluster.master_netdev
+        self.ctx.feedback("message", f"Shutting down master ip on the current netdev "
+                                     f"({current})")
+        master = cfg.nodes[cfg.cluster.master_node]
+        results = await self.ctx.rpc().call(
+            [nodesmod.target(master)], "node_deactivate_master_ip",
+            [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
+        if self.op.force:
+            results[master.name].warn("Could not disable the master ip (continuing anyway)",
+                                      lambda text: self.ctx.feedback("message", text))
+        else:
+            results[master.name].raise_if_failed("Could not disable the master ip")
+        self.ctx.feedback("message", f"Changing master_netdev from {current} to "
+                                     f"{self.op.master_netdev}")
+        new.master_netdev = self.op.master_netdev
+
+    async def _master_ip_up(self, netdev: str) -> None:
+        """Ganeti's: the master IP comes up on the new device; a failure is a warning
+        (LogWarning's)."""
+        cfg = self.ctx.config.config
+        self.ctx.feedback("message", f"Starting the master ip on the new master netdev "
+                                     f"({netdev})")
+        master = cfg.nodes[cfg.cluster.master_node]
+        results = await self.ctx.rpc().call(
+            [nodesmod.target(master)], "node_activate_master_ip",
+            [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
+        results[master.name].warn("Could not re-enable the master ip on the master, "
+                                  "please restart manually",
+                                  lambda text: self.ctx.feedback("message",
+                                                                 f" - WARNING: {text}"))
 
     async def _change_master_netmask(self, netmask: int) -> None:
         """Ganeti's: the master's node daemon moves the master IP to the new netmask; a

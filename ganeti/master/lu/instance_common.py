@@ -154,10 +154,12 @@ def check_uid_pool_for(uid_pool: Sequence[Any], hypervisor: str,
 
 
 async def validate_hvparams_on_nodes(lu: Any, node_uuids: Sequence[str], hypervisor: str,
-                                     hvfull: Mapping[str, Any]) -> None:
+                                     hvfull: Mapping[str, Any],
+                                     prereq: bool = True) -> None:
     """Ganeti's CheckHVParams: the vm_capable online nodes among ``node_uuids`` validate
     the filled parameters (``hypervisor_validate_params``); a node's refusal becomes
-    ``OpPrereqError`` naming the node and (in the node's message) the parameter."""
+    ``OpPrereqError`` naming the node and (in the node's message) the parameter, or
+    with ``prereq`` false ``OpExecError`` (as Ganeti's cluster modify reports it)."""
     if not hvchecks.needs_node_validation(hypervisor):
         return
     cfg = lu.ctx.config.config
@@ -173,7 +175,7 @@ async def validate_hvparams_on_nodes(lu: Any, node_uuids: Sequence[str], hypervi
         if result.offline:
             continue
         result.raise_if_failed(f"Hypervisor parameter validation failed on node {node.name}",
-                               prereq=True, ecode=ECODE_INVAL)
+                               prereq=prereq, ecode=ECODE_INVAL if prereq else None)
 
 
 def check_disk_mode(mode: Any) -> str:

@@ -30,7 +30,7 @@ from ganeti.core import hooks as hookdefs
 from ganeti.core.errors import ECODE_INVAL, ECODE_STATE, OpPrereqError
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpNodeSetParams
-from ganeti.core.params_merge import get_updated_params
+from ganeti.core.params_merge import NDC_GLOBALS, check_params_not_global, get_updated_params
 from ganeti.core.params_types import NDS_PARAMETER_TYPES, force_dict_type
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu.node import _OneNodeLU, check_ips_free, welcome_candidates
@@ -166,6 +166,9 @@ class LUNodeSetParams(_OneNodeLU):
         self.ndparams = (force_dict_type(get_updated_params(node.ndparams, op.ndparams),
                                          NDS_PARAMETER_TYPES)
                          if op.ndparams else None)
+        if op.ndparams:
+            check_params_not_global(op.ndparams, NDC_GLOBALS, "node", "node",
+                                    "cluster or group")
 
     @staticmethod
     def _hosts_instances(cfg: ConfigData, node: Node) -> bool:

@@ -50,7 +50,10 @@ def cluster_info(cfg: ConfigData) -> dict[str, Any]:
         "master": cfg.master.name,
         "default_hypervisor": cl.enabled_hypervisors[0] if cl.enabled_hypervisors else None,
         "enabled_hypervisors": list(cl.enabled_hypervisors),
-        "hvparams": cl.hvparams,
+        # every hypervisor's, as Ganeti's (its init stores them all; a config made
+        # before ours did gets the defaults of those it lacks)
+        "hvparams": {**{hv: dict(values) for hv, values in constants.HVC_DEFAULTS.items()},
+                     **cl.hvparams},
         "os_hvp": cl.os_hvp,
         "beparams": cl.beparams,
         "osparams": cl.osparams,

@@ -157,6 +157,21 @@ CASES = [
     # our virtual nodes keep their OS definitions below their own roots: the node name
     # in the path is masked (the order of the nodes follows their random UUIDs)
     cli("os-diagnose", "gnt-os", "diagnose", masks=(r"<DIR>/(node\d+\.example\.com)/srv",)),
+    # issue 34: the parameters of every hypervisor Ganeti knows, enabled or not (Ganeti's
+    # QA TestOsModifyValid/Invalid); the xen ones are refused by the nodes here, which lack
+    # their kernels, in the order of the nodes' random UUIDs (masked)
+    cli("os-modify-hv-xen-pvm", "gnt-os", "modify", "-H", "xen-pvm:root_path=/dev/sda5",
+        "noop", masks=(r"failed on node (node\d)\.example\.com",)),
+    cli("os-modify-hv-xen-hvm", "gnt-os", "modify", "-H", "xen-hvm:acpi=False,pae=True",
+        "noop", masks=(r"failed on node (node\d)\.example\.com",)),
+    cli("os-modify-hv-bad-boot-order", "gnt-os", "modify", "-H", "xen-hvm:boot_order=zz",
+        "noop"),
+    cli("os-modify-hv-negative", "gnt-os", "modify", "-H", "lxc:num_ttys=-1", "noop"),
+    cli("os-modify-hv-unknown", "gnt-os", "modify", "-H", "blahblahblubb:bar=", "noop"),
+    cli("os-modify-hv-not-enabled", "gnt-os", "modify", "-H", "chroot:init_script=/sbin/init",
+        "-H", "lxc:num_ttys=3", "noop"),
+    cli("os-modify-hv-not-enabled-back", "gnt-os", "modify", "-H", "-chroot", "-H", "-lxc",
+        "noop"),
     cli("instance-list", "gnt-instance", "list"),
     cli("instance-list-fields-some", "gnt-instance", "list-fields", "name", "status"),
     cli("instance-info-unknown", "gnt-instance", "info", "inst1.example.com"),

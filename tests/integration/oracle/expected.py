@@ -71,8 +71,9 @@ OURS_NODE_ADD = ("set-up: the real client resolves the new node's name itself be
                  "asking the master; our vcluster's names do not resolve on the host")
 OURS_QFILTER_FIELD = ("ours, to fix: an unknown field in a query filter is OpPrereqError "
                       "for us, ParameterError ('unknown/wrong parameter name') for Ganeti")
-OURS_HV_DEFAULTS = ("ours, to fix: GetInfo's hvparams lists the enabled hypervisors only; "
-                    "Ganeti lists every hypervisor's parameters")
+OURS_HV_DEFAULTS = ("ours: GetInfo lists every hypervisor's parameters as Ganeti, but our "
+                    "libvirt-driven kvm knows a subset of Ganeti's kvm parameters and "
+                    "boots from disk by default (kernel_path empty)")
 OURS_RAPI_BODY = ("ours, to fix: wording of RAPI body parameter errors (Ganeti's opcode "
                   "validation text)")
 

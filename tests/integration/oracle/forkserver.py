@@ -14,7 +14,8 @@ Protocol: one JSON object per line on stdin, one JSON answer per line on stdout.
   {"op": "run", "argv": [...], "stdin": str|null, "timeout": secs}
       -> {"rc": int, "stdout": str, "stderr": str, "secs": float}
   {"op": "rapi", "client": {...}, "calls": [[name, args, kwargs], ...], "timeout": secs}
-      -> the same shape; stdout holds the JSON list of outcomes
+      -> the same shape; stdout holds the JSON list of outcomes (besides the client's
+      methods: "wait_job" and "get_put", Ganeti's QA get/modify symmetry steps)
   {"op": "maxjob"} -> {"maxjob": int}   (highest job id the master lists)
 """
 
@@ -58,6 +59,21 @@ def _wait_job(rapi, job_id, timeout=60.0):
     raise AssertionError(f"job {job_id} did not finish in {timeout}s")
 
 
+def _get_put(rapi, get_uri, modify_uri, opcode, method="PUT", aliases=(), exceptions=(),
+             set_exceptions=()):
+    """Ganeti's QA ``qa_rapi._DoGetPutTests``: read the object (a ``{}`` body, as the QA
+    sends), send back every parameter of the modify opcode it answers; the job id."""
+    from ganeti import opcodes
+    interest = [p[0] for p in getattr(opcodes, opcode).OP_PARAMS] + list(aliases)
+    info = rapi._SendRequest("GET", get_uri, None, {})
+    missing = [p for p in interest if p not in info and p not in exceptions]
+    if missing:
+        raise AssertionError(f"{get_uri} does not answer {missing}")
+    payload = {p: info[p] for p in interest
+               if p not in exceptions and p not in set_exceptions}
+    return rapi._SendRequest(method, modify_uri, None, payload)
+
+
 def _resolve(value, results):
     """"$N" stands for the outcome of call N of the same request (a job id)."""
     if isinstance(value, str) and value.startswith("$") and value[1:].isdigit():
@@ -78,6 +94,8 @@ def _rapi(opts, calls):
         try:
             if name == "wait_job":
                 value = _wait_job(rapi, *args)
+            elif name == "get_put":
+                value = _get_put(rapi, *args, **kw)
             else:
                 value = getattr(rapi, name)(*args, **kw)
             out.append({"ok": value})
