@@ -51,6 +51,7 @@ def capture_baseline(ctx: dict[str, Any]) -> None:
     _baseline["shared_dir"] = params.get("shared file storage path", "")
     _baseline["max_running"] = params.get(
         "maximal number of jobs running simultaneously", 20)
+    _baseline["pool_size"] = params.get("candidate pool size", 10)
     with open(qalib.load_state()["qa_hosts"], encoding="utf-8") as f:
         _baseline["hosts"] = f.read()
     _baseline["nodes"] = [n.primary for n in qa_config.GetAllNodes()]
@@ -94,7 +95,8 @@ def after_failure(ctx: dict[str, Any]) -> None:
           f"--ipolicy-disk-templates={_baseline['templates']}",
           f"--file-storage-dir={_baseline['file_dir']}",
           f"--shared-file-storage-dir={_baseline['shared_dir']}",
-          f"--max-running-jobs={_baseline['max_running']}"])
+          f"--max-running-jobs={_baseline['max_running']}",
+          f"--candidate-pool-size={_baseline['pool_size']}"])
     listed = {row[0] for row in _rows(["gnt-node", "list", "-o", "name"])}
     for name in _baseline["nodes"]:
         if name not in listed:
@@ -104,6 +106,7 @@ def after_failure(ctx: dict[str, Any]) -> None:
         if "Y" in (offline, drained) or candidate == "N":
             _run(["gnt-node", "modify", "--force", "--offline=no", "--drained=no",
                   "--master-candidate=yes", name])
+    _recover_renamed(ctx)
     for (name,) in _rows(["gnt-instance", "list", "-o", "name"]):
         if name not in ctx.get("fixtures", set()):
             _run(["gnt-instance", "remove", "--force", "--ignore-failures", name])
@@ -121,6 +124,21 @@ def after_failure(ctx: dict[str, Any]) -> None:
         qa_rapi.ReloadCertificates(ensure_presence=False)
     except Exception as exc:
         print(f"cleanup: reloading the RAPI certificate failed: {exc}")
+
+
+def _recover_renamed(ctx: dict[str, Any]) -> None:
+    """A rename test that failed halfway leaves the block's instance under another
+    of QA's names: rename it back."""
+    fixtures = ctx.get("fixtures", set())
+    names = {row[0] for row in _rows(["gnt-instance", "list", "-o", "name"])}
+    qa_names = {i.name for i in qa_config.GetConfig()["instances"]}
+    for fixture in fixtures - names:
+        for other in sorted((names - fixtures) & qa_names):
+            _run(["gnt-instance", "shutdown", "--timeout=0", other])
+            if _run(["gnt-instance", "rename", "--no-ip-check", "--no-name-check",
+                     other, fixture]):
+                names = (names - {other}) | {fixture}
+                break
 
 
 def prepare_instance(inst: Any, state: str | None) -> str | None:

@@ -185,7 +185,8 @@ def prepare(work: str, vc: str) -> dict[str, Any]:
         # sparse files).
         "disks": [{"size": "1G", "spindles": 1, "growth": "256M"},
                   {"size": "1G", "spindles": 1, "growth": "128M"}],
-        "nodes": [{"primary": n["name"]} for n in nodes],
+        # One network: a node's secondary address is its primary one.
+        "nodes": [{"primary": n["name"], "secondary": n["ip"]} for n in nodes],
         "instances": [{"name": name} for name in inst_names],
         "default-file-storage-dir": dirs.get("file storage path"),
         "file-storage-dir": dirs.get("file storage path"),
