@@ -85,11 +85,15 @@ def _restore_hosts() -> None:
 def after_failure(ctx: dict[str, Any]) -> None:
     """Bring the cluster back to the baseline, leaving the block's instance alone."""
     _restore_hosts()
+    # QA blocks the queue with long delay jobs (e.g. "gnt-debug delay --submit 300"
+    # before a job it inspects): a failed test leaves them running.
+    for job_id, status, summary in _rows(["gnt-job", "list", "-o", "id,status,summary"]):
+        if status in ("queued", "waiting"):
+            _run(["gnt-job", "cancel", job_id])
+        elif status == "running" and "TEST_DELAY" in summary:
+            _run(["gnt-job", "cancel", "--kill", "--yes-do-it", job_id])
     _run(["gnt-cluster", "queue", "undrain"])
     _run(["gnt-cluster", "watcher", "continue"])
-    for job_id, status in _rows(["gnt-job", "list", "-o", "id,status"]):
-        if status in ("queued", "waiting"):
-            _run(["gnt-job", "cancel", "--yes-do-it", job_id])
     _run(["gnt-cluster", "modify",
           f"--enabled-disk-templates={_baseline['templates']}",
           f"--ipolicy-disk-templates={_baseline['templates']}",
@@ -135,8 +139,8 @@ def _recover_renamed(ctx: dict[str, Any]) -> None:
     for fixture in fixtures - names:
         for other in sorted((names - fixtures) & qa_names):
             _run(["gnt-instance", "shutdown", "--timeout=0", other])
-            if _run(["gnt-instance", "rename", "--no-ip-check", "--no-name-check",
-                     other, fixture]):
+            if _run(["gnt-instance", "rename", "--force", "--no-ip-check",
+                     "--no-name-check", other, fixture]):
                 names = (names - {other}) | {fixture}
                 break
 
