@@ -21,6 +21,7 @@ from ganeti.core.errors import (
     ECODE_INVAL,
     ECODE_NOENT,
     ConfigurationError,
+    GenericError,
     HypervisorError,
     OpPrereqError,
 )
@@ -308,6 +309,27 @@ def _os_hvp(ch: ClusterChange, op: dict[str, Any]) -> None:
             _hv_syntax(hv, filled)
             ch.hv_checks.append((hv, filled))
     ch.cluster.os_hvp = new
+
+
+def os_hvp_echo(old: dict[str, dict[str, Any]], given: dict[str, Any]) -> dict[str, Any]:
+    """OP's ``os_hvp`` as Ganeti's unit leaves it in the job's opcode.  Its merge
+    takes the opcode's own dictionaries where the cluster has none yet (an OS
+    without per-OS parameters, or a hypervisor that OS has none for) and then forces
+    their types in place, before any other check; values merged into existing ones
+    stay as given.  A value that cannot be typed is left as given (the change is
+    refused anyway)."""
+    echo = copy.deepcopy(given)
+    for os_name, hvs in echo.items():
+        for hv, values in (hvs or {}).items():
+            if values is None or hv in old.get(os_name, {}):
+                continue
+            try:
+                typed = copy.deepcopy(values)
+                force_dict_type(typed, HVS_PARAMETER_TYPES)
+            except (GenericError, ValueError, TypeError):
+                continue
+            hvs[hv] = typed
+    return echo
 
 
 def _os_params(ch: ClusterChange, op: dict[str, Any]) -> None:

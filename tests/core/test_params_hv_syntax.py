@@ -8,7 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core.errors import HypervisorError, TypeEnforcementError
 from ganeti.core.opcodes import table
-from ganeti.core.params_cluster import compute_cluster_change
+from ganeti.core.params_cluster import compute_cluster_change, os_hvp_echo
 from tests.master.test_jobqueue import small_config
 
 
@@ -93,3 +93,23 @@ class OsHypervisorParametersTest(SynchronousTestCase):
             compute_cluster_change(small_config(), _op(os_hvp={"noop": {
                 "blahblahblubb": {"acpi": True}}}))
         self.assertEqual(caught.exception.args[0], "Unknown hypervisor type 'blahblahblubb'")
+
+
+class OsHvpEchoTest(SynchronousTestCase):
+    """What Ganeti's unit leaves of ``os_hvp`` in the job's opcode (oracle case
+    rapi-jobs-bulk after the gnt-os modify -H cases)."""
+
+    def test_new_entries_are_typed_merged_ones_stay_as_given(self):
+        old = {"noop": {"lxc": {"num_ttys": 2}}}
+        given = {"noop": {"lxc": {"num_ttys": "3"}, "xen-hvm": {"acpi": "False"},
+                          "chroot": None},
+                 "other": {"xen-hvm": {"pae": "True"}}}
+        echo = os_hvp_echo(old, given)
+        self.assertEqual(echo, {"noop": {"lxc": {"num_ttys": "3"},
+                                         "xen-hvm": {"acpi": False}, "chroot": None},
+                                "other": {"xen-hvm": {"pae": True}}})
+        self.assertEqual(given["noop"]["xen-hvm"], {"acpi": "False"})  # not changed
+
+    def test_a_value_that_cannot_be_typed_is_left_as_given(self):
+        given = {"noop": {"lxc": {"num_ttys": "many"}}}
+        self.assertEqual(os_hvp_echo({}, given), given)

@@ -364,6 +364,17 @@ class RenameTest(InstanceCase):
         self.assertEqual(self.master.daemon.locks.names(LEVEL_INSTANCE), ["inst1.test"])
         self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test"})
 
+    def test_the_unit_records_the_instance_in_the_job_opcode(self):
+        """Ganeti's _ExpandAndLockInstance sets instance_uuid and the full name in the
+        opcode, which the job's ``ops`` echo shows, also when the job fails later."""
+        uuid = self.instance().uuid
+        job_id = self.master.submit({"OP_ID": "OP_INSTANCE_RENAME", "instance_name": "inst1",
+                                     "new_name": "inst2.test", "ip_check": False})
+        status, _results, _log = self.master.finish(job_id)
+        self.assertEqual(status, "error")  # inst2.test resolves to another host
+        (op,) = self.master.client().call("QueryJobs", [job_id], ["ops"])[0][0]
+        self.assertEqual((op["instance_uuid"], op["instance_name"]), (uuid, "inst1.test"))
+
     def test_a_name_resolving_to_another_host_is_refused(self):
         serial = self.instance().serial_no
         cls, msg, code = self.run_error(self.rename("inst2.test", ip_check=False))

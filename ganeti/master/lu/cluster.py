@@ -10,7 +10,12 @@ from ganeti.core import uidpool
 from ganeti.core.errors import ECODE_ENVIRON, OpPrereqError
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterSetParams
-from ganeti.core.params_cluster import check_vg_size, compute_cluster_change, find_iallocator
+from ganeti.core.params_cluster import (
+    check_vg_size,
+    compute_cluster_change,
+    find_iallocator,
+    os_hvp_echo,
+)
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.nodes import fill_candidate_pool
 from ganeti.master.lu.base import LogicalUnit
@@ -71,6 +76,9 @@ class LUClusterSetParams(LogicalUnit):
     def check_prereq(self) -> None:
         # Like Ganeti's, an opcode that changes nothing succeeds (the client
         # asks for at least one option).
+        if self.op.os_hvp:  # (typed before the checks, so also when they fail)
+            self.record_op(os_hvp=os_hvp_echo(self.ctx.config.config.cluster.os_hvp,
+                                              self.op_input["os_hvp"]))
         self.change = compute_cluster_change(self.ctx.config.config, dict(self.op_input))
 
     async def exec(self) -> Any:

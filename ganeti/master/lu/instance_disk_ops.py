@@ -162,7 +162,10 @@ class LUInstanceRecreateDisks(InstanceLU):
         super().expand_names()
         cfg = self.ctx.config.config
         wanted = self.op.node_uuids or self.op.nodes or []
-        self.new_nodes = [nodesmod.find_node(cfg, n).uuid for n in wanted]
+        found = [nodesmod.find_node(cfg, n) for n in wanted]
+        self.new_nodes = [node.uuid for node in found]
+        if found:  # Ganeti's GetWantedNodes result, in the job's opcode
+            self.record_op(node_uuids=self.new_nodes, nodes=[node.name for node in found])
 
     def declare_locks(self, level: int) -> None:
         if self.new_nodes and level in self.NODE_LEVELS:  # Ganeti: only the new nodes

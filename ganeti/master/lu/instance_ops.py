@@ -95,6 +95,8 @@ class InstanceLU(LogicalUnit):
         cfg = self.ctx.config.config
         inst = ic.find_instance(cfg, self.op.instance_name, self.op.instance_uuid)
         self.name = inst.name
+        # Ganeti's _ExpandAndLockInstance sets both in the unit's opcode (the job's echo)
+        self.record_op(instance_uuid=inst.uuid, instance_name=inst.name)
         self.needed_locks[LEVEL_INSTANCE] = [inst.name]
         for level in self.NODE_LEVELS:
             self.needed_locks[level] = []

@@ -248,7 +248,9 @@ class LUInstanceSetParams(InstanceLU):
         its primary (checked in exec) unless ``force``."""
         self.new_pnode: str | None = None
         if self.op.pnode or self.op.pnode_uuid:
-            self.new_pnode = nodesmod.find_node(cfg, self.op.pnode_uuid or self.op.pnode).uuid
+            found = nodesmod.find_node(cfg, self.op.pnode_uuid or self.op.pnode)
+            self.new_pnode = found.uuid
+            self.record_op(pnode_uuid=found.uuid, pnode=found.name)  # as Ganeti's unit
             self.new.primary_node = self.new_pnode
 
     async def _check_pnode_change(self) -> None:

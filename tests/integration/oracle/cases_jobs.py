@@ -154,9 +154,9 @@ CASES = [
     cli("filter-no-command", "gnt-filter"),
     # what other tools answer before instances exist
     cli("os-list", "gnt-os", "list"),
-    # our virtual nodes keep their OS definitions below their own roots: the node name
-    # in the path is masked (the order of the nodes follows their random UUIDs)
-    cli("os-diagnose", "gnt-os", "diagnose", masks=(r"<DIR>/(node\d+\.example\.com)/srv",)),
+    # our virtual nodes keep their OS definitions below their own roots, the real ones
+    # in /usr/share/ganeti/os: the path is masked
+    cli("os-diagnose", "gnt-os", "diagnose", masks=(r"\(path: ([^)]*)\)",)),
     # issue 34: the parameters of every hypervisor Ganeti knows, enabled or not (Ganeti's
     # QA TestOsModifyValid/Invalid); the xen ones are refused by the nodes here, which lack
     # their kernels, in the order of the nodes' random UUIDs (masked)

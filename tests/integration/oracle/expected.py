@@ -21,8 +21,6 @@ MAN_AUTOARCHIVE = ("man page followed: gnt-job(8) says 'autoarchive all' archive
 # -- Parts not built yet.
 NO_HA = ("not built yet: node evacuation, migration and failover come with the "
          "high-availability issue; with instances on both sides Ganeti now runs them")
-OS_SETS = ("set-up: the two sides have different OS definitions installed (ours ships "
-           "its busybox OS, the real cluster Debian's noop)")
 EXT_QUERY_OS = ("extension: /2/query/os (and LUXI Query 'os') answer here; Ganeti's "
                 "luxid answers them 500 and serves OS queries through OP_QUERY only")
 NO_INSTANCES = ("not built yet: the instance operations, OS definitions and the opcodes "
@@ -86,9 +84,6 @@ REASONS: dict[str, str] = {
     "rapi-migrate-node": NO_HA,
     "debug-iallocator-relocate-unknown": NO_INSTANCES,
     "debug-iallocator-allocate-in": NO_INSTANCES,
-    "os-list": OS_SETS,
-    "os-diagnose": OS_SETS,
-    "rapi-operating-systems": OS_SETS,
     "rapi-query-os": EXT_QUERY_OS,
     "cluster-verify": NO_INSTANCE_CHECKS,
     "cluster-verify-ignore-sysrq": NO_INSTANCE_CHECKS,

@@ -232,6 +232,24 @@ class RealSide(Side):
                            check=False)
 
 
+def write_noop_os(top: str) -> None:
+    """The real cluster's OS definition ``noop`` (API 20, variant ``default``, no
+    parameters, scripts that succeed; export writes one byte) as the only OS in
+    ``top``, so that both sides list, diagnose and run the same OS."""
+    shutil.rmtree(top, ignore_errors=True)
+    noop = os.path.join(top, "noop")
+    os.makedirs(noop)
+    for name, text in (("ganeti_api_version", "20\n"), ("variants.list", "default\n"),
+                       ("parameters.list", "")):
+        with open(os.path.join(noop, name), "w", encoding="ascii") as f:
+            f.write(text)
+    for script in ("create", "import", "export", "rename", "verify"):
+        path = os.path.join(noop, script)
+        with open(path, "w", encoding="ascii") as f:
+            f.write("#!/bin/sh\n" + ("printf x\n" if script == "export" else "") + "exit 0\n")
+        os.chmod(path, 0o755)
+
+
 class OurSide(Side):
     """Our daemons: ``ganeti-vcluster`` with the same names, shaped like the real one."""
 
@@ -251,6 +269,8 @@ class OurSide(Side):
              "--ip-base", self.base], timeout=300)
         # As on the real side: the cluster's file storage dir (node 1's) exists.
         os.makedirs(os.path.join(self.root, "srv", "ganeti", "file-storage"), exist_ok=True)
+        for node in NODES:  # the real side's only OS, instead of the ones we ship
+            write_noop_os(os.path.join(self.dir, node, "srv", "ganeti", "os"))
         self.write_instances()
         # Without masterd's watcher service, as the real side runs no watcher: its
         # verify-disks jobs (the cluster has instances) would shift the job ids.  The
