@@ -120,6 +120,15 @@ class ReinstallImageTest(RulesCase):
         self.assertNotIn("os-image", self.instance().osparams)
         self.run_ok(self.op("OP_INSTANCE_REINSTALL", osparams={"token": "x"}))
 
+    def test_an_offline_instance_is_not_reinstalled(self):
+        # Ganeti's INSTANCE_DOWN: stopped, and not marked offline
+        self.run_ok(self.op(MODIFY, offline=True))
+        self.assertEqual(self.run_error(self.op("OP_INSTANCE_REINSTALL")), (
+            "OpPrereqError", "Instance 'inst1.test' is marked to be offline, cannot "
+            "reinstall", "wrong_state"))
+        self.run_ok(self.op(MODIFY, offline=False))
+        self.run_ok(self.op("OP_INSTANCE_REINSTALL"))
+
 
 class RecreateDisksTest(RulesCase):
     """Ganeti's QA TestRecreateDisks, on a file and a diskless instance."""

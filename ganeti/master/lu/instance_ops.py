@@ -51,6 +51,8 @@ OS_IMAGE = "os-image"
 #: Ganeti's ``utils.io.URL_RE``.
 _URL_RE = re.compile(r"(https?|ftps?)://")
 NOT_RUNNING = (c.ADMINST_DOWN, c.ADMINST_OFFLINE)
+#: Ganeti's ``INSTANCE_DOWN``: stopped, not offline (reinstall)
+DOWN = (c.ADMINST_DOWN,)
 
 
 def check_admin_state(inst: Instance, states: tuple[str, ...], msg: str | None = None) -> None:
@@ -488,7 +490,7 @@ class LUInstanceReinstall(InstanceLU):
                                                             "cannot reinstall")
         if not inst.disks:
             raise OpPrereqError(f"Instance '{inst.name}' has no disks", ECODE_INVAL)
-        check_admin_state(inst, NOT_RUNNING, "cannot reinstall")
+        check_admin_state(inst, DOWN, "cannot reinstall")
         self.os_name = self.op.os_type or inst.os
         if not self.os_name:
             raise OpPrereqError("No OS given and the instance has none", ECODE_INVAL)
