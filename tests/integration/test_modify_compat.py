@@ -151,9 +151,11 @@ class ModifyCompatTest(SynchronousTestCase):
         code, _, err = self.debian("cluster", "modify", "--mac-prefix", "zz:00:00")
         self.assertEqual(code, 1)
         self.assertIn("Invalid MAC address prefix 'zz:00:00'", err)
-        code, _, err = self.debian("cluster", "modify", "--master-netdev", "eth9")
-        self.assertEqual(code, 1)
-        self.assertIn("not supported yet", err)
+        # as Ganeti's: the master IP goes down and comes up again on the (same) device
+        netdev = info["master_netdev"]
+        code, out, err = self.debian("cluster", "modify", "--master-netdev", netdev)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.info()["master_netdev"], netdev)
 
     def test_drbd_change_prints_ganeti_warnings(self):
         code, out, err = self.debian("cluster", "modify", "-D", "drbd:c-plan-ahead=10")

@@ -508,8 +508,12 @@ class LUInstanceReinstall(InstanceLU):
             cfg.cluster, self.os_name, get_updated_params(inst.osparams, self.op.osparams or {}),
             get_updated_params(inst.osparams_private, self.op.osparams_private or {}),
             self.op.osparams_secret or {})
+        # Our create takes an OS name without its variant where Ganeti's refuses it
+        # (docs/compat.md): the OS an instance was created with is reinstalled as is
+        kept_os = not self.op.os_type or self.op.os_type == inst.os
         await check_os_params(self.ctx, True, sorted(nodesmod.instance_nodes(cfg, inst)),
-                              self.os_name or "", osp, self.op.force_variant, prereq=False)
+                              self.os_name or "", osp, self.op.force_variant or kept_os,
+                              prereq=False)
         if self.op.dry_run:
             return None
         if self.op.os_type and self.op.os_type != inst.os:

@@ -56,6 +56,9 @@ export function useCredentials() {
 /**
  * GET path as JSON.  options.credentials ("same-origin") sends the browser's
  * credentials with this request whatever the page does for its other reads.
+ * options.optional: a read the page can do without (our extensions): a 401 or
+ * 403 fails it quietly, without asking the browser for credentials or changing
+ * how the page's other reads are made.
  */
 export async function getJson(path, options = {}) {
   // absolute on the origin: a relative URL would take over user:password@ from
@@ -64,6 +67,9 @@ export async function getJson(path, options = {}) {
   const url = new URL(path, window.location.origin);
   const mode = options.credentials || credentialsMode;
   let response = await fetchJson(url, mode);
+  if (options.optional && (response.status === 401 || response.status === 403)) {
+    throw new HttpError(response.status, `${path}: ${response.status}`);
+  }
   if (response.status === 401 && mode === "omit") {
     credentialsMode = "same-origin";
     const hint = setTimeout(() => setMessage("auth", AUTH_MESSAGE), AUTH_HINT_DELAY_MS);

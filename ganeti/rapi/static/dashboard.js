@@ -345,10 +345,11 @@ let jobsReady = false;
 async function loadJobs() {
   const token = store.beginSnapshot();
   try {
-    // Ganeti's job list, plus our wait reasons (a query field Ganeti does not have)
+    // Ganeti's job list, plus our wait reasons (a query field Ganeti does not have;
+    // RAPI's queries need a user: an anonymous reader gets them from the feed only)
     const [list, reasons] = await Promise.all([
       getJson("/2/jobs?bulk=1"),
-      getJson("/2/query/job?fields=id,wait_reason").catch(() => null)]);
+      getJson("/2/query/job?fields=id,wait_reason", { optional: true }).catch(() => null)]);
     const result = store.applySnapshot(token, withWaitReasons(list, reasons));
     if (result) {
       jobsReady = true;
