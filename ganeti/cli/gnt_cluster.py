@@ -135,6 +135,15 @@ def _ts(value: Any) -> str:
     return datetime.datetime.fromtimestamp(value).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def cmd_show_ispecs_cmd(ctx: Context, opts: argparse.Namespace) -> int:
+    """Print the ``gnt-cluster init`` command line that recreates the cluster's
+    instance specs (Ganeti's ``show-ispecs-cmd``)."""
+    info = ctx.luxi().query_cluster_info()
+    ctx.out(f"gnt-cluster init{ipolicy_opts.ipolicy_command(info['ipolicy'], False)} "
+            f"{info['name']}")
+    return constants.EXIT_SUCCESS
+
+
 def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
     """Show the cluster's parameters."""
     info = ctx.luxi().query_cluster_info()
@@ -372,6 +381,8 @@ def cmd_deactivate_master_ip(ctx: Context, opts: argparse.Namespace) -> int:
 COMMANDS = [
     Command("init", cmd_init, "Initialise a new cluster on this node", _setup_init),
     Command("info", cmd_info, "Show the cluster's parameters"),
+    Command("show-ispecs-cmd", cmd_show_ispecs_cmd,
+            "Show the command line to re-create the cluster's instance specs"),
     Command("getmaster", cmd_getmaster, "Print the master node's name"),
     Command("version", cmd_version, "Print software and interface versions"),
     Command("modify", gnt_cluster_modify.cmd_modify, "Change the cluster's parameters",

@@ -219,6 +219,22 @@ def cmd_info(ctx: Context, opts: argparse.Namespace) -> int:
     return c.EXIT_SUCCESS
 
 
+def _setup_show_ispecs(p: argparse.ArgumentParser) -> None:
+    _setup_names(p)
+    p.add_argument("--include-defaults", dest="include_defaults", action="store_true",
+                   help="include the values the groups inherit from the cluster")
+
+
+def cmd_show_ispecs_cmd(ctx: Context, opts: argparse.Namespace) -> int:
+    """Print a ``gnt-group add`` command line per group that recreates its instance
+    specs (Ganeti's ``show-ispecs-cmd``: the group's own specs, or with
+    ``--include-defaults`` the effective ones)."""
+    field = "ipolicy" if opts.include_defaults else "custom_ipolicy"
+    for name, ipolicy in table.query_rows(ctx, c.QR_GROUP, ["name", field], opts.names):
+        ctx.out(f"gnt-group add{ipolicy_opts.ipolicy_command(ipolicy or {}, True)} {name}")
+    return c.EXIT_SUCCESS
+
+
 # --- tags ------------------------------------------------------------------------
 
 def _setup_one_group(p: argparse.ArgumentParser) -> None:
@@ -261,6 +277,9 @@ COMMANDS = [
     Command("list-fields", cmd_list_fields, "List the fields available for node groups",
             _setup_list_fields),
     Command("info", cmd_info, "Show the parameters of node groups", _setup_names),
+    Command("show-ispecs-cmd", cmd_show_ispecs_cmd,
+            "Show the command line to re-create node groups' instance specs",
+            _setup_show_ispecs),
     Command("list-tags", cmd_list_tags, "List the tags of a node group", _setup_one_group),
     Command("add-tags", cmd_add_tags, "Add tags to a node group", _setup_tags),
     Command("remove-tags", cmd_remove_tags, "Remove tags from a node group", _setup_tags),

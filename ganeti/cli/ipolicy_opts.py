@@ -182,3 +182,24 @@ def policy_info(custom: Mapping[str, Any] | None, effective: Mapping[str, Any],
         else:
             info.append((key, f"default ({_ratio(effective.get(key))})"))
     return info
+
+
+def _specs_text(specs: Mapping[str, Any]) -> str:
+    return ",".join(f"{key}={value}" for key, value in sorted(specs.items()))
+
+
+def ipolicy_command(ipolicy: Mapping[str, Any], group: bool) -> str:
+    """The options that recreate a policy's specs, as Ganeti's ``show-ispecs-cmd``
+    prints them: ``--ipolicy-std-specs`` (cluster only) and
+    ``--ipolicy-bounds-specs`` (``min:…/max:…``, bounds sets joined by ``//``), each
+    with its keys sorted; empty when the policy sets no specs."""
+    parts = []
+    std = ipolicy.get(c.IPOLICY_STD) if not group else None
+    if std:
+        parts.append(f" --ipolicy-std-specs {_specs_text(std)}")
+    bounds = [f"min:{_specs_text(mm[c.ISPECS_MIN])}/max:{_specs_text(mm[c.ISPECS_MAX])}"
+              for mm in ipolicy.get(c.IPOLICY_MINMAX) or []
+              if mm.get(c.ISPECS_MIN) and mm.get(c.ISPECS_MAX)]
+    if bounds:
+        parts.append(" --ipolicy-bounds-specs " + "//".join(bounds))
+    return "".join(parts)

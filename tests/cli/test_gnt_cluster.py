@@ -1,5 +1,6 @@
 """gnt-cluster, in process: argv, stdout, stderr and the LUXI client injected."""
 
+import copy
 import io
 import os
 import stat
@@ -54,6 +55,21 @@ class QueryCommandsTest(CliTestCase):
                      "Default hypervisor: fake", "  candidate pool size: 10",
                      "Instance policy - limits for instances: "):
             self.assertIn(line + "\n", r.out)
+
+    def test_show_ispecs_cmd_as_ganeti_prints_it(self):
+        """Ganeti's QA TestClusterModifyISpecs reads this back (sorted keys; std, then
+        the bounds sets joined by //)."""
+        self.cfg.cluster.ipolicy["minmax"].append(copy.deepcopy(
+            self.cfg.cluster.ipolicy["minmax"][0]))
+        r = self.run_cli("show-ispecs-cmd")
+        self.assertEqual(r.code, 0, r.err)
+        bounds = ("min:cpu-count=1,disk-count=1,disk-size=1024,memory-size=128,nic-count=1,"
+                  "spindle-use=1/max:cpu-count=8,disk-count=16,disk-size=1048576,"
+                  "memory-size=32768,nic-count=8,spindle-use=12")
+        self.assertEqual(r.out, (
+            "gnt-cluster init --ipolicy-std-specs cpu-count=1,disk-count=1,disk-size=1024,"
+            f"memory-size=128,nic-count=1,spindle-use=1 --ipolicy-bounds-specs {bounds}//"
+            f"{bounds} {self.cfg.cluster.cluster_name}\n"))
 
     def test_info_instance_policy_as_ganeti_prints_it(self):
         """Ganeti's layout, which Ganeti's QA reads back as YAML (qa_utils.ParseIPolicy)."""

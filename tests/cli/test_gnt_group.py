@@ -189,6 +189,19 @@ class InfoTest(FakeGroupTestCase):
         self.assertEqual(r.code, 0, r.err)
 
 
+class ShowIspecsCmdTest(FakeGroupTestCase):
+    def test_own_specs_or_with_defaults_as_ganeti_prints_them(self):
+        # Ganeti's PrintIPolicyCommand for a group: bounds only (no std), keys sorted
+        r = self.group("show-ispecs-cmd")
+        self.assertEqual(r.code, 0, r.err)
+        self.assertEqual(r.out, "gnt-group add default\n"
+                                "gnt-group add --ipolicy-bounds-specs min:cpu-count=2/"
+                                "max:cpu-count=4 rack2\n")
+        r = self.group("show-ispecs-cmd", "--include-defaults", "default")
+        self.assertEqual(r.out, "gnt-group add --ipolicy-bounds-specs min:cpu-count=1,"
+                                "memory-size=128/max:cpu-count=8,memory-size=32768 default\n")
+
+
 class AddModifyTest(FakeGroupTestCase):
     def test_add_with_every_option(self):
         r = self.group("add", "--alloc-policy", "unallocable", "-N", "ssh_port=2222",

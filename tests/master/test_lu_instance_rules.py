@@ -55,7 +55,32 @@ class OnlineOfflineTest(RulesCase):
         self.assertEqual(self.instance().admin_state, c.ADMINST_UP)
 
 
+class OfflineShutdownTest(RulesCase):
+    def test_a_forced_shutdown_keeps_an_offline_instance_offline(self):
+        # Ganeti's QA TestInstanceStoppedModify: shutdown --force of an offline
+        # instance must not mark it down, so that a start is still refused
+        self.run_ok(self.op(MODIFY, offline=True))
+        status, _results, log = self.master.finish(self.master.submit(
+            self.op("OP_INSTANCE_SHUTDOWN", force=True)))
+        self.assertEqual(status, "success")
+        self.assertIn(" - WARNING: Ignoring offline instance check", log)
+        self.assertEqual(self.instance().admin_state, c.ADMINST_OFFLINE)
+        self.assertEqual(self.run_error(self.op("OP_INSTANCE_STARTUP")), (
+            "OpPrereqError", "Instance 'inst1.test' is marked to be offline, can't use "
+            "instance from outside up, down states", "wrong_state"))
+        self.run_ok(self.op(MODIFY, offline=False))
+        self.start()
+
+
 class RunningInstanceDevicesTest(RulesCase):
+    def test_a_new_disk_with_spindles_needs_exclusive_storage(self):
+        # Ganeti's QA TestInstanceModifyDisks: --disk add:size=1G,spindles=1 must fail
+        op = self.op(MODIFY, disks=[["add", {"size": 8, "spindles": 1}]], ignore_ipolicy=True)
+        self.assertEqual(self.run_error(op), (
+            "OpPrereqError", "Spindles in instance disks cannot be specified when exclusive "
+            "storage is not active", "wrong_input"))
+        self.assertEqual(len(self.instance().disks), 1)
+
     def test_nics_and_a_new_disk_without_hotplug(self):
         self.start()
         result = self.run_ok(self.op(MODIFY, nics=[["add", {}]], ignore_ipolicy=True))

@@ -200,10 +200,8 @@ class LUInstanceRecreateDisks(InstanceLU):
                                 "same time", ECODE_INVAL)
         nodes = self.new_nodes or sorted(nodesmod.instance_nodes(cfg, inst))
         excl = any(instance_storage.exclusive_storage(cfg, cfg.nodes[n]) for n in nodes)
-        for params in self.indices.values():  # Ganeti's CheckSpindlesExclusiveStorage
-            if not excl and params.get("spindles") is not None:
-                raise OpPrereqError("Spindles in instance disks cannot be specified when "
-                                    "exclusive storage is not active", ECODE_INVAL)
+        for params in self.indices.values():
+            instance_storage.check_spindles(params, excl, False)
 
     async def exec(self) -> Any:
         inst = self.instance

@@ -247,7 +247,7 @@ class LUInstanceShutdown(InstanceLU):
         if not self.op.force:
             check_admin_state(inst, ONLINE)
         else:
-            self.ctx.feedback("message", "Ignoring offline instance check")
+            self.ctx.feedback("message", " - WARNING: Ignoring offline instance check")
         node = self.ctx.config.config.nodes[inst.primary_node]
         self.primary_offline = node.offline
         if self.primary_offline and self.op.ignore_offline_nodes:
@@ -258,7 +258,9 @@ class LUInstanceShutdown(InstanceLU):
     async def exec(self) -> Any:
         if self.op.dry_run:
             return None
-        if not self.op.no_remember:
+        # Ganeti's: an instance marked offline stays so (marking it down would
+        # clear the flag, and a start would then be allowed)
+        if not self.op.no_remember and self.instance.admin_state in ONLINE:
             await self.set_admin_state(c.ADMINST_DOWN,
                                        self.op.admin_state_source or c.ADMIN_SOURCE)
         if self.primary_offline:

@@ -327,6 +327,9 @@ class LUInstanceSetParams(InstanceLU):
                     raise OpPrereqError(f"Number of disks would be {len(disks) + 1}, "
                                         f"which exceeds the maximum of {MAX_DISKS}",
                                         ECODE_STATE)
+                excl = any(instance_storage.exclusive_storage(cfg, cfg.nodes[n])
+                           for n in nodesmod.instance_nodes(cfg, inst) if n in cfg.nodes)
+                instance_storage.check_spindles(params, excl, True)
                 spec = check_disk_specs(inst.disk_template or c.DT_PLAIN, [params])[0][0]
                 idx = _find(disks, ident, "disk", adding=True)
                 placeholder = Disk(uuid=f"new-{len(self.specs_to_add)}", dev_type="placeholder",

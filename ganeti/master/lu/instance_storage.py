@@ -106,6 +106,17 @@ def exclusive_storage(cfg: ConfigData, node: Node) -> bool:
                 .get(constants.ND_EXCLUSIVE_STORAGE, False))
 
 
+def check_spindles(params: dict[str, Any], excl: bool, required: bool) -> None:
+    """Ganeti's CheckSpindlesExclusiveStorage: spindles only with exclusive storage,
+    and (when ``required``) always with it."""
+    if not excl and params.get("spindles") is not None:
+        raise OpPrereqError("Spindles in instance disks cannot be specified when "
+                            "exclusive storage is not active", ECODE_INVAL)
+    if excl and required and params.get("spindles") is None:
+        raise OpPrereqError("You must specify spindles in instance disks when exclusive "
+                            "storage is active", ECODE_INVAL)
+
+
 def info_text(instance: Instance) -> str:
     """The text a new device is tagged with (Ganeti's ``GetInstanceInfoText``)."""
     return f"originstname+{instance.name}"
