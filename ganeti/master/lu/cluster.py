@@ -122,22 +122,27 @@ class LUClusterSetParams(LogicalUnit):
             await self._master_ip_up(self.op.master_netdev)
         return None
 
+    async def _master_ip_call(self, call: str) -> Any:
+        """The master's node daemon's answer to ``node_(de)activate_master_ip``."""
+        cfg = self.ctx.config.config
+        master = cfg.nodes[cfg.cluster.master_node]
+        results = await self.ctx.rpc().call(
+            [nodesmod.target(master)], call,
+            [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
+        return results[master.name]
+
     async def _master_ip_down(self, new: Any) -> None:
         """Ganeti's: the master IP goes down on the current device (a failure fails
         the job unless ``force``), and the new device is recorded."""
-        cfg = self.ctx.config.config
-        current = cfg.cluster.master_netdev
+        current = self.ctx.config.config.cluster.master_netdev
         self.ctx.feedback("message", f"Shutting down master ip on the current netdev "
                                      f"({current})")
-        master = cfg.nodes[cfg.cluster.master_node]
-        results = await self.ctx.rpc().call(
-            [nodesmod.target(master)], "node_deactivate_master_ip",
-            [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
+        result = await self._master_ip_call("node_deactivate_master_ip")
         if self.op.force:
-            results[master.name].warn("Could not disable the master ip (continuing anyway)",
-                                      lambda text: self.ctx.feedback("message", text))
+            result.warn("Could not disable the master ip (continuing anyway)",
+                        lambda text: self.ctx.feedback("message", text))
         else:
-            results[master.name].raise_if_failed("Could not disable the master ip")
+            result.raise_if_failed("Could not disable the master ip")
         self.ctx.feedback("message", f"Changing master_netdev from {current} to "
                                      f"{self.op.master_netdev}")
         new.master_netdev = self.op.master_netdev
@@ -145,17 +150,11 @@ class LUClusterSetParams(LogicalUnit):
     async def _master_ip_up(self, netdev: str) -> None:
         """Ganeti's: the master IP comes up on the new device; a failure is a warning
         (LogWarning's)."""
-        cfg = self.ctx.config.config
         self.ctx.feedback("message", f"Starting the master ip on the new master netdev "
                                      f"({netdev})")
-        master = cfg.nodes[cfg.cluster.master_node]
-        results = await self.ctx.rpc().call(
-            [nodesmod.target(master)], "node_activate_master_ip",
-            [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
-        results[master.name].warn("Could not re-enable the master ip on the master, "
-                                  "please restart manually",
-                                  lambda text: self.ctx.feedback("message",
-                                                                 f" - WARNING: {text}"))
+        result = await self._master_ip_call("node_activate_master_ip")
+        result.warn("Could not re-enable the master ip on the master, please restart "
+                    "manually", lambda text: self.ctx.feedback("message", f" - WARNING: {text}"))
 
     async def _change_master_netmask(self, netmask: int) -> None:
         """Ganeti's: the master's node daemon moves the master IP to the new netmask; a
