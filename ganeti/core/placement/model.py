@@ -34,6 +34,10 @@ _DISK_SPACE = {
 
 #: Templates whose instances live on two nodes (Ganeti's DTS_INT_MIRROR).
 INTERNALLY_MIRRORED = frozenset({constants.DT_DRBD8})
+#: Templates whose disks another node can reach: mirrored or shared (DTS_MIRRORED).
+MIRRORED = INTERNALLY_MIRRORED | frozenset({
+    constants.DT_BLOCK, constants.DT_DISKLESS, constants.DT_EXT, constants.DT_GLUSTER,
+    constants.DT_RBD, constants.DT_SHARED_FILE})
 
 
 def disk_space(disks: Iterable[tuple[str, int]]) -> int:
@@ -267,6 +271,6 @@ class Cluster:
         return problems
 
 
-__all__ = ["DRBD_META_SIZE", "INTERNALLY_MIRRORED", "Cluster", "Disk", "Group", "IPolicy",
+__all__ = ["DRBD_META_SIZE", "INTERNALLY_MIRRORED", "MIRRORED", "Cluster", "Disk", "Group", "IPolicy",
            "ISpec", "Instance", "Nic", "Node", "NodeResources", "disk_space",
            "required_nodes"]

@@ -11,7 +11,7 @@ typed.  :data:`REQUEST_TYPES` maps a wire name to its class.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
 from ganeti.core.errors import ResultValidationError
@@ -127,6 +127,9 @@ class Allocate:
     disk_space_total: int = field(default=-1)
 
     def __post_init__(self) -> None:
+        # Ganeti gives every disk of the request the instance's template as its type
+        object.__setattr__(self, "disks", tuple(
+            d if d.dev_type else replace(d, dev_type=self.disk_template) for d in self.disks))
         if not self.required_nodes:
             object.__setattr__(self, "required_nodes", required_nodes(self.disk_template))
         if self.disk_space_total < 0:
@@ -139,8 +142,8 @@ class Allocate:
             "name": self.name, "disk_template": self.disk_template,
             "group_name": self.group_name, "tags": list(self.tags), "os": self.os,
             "vcpus": self.vcpus, "memory": self.memory, "spindle_use": self.spindle_use,
-            "disks": [{"size": d.size, "mode": d.mode, "dev_type": d.dev_type or
-                       self.disk_template} for d in self.disks],
+            "disks": [{"size": d.size, "mode": d.mode, "dev_type": d.dev_type}
+                      for d in self.disks],
             "disk_space_total": self.disk_space_total,
             "nics": [dict(n) for n in self.nics],
             "required_nodes": self.required_nodes, "hypervisor": self.hypervisor,
