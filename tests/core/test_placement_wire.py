@@ -53,7 +53,8 @@ class RealInputTest(SynchronousTestCase):
         self.assertEqual(node1.resources.i_pri_memory, 256)
         self.assertEqual(node1.resources.i_pri_up_memory, 256)
         self.assertEqual(cluster.nodes["node2.example.com"].tags, ("ntag",))
-        inst1, inst2 = cluster.instances["inst1.example.com"], cluster.instances["inst2.example.com"]
+        inst1 = cluster.instances["inst1.example.com"]
+        inst2 = cluster.instances["inst2.example.com"]
         self.assertEqual((inst1.primary, inst1.secondaries, inst1.running),
                          ("node1.example.com", (), True))
         self.assertEqual((inst1.disk_template, inst1.disk_space_total), ("file", 512))

@@ -128,6 +128,24 @@ class BuildTest(SynchronousTestCase):
         self.assertEqual(sorted(data["nodes"]), ["node1.test", "node2.test", "node3.test"])
         self.assertEqual(wire.render_input(wire.parse_input(data)), data)
 
+    def test_same_keys_as_real_ganeti(self):
+        """Every part carries the keys Debian's Ganeti 3.0 puts there (its input is kept
+        in tests/data/iallocator/allocate.in.json)."""
+        with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "data",
+                               "iallocator", "allocate.in.json")) as f:
+            real = json.load(f)
+        ours = wire.render_input(build.build_input(self.cfg, allocate(), live(self.cfg)))
+
+        def keys(data, part):
+            return set(next(iter(data[part].values())))
+
+        self.assertEqual(set(ours), set(real))
+        for part in ("nodes", "instances", "nodegroups"):
+            self.assertEqual(keys(ours, part), keys(real, part), part)
+        self.assertEqual(set(ours["request"]), set(real["request"]))
+        self.assertEqual(set(ours["nodes"]["node1.test"]["ndparams"]),
+                         set(real["nodes"]["node1.example.com"]["ndparams"]))
+
     def test_live_from_node_info(self):
         payload = {"memory_total": 8000, "memory_free": 5000, "memory_dom0": 700,
                    "cpu_total": 4, "cpu_dom0": 4, "disk_total": 50, "disk_free": 20,

@@ -9,7 +9,7 @@ protocol.  The model holds exactly what the version-2 input carries (seed 002,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,7 +20,7 @@ DRBD_META_SIZE = 128
 
 #: Disk space a disk of each template takes on its node(s), from its size
 #: (Ganeti's ``ComputeDiskSize``): block devices and diskless take none here.
-_DISK_SPACE = {
+_DISK_SPACE: dict[str, Callable[[int], int]] = {
     constants.DT_DISKLESS: lambda size: 0,
     constants.DT_PLAIN: lambda size: size,
     constants.DT_DRBD8: lambda size: size + DRBD_META_SIZE,
@@ -271,6 +271,6 @@ class Cluster:
         return problems
 
 
-__all__ = ["DRBD_META_SIZE", "INTERNALLY_MIRRORED", "MIRRORED", "Cluster", "Disk", "Group", "IPolicy",
-           "ISpec", "Instance", "Nic", "Node", "NodeResources", "disk_space",
+__all__ = ["DRBD_META_SIZE", "INTERNALLY_MIRRORED", "MIRRORED", "Cluster", "Disk", "Group",
+           "IPolicy", "ISpec", "Instance", "Nic", "Node", "NodeResources", "disk_space",
            "required_nodes"]

@@ -23,10 +23,10 @@ from ganeti.core.placement.shapes import (
     NODE_LIST,
     STRING,
     Shape,
-    bad,
     as_int,
     as_str,
     as_str_list,
+    bad,
     get,
 )
 

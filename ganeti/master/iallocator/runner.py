@@ -138,7 +138,7 @@ class _Allocator(protocol.ProcessProtocol):
             return
         self.out[childFD].append(data)
 
-    def processExited(self, reason: Failure) -> None:  # noqa: N802 (Twisted's)
+    def processExited(self, reason: Failure) -> None:
         # something the program left behind may hold its pipes: stop reading after a while
         self.linger = self.clock.callLater(self.grace, self._close_pipes)
 
@@ -147,7 +147,7 @@ class _Allocator(protocol.ProcessProtocol):
         if self.transport is not None:
             self.transport.loseConnection()
 
-    def processEnded(self, reason: Failure) -> None:  # noqa: N802 (Twisted's)
+    def processEnded(self, reason: Failure) -> None:
         if self.linger is not None and self.linger.active():
             self.linger.cancel()
         code: int | None = 0
