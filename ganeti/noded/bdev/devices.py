@@ -138,9 +138,9 @@ async def create(ctx: NodeContext, disk: dict[str, Any], size: int, on_primary: 
     for child_disk in _child_disks(disk):
         child = build(ctx, child_disk)
         try:
-            await _assemble(child, on_primary)
-            if used_here:
-                await child.open()
+            assembled = await _assemble(child, on_primary)
+            if assembled and used_here and not (on_primary or child.open_on_secondary):
+                await child.open()  # the parent needs it open (not opened yet)
         except BlockDeviceError as err:
             raise BlockDeviceError(f"Can't assemble device {child}: {err}") from None
         children.append(child)
