@@ -12,6 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import storagetypes
 from ganeti.noded.bdev import blockdev, devices, lvm
+from ganeti.noded.bdev import paths as bdevpaths
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.device import BlockDevice, SyncStatus
 from tests.fakes.fakelvm import FakeLvm
@@ -182,6 +183,8 @@ class DeviceContract(NodeCalls):
         self.assertEqual(run(dev.combined_sync_status()), status)
         self.assertEqual(run(dev.dimensions()), [4 * MIB, self.spindles])
         self.assertEqual(dev.unique_id, disk["logical_id"])
+        self.assertEqual(bdevpaths.device_path(disk), self.wire_path(disk))
+        self.assertEqual(bdevpaths.device_path(disk, self.paths), dev.local_path())
         assembled = run(devices.assemble_device(ctx, disk))
         self.assertEqual(assembled.dev_path, self.wire_path(disk))
         run(dev.open())

@@ -103,6 +103,14 @@ class AdoptedDevice(BlockDevice):
         self.dev_path = await self.ctx.run(check, self.disk)
         self.attached = True
 
+    @classmethod
+    def static_path(cls, dev_type: str, logical_id: Sequence[str]) -> str:
+        """The adopted device, ``logical_id[1]`` (absolute)."""
+        path = str(logical_id[1])
+        if not path.startswith("/"):
+            raise ValueError(f"{dev_type} disk path {path!r} is not absolute")
+        return path
+
     async def remove(self) -> None:
         """The device is the administrator's: it stays."""
 

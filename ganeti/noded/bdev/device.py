@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ganeti.core import storagetypes
+from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext
 from ganeti.noded.bdev.base import BlockDeviceError
 
@@ -209,16 +210,23 @@ class BlockDevice:
         raise NotImplementedError
 
     @classmethod
-    def local_path_of(cls, ctx: NodeContext, wire_path: str) -> str:
-        """A device path of this type as it is on this node (the wire's path, but for
-        files below a virtual node's root)."""
+    def static_path(cls, dev_type: str, logical_id: Sequence[str]) -> str:
+        """The path a device of this type always has, from its logical id (Ganeti's
+        ``StaticDevPath``; ``logical_id`` is two non-empty strings); ValueError for a
+        type without one or a malformed id.  Pure: no I/O, no checks on the node."""
+        raise ValueError(f"no device path for disks of type {dev_type!r}")
+
+    @classmethod
+    def local_path_of(cls, paths: Paths, wire_path: str) -> str:
+        """A device path of this type as it is on the node of ``paths`` (the wire's
+        path, but for files below a virtual node's root)."""
         return wire_path
 
     def local_path(self) -> str | None:
         """The (attached) device's path on this node, None if it has none."""
         if self.dev_path is None:
             return None
-        return self.local_path_of(self.ctx, self.dev_path)
+        return self.local_path_of(self.ctx.paths, self.dev_path)
 
 
 class DisklessDevice(BlockDevice):

@@ -191,7 +191,7 @@ async def dimensions(ctx: NodeContext, disk: dict[str, Any]) -> list[Any] | None
 def local_path(ctx: NodeContext, kind: str, wire_path: str) -> str:
     """A device path of a disk of template ``kind`` as it is on this node (file disks
     live under the node's root)."""
-    return device_class({"dev_type": kind}).local_path_of(ctx, wire_path)
+    return device_class({"dev_type": kind}).local_path_of(ctx.paths, wire_path)
 
 
 def link_dir(ctx: NodeContext) -> str:

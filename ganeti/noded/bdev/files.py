@@ -240,9 +240,17 @@ class FileDevice(BlockDevice):
         return dims
 
     @classmethod
-    def local_path_of(cls, ctx: NodeContext, wire_path: str) -> str:
-        """The file below this node's root (see :func:`local`)."""
-        return local(ctx.paths, wire_path)
+    def static_path(cls, dev_type: str, logical_id: Sequence[str]) -> str:
+        """The file, ``logical_id[1]`` (absolute)."""
+        path = str(logical_id[1])
+        if not path.startswith("/"):
+            raise ValueError(f"{dev_type} disk path {path!r} is not absolute")
+        return path
+
+    @classmethod
+    def local_path_of(cls, paths: Paths, wire_path: str) -> str:
+        """The file below the node's root (see :func:`local`)."""
+        return local(paths, wire_path)
 
 
 # -- file storage directories --------------------------------------------------------------

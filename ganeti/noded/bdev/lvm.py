@@ -197,6 +197,14 @@ class LogicalVolume(BlockDevice):
         dev.dev_path, dev.attached = f"/dev/{vg}/{lv}", True
         return dev
 
+    @classmethod
+    def static_path(cls, dev_type: str, logical_id: Sequence[str]) -> str:
+        """``/dev/<vg>/<lv>``."""
+        vg, lv = str(logical_id[0]), str(logical_id[1])
+        if "/" in vg or "/" in lv or vg in (".", "..") or lv in (".", ".."):
+            raise ValueError(f"invalid volume group/logical volume name {vg!r}/{lv!r}")
+        return f"/dev/{vg}/{lv}"
+
     async def attach(self) -> bool:
         """Whether the volume exists (its report row is kept)."""
         vg, lv = vg_lv(self.disk)
