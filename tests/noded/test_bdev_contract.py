@@ -5,16 +5,19 @@ the node's RPC handlers and on the device objects themselves."""
 
 import os
 import stat
+from dataclasses import replace
 from types import SimpleNamespace
 
 from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import storagetypes
+from ganeti.noded.backend.registry import handlers
 from ganeti.noded.bdev import blockdev, devices, lvm
 from ganeti.noded.bdev import paths as bdevpaths
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.device import BlockDevice, SyncStatus
+from ganeti.noded.server import make_site
 from tests.fakes.fakelvm import FakeLvm
 from tests.noded.helpers import MemoryNode, node_paths
 from tests.noded.test_bdev_files import NodeCalls
@@ -262,3 +265,34 @@ class AdoptedContractTest(DeviceContract, SynchronousTestCase):
         disk = self.new_disk()
         st = self.ok("blockdev_find", [disk])
         self.assertEqual((st["major"], st["minor"]), (8, 16))
+
+
+class FakeKvm:
+    """Records what ``blockdev_grow`` tells the running guests (``disk_grown``)."""
+
+    def __init__(self):
+        self.grown = []
+
+    async def disk_grown(self, path, size):
+        self.grown.append((path, size))
+        return []
+
+
+class GrowTellsRunningGuestsTest(NodeCalls, SynchronousTestCase):
+    def setUp(self):
+        self.paths = node_paths(self)
+        with open(os.path.join(self.paths.conf_dir, "file-storage-paths"), "w") as f:
+            f.write(DIR + "\n")
+        self.kvm = FakeKvm()
+        self.node = MemoryNode(self.paths)
+        self.node.ctx = replace(self.node.ctx, kvm=self.kvm)
+        self.node.site = make_site(self.node.ctx, handlers())
+
+    def test_the_grown_file_is_named_by_its_path_on_the_node(self):
+        self.ok("file_storage_dir_create", [DIR + "/inst1"])
+        disk = FileContractTest.disk(self, "d0")
+        self.ok("blockdev_create", [disk, 4, "inst1", True, "", False])
+        self.ok("blockdev_grow", [disk, 2, True, True, False])
+        self.assertEqual(self.kvm.grown, [])  # a dry run tells nobody
+        self.ok("blockdev_grow", [disk, 2, False, True, False])
+        self.assertEqual(self.kvm.grown, [(self.paths.root + DIR + "/inst1/d0", 6 * MIB)])
