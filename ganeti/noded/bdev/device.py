@@ -233,7 +233,6 @@ class DisklessDevice(BlockDevice):
     """The ``diskless`` template: no device.  Creating, assembling, shutting down and
     removing do nothing; it is never found."""
 
-    exclusive_storage = False
     holds_data = False
     accepts_import = False
 
