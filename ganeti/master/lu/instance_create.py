@@ -26,6 +26,7 @@ from ganeti.core.errors import (
     ECODE_NOTUNIQUE,
     ECODE_STATE,
     GenericError,
+    OpExecError,
     OpPrereqError,
 )
 from ganeti.core.objects import ConfigData, Disk, Instance
@@ -36,7 +37,7 @@ from ganeti.core.params_types import parse_unit
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
-from ganeti.master.lu import backup_import, instance_policy, osoutput
+from ganeti.master.lu import backup_import, instance_policy, osimage, osoutput
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu import instance_storage as storage
 from ganeti.master.lu.base import LogicalUnit
@@ -132,6 +133,7 @@ class LUInstanceCreate(LogicalUnit):
             raise OpPrereqError("Remote imports are not supported yet", ECODE_INVAL)
         if op.mode == "import":
             backup_import.check_import_arguments(self)
+        osimage.check_os_image(op.osparams)
         if op.mode == "create" and op.os_type is None:
             raise OpPrereqError("No guest OS or OS image specified", ECODE_INVAL)
         if len(op.disks) > MAX_DISKS:
@@ -349,6 +351,7 @@ class LUInstanceCreate(LogicalUnit):
                            else None)
         self.release_locks(LEVEL_NODE_RES)
         if op.mode == "create" and not op.no_install:
+            await self._image(inst, disks)
             await self._install(inst, disks)
         elif op.mode == "import":
             try:
@@ -389,6 +392,20 @@ class LUInstanceCreate(LogicalUnit):
             cfg.instances[inst.uuid] = inst.clone()
             ic.commit_nic_ips(cfg, inst.nics)
         return change
+
+    async def _image(self, inst: Instance, disks: list[Disk]) -> None:
+        """Write the ``os-image`` OS parameter's image onto the first disk (not onto
+        adopted ones); the instance is removed again if that fails, as Ganeti does."""
+        image = osimage.get_os_image(self.op.osparams)
+        if image is None or not disks or self.adopt:
+            return
+        self.ctx.feedback("message", "* imaging instance disks...")
+        try:
+            await osimage.image_disks(self, self.ctx.config.config.instances[inst.uuid], image)
+        except OpExecError as err:
+            self.ctx.feedback("message", f" - WARNING: Imaging instance disks failed ({err})")
+            await self._undo(inst, disks)
+            raise OpExecError("There are some degraded disks for this instance") from None
 
     async def _install(self, inst: Instance, disks: list[Disk]) -> None:
         self.ctx.feedback("message", "* running the instance OS create scripts...")

@@ -16,7 +16,7 @@ from typing import Any
 
 from ganeti.core.rpcdefs.wire import to_wire_path
 from ganeti.noded.backend.context import NodeContext, RPCFail
-from ganeti.noded.bdev import blockdev, convert, devices, files, lvm
+from ganeti.noded.bdev import blockdev, convert, devices, files, image, lvm
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors.fake import HypervisorError, check_name
 from ganeti.noded.hypervisors.kvm import LibvirtDown
@@ -137,6 +137,15 @@ async def blockdev_convert(ctx: NodeContext, bdev_src: dict[str, Any],
     """Copy the data of one disk's device to another's (disk template conversion)."""
     try:
         await convert.copy(ctx, bdev_src, bdev_dest)
+    except BlockDeviceError as err:
+        raise _fail("", err) from None
+
+
+async def blockdev_image(ctx: NodeContext, bdev: dict[str, Any], image_: str,
+                         size: int) -> None:
+    """Write an OS image (a URL or a file on the node) onto a disk's device."""
+    try:
+        await image.write_image(ctx, bdev, image_, size)
     except BlockDeviceError as err:
         raise _fail("", err) from None
 
