@@ -7,10 +7,11 @@ dimensions) and :class:`~.device.SyncStatus`; :mod:`.files` (``file``,
 each hold one device class and the work behind it; :mod:`.devices` is the
 table from device type to class and the walks over a disk's device tree.
 :mod:`.paths` says where a disk lives on the node, :mod:`.convert` copies a
-disk's data to another, :mod:`.storage` serves the storage units.  The RPC
+disk's data to another, :mod:`.image` writes an OS image onto one,
+:mod:`.storage` serves the storage units.  The RPC
 handlers are in :mod:`ganeti.noded.backend.blockdev` and
 :mod:`ganeti.noded.backend.storage`.
 """
 
-__all__ = ["base", "blockdev", "convert", "device", "devices", "files", "lvm", "paths",
-           "storage"]
+__all__ = ["base", "blockdev", "convert", "device", "devices", "files", "image", "lvm",
+           "paths", "storage"]

@@ -41,13 +41,11 @@ def dd_program() -> str:
 
 async def device_path(ctx: NodeContext, disk: dict[str, Any]) -> str:
     """Where the disk's data is on this node (the device exists: checked by the caller):
-    the assembled device's path on this node."""
+    the device's :meth:`~.device.BlockDevice.data_path`, its children assembled."""
     dev = await devices.assemble_device(ctx, disk)
-    path = None if dev is None else dev.local_path()
-    if path is None:
-        raise BlockDeviceError(f"Disks of template '{disk.get('dev_type')}' hold no data "
-                               "to copy")
-    return path
+    if dev is None:
+        raise BlockDeviceError(f"{disk.get('dev_type')} disk not assembled on this node")
+    return await dev.data_path()
 
 
 def _size(disk: dict[str, Any]) -> int:

@@ -228,6 +228,17 @@ class BlockDevice:
             return None
         return self.local_path_of(self.ctx.paths, self.dev_path)
 
+    async def data_path(self) -> str:
+        """Where the device's data is read and written on this node (a conversion's
+        copy, an OS image): the path of the device, assembled (idempotent)."""
+        if not self.holds_data:
+            raise BlockDeviceError(f"Disks of template '{self.dev_type}' hold no data")
+        await self.assemble()
+        path = self.local_path()
+        if path is None:
+            raise BlockDeviceError(f"{self}: no device path after assembling")
+        return path
+
 
 class DisklessDevice(BlockDevice):
     """The ``diskless`` template: no device.  Creating, assembling, shutting down and
