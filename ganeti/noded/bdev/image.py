@@ -21,10 +21,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ganeti.core import constants
 from ganeti.noded.backend.context import NodeContext
 from ganeti.noded.bdev import convert, devices
 from ganeti.noded.bdev.base import BlockDeviceError, run_program
+from ganeti.noded.bdev.device import BlockDevice
 
 #: Ganeti's ``utils.IsUrl``: what counts as a URL rather than a path.
 URL_RE = re.compile(r"(https?|ftps?)://")
@@ -50,18 +50,27 @@ async def write_image(ctx: NodeContext, disk: dict[str, Any], image: str, size: 
     if not is_url(image) and not await ctx.run(os.path.exists, image):
         raise BlockDeviceError(f"Image '{image}' not found")
     try:
-        kind = devices.template(disk)
-        found = await devices.find(ctx, disk)
+        dev = await devices.find_device(ctx, disk)
     except BlockDeviceError:
-        found = None
-    if found is None or kind == constants.DT_DISKLESS:
+        dev = None
+    if dev is None or not dev.holds_data:
         raise BlockDeviceError(f"Cannot image device {_iv_name(disk)}: device not found")
     if size < 0:
         raise BlockDeviceError("Negative size")
-    dims = await devices.dimensions(ctx, disk)
+    try:
+        dims = await dev.dimensions()
+    except BlockDeviceError:
+        dims = None
     if dims is None or size * _MIB > int(dims[0]):
         raise BlockDeviceError("Image size is bigger than device size")
-    target = await convert.device_path(ctx, disk)
+    await dump(dev, image, size)
+
+
+async def dump(dev: BlockDevice, image: str, size: int) -> None:
+    """Write at most ``size`` MiB of ``image`` onto the (found) device, from its start
+    (its :meth:`~.device.BlockDevice.data_path`)."""
+    ctx = dev.ctx
+    target = await dev.data_path()
     if is_url(image):
         await ctx.run(download, image, target, size)
         return
