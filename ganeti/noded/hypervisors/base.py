@@ -161,6 +161,7 @@ class Hypervisor(abc.ABC):
 
     async def cleanup(self, name: str) -> None:
         """What is left after a stop (CleanupInstance): nothing by default."""
+        return None  # Ganeti's base: nothing to do
 
     @abc.abstractmethod
     async def reboot(self, name: str) -> None:
@@ -201,6 +202,7 @@ class Hypervisor(abc.ABC):
                               target: str) -> None:
         """Prepare this node (the destination, reached at address ``target``) to
         receive the instance (AcceptInstance); nothing by default."""
+        return None  # Ganeti's base: nothing to do
 
     @abc.abstractmethod
     async def migrate_instance(self, cluster_name: str, instance: Mapping[str, Any],
@@ -216,12 +218,14 @@ class Hypervisor(abc.ABC):
                                      success: bool) -> None:
         """On the destination: take the instance as running here if ``success``, else
         undo what :meth:`accept_instance` prepared (FinalizeMigrationDst)."""
+        return None  # Ganeti's base: nothing to do
 
     async def finalize_migration_source(self, instance: Mapping[str, Any], success: bool,
                                         live: bool) -> None:
         """On the source: forget the instance if ``success``, else keep it running
         here (FinalizeMigrationSource).  Aborting a migration is both finalizations
         with ``success`` false (Ganeti's ``_AbortMigration``)."""
+        return None  # Ganeti's base: nothing to do
 
 
 def instance_name(instance: Mapping[str, Any]) -> str:
