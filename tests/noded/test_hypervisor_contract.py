@@ -27,7 +27,8 @@ from ganeti.noded.hypervisors.base import (
     InstanceInfo,
 )
 from ganeti.noded.hypervisors.fake import FakeHypervisor
-from tests.noded.test_kvm import LibvirtTestCase, instance as kvm_instance, unique
+from tests.noded.test_kvm import LibvirtTestCase, unique
+from tests.noded.test_kvm import instance as kvm_instance
 from tests.noded.virthelpers import settle
 
 HOST = {"MemTotal": 4096, "MemFree": 2000, "Buffers": 24, "Cached": 200}
