@@ -53,6 +53,8 @@ from ganeti.noded.hypervisors.base import (
 if TYPE_CHECKING:
     from ganeti.noded.hypervisors.domainxml import DiskSpec
 
+# HypervisorError and check_name live in .base; they stay importable from here for
+# ganeti/noded/backend/blockdev.py (reshaped on another branch)
 __all__ = ["FakeHypervisor", "HypervisorError", "check_name", "held_memory", "mark_running"]
 
 #: The directory of the state files, under RUN_DIR (Ganeti's).
