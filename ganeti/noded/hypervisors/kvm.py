@@ -1,4 +1,6 @@
-"""Ganeti's ``kvm`` hypervisor on this node, through libvirt.
+"""Ganeti's ``kvm`` hypervisor on this node, through libvirt, on the one hypervisor
+interface (:class:`.base.Hypervisor`); the functions run in the libvirt thread are in
+:mod:`.kvmcalls`, the migration steps in :mod:`.kvmmigration`.
 
 Instances are transient libvirt domains named after the instance
 (``createXML`` from :mod:`.domainxml`), so a stopped instance leaves nothing
