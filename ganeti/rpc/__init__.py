@@ -2,6 +2,7 @@
 
 __all__ = [
     "client",
+    "noderpc",
     "result",
     "tls",
 ]

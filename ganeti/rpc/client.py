@@ -20,7 +20,6 @@ CancelledError, unlike a call's own timeout, which gives failed results.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 from twisted.internet import defer, error, protocol
@@ -32,6 +31,7 @@ from twisted.web.iweb import IBodyProducer
 from zope.interface import implementer
 
 from ganeti.core import rpcdefs
+from ganeti.rpc.noderpc import NodeTarget, OneNodeCalls
 from ganeti.rpc.result import RpcResult
 from ganeti.rpc.tls import ClusterCertificate, ClusterTLSPolicy
 
@@ -98,15 +98,6 @@ def read_body(response: Any, limit: int = MAX_REPLY_BODY) -> defer.Deferred[byte
     return done
 
 
-@dataclass(frozen=True)
-class NodeTarget:
-    """A node to call: its name, its primary IP and whether it is offline."""
-
-    name: str
-    ip: str
-    offline: bool = False
-
-
 @implementer(IBodyProducer)
 class _BytesProducer:
     """Writes a small body at once (no cooperator, so no global reactor)."""
@@ -158,7 +149,7 @@ class _CallState:
 ConfigSource = Callable[[], Any]
 
 
-class RpcClient:
+class RpcClient(OneNodeCalls):
     """Make node RPC calls with mutual TLS on the cluster certificate.
 
     ``reactor`` must provide TCP and time; ``cluster`` is the loaded

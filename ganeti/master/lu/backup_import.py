@@ -115,10 +115,10 @@ async def read_export(lu: Any) -> None:
         lu.src_node_name = found.name
     src = cfg.nodes[lu.src_node_uuid]
     ic.check_node_online(src)
-    results = await lu.ctx.rpc().call([nodesmod.target(src)], "export_info", [name])
-    results[src.name].raise_if_failed(f"No export or invalid export found in dir "
-                                      f"{lu.src_path}", prereq=True, ecode=ECODE_INVAL)
-    info = exportinfo.ExportInfo(results[src.name].payload)
+    result = await lu.ctx.rpc().call_one(src, "export_info", [name])
+    result.raise_if_failed(f"No export or invalid export found in dir {lu.src_path}",
+                           prereq=True, ecode=ECODE_INVAL)
+    info = exportinfo.ExportInfo(result.payload)
     op = dict(lu.op_input)
     had_nics = bool(op.get("nics"))
     given_hv = set(op.get("hvparams") or {})
@@ -156,10 +156,9 @@ async def import_disks(lu: Any, inst: Instance) -> None:
             if staging is not None:
                 await copy_file(lu, src, path, pnode, staging, dump)
                 path = f"{staging}/{dump}"
-            results = await lu.ctx.rpc().call([nodesmod.target(pnode)],
-                                              "instance_import_disk",
-                                              [arg, idx, path, lu.op.debug_level or 0])
-            results[pnode.name].raise_if_failed(
+            result = await lu.ctx.rpc().call_one(pnode, "instance_import_disk",
+                                                 [arg, idx, path, lu.op.debug_level or 0])
+            result.raise_if_failed(
                 f"Could not import disk/{idx} of {inst.name} on node {pnode.name}")
     finally:
         if staging is not None:

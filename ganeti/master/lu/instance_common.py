@@ -392,8 +392,7 @@ def hooks_nodes(cfg: ConfigData, inst: Instance) -> list[str]:
 
 async def check_node_free_memory(lu: Any, node: Node, reason: str, requested: int) -> None:
     """Ganeti's CheckNodeFreeMemory: the node must report at least ``requested`` MiB free."""
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "node_info", [])
-    result = results[node.name]
+    result = await lu.ctx.rpc().call_one(node, "node_info", [])
     result.raise_if_failed(f"Can't get data from node {node.name}", prereq=True,
                            ecode=ECODE_ENVIRON)
     free = (result.payload or {}).get("memory_free")
@@ -419,18 +418,17 @@ async def start_on_node(lu: Any, inst: Instance, hvp: Mapping[str, Any] | None =
                         bep: Mapping[str, Any] | None = None, paused: bool = False) -> None:
     cfg = lu.ctx.config.config
     node = cfg.nodes[inst.primary_node]
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "instance_start",
-                                      [instance_arg(inst, hvp, bep), paused, reason_trail(lu)])
-    results[node.name].raise_if_failed("Could not start instance")
+    result = await lu.ctx.rpc().call_one(
+        node, "instance_start", [instance_arg(inst, hvp, bep), paused, reason_trail(lu)])
+    result.raise_if_failed("Could not start instance")
 
 
 async def shutdown_on_node(lu: Any, inst: Instance, timeout: float,
                            ignore_failure: bool = False) -> bool:
     cfg = lu.ctx.config.config
     node = cfg.nodes[inst.primary_node]
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "instance_shutdown",
-                                      [instance_arg(inst), timeout, reason_trail(lu)])
-    result = results[node.name]
+    result = await lu.ctx.rpc().call_one(node, "instance_shutdown",
+                                         [instance_arg(inst), timeout, reason_trail(lu)])
     if result.success:
         return True
     if ignore_failure:
@@ -448,9 +446,8 @@ async def instance_running(lu: Any, inst: Instance) -> bool:
     if node.offline:
         return False
     hvparams = params_fill.fill_instance_hv(cfg.cluster, inst)
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "instance_info",
-                                      [inst.name, inst.hypervisor, hvparams])
-    result = results[node.name]
+    result = await lu.ctx.rpc().call_one(node, "instance_info",
+                                         [inst.name, inst.hypervisor, hvparams])
     result.raise_if_failed(f"Error checking node {node.name}", prereq=True,
                            ecode=ECODE_ENVIRON)
     return bool(result.payload)

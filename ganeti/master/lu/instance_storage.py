@@ -37,7 +37,6 @@ from ganeti.core.errors import (
 )
 from ganeti.core.objects import ConfigData, Disk, Instance, Node
 from ganeti.core.rpcdefs.disks import DiskArg
-from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.reservations import as_prereq
 from ganeti.rpc.client import RpcResult
 
@@ -79,23 +78,18 @@ def instance_disks(cfg: ConfigData, instance: Instance) -> list[Disk]:
         raise OpExecError(str(err)) from None
 
 
-async def _call(lu: Any, node: Node, name: str, args: list[Any]) -> RpcResult:
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], name, args)
-    result: RpcResult = results[node.name]
-    return result
-
-
 async def _on_disk_nodes(lu: Any, cfg: ConfigData, instance: Instance,
                          disks: Sequence[Disk], call_name: str
                          ) -> list[tuple[Disk, Node, RpcResult]]:
     """``call_name`` with each disk on each of its nodes (in the config), one at a time."""
     out = []
+    rpc = lu.ctx.rpc()
     for disk in disks:
         for node_uuid in disk_nodes(instance, disk):
             node = cfg.nodes.get(node_uuid)
             if node is not None:
-                out.append((disk, node, await _call(lu, node, call_name,
-                                                    [DiskArg(disk, instance)])))
+                result = await rpc.call_one(node, call_name, [DiskArg(disk, instance)])
+                out.append((disk, node, result))
     return out
 
 
@@ -282,7 +276,7 @@ async def _adopt(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk) -> No
     node = _node(cfg, instance.primary_node)
     if disk.dev_type == constants.DT_BLOCK:
         path = str(disk.logical_id[1]) if disk.logical_id else ""
-        result = await _call(lu, node, "bdev_sizes", [[path]])
+        result = await lu.ctx.rpc().call_one(node, "bdev_sizes", [[path]])
         result.raise_if_failed(f"Cannot get block device information from node {node.name}")
         sizes = result.payload or {}
         if path not in sizes:
@@ -293,7 +287,7 @@ async def _adopt(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk) -> No
     if old is None or not disk.logical_id:
         raise OpExecError(f"Disk {disk.iv_name} of {instance.name} has no volume to adopt")
     vg, new = str(disk.logical_id[0]), str(disk.logical_id[1])
-    result = await _call(lu, node, "lv_list", [[vg]])
+    result = await lu.ctx.rpc().call_one(node, "lv_list", [[vg]])
     result.raise_if_failed(f"Cannot get LV information from node {node.name}")
     info = (result.payload or {}).get(f"{vg}/{old}")
     if info is None:
@@ -303,7 +297,7 @@ async def _adopt(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk) -> No
     disk.size = int(float(info[0]))
     current = Disk(dev_type=constants.DT_PLAIN, logical_id=[vg, old], size=disk.size,
                    iv_name=disk.iv_name)
-    result = await _call(lu, node, "blockdev_rename", [[(current, [vg, new])]])
+    result = await lu.ctx.rpc().call_one(node, "blockdev_rename", [[(current, [vg, new])]])
     result.raise_if_failed(f"Failed to rename adopted LVs on node {node.name}")
 
 
@@ -328,7 +322,7 @@ async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
     file_dirs = sorted({posixpath.dirname(str(d.logical_id[1])) for d in disks
                         if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id})
     for directory in file_dirs:
-        result = await _call(lu, primary, "file_storage_dir_create", [directory])
+        result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_create", [directory])
         result.raise_if_failed(f"Failed to create directory '{directory}' on node "
                                f"{primary.name}")
     created: list[tuple[Node, Disk]] = []
@@ -340,7 +334,7 @@ async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
             for node_uuid in disk_nodes(instance, disk):
                 node = _node(cfg, node_uuid)
                 on_primary = node_uuid == instance.primary_node
-                result = await _call(lu, node, "blockdev_create", [
+                result = await lu.ctx.rpc().call_one(node, "blockdev_create", [
                     DiskArg(disk, instance), disk.size, instance.name, on_primary,
                     info_text(instance), exclusive_storage(cfg, node)])
                 if not result.success:
@@ -350,11 +344,12 @@ async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
                 created.append((node, disk))
     except BaseException:
         for node, disk in reversed(created):
-            result = await _call(lu, node, "blockdev_remove", [DiskArg(disk, instance)])
+            result = await lu.ctx.rpc().call_one(node, "blockdev_remove",
+                                                 [DiskArg(disk, instance)])
             result.warn(f"Failed to remove newly-created disk {disk.iv_name} on node "
                         f"{node.name}", lambda text: _warn(lu, text))
         for directory in file_dirs:
-            result = await _call(lu, primary, "file_storage_dir_remove", [directory])
+            result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_remove", [directory])
             result.warn(f"Could not remove directory '{directory}'",
                         lambda text: _warn(lu, text))
         raise
@@ -389,7 +384,7 @@ async def remove_disks(lu: Any, cfg: ConfigData, instance: Instance,
     for directory in dirs:
         if primary is None:
             break
-        result = await _call(lu, primary, "file_storage_dir_remove", [directory])
+        result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_remove", [directory])
         if result.warn(f"Could not remove directory '{directory}'",
                        lambda text: _warn(lu, text)):
             ok = False
@@ -402,7 +397,7 @@ async def check_vg_free(lu: Any, node: Node, required: Mapping[str, int]) -> Non
     """Ganeti's ``CheckNodesFreeDiskPerVG`` for one node: each volume group must have
     at least ``required[vg]`` MiB free (OpPrereqError ``insufficient_resources``)."""
     for vg, needed in sorted(required.items()):
-        result = await _call(lu, node, "storage_list", [
+        result = await lu.ctx.rpc().call_one(node, "storage_list", [
             storagetypes.ST_LVM_VG, [], vg, [storagetypes.SF_NAME, storagetypes.SF_FREE]])
         result.raise_if_failed(f"Cannot get storage information from node {node.name}",
                                prereq=True, ecode=ECODE_ENVIRON)
@@ -421,8 +416,8 @@ async def copy_disk_data(lu: Any, instance: Instance, src: Disk, dest: Disk) -> 
     """Copy the data of ``src`` to ``dest`` on the instance's primary node (the
     ``blockdev_convert`` call; both disks must exist there).  The call's result."""
     node = _node(lu.ctx.config.config, instance.primary_node)
-    return await _call(lu, node, "blockdev_convert",
-                       [DiskArg(src, instance), DiskArg(dest, instance)])
+    return await lu.ctx.rpc().call_one(node, "blockdev_convert",
+                                       [DiskArg(src, instance), DiskArg(dest, instance)])
 
 
 # -- assemble and shut down ------------------------------------------------------------
@@ -462,7 +457,7 @@ async def assemble_disks(lu: Any, cfg: ConfigData, instance: Instance,
                     if (node_uuid == instance.primary_node) != on_primary:
                         continue
                     node = _node(cfg, node_uuid)
-                    result = await _call(lu, node, "blockdev_assemble", [
+                    result = await lu.ctx.rpc().call_one(node, "blockdev_assemble", [
                         DiskArg(disk, instance), instance, on_primary, idx])
                     if not result.success:
                         raise OpExecError(f"Cannot activate block device {disk.iv_name} "
@@ -513,7 +508,7 @@ async def grow_disk(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk, am
     nodes = [_node(cfg, u) for u in disk_nodes(instance, disk)]
     for dry in ((True,) if dry_run else (True, False)):
         for node in nodes:
-            result = await _call(lu, node, "blockdev_grow", [
+            result = await lu.ctx.rpc().call_one(node, "blockdev_grow", [
                 DiskArg(disk, instance), amount, dry, True, exclusive_storage(cfg, node)])
             result.raise_if_failed(f"{'Dry-run grow' if dry else 'Grow'} request failed "
                                    f"to node {node.name}")
@@ -551,7 +546,7 @@ async def rename_instance_disks(lu: Any, cfg: ConfigData, instance: Instance,
                     config.disks[uuid].logical_id = list(lid)
         await lu.update_config(change)
     primary = _node(cfg, instance.primary_node)
-    result = await _call(lu, primary, "file_storage_dir_rename", [old_dir, new_dir])
+    result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_rename", [old_dir, new_dir])
     result.raise_if_failed(f"Could not rename on node {primary.name} directory '{old_dir}' "
                            f"to '{new_dir}' (but the instance has been renamed in Ganeti)")
 
@@ -570,8 +565,8 @@ async def check_disks_exist(lu: Any, cfg: ConfigData, instance: Instance) -> lis
         node = cfg.nodes.get(node_uuid)
         if node is None or node.offline:
             continue
-        result = await _call(lu, node, "blockdev_getdimensions",
-                             [[DiskArg(d, instance) for d in node_disks]])
+        result = await lu.ctx.rpc().call_one(node, "blockdev_getdimensions",
+                                             [[DiskArg(d, instance) for d in node_disks]])
         if not result.success:
             problems.append(f"cannot check the disks of instance {instance.name} on node "
                             f"{node.name}: {result.fail_msg}")
