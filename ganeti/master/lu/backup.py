@@ -55,13 +55,13 @@ def new_staging() -> str:
     return ".x-" + str(uuidmod.uuid4())
 
 
-async def export_lists(lu: Any, nodes: Sequence[Node]) -> Mapping[str, list[str] | None]:
+async def export_lists(lu: LogicalUnit, nodes: Sequence[Node]) -> Mapping[str, list[str] | None]:
     """``export_list`` on ``nodes``: per node UUID the export names, None where the
     call failed (an offline node fails at once)."""
     return await rpc_list_exports(lu.ctx.rpc)(list(nodes))
 
 
-async def remove_exports(lu: Any, nodes: Sequence[Node], name: str) -> bool:
+async def remove_exports(lu: LogicalUnit, nodes: Sequence[Node], name: str) -> bool:
     """Remove the export ``name`` from those of ``nodes`` that hold it (failures are
     reported); whether any node held it."""
     cfg = lu.ctx.config.config
@@ -82,7 +82,7 @@ async def remove_exports(lu: Any, nodes: Sequence[Node], name: str) -> bool:
     return found
 
 
-async def copy_file(lu: Any, src: Node, path: str, dst: Node, staging: str,
+async def copy_file(lu: LogicalUnit, src: Node, path: str, dst: Node, staging: str,
                     name: str) -> int:
     """Copy ``path`` (below the source's export directory) into ``staging/name`` on
     ``dst``, chunk by chunk through the master; the bytes copied."""
@@ -103,7 +103,7 @@ async def copy_file(lu: Any, src: Node, path: str, dst: Node, staging: str,
         offset += len(data) * 3 // 4 - data[-2:].count("=")
 
 
-async def abort_staging(lu: Any, nodes: Sequence[Node], staging: str) -> None:
+async def abort_staging(lu: LogicalUnit, nodes: Sequence[Node], staging: str) -> None:
     """Remove a staging directory on ``nodes`` (failures are only reported)."""
     for node in nodes:
         result = await lu.ctx.rpc().call_one(node, "export_abort", [staging])
