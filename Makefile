@@ -160,7 +160,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check ganeti twisted tests bench bin
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy ganeti twisted/plugins
-	$(VENV)/bin/mypy --strict ganeti/core/opcodes/views.py ganeti/core/opcodes/genviews.py
+	$(VENV)/bin/mypy --strict ganeti/core/opcodes/views*.py ganeti/core/opcodes/genviews.py
 
 # The integration tests wait on daemons and child processes much of the time, so
 # the suite runs as two pytest processes side by side: the integration tests, and

@@ -1,5 +1,8 @@
 """Imports flow one way: core <- luxi <- daemons and cli; no daemon imports another.
 
+``ganeti/core/placement/`` (the allocator's model) is pure: the standard library
+and ``ganeti.core`` only; the master's ``ganeti/master/iallocator/`` builds on it.
+
 ``ganeti/daemon/`` (start-up plumbing every daemon shares) sits beside core:
 it imports only ``ganeti.core`` and itself (and Twisted, txaio), and core,
 luxi and rpc do not import it.
@@ -26,6 +29,9 @@ DAEMON_MODULE_THIRD_PARTY = {"twisted", "txaio", "zope"}
 #: Client libraries that live beside their daemon but hold no daemon state:
 #: any package may use them (the confd client is how tools and scripts ask confd).
 LIBRARIES = {"ganeti.confd.client", "ganeti.confd.protocol"}
+#: Pure packages in core: the standard library and ganeti.core only (no Twisted, no
+#: daemon), so that an allocator program can use them without a reactor.
+PURE_CORE_PACKAGES = ("placement",)
 
 
 def ganeti_imports(path):
@@ -104,6 +110,20 @@ class LayeringTest(SynchronousTestCase):
             path = os.path.join(ROOT, *module.split(".")) + ".py"
             targets = {t for t in ganeti_imports(path)} - {"core", "version"}
             self.assertEqual(targets, set(), module)
+
+    def test_placement_is_pure(self):
+        """core/placement: the standard library and ganeti.core, nothing else."""
+        for package in PURE_CORE_PACKAGES:
+            base = os.path.join(ROOT, "ganeti", "core", package)
+            paths = sorted(os.path.join(base, n) for n in os.listdir(base) if n.endswith(".py"))
+            self.assertGreater(len(paths), 1, package)
+            for path in paths:
+                with open(path, encoding="utf-8") as f:
+                    tree = ast.parse(f.read(), path)
+                outside = set(_top_level_imports(tree)) - set(sys.stdlib_module_names) - {
+                    "__future__", "ganeti"}
+                self.assertEqual(outside, set(), path)
+                self.assertEqual(set(ganeti_imports(path)) - {"core"}, set(), path)
 
     def test_no_init_in_twisted_plugins(self):
         self.assertFalse(os.path.exists(os.path.join(ROOT, "twisted", "__init__.py")))

@@ -97,6 +97,9 @@ DISK_VALID_ACCESS_MODES = frozenset({DISK_KERNELSPACE, DISK_USERSPACE})
 # highest port used so far.
 FIRST_DRBD_PORT = 11000
 LAST_DRBD_PORT = 14999
+# Size (MiB) of a drbd disk's metadata volume, its second child next to the data
+# volume (Ganeti's DRBD_META_SIZE); counted in a drbd disk's space needs.
+DRBD_META_SIZE = 128
 
 # Disks in config.data (Ganeti's values)
 DISK_RDWR = "rw"

@@ -59,6 +59,10 @@ class HypervisorError(GenericError):
     """A hypervisor parameter is not valid for its hypervisor (Ganeti's name)."""
 
 
+class ResultValidationError(GenericError):
+    """An instance allocator's answer does not have the shape its request asks for."""
+
+
 class OpPrereqError(GenericError):
     """A prerequisite of an operation does not hold; args are (message, ecode)."""
 

@@ -31,6 +31,7 @@ from ganeti.rapi.routing import Route
 
 ROUTES: list[Route] = [
     *cluster.ROUTES,
+    cluster.features_route(lambda: ROUTES),
     openapi.document_route(lambda: ROUTES),
     *nodes.ROUTES,
     *storage.ROUTES,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import unittest
 
 from ganeti.core import opcodes
@@ -12,12 +13,25 @@ from ganeti.core.opcodes.base import run_form
 
 
 class GeneratedFileTest(unittest.TestCase):
-    def test_views_py_is_up_to_date(self) -> None:
-        with open(genviews.TARGET, encoding="utf-8") as f:
-            current = f.read()
-        self.assertEqual(current, genviews.render(),
-                         "views.py is out of date: run python -m ganeti.core.opcodes.genviews")
+    def test_the_views_modules_are_up_to_date(self) -> None:
+        texts = genviews.render_all()
+        self.assertEqual(sorted(texts), ["views.py", "views_backup.py", "views_base.py",
+                                         "views_core.py", "views_instance.py",
+                                         "views_network.py", "views_os.py",
+                                         "views_storage.py"])
+        for name, text in texts.items():
+            with open(os.path.join(genviews.DIRECTORY, name), encoding="utf-8") as f:
+                self.assertEqual(f.read(), text, f"{name} is out of date: run python -m "
+                                                 "ganeti.core.opcodes.genviews")
+            self.assertLess(text.count("\n"), 600, name)  # the house's module size
+        self.assertEqual(genviews.render(), texts["views.py"])
         self.assertEqual(genviews.main(["--check"]), 0)
+
+    def test_views_re_exports_every_class(self) -> None:
+        for op_id, cls in views.VIEWS.items():
+            self.assertIs(getattr(views, genviews.class_name(op_id)), cls)
+            self.assertIn(genviews.class_name(op_id), views.__all__)
+        self.assertIs(views.OpView, views.VIEWS["OP_TEST_DELAY"].__mro__[1])
 
     def test_one_view_per_opcode_with_every_stored_parameter(self) -> None:
         self.assertEqual(sorted(views.VIEWS), sorted(opcodes.OPCODES))

@@ -19,7 +19,7 @@ class TableTest(SynchronousTestCase):
             "os_output",
             "blockdev_create", "blockdev_remove", "blockdev_grow", "blockdev_rename",
             "blockdev_assemble", "blockdev_shutdown", "blockdev_find", "blockdev_getdimensions",
-            "blockdev_convert",
+            "blockdev_convert", "blockdev_image",
             "bdev_sizes", "lv_list", "vg_list", "node_volumes", "file_storage_dir_create",
             "file_storage_dir_remove", "file_storage_dir_rename", "storage_list",
             "storage_modify", "storage_execute",

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import uuid as uuidmod
+from typing import Any
 
 from ganeti.core import bootstrap, constants
 from ganeti.core.objects import ConfigData
@@ -26,6 +29,18 @@ def init_options(**overrides) -> bootstrap.InitOptions:
                   enabled_disk_templates=[constants.DT_DISKLESS, constants.DT_FILE])
     values.update(overrides)
     return bootstrap.InitOptions(**values)
+
+
+def scratch_dir(case: Any) -> str:
+    """A fresh absolute directory under the system's temporary directory, removed when
+    the test ends.
+
+    trial's ``mktemp()`` is relative to the working directory: under pytest that is a
+    scratch directory (tests/conftest.py), but a test run any other way (as a script, a
+    class defined in ``__main__``) wrote ``__main__/<Class>/<test>/`` into the checkout."""
+    path = tempfile.mkdtemp(prefix="ganeti-test-")
+    case.addCleanup(shutil.rmtree, path, True)
+    return path
 
 
 def node_paths(tmpdir: str, name: str = "node1.test") -> Paths:

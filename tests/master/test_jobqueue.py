@@ -10,7 +10,7 @@ from ganeti.core import config as configmod
 from ganeti.core import errors
 from ganeti.master.jobs.jobstore import JobStore
 from ganeti.master.service import MasterDaemon
-from tests.fakes.configs import node_paths, small_config
+from tests.fakes.configs import node_paths, scratch_dir, small_config
 
 
 def sync(fn, *args):
@@ -31,7 +31,7 @@ class QueueTestCase(SynchronousTestCase):
     max_running = 20
 
     def setUp(self):
-        self.paths = node_paths(self.mktemp())
+        self.paths = node_paths(scratch_dir(self))  # absolute, whatever the working dir
         os.makedirs(self.paths.data_dir)
         cfg = small_config()
         cfg.cluster.max_running_jobs = self.max_running

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import socket
 
 from twisted.internet import defer
 from twisted.trial.unittest import TestCase
@@ -407,6 +408,67 @@ class RenameTest(InstanceCase):
             "resource_not_unique"))
         self.assertEqual(self.resolver.calls[-1], ("tcp_ping", "127.0.1.80"))
         self.assertIsNotNone(self.instance())
+
+
+class CreateNameCheckTest(InstanceCase):
+    """OP_INSTANCE_CREATE's name check is Ganeti's CheckHostnameSane and TcpPing, as
+    rename's: the instance takes the resolved name."""
+
+    def setUp(self):
+        super().setUp()
+        self.resolver = HostsResolver(QA_HOSTS + "127.0.1.81 inst5.test inst5\n",
+                                      alive=("127.0.1.80",))
+        self.master.daemon.resolver = self.resolver
+
+    def test_the_instance_takes_the_resolved_name_and_address(self):
+        job_id = self.master.submit(create_op("inst3", name_check=True, ip_check=True,
+                                              nics=[{"ip": "auto"}]))
+        status, results, log = self.master.finish(job_id)
+        self.assertEqual((status, results), ("success", [["node1.test"]]))
+        self.assertIn(" - INFO: Resolved given name 'inst3' to 'inst3.test'", log)
+        inst = self.instance("inst3.test")
+        self.assertEqual(inst.nics[0].ip, "127.0.1.70")
+        self.assertIsNone(self.instance("inst3"))
+        self.assertEqual(self.master.daemon.locks.names(LEVEL_INSTANCE), ["inst3.test"])
+        (op,) = self.master.client().call("QueryJobs", [job_id], ["ops"])[0][0]
+        self.assertEqual(op["instance_name"], "inst3.test")
+        self.assertEqual(self.resolver.calls[-1], ("tcp_ping", "127.0.1.70"))
+        # the resolved name must be new as well
+        self.assertEqual(self.run_error(create_op("inst3", name_check=True, ip_check=False)),
+                         ("OpPrereqError", "Instance 'inst3.test' is already in the cluster",
+                          "already_exists"))
+
+    def test_bad_names_and_an_address_in_use_are_refused(self):
+        self.assertEqual(self.run_error(create_op("inst2.test", name_check=True,
+                                                  ip_check=False)), (
+            "OpPrereqError", "Resolved hostname 'localhost' does not look the same as "
+            "given hostname 'inst2.test'", "wrong_input"))
+        self.assertEqual(self.run_error(create_op("nosuch.test", name_check=True,
+                                                  ip_check=False)), (
+            "OpPrereqError", "The given name (nosuch.test) does not resolve: Name or "
+            "service not known", "resolver_error"))
+        self.resolver.lines.append(("127.0.1.80", ["inst4.test"]))
+        self.assertEqual(self.run_error(create_op("inst4.test", name_check=True,
+                                                  ip_check=True)), (
+            "OpPrereqError", "IP 127.0.1.80 of instance inst4.test already in use",
+            "resource_not_unique"))
+        self.assertEqual(self.config.instances, {})
+
+
+class SystemResolverPingTest(TestCase):
+    """Ganeti's TcpPing: a host that accepts or refuses the connection is up."""
+
+    def test_accepted_and_refused_both_answer(self):
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        try:
+            self.assertTrue(SystemResolver().tcp_ping("127.0.0.1", port, 5.0))
+        finally:
+            server.close()
+        # nothing listens there any more: the kernel refuses, a host answered
+        self.assertTrue(SystemResolver().tcp_ping("127.0.0.1", port, 5.0))
 
 
 class HostsResolverTest(TestCase):

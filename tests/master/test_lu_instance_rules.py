@@ -12,6 +12,8 @@ from typing import Any
 from ganeti.core import constants as c
 from tests.master.test_lu_backup import BackupCase
 from tests.master.test_lu_instance import create_op
+from tests.noded.test_bdev_image import ImageServer
+from tests.noded.test_osdefs import make_os
 
 MODIFY = "OP_INSTANCE_SET_PARAMS"
 
@@ -153,6 +155,86 @@ class ReinstallImageTest(RulesCase):
             "reinstall", "wrong_state"))
         self.run_ok(self.op(MODIFY, offline=False))
         self.run_ok(self.op("OP_INSTANCE_REINSTALL"))
+
+
+class ImagingTest(RulesCase):
+    """``os-image`` written onto disk 0 (Ganeti's ImageDisks), with an OS of API 10
+    (no parameter list to check, as Debian's ganeti-os-noop), from an HTTP server
+    on loopback."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        for node in ("node1.test", "node2.test"):
+            make_os(self.net.paths(node).os_search_path[0], "imgos", api="10\n",
+                    variants=None, parameters=None)
+        self.run_ok(self.op(MODIFY, os_name="imgos", force_variant=True))
+        self.base = ImageServer.start(self)
+
+    def content(self, name: str = "inst1.test") -> bytes:
+        with open(self.disk_file(name), "rb") as f:
+            return f.read()
+
+    def reinstall(self, **params: Any) -> Any:
+        return self.op("OP_INSTANCE_REINSTALL", **params)
+
+    def test_reinstall_writes_the_image_and_keeps_it_for_the_next_one(self):
+        status, _res, log = self.master.finish(self.master.submit(
+            self.reinstall(osparams={"os-image": self.base + "/img/1"})))
+        self.assertEqual(status, "success")
+        self.assertIn(f"Using OS image '{self.base}/img/1'", log)
+        self.assertIn(" - INFO: Imaging disk '0' for instance 'inst1.test' on node "
+                      "'node1.test'", log)
+        self.assertEqual(self.content()[:ImageServer.size(1)], ImageServer.body(1))
+        self.assertEqual(self.instance().osparams["os-image"], self.base + "/img/1")
+        self.assertFalse(self.instance().disks_active)
+        # a later reinstall without parameters writes the instance's image again
+        with open(self.disk_file("inst1.test"), "r+b") as f:
+            f.write(b"changed")
+        self.run_ok(self.reinstall())
+        self.assertEqual(self.content()[:ImageServer.size(1)], ImageServer.body(1))
+
+    def test_a_missing_image_fails_and_changes_nothing(self):
+        # Ganeti's QA TestInstanceReinstall: a URL that cannot be fetched must fail
+        before = self.content()
+        self.assertEqual(self.run_error(self.reinstall(osparams={
+            "os-image": self.base + "/missing"})), (
+            "OpExecError", "Could not image disk '0' for instance 'inst1.test' on node "
+            f"'node1.test': Could not download '{self.base}/missing': HTTP 404 no such "
+            "image", None))
+        self.assertEqual(self.content(), before)
+        self.assertNotIn("os-image", self.instance().osparams)
+        self.assertFalse(self.instance().disks_active)
+        # ... and the next reinstall with the OS scripts alone works (QA's next step)
+        self.run_ok(self.reinstall())
+        # an image bigger than the disk (4 MiB) is refused by the node
+        self.assertIn("Disk image larger than the disk", self.run_error(self.reinstall(
+            osparams={"os-image": self.base + "/img/4"}))[1])
+
+    def test_create_with_an_image(self):
+        op = create_op("inst3.test", disk_template=c.DT_FILE, disks=[{"size": 4}],
+                       os_type="imgos", ignore_ipolicy=True, no_install=False,
+                       osparams={"os-image": self.base + "/img/2"})
+        status, _res, log = self.master.finish(self.master.submit(op))
+        self.assertEqual(status, "success", log)
+        self.assertIn("* imaging instance disks...", log)
+        self.assertEqual(self.content("inst3.test")[:ImageServer.size(2)], ImageServer.body(2))
+
+    def test_create_with_a_missing_image_removes_the_instance(self):
+        op = create_op("inst3.test", disk_template=c.DT_FILE, disks=[{"size": 4}],
+                       os_type="imgos", ignore_ipolicy=True, no_install=False,
+                       osparams={"os-image": self.base + "/missing"})
+        status, results, log = self.master.finish(self.master.submit(op))
+        self.assertEqual(status, "error")
+        self.assertEqual(results[-1][1][0], "There are some degraded disks for this instance")
+        self.assertIn(" - WARNING: Imaging instance disks failed (Could not image disk '0' "
+                      "for instance 'inst3.test' on node 'node1.test': Could not download "
+                      f"'{self.base}/missing': HTTP 404 no such image)", log)
+        self.assertIsNone(self.instance("inst3.test"))
+        self.assertEqual(self.config.disks.keys(), {
+            d for i in self.config.instances.values() for d in i.disks})
+        op["osparams"] = {"os-image": "relative.img"}
+        self.assertEqual(self.run_error(op), (
+            "OpPrereqError", "OS image must be an absolute path or a URL", None))
 
 
 class RecreateDisksTest(RulesCase):

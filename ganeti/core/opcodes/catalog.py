@@ -16,8 +16,13 @@ from ganeti.core.opcodes import (
 )
 from ganeti.core.opcodes.base import OpCode
 
-ALL: tuple[OpCode, ...] = (table.CORE + table_instance.OPCODES + table_network.OPCODES
-                           + table_os.OPCODES + table_storage.OPCODES
-                           + table_backup.OPCODES)
+#: The table's parts by name (the generated views have one module per part:
+#: ``views_<name>.py``).
+PARTS: tuple[tuple[str, tuple[OpCode, ...]], ...] = (
+    ("core", tuple(table.CORE)), ("instance", tuple(table_instance.OPCODES)),
+    ("network", tuple(table_network.OPCODES)), ("os", tuple(table_os.OPCODES)),
+    ("storage", tuple(table_storage.OPCODES)), ("backup", tuple(table_backup.OPCODES)))
 
-__all__ = ["ALL"]
+ALL: tuple[OpCode, ...] = tuple(op for _name, ops in PARTS for op in ops)
+
+__all__ = ["ALL", "PARTS"]

@@ -1,11 +1,14 @@
 """Generate :mod:`ganeti.core.opcodes.views` from the opcode table.
 
-The table (:mod:`ganeti.core.opcodes.table`) stays the one definition of
-every opcode; this script turns it into one frozen dataclass per opcode so
-that mypy checks what logical units read (``self.op.node_name``).  Run::
+The table (:mod:`ganeti.core.opcodes.table` and its parts) stays the one
+definition of every opcode; this script turns it into one frozen dataclass per
+opcode so that mypy checks what logical units read (``self.op.node_name``):
+``views_base.py`` holds the common parameters' class, ``views_<part>.py`` the
+classes of one part of the table (:data:`catalog.PARTS`), and ``views.py``
+imports them all, maps OP_IDs to classes and builds a view.  Run::
 
-    python -m ganeti.core.opcodes.genviews          # rewrite views.py
-    python -m ganeti.core.opcodes.genviews --check  # exit 1 if it is out of date
+    python -m ganeti.core.opcodes.genviews          # rewrite the views modules
+    python -m ganeti.core.opcodes.genviews --check  # exit 1 if one is out of date
     python -m ganeti.core.opcodes.genviews --docs docs/design/opcodes-and-jobs.md
                                                     # also the opcode reference (make regen)
 
@@ -27,25 +30,40 @@ from typing import Any
 from ganeti.core.opcodes import catalog
 from ganeti.core.opcodes.base import COMMON_PARAMS, OpCode, Param
 
-TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "views.py")
+DIRECTORY = os.path.dirname(os.path.abspath(__file__))
+TARGET = os.path.join(DIRECTORY, "views.py")
 
-_HEADER = '''"""Typed, read-only views of opcodes: one frozen dataclass per opcode.
-
+_GENERATED = """
 GENERATED from :mod:`ganeti.core.opcodes.table` by
 ``python -m ganeti.core.opcodes.genviews``; do not edit by hand (a test
-fails when this file is out of date).  Logical units read their opcode
+fails when this file is out of date)."""
+
+_HEADER = '''"""Typed, read-only views of opcodes: the class of every opcode, ``VIEWS`` and
+:func:`view`.
+''' + _GENERATED + '''  Logical units read their opcode
 through these views (``self.op.node_name``); job files and query answers
-keep the submitted dict.
+keep the submitted dict.  The classes are in ``views_base`` and one
+``views_<part>`` module per part of the table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from dataclasses import fields
+from typing import Any
 
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError
 '''
+
+_PART_HEADER = '''"""Typed, read-only views of {what}.
+''' + _GENERATED + '''
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass{field}
+from typing import {typing}
+{base}'''
 
 _FOOTER = '''
 
@@ -141,19 +159,57 @@ def _class(name: str, base: str | None, op_id: str, doc: str,
     return lines
 
 
-def render(opcodes: Sequence[OpCode] = catalog.ALL) -> str:
-    """The text of views.py."""
-    lines = [_HEADER.rstrip("\n")]
-    lines += _class("OpView", None, "", "The parameters every opcode has", COMMON_PARAMS, ())
-    for op in sorted(opcodes, key=lambda o: o.op_id):
-        lines += _class(class_name(op.op_id), "OpView", op.op_id, op.doc.rstrip("."),
-                        op.params, COMMON_PARAMS)
-    lines += ["", "", "#: OP_ID -> view class, for every declared opcode.",
+def _uses_field(lines: Sequence[str]) -> bool:
+    return any("field(default_factory" in line for line in lines)
+
+
+def render_part(what: str, classes: list[str], base: bool) -> str:
+    """A views module: a header and the lines of its classes."""
+    body = "\n".join(classes)
+    head = _PART_HEADER.format(
+        what=what, field=", field" if _uses_field(classes) else "",
+        typing="Any, ClassVar" if "Any" in body else "ClassVar",
+        base="\nfrom ganeti.core.opcodes.views_base import OpView\n" if base else "")
+    return head.rstrip("\n") + "\n" + body + "\n"
+
+
+def render_all(parts: Sequence[tuple[str, Sequence[OpCode]]] = catalog.PARTS
+               ) -> dict[str, str]:
+    """The text of every views module, by file name."""
+    out = {"views_base.py": render_part(
+        "the parameters every opcode has", _class("OpView", None, "",
+                                                  "The parameters every opcode has",
+                                                  COMMON_PARAMS, ()), base=False)}
+    imports = {"views_base": ["from ganeti.core.opcodes.views_base import OpView"]}
+    everything: list[OpCode] = []
+    for part, opcodes in sorted(parts, key=lambda p: p[0]):
+        classes: list[str] = []
+        for op in sorted(opcodes, key=lambda o: o.op_id):
+            classes += _class(class_name(op.op_id), "OpView", op.op_id, op.doc.rstrip("."),
+                              op.params, COMMON_PARAMS)
+        out[f"views_{part}.py"] = render_part(f"the opcodes of the table's {part} part",
+                                              classes, base=True)
+        names = sorted((class_name(op.op_id) for op in opcodes), key=str.lower)
+        imports[f"views_{part}"] = ([f"from ganeti.core.opcodes.views_{part} import ("]
+                                    + [f"    {n}," for n in names] + [")"])
+        everything += opcodes
+    lines = [_HEADER.rstrip("\n")] + [line for module in sorted(imports)
+                                      for line in imports[module]]
+    lines += ["", "#: OP_ID -> view class, for every declared opcode.",
               "VIEWS: dict[str, type[OpView]] = {"]
     lines += [f"    {json.dumps(op.op_id)}: {class_name(op.op_id)},"
-              for op in sorted(opcodes, key=lambda o: o.op_id)]
+              for op in sorted(everything, key=lambda o: o.op_id)]
     lines.append("}")
-    return "\n".join(lines) + "\n" + _FOOTER
+    names = ["OpView", "VIEWS", "view"] + sorted(class_name(op.op_id) for op in everything)
+    footer = _FOOTER + "\n\n__all__ = [\n" + "".join(
+        f"    {json.dumps(n)},\n" for n in names) + "]\n"
+    out["views.py"] = "\n".join(lines) + "\n" + footer
+    return out
+
+
+def render() -> str:
+    """The text of views.py (the other modules: :func:`render_all`)."""
+    return render_all()["views.py"]
 
 
 _BEGIN = "<!-- BEGIN GENERATED OPCODE REFERENCE -->\n"
@@ -186,11 +242,13 @@ def _sync(path: str, text: str, check: bool) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write views.py (and with ``--docs FILE`` the opcode reference in FILE); with
+    """Write the views modules (and with ``--docs FILE`` the opcode reference in FILE); with
     ``--check`` only report whether they are up to date."""
     args = list(sys.argv[1:] if argv is None else argv)
     check = "--check" in args
-    current = _sync(TARGET, render(), check)
+    current = True
+    for name, text in render_all().items():
+        current = _sync(os.path.join(DIRECTORY, name), text, check) and current
     if "--docs" in args:
         doc = args[args.index("--docs") + 1]
         with open(doc, encoding="utf-8") as f:

@@ -175,6 +175,13 @@ CALLS = [
     call("blockdev_convert", RPC_TMO_SLOW,
          "Copy the data of a disk's device to another's (disk template conversion).",
          _disk_arg("bdev_src"), _disk_arg("bdev_dest")),
+    call("blockdev_image", RPC_TMO_SLOW,
+         "Write an OS image (a URL or a file on the node) onto a disk's device, at "
+         "most size MiB from its start.",
+         _disk_arg("bdev"),
+         RpcArg("image", lambda v: isinstance(v, str) and bool(v) and "\0" not in v,
+                "a URL or a path"),
+         RpcArg("size", lambda v: is_int(v), "a size in MiB")),
     call("bdev_sizes", RPC_TMO_URGENT,
          "Sizes (MiB) of the given block devices under /dev that exist.",
          RpcArg("devices", _is_path_list, "a list of device paths")),

@@ -12,7 +12,6 @@ In import mode :mod:`ganeti.master.lu.backup_import` reads the export first
 from __future__ import annotations
 
 import copy
-import socket
 import uuid as uuidmod
 from collections.abc import Sequence
 from typing import Any
@@ -23,10 +22,9 @@ from ganeti.core import params_fill
 from ganeti.core.errors import (
     ECODE_EXISTS,
     ECODE_INVAL,
-    ECODE_NORES,
-    ECODE_NOTUNIQUE,
     ECODE_STATE,
     GenericError,
+    OpExecError,
     OpPrereqError,
 )
 from ganeti.core.exportinfo import ExportInfo
@@ -38,7 +36,7 @@ from ganeti.core.params_types import parse_unit
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
-from ganeti.master.lu import backup_import, instance_policy, osoutput
+from ganeti.master.lu import backup_import, hostnames, instance_policy, osimage, osoutput
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu import instance_storage as storage
 from ganeti.master.lu.base import LogicalUnit
@@ -109,6 +107,8 @@ class LUInstanceCreate(LogicalUnit):
     REQ_BGL = False
     HPATH = "instance-add"
     HTYPE = hookdefs.HTYPE_INSTANCE
+    #: The address the name resolved to (the name check), for the NICs and IP check.
+    resolved_ip: str | None = None
 
     # -- the import mode's state (ganeti.master.lu.backup_import fills it) ------
     #: the export's name and its path as the hooks show it
@@ -146,6 +146,7 @@ class LUInstanceCreate(LogicalUnit):
             raise OpPrereqError("Remote imports are not supported yet", ECODE_INVAL)
         if op.mode == "import":
             backup_import.check_import_arguments(self)
+        osimage.check_os_image(op.osparams)
         if op.mode == "create" and op.os_type is None:
             raise OpPrereqError("No guest OS or OS image specified", ECODE_INVAL)
         if len(op.disks) > MAX_DISKS:
@@ -282,30 +283,29 @@ class LUInstanceCreate(LogicalUnit):
         be_defaults = params_fill.fill_be(cluster, {})
         self.beparams = {k: v for k, v in self.beparams.items() if be_defaults.get(k) != v}
 
-    async def _check_name(self) -> None:
-        """The name check (Ganeti's CheckHostnameSane, resolved in the thread pool): the
-        name must resolve; NICs with ``ip=auto`` get its address; with the IP check
-        nothing may answer at that address (Ganeti's TCP ping of the node daemon port)."""
-        try:
-            infos = await self.ctx.run_blocking(socket.getaddrinfo, self.name, None,
-                                                socket.AF_INET, socket.SOCK_STREAM)
-        except OSError as err:
-            raise OpPrereqError(f"Host name {self.name} not found: {err}", ECODE_NORES) \
-                from None
-        ip = str(infos[0][4][0]) if infos else None
+    async def before_locks(self) -> None:
+        """The name check, before the new name's lock is taken (Ganeti's
+        CheckHostnameSane in ExpandNames): the instance is created under the name
+        the given one resolves to, which must start with it (whole labels)."""
+        self.resolved_ip = None
+        if not self.op.name_check:
+            return
+        fqdn, self.resolved_ip = await hostnames.check_hostname_sane(self, self.name)
+        if fqdn != self.name:
+            self.name = fqdn
+            self.record_op(instance_name=fqdn)
+            self.expand_names()  # the resolved name must be new too; its lock is taken
+
+    async def _check_address(self) -> None:
+        """NICs with ``ip=auto`` get the resolved address; with the IP check nothing
+        may answer there (Ganeti's TcpPing of the node daemon port: a connection
+        accepted or refused means a host is up)."""
+        ip = self.resolved_ip
         for nic in self.nics:
             if nic.ip == ic.VALUE_AUTO:
                 nic.ip = ip
         if self.op.ip_check and ip is not None:
-            def ping() -> bool:
-                try:
-                    socket.create_connection((ip, c.DEFAULT_NODED_PORT), timeout=1.0).close()
-                except OSError:
-                    return False
-                return True
-            if await self.ctx.run_blocking(ping):
-                raise OpPrereqError(f"IP {ip} of instance {self.name} already in use",
-                                    ECODE_NOTUNIQUE)
+            await hostnames.check_ip_free(self, ip, self.name)
 
     # -- exec ------------------------------------------------------------------
 
@@ -318,7 +318,7 @@ class LUInstanceCreate(LogicalUnit):
         now = self.ctx.clock.seconds()
         uuid = str(uuidmod.uuid4())
         if op.name_check:
-            await self._check_name()
+            await self._check_address()
         await ic.validate_hvparams_on_nodes(  # Ganeti's CheckHVParams
             self, [self.pnode.uuid] + ([self.snode.uuid] if self.snode else []),
             self.hypervisor, self.hv_full)
@@ -364,6 +364,7 @@ class LUInstanceCreate(LogicalUnit):
                            else None)
         self.release_locks(LEVEL_NODE_RES)
         if op.mode == "create" and not op.no_install:
+            await self._image(inst, disks)
             await self._install(inst, disks)
         elif op.mode == "import":
             try:
@@ -404,6 +405,20 @@ class LUInstanceCreate(LogicalUnit):
             cfg.instances[inst.uuid] = inst.clone()
             ic.commit_nic_ips(cfg, inst.nics)
         return change
+
+    async def _image(self, inst: Instance, disks: list[Disk]) -> None:
+        """Write the ``os-image`` OS parameter's image onto the first disk (not onto
+        adopted ones); the instance is removed again if that fails, as Ganeti does."""
+        image = osimage.get_os_image(self.op.osparams)
+        if image is None or not disks or self.adopt:
+            return
+        self.ctx.feedback("message", "* imaging instance disks...")
+        try:
+            await osimage.image_disks(self, self.ctx.config.config.instances[inst.uuid], image)
+        except OpExecError as err:
+            self.ctx.feedback("message", f" - WARNING: Imaging instance disks failed ({err})")
+            await self._undo(inst, disks)
+            raise OpExecError("There are some degraded disks for this instance") from None
 
     async def _install(self, inst: Instance, disks: list[Disk]) -> None:
         self.ctx.feedback("message", "* running the instance OS create scripts...")

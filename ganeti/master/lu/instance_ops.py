@@ -10,8 +10,6 @@ and fail with ``OpPrereqError`` as Ganeti's CheckInstanceState does.
 
 from __future__ import annotations
 
-import posixpath
-import re
 from typing import Any
 
 from ganeti.core import consoles, params_fill
@@ -40,16 +38,12 @@ from ganeti.core.params_merge import get_updated_params
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
-from ganeti.master.lu import hostnames, instance_storage, osoutput
+from ganeti.master.lu import hostnames, instance_storage, osimage, osoutput
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu.base import LOCKS_REPLACE, LogicalUnit
 from ganeti.master.lu.os_lu import check_os_params
 
 ONLINE = (c.ADMINST_UP, c.ADMINST_DOWN)
-#: The OS parameter naming a disk image to install (Ganeti's ``OS_IMAGE``).
-OS_IMAGE = "os-image"
-#: Ganeti's ``utils.io.URL_RE``.
-_URL_RE = re.compile(r"(https?|ftps?)://")
 NOT_RUNNING = (c.ADMINST_DOWN, c.ADMINST_OFFLINE)
 #: Ganeti's ``INSTANCE_DOWN``: stopped, not offline (reinstall)
 DOWN = (c.ADMINST_DOWN,)
@@ -73,14 +67,6 @@ async def check_not_running(lu: LogicalUnit, inst: Instance, msg: str) -> None:
         return
     if await ic.instance_running(lu, inst):
         raise OpPrereqError(f"Instance {inst.name} is running, {msg}", ECODE_STATE)
-
-
-def check_os_image(osparams: dict[str, Any] | None) -> None:
-    """Ganeti's CheckOSImage: an ``os-image`` OS parameter must be a URL or an
-    absolute path (OpPrereqError without an error code, as Ganeti's)."""
-    image = (osparams or {}).get(OS_IMAGE)
-    if image is not None and not (_URL_RE.match(str(image)) or posixpath.isabs(str(image))):
-        raise OpPrereqError("OS image must be an absolute path or a URL")
 
 
 class InstanceLU(LogicalUnit):
@@ -482,7 +468,7 @@ class LUInstanceReinstall(InstanceLU):
     PRIMARY_ONLY = True
 
     def check_arguments(self) -> None:
-        check_os_image(self.op.osparams)
+        osimage.check_os_image(self.op.osparams)
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
@@ -505,10 +491,10 @@ class LUInstanceReinstall(InstanceLU):
         # Ganeti's _MergeValidateOsParams: the OS must accept the parameters (the
         # instance's updated by the opcode's, filled from the cluster) on the nodes
         cfg = self.ctx.config.config
-        osp = params_fill.fill_os(
-            cfg.cluster, self.os_name, get_updated_params(inst.osparams, self.op.osparams or {}),
-            get_updated_params(inst.osparams_private, self.op.osparams_private or {}),
-            self.op.osparams_secret or {})
+        public = get_updated_params(inst.osparams, self.op.osparams or {})
+        private = get_updated_params(inst.osparams_private, self.op.osparams_private or {})
+        osp = params_fill.fill_os(cfg.cluster, self.os_name, public, private,
+                                  self.op.osparams_secret or {})
         # Our create takes an OS name without its variant where Ganeti's refuses it
         # (docs/compat.md): the OS an instance was created with is reinstalled as is
         kept_os = not self.op.os_type or self.op.os_type == inst.os
@@ -517,8 +503,13 @@ class LUInstanceReinstall(InstanceLU):
                               prereq=False)
         if self.op.dry_run:
             return None
+        image = osimage.get_os_image(self.op.osparams)
+        if image is not None:
+            self.ctx.feedback("message", f"Using OS image '{image}'")
+        else:
+            image = osimage.get_os_image(inst.osparams)
         if self.op.os_type and self.op.os_type != inst.os:
-            self.ctx.feedback("message", f"Changing OS to {self.op.os_type}...")
+            self.ctx.feedback("message", f"Changing OS scripts to '{self.op.os_type}'...")
             new_os, uuid = self.op.os_type, inst.uuid
 
             def change(cfg: ConfigData) -> None:
@@ -529,6 +520,8 @@ class LUInstanceReinstall(InstanceLU):
         inst = self.instance
         await self.start_disks()
         try:
+            if image:
+                await osimage.image_disks(self, inst, image)
             self.ctx.feedback("message", "Running the instance OS create scripts...")
             node = self.ctx.config.config.nodes[inst.primary_node]
             osp = {**(self.op.osparams or {}), **(self.op.osparams_private or {})}
@@ -541,7 +534,22 @@ class LUInstanceReinstall(InstanceLU):
                 f"Could not install OS for instance {inst.name} on node {node.name}")
         finally:
             await self.stop_disks()
+        if self.op.osparams or self.op.osparams_private:
+            await self._keep_os_params(public, private)
         return None
+
+    async def _keep_os_params(self, public: dict[str, Any], private: dict[str, Any]) -> None:
+        """The instance keeps the parameters it was reinstalled with (Ganeti stores
+        them before installing, so a failed image stays for the next reinstall;
+        here only a reinstall that worked changes them: docs/compat.md)."""
+        uuid = self.instance.uuid
+
+        def change(cfg: ConfigData) -> None:
+            obj = cfg.instances[uuid]
+            obj.osparams = dict(public)
+            obj.osparams_private = dict(private)
+            obj.serial_no += 1
+        await self.update_config(change)
 
 
 class LUInstanceConsole(InstanceLU):

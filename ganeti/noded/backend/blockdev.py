@@ -4,8 +4,9 @@ Answers are Ganeti's: ``blockdev_create`` gives the device's logical id,
 ``blockdev_assemble`` ``[path, link, uri]`` on the primary (the link is
 ``RUN_DIR/instance-disks/<instance>:<idx>``) and ``[true, true]`` elsewhere,
 ``blockdev_find`` a BlockDevStatus dict or null, ``blockdev_getdimensions``
-``[size in bytes, spindles]`` or null per disk.  The work per template is in
-:mod:`ganeti.noded.bdev`; its errors become ``[false, message]``.
+``[size in bytes, spindles]`` or null per disk.  The devices are objects built
+from the disk dicts (:mod:`ganeti.noded.bdev.devices`, which walks a disk's
+children too); their errors become ``[false, message]``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ganeti.core import constants
 from ganeti.core.rpcdefs.wire import to_wire_path
 from ganeti.noded.backend.context import NodeContext, RPCFail
-from ganeti.noded.bdev import blockdev, convert, devices, files, lvm
+from ganeti.noded.bdev import blockdev, convert, devices, files, image, lvm
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors.fake import HypervisorError, check_name
 from ganeti.noded.hypervisors.kvm import LibvirtDown
@@ -30,16 +30,13 @@ async def blockdev_create(ctx: NodeContext, bdev: dict[str, Any], size: int, own
                           on_primary: bool, info: str, exclusive_storage: bool) -> Any:
     """Create a disk's device; its logical id."""
     try:
-        kind = devices.template(bdev)
-        if exclusive_storage and kind != constants.DT_PLAIN:
-            raise BlockDeviceError(f"{kind} devices cannot be used with exclusive storage")
-        return await devices.create(ctx, bdev, size, info)
+        return await devices.create(ctx, bdev, size, on_primary, info, exclusive_storage)
     except BlockDeviceError as err:
         raise _fail("Can't create block device", err) from None
 
 
 async def blockdev_remove(ctx: NodeContext, bdev: dict[str, Any]) -> None:
-    """Remove a disk's device (nothing if it is gone)."""
+    """Remove a disk's device, then its children (nothing if they are gone)."""
     try:
         await devices.remove(ctx, bdev)
     except BlockDeviceError as err:
@@ -50,9 +47,10 @@ async def blockdev_grow(ctx: NodeContext, cf_bdev: dict[str, Any], amount: int,
                         dryrun: bool, backingstore: bool, es_flag: bool) -> None:
     """Grow a disk's device by ``amount`` MiB."""
     try:
-        if await devices.find(ctx, cf_bdev) is None:
+        dev = await devices.find_device(ctx, cf_bdev)
+        if dev is None:
             raise BlockDeviceError(f"Cannot find block device {cf_bdev.get('logical_id')}")
-        await devices.grow(ctx, cf_bdev, amount, dryrun, backingstore)
+        await dev.grow(amount, dryrun, backingstore)
     except BlockDeviceError as err:
         raise _fail("Failed to grow block device", err) from None
     if not dryrun and ctx.kvm is not None:
@@ -63,15 +61,15 @@ async def _tell_running_guests(ctx: NodeContext, disk: dict[str, Any]) -> None:
     """A running kvm guest whose disk grew sees the new size (libvirt's blockResize)."""
     assert ctx.kvm is not None
     try:
-        kind = devices.template(disk)
-        path = await devices.assemble(ctx, disk)
-        dims = await devices.dimensions(ctx, disk)
+        dev = await devices.assemble_device(ctx, disk)
+        path = None if dev is None else dev.local_path()
+        dims = None if dev is None else await dev.dimensions()
     except BlockDeviceError:
         return  # the growth itself was checked above
     if path is None or not dims:
         return
     try:
-        await ctx.kvm.disk_grown(devices.local_path(ctx, kind, path), int(dims[0]))
+        await ctx.kvm.disk_grown(path, int(dims[0]))
     except LibvirtDown:
         return  # no libvirt here: no kvm guest can use the disk
     except HypervisorError as err:
@@ -84,10 +82,11 @@ async def blockdev_rename(ctx: NodeContext, devlist: list[list[Any]]) -> None:
     msgs = []
     for disk, new_id in devlist:
         try:
-            if await devices.find(ctx, disk) is None:
+            dev = await devices.find_device(ctx, disk)
+            if dev is None:
                 msgs.append(f"Can't find device {disk.get('logical_id')} in rename")
                 continue
-            await devices.rename(ctx, disk, new_id)
+            await dev.rename(new_id)
         except BlockDeviceError as err:
             msgs.append(f"Can't rename device '{disk.get('logical_id')}' to '{new_id}': {err}")
     if msgs:
@@ -111,26 +110,26 @@ def _link(ctx: NodeContext, instance: str, idx: int, target: str) -> str:
 
 async def blockdev_assemble(ctx: NodeContext, disk: dict[str, Any], instance: dict[str, Any],
                             on_primary: bool, idx: int) -> list[Any]:
-    """Make a disk usable: [path, link, uri] on the primary, [true, true] elsewhere."""
+    """Make a disk usable, its children first: [path, link, uri] on the primary,
+    [true, true] elsewhere."""
     try:
         name = check_name(instance.get("name"))
     except HypervisorError as err:
         raise RPCFail(str(err)) from None
     try:
-        kind = devices.template(disk)
-        if not on_primary:
-            await devices.assemble(ctx, disk)
-            return [True, True]
-        path = await devices.assemble(ctx, disk)
+        dev = await devices.assemble_device(ctx, disk, on_primary)
     except BlockDeviceError as err:
         raise _fail("Error while assembling disk", err) from None
-    if path is None:
+    if not on_primary:
+        return [True, True]
+    path = None if dev is None else dev.local_path()
+    if dev is None or path is None:
         return [None, None, None]
     try:
-        link = await ctx.run(_link, ctx, name, idx, devices.local_path(ctx, kind, path))
+        link = await ctx.run(_link, ctx, name, idx, path)
     except OSError as err:
         raise RPCFail(f"Error while symlinking disk: {err}") from None
-    return [path, to_wire_path(ctx.paths.root, link), None]
+    return [dev.dev_path, to_wire_path(ctx.paths.root, link), None]
 
 
 async def blockdev_convert(ctx: NodeContext, bdev_src: dict[str, Any],
@@ -142,11 +141,20 @@ async def blockdev_convert(ctx: NodeContext, bdev_src: dict[str, Any],
         raise _fail("", err) from None
 
 
-async def blockdev_shutdown(ctx: NodeContext, disk: dict[str, Any]) -> None:
-    """Shut a device down: nothing to do for files, volumes (Ganeti keeps them
-    active) and adopted devices; the template is still checked."""
+async def blockdev_image(ctx: NodeContext, bdev: dict[str, Any], image_: str,
+                         size: int) -> None:
+    """Write an OS image (a URL or a file on the node) onto a disk's device."""
     try:
-        devices.template(disk)
+        await image.write_image(ctx, bdev, image_, size)
+    except BlockDeviceError as err:
+        raise _fail("", err) from None
+
+
+async def blockdev_shutdown(ctx: NodeContext, disk: dict[str, Any]) -> None:
+    """Shut a device down, then its children (nothing to do for files, volumes:
+    Ganeti keeps them active, and adopted devices)."""
+    try:
+        await devices.shutdown(ctx, disk)
     except BlockDeviceError as err:
         raise _fail("", err) from None
 
@@ -154,7 +162,8 @@ async def blockdev_shutdown(ctx: NodeContext, disk: dict[str, Any]) -> None:
 async def blockdev_find(ctx: NodeContext, disk: dict[str, Any]) -> dict[str, Any] | None:
     """The device's status, or null if it does not exist."""
     try:
-        return await devices.find(ctx, disk)
+        dev = await devices.find_device(ctx, disk)
+        return None if dev is None else (await dev.sync_status()).to_wire()
     except BlockDeviceError as err:
         raise _fail("Failed to find device", err) from None
 

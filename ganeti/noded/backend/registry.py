@@ -63,6 +63,7 @@ def handlers() -> dict[str, Handler]:
         "blockdev_find": blockdev.blockdev_find,
         "blockdev_getdimensions": blockdev.blockdev_getdimensions,
         "blockdev_convert": blockdev.blockdev_convert,
+        "blockdev_image": blockdev.blockdev_image,
         "bdev_sizes": blockdev.bdev_sizes,
         "lv_list": blockdev.lv_list,
         "vg_list": blockdev.vg_list,

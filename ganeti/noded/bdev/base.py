@@ -1,4 +1,4 @@
-"""What the block device modules share: their error, running programs, device status."""
+"""What the block device modules share: their error and running programs."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ganeti.core import storagetypes
 from ganeti.noded.backend.context import NodeContext
 
 #: Seconds a storage program (lvm, blockdev) may run before it is ended.
@@ -67,11 +65,3 @@ async def run_program(ctx: NodeContext, argv: Sequence[str],
     if out.ok:
         return Outcome(True, stdout, stderr)
     return Outcome(False, stdout, stderr, out.reason())
-
-
-def status(dev_path: str | None, major: int | None = None, minor: int | None = None,
-           degraded: bool = False) -> dict[str, Any]:
-    """A device's status as ``blockdev_find`` answers it (Ganeti's BlockDevStatus)."""
-    return {"dev_path": dev_path, "major": major, "minor": minor, "sync_percent": None,
-            "estimated_time": None, "is_degraded": degraded,
-            "ldisk_status": storagetypes.LDS_FAULTY if degraded else storagetypes.LDS_OKAY}

@@ -3,17 +3,21 @@
 Nothing is created, removed, grown or renamed: the device belongs to the
 administrator.  Its path (``logical_id`` ``["manual", path]``) must resolve
 below ``/dev/`` and be a block device; the device is used as it is.
-These functions block (stat, reading a size): run them in the thread pool.
+The functions block (stat, reading a size): :class:`AdoptedDevice` runs them in
+the thread pool.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from typing import Any
 
 from ganeti.core import storagetypes
-from ganeti.noded.bdev.base import BlockDeviceError, status
+from ganeti.noded.backend.context import NodeContext
+from ganeti.noded.bdev.base import BlockDeviceError
+from ganeti.noded.bdev.device import BlockDevice
 
 
 def device(disk: dict[str, Any]) -> str:
@@ -54,24 +58,68 @@ def check(disk: dict[str, Any]) -> str:
     return path
 
 
-def find(disk: dict[str, Any]) -> dict[str, Any] | None:
-    """The device's status, None if it is not there."""
+def _numbers(disk: dict[str, Any]) -> tuple[str, int, int] | None:
+    """(path, major, minor) of the device, None if it is not there."""
     path = device(disk)
     st = _stat(path)
     if st is None:
         return None
-    return status(path, os.major(st.st_rdev), os.minor(st.st_rdev))
+    return path, os.major(st.st_rdev), os.minor(st.st_rdev)
 
 
-def dimensions(disk: dict[str, Any]) -> list[Any] | None:
-    """[size in bytes, None], or None."""
-    path = device(disk)
-    if _stat(path) is None:
-        return None
+def _size(path: str) -> int | None:
     try:
-        return [size_bytes(path), None]
+        return size_bytes(path)
     except OSError:
         return None
+
+
+class AdoptedDevice(BlockDevice):
+    """A ``blockdev`` disk: an existing block device the instance adopted (Ganeti's
+    PersistentBlockDevice).  Creating it checks that it is there; removing,
+    shutting down and assembling change nothing; it cannot grow, be renamed or be
+    written by a disk conversion.  The checks (stat, size) run in the thread pool."""
+
+    accepts_import = False
+
+    @classmethod
+    async def create(cls, ctx: NodeContext, disk: dict[str, Any],
+                     children: Sequence[BlockDevice | None], size: int,
+                     info: str) -> BlockDevice:
+        """Adopt the device: it must exist and be a block device."""
+        dev = cls(ctx, disk, children)
+        await dev.assemble()
+        return dev
+
+    async def attach(self) -> bool:
+        """Whether the device is there (and its major/minor)."""
+        found = await self.ctx.run(_numbers, self.disk)
+        self.attached = found is not None
+        self.dev_path, self.major, self.minor = found if found else (None, None, None)
+        return self.attached
+
+    async def assemble(self) -> None:
+        """Nothing to activate: the device must be there."""
+        self.dev_path = await self.ctx.run(check, self.disk)
+        self.attached = True
+
+    @classmethod
+    def static_path(cls, dev_type: str, logical_id: Sequence[str]) -> str:
+        """The adopted device, ``logical_id[1]`` (absolute)."""
+        path = str(logical_id[1])
+        if not path.startswith("/"):
+            raise ValueError(f"{dev_type} disk path {path!r} is not absolute")
+        return path
+
+    async def remove(self) -> None:
+        """The device is the administrator's: it stays."""
+
+    async def dimensions(self) -> list[Any] | None:
+        """[size in bytes, None], None if the size cannot be read."""
+        if self.dev_path is None:
+            return None
+        size = await self.ctx.run(_size, self.dev_path)
+        return None if size is None else [size, None]
 
 
 def sizes(devices: list[str]) -> dict[str, int]:

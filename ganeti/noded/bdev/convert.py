@@ -22,16 +22,13 @@ import os
 import shutil
 from typing import Any
 
-from ganeti.core import constants
 from ganeti.core.rpcdefs.base import RPC_TMO_SLOW
 from ganeti.noded.backend.context import NodeContext
-from ganeti.noded.bdev import blockdev, devices, files, lvm
+from ganeti.noded.bdev import devices
 from ganeti.noded.bdev.base import BlockDeviceError, run_program
 
 #: Seconds a copy may run: a little less than the master waits for the call.
 COPY_TIMEOUT = RPC_TMO_SLOW - 60.0
-
-_FILE = (constants.DT_FILE, constants.DT_SHARED_FILE)
 
 
 def dd_program() -> str:
@@ -43,16 +40,12 @@ def dd_program() -> str:
 
 
 async def device_path(ctx: NodeContext, disk: dict[str, Any]) -> str:
-    """Where the disk's data is on this node (the device exists: checked by the caller)."""
-    kind = devices.template(disk)
-    if kind in _FILE:
-        return files.file_path(ctx.paths, disk)[1]
-    if kind == constants.DT_PLAIN:
-        return await lvm.assemble(ctx, disk)
-    if kind == constants.DT_BLOCK:
-        path: str = await ctx.run(blockdev.check, disk)
-        return path
-    raise BlockDeviceError(f"Disks of template '{kind}' hold no data to copy")
+    """Where the disk's data is on this node (the device exists: checked by the caller):
+    the device's :meth:`~.device.BlockDevice.data_path`, its children assembled."""
+    dev = await devices.assemble_device(ctx, disk)
+    if dev is None:
+        raise BlockDeviceError(f"{disk.get('dev_type')} disk not assembled on this node")
+    return await dev.data_path()
 
 
 def _size(disk: dict[str, Any]) -> int:
@@ -68,20 +61,20 @@ def _name(disk: dict[str, Any]) -> str:
 
 async def copy(ctx: NodeContext, src: dict[str, Any], dest: dict[str, Any]) -> None:
     """Copy the data of ``src`` to ``dest`` (both disk dicts as the master sends them)."""
-    src_kind, dest_kind = devices.template(src), devices.template(dest)
-    if dest_kind == constants.DT_BLOCK:
+    src_cls, dest_cls = devices.device_class(src), devices.device_class(dest)
+    if dest_cls.holds_data and not dest_cls.accepts_import:
         raise BlockDeviceError("Importing data is not supported for the "
                                "PersistentBlockDevice template")
-    if constants.DT_DISKLESS in (src_kind, dest_kind):
+    if not (src_cls.holds_data and dest_cls.holds_data):
         raise BlockDeviceError("Diskless disks hold no data to copy")
-    if await devices.find(ctx, src) is None:
+    if await devices.find_device(ctx, src) is None:
         raise BlockDeviceError(f"Cannot copy from device '{_name(src)}': device not found")
-    if await devices.find(ctx, dest) is None:
+    if await devices.find_device(ctx, dest) is None:
         raise BlockDeviceError(f"Cannot copy to device '{_name(dest)}': device not found")
     size = _size(src)
     source = await device_path(ctx, src)
     target = await device_path(ctx, dest)
-    conv = "notrunc,sparse,fsync" if dest_kind in _FILE else "notrunc,fsync"
+    conv = "notrunc,sparse,fsync" if dest_cls.sparse else "notrunc,fsync"
     argv = [dd_program(), f"if={source}", f"of={target}", "bs=1M", f"count={size}",
             f"conv={conv}"]
     out = await run_program(ctx, argv, timeout=COPY_TIMEOUT)

@@ -1,10 +1,18 @@
-"""One entry per block device operation, dispatched on the disk's template.
+"""The table of device types and the walks over a disk's device tree.
 
-Each function takes the handler's context and a disk dict (as the master
-sends it) and raises :class:`BlockDeviceError` on failure.  ``drbd``,
-``ext``, ``rbd`` and ``gluster`` disks are refused by name; ``diskless``
-has nothing to do.  Blocking file work runs in the context's thread pool,
-LVM commands through its child processes.
+:data:`DEVICE_CLASSES` maps a disk's ``dev_type`` (Ganeti's ``DEV_MAP``) to its
+:class:`~.device.BlockDevice` class; :func:`build` makes a disk dict (as the
+master sends it) into a device object with its children.  ``drbd``, ``ext``,
+``rbd`` and ``gluster`` disks are not in the table and are refused by name.
+
+The walks follow Ganeti's node daemon (``backend.py``): a device is found
+after its children (:func:`find_device`, ``_RecursiveFindBD``); assembled
+after its children (:func:`assemble_device`, ``_RecursiveAssembleBD``; a
+device that needs fewer than all its children goes on without those that fail);
+created on its assembled children (:func:`create`, ``BlockdevCreate``); removed
+and shut down before its children, every one tried and the failures reported
+together (:func:`remove`, :func:`shutdown`, ``BlockdevRemove`` and
+``BlockdevShutdown``).  Each function raises :class:`BlockDeviceError`.
 """
 
 from __future__ import annotations
@@ -12,122 +20,178 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from twisted.logger import Logger
+
 from ganeti.core import constants
 from ganeti.noded.backend.context import NodeContext
-from ganeti.noded.bdev import blockdev, files, lvm
 from ganeti.noded.bdev.base import BlockDeviceError
+from ganeti.noded.bdev.blockdev import AdoptedDevice
+from ganeti.noded.bdev.device import BlockDevice, DisklessDevice
+from ganeti.noded.bdev.files import FileDevice
+from ganeti.noded.bdev.lvm import LogicalVolume
 
-_FILE = (constants.DT_FILE, constants.DT_SHARED_FILE)
+log = Logger()
+
+#: The device class of each disk type this node serves.
+DEVICE_CLASSES: dict[str, type[BlockDevice]] = {
+    constants.DT_FILE: FileDevice,
+    constants.DT_SHARED_FILE: FileDevice,
+    constants.DT_PLAIN: LogicalVolume,
+    constants.DT_BLOCK: AdoptedDevice,
+    constants.DT_DISKLESS: DisklessDevice,
+}
 
 
-def template(disk: dict[str, Any]) -> str:
-    """The disk's template, if this node serves it (else BlockDeviceError)."""
+def device_class(disk: dict[str, Any]) -> type[BlockDevice]:
+    """The class of the disk's device, if this node serves its type."""
     dev_type = disk.get("dev_type")
-    if dev_type in (constants.DT_FILE, constants.DT_SHARED_FILE, constants.DT_PLAIN,
-                    constants.DT_BLOCK, constants.DT_DISKLESS):
-        return str(dev_type)
+    cls = DEVICE_CLASSES.get(dev_type) if isinstance(dev_type, str) else None
+    if cls is not None:
+        return cls
     if dev_type in constants.DISK_TEMPLATES:
         raise BlockDeviceError(f"Disk template '{dev_type}' is not supported on this node "
                                "yet (disks of this template cannot be created or used)")
     raise BlockDeviceError(f"Unknown disk type {dev_type!r:.40}")
 
 
-async def create(ctx: NodeContext, disk: dict[str, Any], size: int, info: str) -> Any:
-    """Create the device; its logical id (None for diskless)."""
-    kind = template(disk)
-    if kind in _FILE:
-        return await ctx.run(files.create, ctx.paths, disk, size)
-    if kind == constants.DT_PLAIN:
-        return await lvm.create(ctx, disk, size, info)
-    if kind == constants.DT_BLOCK:
-        await ctx.run(blockdev.check, disk)
-        return list(disk["logical_id"])
-    return None
+def template(disk: dict[str, Any]) -> str:
+    """The disk's template, if this node serves it (else BlockDeviceError)."""
+    device_class(disk)
+    return str(disk["dev_type"])
 
 
-async def remove(ctx: NodeContext, disk: dict[str, Any]) -> None:
-    """Remove the device (adopted devices stay: they are the administrator's)."""
-    kind = template(disk)
-    if kind in _FILE:
-        await ctx.run(files.remove, ctx.paths, disk)
-    elif kind == constants.DT_PLAIN:
-        await lvm.remove(ctx, disk)
+def _child_disks(disk: dict[str, Any]) -> list[dict[str, Any]]:
+    children = disk.get("children") or []
+    if not isinstance(children, list) or not all(isinstance(c, dict) for c in children):
+        raise BlockDeviceError(f"Invalid children of disk {disk.get('logical_id')!r:.80}")
+    return children
 
 
-async def grow(ctx: NodeContext, disk: dict[str, Any], amount: int, dryrun: bool,
-               backingstore: bool) -> None:
-    """Grow the device by ``amount`` MiB."""
-    kind = template(disk)
-    if kind in _FILE:
-        await ctx.run(files.grow, ctx.paths, disk, amount, dryrun, backingstore)
-    elif kind == constants.DT_PLAIN:
-        await lvm.grow(ctx, disk, amount, dryrun, backingstore)
-    else:
-        raise BlockDeviceError(f"Grow is not supported for {kind} disks")
+def build(ctx: NodeContext, disk: dict[str, Any]) -> BlockDevice:
+    """The disk's device object, its children built first (no I/O)."""
+    cls = device_class(disk)
+    return cls(ctx, disk, [build(ctx, child) for child in _child_disks(disk)])
 
 
-async def rename(ctx: NodeContext, disk: dict[str, Any], new_id: list[Any]) -> None:
-    """Give the device a new logical id."""
-    kind = template(disk)
-    if kind in _FILE:
-        await ctx.run(files.rename, ctx.paths, disk, new_id)
-    elif kind == constants.DT_PLAIN:
-        await lvm.rename(ctx, disk, new_id)
-    else:
-        raise BlockDeviceError(f"Rename is not supported for {kind} disks")
+async def _attach(dev: BlockDevice) -> bool:
+    for i, child in enumerate(dev.children):
+        if child is not None and not await _attach(child):
+            dev.children[i] = None
+    return await dev.attach()
+
+
+async def find_device(ctx: NodeContext, disk: dict[str, Any]) -> BlockDevice | None:
+    """The disk's device if it exists (attached, with the children found), else None."""
+    dev = build(ctx, disk)
+    return dev if await _attach(dev) else None
+
+
+async def _assemble(dev: BlockDevice, as_primary: bool) -> bool:
+    allowed = 0 if dev.children_needed < 0 else len(dev.children) - dev.children_needed
+    failed = 0
+    for i, child in enumerate(dev.children):
+        if child is None:
+            continue
+        try:
+            await _assemble(child, as_primary)
+        except BlockDeviceError as err:
+            if failed >= allowed:
+                raise
+            failed += 1
+            dev.children[i] = None
+            log.error("Error in child activation of {dev} (but continuing): {err}",
+                      dev=dev, err=str(err))
+    if not (as_primary or dev.assemble_on_secondary):
+        return False
+    await dev.assemble()
+    if as_primary or dev.open_on_secondary:
+        await dev.open()
+    return True
+
+
+async def assemble_device(ctx: NodeContext, disk: dict[str, Any],
+                          as_primary: bool = True) -> BlockDevice | None:
+    """Make the disk's device usable, its children first: the device, or None where
+    its type is not assembled (on a secondary node, for most types)."""
+    dev = build(ctx, disk)
+    return dev if await _assemble(dev, as_primary) else None
 
 
 async def assemble(ctx: NodeContext, disk: dict[str, Any]) -> str | None:
-    """Make the device usable; its path on the node (as the wire names it)."""
-    kind = template(disk)
-    if kind in _FILE:
-        if not await ctx.run(files.exists, ctx.paths, disk):
-            raise BlockDeviceError(f"{disk['logical_id'][1]}: No such file")
-        return str(disk["logical_id"][1])
-    if kind == constants.DT_PLAIN:
-        return await lvm.assemble(ctx, disk)
-    if kind == constants.DT_BLOCK:
-        path: str = await ctx.run(blockdev.check, disk)
-        return path
-    return None
+    """Assemble the disk's device as on the primary; its path as the wire names it
+    (None for a diskless disk)."""
+    dev = await assemble_device(ctx, disk)
+    return None if dev is None else dev.dev_path
 
 
-async def find(ctx: NodeContext, disk: dict[str, Any]) -> dict[str, Any] | None:
-    """The device's status, None if it does not exist."""
-    kind = template(disk)
-    if kind in _FILE:
-        found: dict[str, Any] | None = await ctx.run(files.find, ctx.paths, disk)
-        return found
-    if kind == constants.DT_PLAIN:
-        return await lvm.find(ctx, disk)
-    if kind == constants.DT_BLOCK:
-        found = await ctx.run(blockdev.find, disk)
-        return found
-    return None
+async def create(ctx: NodeContext, disk: dict[str, Any], size: int, on_primary: bool,
+                 info: str, exclusive_storage: bool) -> Any:
+    """Create the disk's device on its children (which exist: they are assembled and
+    opened first); assembled and opened after creation where the device is used on
+    this node.  Its logical id (None for a diskless disk)."""
+    cls = device_class(disk)
+    if exclusive_storage and not cls.exclusive_storage:
+        raise BlockDeviceError(f"{disk['dev_type']} devices cannot be used with "
+                               "exclusive storage")
+    used_here = on_primary or cls.assemble_on_secondary
+    children: list[BlockDevice | None] = []
+    for child_disk in _child_disks(disk):
+        child = build(ctx, child_disk)
+        try:
+            assembled = await _assemble(child, on_primary)
+            if assembled and used_here and not (on_primary or child.open_on_secondary):
+                await child.open()  # the parent needs it open (not opened yet)
+        except BlockDeviceError as err:
+            raise BlockDeviceError(f"Can't assemble device {child}: {err}") from None
+        children.append(child)
+    dev = await cls.create(ctx, disk, children, size, info)
+    if used_here:
+        await dev.assemble()
+        if on_primary or cls.open_on_secondary:
+            await dev.open(force=True)
+    return dev.unique_id
+
+
+async def _walk_down(dev: BlockDevice, remove: bool) -> list[str]:
+    msgs = []
+    try:
+        await (dev.remove() if remove else dev.shutdown())
+    except BlockDeviceError as err:
+        msgs.append(str(err))
+    for child in dev.children:
+        if child is not None:
+            msgs.extend(await _walk_down(child, remove))
+    return msgs
+
+
+async def remove(ctx: NodeContext, disk: dict[str, Any]) -> None:
+    """Remove the disk's device, then its children; every one is tried (a missing
+    device is no error)."""
+    msgs = await _walk_down(build(ctx, disk), remove=True)
+    if msgs:
+        raise BlockDeviceError("; ".join(msgs))
+
+
+async def shutdown(ctx: NodeContext, disk: dict[str, Any]) -> None:
+    """Shut the disk's device down, then its children; every one is tried."""
+    msgs = await _walk_down(build(ctx, disk), remove=False)
+    if msgs:
+        raise BlockDeviceError("; ".join(msgs))
 
 
 async def dimensions(ctx: NodeContext, disk: dict[str, Any]) -> list[Any] | None:
     """[size in bytes, spindles or None], None if the device does not exist."""
     try:
-        kind = template(disk)
-        if kind in _FILE:
-            dims: list[Any] | None = await ctx.run(files.dimensions, ctx.paths, disk)
-            return dims
-        if kind == constants.DT_PLAIN:
-            return await lvm.dimensions(ctx, disk)
-        if kind == constants.DT_BLOCK:
-            dims = await ctx.run(blockdev.dimensions, disk)
-            return dims
+        dev = await find_device(ctx, disk)
+        return None if dev is None else await dev.dimensions()
     except BlockDeviceError:
         return None
-    return None
 
 
 def local_path(ctx: NodeContext, kind: str, wire_path: str) -> str:
-    """A device path as it is on this node (file disks live under the node's root)."""
-    if kind in _FILE:
-        return files.local(ctx.paths, wire_path)
-    return wire_path
+    """A device path of a disk of template ``kind`` as it is on this node (file disks
+    live under the node's root)."""
+    return device_class({"dev_type": kind}).local_path_of(ctx.paths, wire_path)
 
 
 def link_dir(ctx: NodeContext) -> str:

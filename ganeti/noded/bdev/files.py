@@ -10,8 +10,9 @@ storage directory, equal to) one of them and never under a system prefix
 Paths travel as on a node without ``GANETI_ROOTDIR``, or below a virtual node's
 root (a virtual cluster's config names the master's directories): they are
 checked as they come and used as their virtual path below this node's root, so
-each node of a virtual cluster has its own files (:func:`virtual`).  These
-functions block: the handlers run them in the thread pool.
+each node of a virtual cluster has its own files (:func:`virtual`).  The
+functions block: :class:`FileDevice` (a disk's file) and the handlers run them
+in the thread pool.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+from collections.abc import Sequence
 from typing import Any
 
 from ganeti.core.paths import Paths
 from ganeti.core.rpcdefs.wire import from_wire_path
-from ganeti.noded.bdev.base import BlockDeviceError, status
+from ganeti.noded.backend.context import NodeContext
+from ganeti.noded.bdev.base import BlockDeviceError
+from ganeti.noded.bdev.device import BlockDevice
 
 MIB = 1024 * 1024
 #: Name of the file (in CONF_DIR) listing the directories file storage may use.
@@ -117,7 +121,7 @@ def file_path(paths: Paths, disk: dict[str, Any]) -> tuple[str, str]:
     return wire, local(paths, wire)
 
 
-def create(paths: Paths, disk: dict[str, Any], size: int) -> list[Any]:
+def _create(paths: Paths, disk: dict[str, Any], size: int) -> None:
     """Create the file of ``size`` MiB (sparse); it must not exist yet."""
     wire, path = file_path(paths, disk)
     try:
@@ -131,10 +135,9 @@ def create(paths: Paths, disk: dict[str, Any], size: int) -> list[Any]:
         os.unlink(path)
         raise BlockDeviceError(f"{wire}: can't create: {err.strerror}") from None
     os.close(fd)
-    return list(disk["logical_id"])
 
 
-def remove(paths: Paths, disk: dict[str, Any]) -> None:
+def _remove(paths: Paths, disk: dict[str, Any]) -> None:
     """Remove the file; nothing if it is gone already."""
     wire, path = file_path(paths, disk)
     try:
@@ -145,13 +148,13 @@ def remove(paths: Paths, disk: dict[str, Any]) -> None:
         raise BlockDeviceError(f"{wire}: can't remove: {err.strerror}") from None
 
 
-def exists(paths: Paths, disk: dict[str, Any]) -> bool:
+def _exists(paths: Paths, disk: dict[str, Any]) -> bool:
     """Whether the file exists."""
     return os.path.isfile(file_path(paths, disk)[1])
 
 
-def grow(paths: Paths, disk: dict[str, Any], amount: int, dryrun: bool,
-         backingstore: bool) -> None:
+def _grow(paths: Paths, disk: dict[str, Any], amount: int, dryrun: bool,
+          backingstore: bool) -> None:
     """Grow the file by ``amount`` MiB (sparse)."""
     wire, path = file_path(paths, disk)
     if not os.path.isfile(path):
@@ -165,7 +168,7 @@ def grow(paths: Paths, disk: dict[str, Any], amount: int, dryrun: bool,
         raise BlockDeviceError(f"{wire}: can't grow: {err.strerror}") from None
 
 
-def rename(paths: Paths, disk: dict[str, Any], new_id: list[Any]) -> None:
+def _rename(paths: Paths, disk: dict[str, Any], new_id: list[Any]) -> None:
     """Move the file to ``new_id[1]`` (also an acceptable path)."""
     wire, path = file_path(paths, disk)
     if len(new_id) != 2 or not isinstance(new_id[1], str):
@@ -179,21 +182,75 @@ def rename(paths: Paths, disk: dict[str, Any], new_id: list[Any]) -> None:
         raise BlockDeviceError(f"{wire}: can't rename to {new_wire}: {err.strerror}") from None
 
 
-def find(paths: Paths, disk: dict[str, Any]) -> dict[str, Any] | None:
-    """The file's status, None if it does not exist."""
-    wire, path = file_path(paths, disk)
-    if not os.path.isfile(path):
-        return None
-    return status(wire)
-
-
-def dimensions(paths: Paths, disk: dict[str, Any]) -> list[Any] | None:
+def _dimensions(paths: Paths, disk: dict[str, Any]) -> list[Any] | None:
     """[size in bytes, None] of the file, None if it does not exist."""
     _, path = file_path(paths, disk)
     try:
         return [os.stat(path).st_size, None]
     except OSError:
         return None
+
+
+class FileDevice(BlockDevice):
+    """A ``file`` or ``sharedfile`` disk: the file ``logical_id[1]`` (Ganeti's
+    FileStorage).  Its path is checked against the node's allowed paths by every
+    operation; the file work runs in the node's thread pool."""
+
+    sparse = True
+
+    @classmethod
+    async def create(cls, ctx: NodeContext, disk: dict[str, Any],
+                     children: Sequence[BlockDevice | None], size: int,
+                     info: str) -> BlockDevice:
+        """Create the file, sparse; it must not exist yet."""
+        dev = cls(ctx, disk, children)
+        await ctx.run(_create, ctx.paths, disk, size)
+        dev.dev_path, dev.attached = str(disk["logical_id"][1]), True
+        return dev
+
+    async def attach(self) -> bool:
+        """Whether the file exists; its path is ``logical_id[1]``."""
+        self.attached = bool(await self.ctx.run(_exists, self.ctx.paths, self.disk))
+        self.dev_path = str(self.logical_id[1]) if self.attached else None
+        return self.attached
+
+    async def assemble(self) -> None:
+        """Nothing to activate: the file must exist."""
+        if not await self.attach():
+            raise BlockDeviceError(f"{self.logical_id[1]}: No such file")
+
+    async def remove(self) -> None:
+        """Remove the file (nothing if it is gone)."""
+        await self.ctx.run(_remove, self.ctx.paths, self.disk)
+        self.attached, self.dev_path = False, None
+
+    async def grow(self, amount: int, dryrun: bool, backingstore: bool) -> None:
+        """Grow the file (sparse) unless it is a dry run or not the backing store."""
+        await self.ctx.run(_grow, self.ctx.paths, self.disk, amount, dryrun, backingstore)
+
+    async def rename(self, new_id: list[Any]) -> None:
+        """Move the file to ``new_id[1]``, an acceptable path too."""
+        await self.ctx.run(_rename, self.ctx.paths, self.disk, new_id)
+        self.logical_id = list(new_id)
+        self.dev_path = str(new_id[1])
+
+    async def dimensions(self) -> list[Any] | None:
+        """[size in bytes, None] of the file."""
+        dims: list[Any] | None = await self.ctx.run(_dimensions, self.ctx.paths, self.disk)
+        return dims
+
+    @classmethod
+    def static_path(cls, dev_type: str, logical_id: Sequence[str]) -> str:
+        """The file, ``logical_id[1]`` (absolute)."""
+        path = str(logical_id[1])
+        if not path.startswith("/"):
+            raise ValueError(f"{dev_type} disk path {path!r} is not absolute")
+        return path
+
+    @classmethod
+    def local_path_of(cls, paths: Paths, wire_path: str) -> str:
+        """The file below the node's root (see :func:`local`)."""
+        return local(paths, wire_path)
 
 
 # -- file storage directories --------------------------------------------------------------

@@ -22,10 +22,12 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from typing import Any
 
 from ganeti.noded.backend.context import NodeContext
-from ganeti.noded.bdev.base import BlockDeviceError, Outcome, run_program, status
+from ganeti.noded.bdev.base import BlockDeviceError, Outcome, run_program
+from ganeti.noded.bdev.device import BlockDevice, SyncStatus
 
 MIB = 1024 * 1024
 
@@ -140,33 +142,6 @@ def _minor(value: Any) -> int | None:
     return n if n >= 0 else None
 
 
-async def create(ctx: NodeContext, disk: dict[str, Any], size: int, info: str) -> list[Any]:
-    """Create the volume (``stripes`` from the disk's parameters); its logical id."""
-    vg, lv = vg_lv(disk)
-    stripes = disk.get("params", {}).get("stripes", 1)
-    if not isinstance(stripes, int) or stripes < 1:
-        stripes = 1
-    dm = dm_available()
-    pvs = await report(ctx, "pvs", ["pv_name", "vg_name", "pv_free", "pv_attr"])
-    usable = [p for p in pvs if p.get("vg_name") == vg and str(p.get("pv_attr", ""))[:1] == "a"]
-    if not usable:
-        raise BlockDeviceError(f"Can't compute PV info for vg {vg}")
-    stripes = min(stripes, len(usable))
-    free = sum(mib(p.get("pv_free", "0")) for p in usable)
-    if free < size:
-        raise BlockDeviceError(f"Not enough free space: required {size}, available {free:g}")
-    args = ["lvcreate", *_nodm(dm), "-Wn", f"-L{size}m", f"-n{lv}", f"-i{stripes}"]
-    if not dm:
-        args += ["-an", "-Zn"]
-    tag = _tag(info)
-    if tag:
-        args += ["--addtag", tag]
-    out = await lvm(ctx, *args, vg)
-    if not out.ok:
-        raise BlockDeviceError(f"LV create failed ({out.reason}): {out.output}")
-    return [vg, lv]
-
-
 def _tag(info: str) -> str:
     """``info`` as an LVM tag (Ganeti's SetInfo: invalid characters replaced, 128 max)."""
     text = re.sub(r"^[^A-Za-z0-9_+.]", "_", info)
@@ -174,77 +149,135 @@ def _tag(info: str) -> str:
     return text[:128]
 
 
-async def remove(ctx: NodeContext, disk: dict[str, Any]) -> None:
-    """Remove the volume; nothing if it does not exist."""
-    vg, lv = vg_lv(disk)
-    if await lv_info(ctx, vg, lv) is None:
-        return
-    out = await lvm(ctx, "lvremove", *_nodm(dm_available()), "-f", f"{vg}/{lv}")
-    if not out.ok:
-        raise BlockDeviceError(f"Can't lvremove: {out.reason} - {out.output}")
+class LogicalVolume(BlockDevice):
+    """A ``plain`` disk: the logical volume ``logical_id`` ``[vg, lv]`` (Ganeti's
+    LogicalVolume), at ``/dev/<vg>/<lv>``.  Attaching reads the volume's report row,
+    which the status and the dimensions then answer from."""
 
+    assemble_on_secondary = True
+    open_on_secondary = True
+    exclusive_storage = True
 
-async def grow(ctx: NodeContext, disk: dict[str, Any], amount: int, dryrun: bool,
-               backingstore: bool) -> None:
-    """Extend the volume by ``amount`` MiB (``--test`` for a dry run)."""
-    vg, lv = vg_lv(disk)
-    if await lv_info(ctx, vg, lv) is None:
-        raise BlockDeviceError(f"Cannot find block device {vg}/{lv}")
-    if not backingstore:
-        return
-    args = ["lvextend", *_nodm(dm_available()), "-L", f"+{amount}m"]
-    if dryrun:
-        args.append("--test")
-    out = await lvm(ctx, *args, f"{vg}/{lv}")
-    if not out.ok:
-        raise BlockDeviceError(f"Can't grow LV {vg}/{lv}: {out.output}")
+    def __init__(self, ctx: NodeContext, disk: dict[str, Any],
+                 children: Sequence[BlockDevice | None] = ()) -> None:
+        super().__init__(ctx, disk, children)
+        self._row: dict[str, Any] | None = None
 
-
-async def rename(ctx: NodeContext, disk: dict[str, Any], new_id: list[Any]) -> None:
-    """Rename the volume within its group."""
-    vg, lv = vg_lv(disk)
-    if len(new_id) != 2:
-        raise BlockDeviceError(f"Invalid new logical_id {new_id!r}")
-    new_vg, new_lv = check_name(new_id[0]), check_name(new_id[1])
-    if new_vg != vg:
-        raise BlockDeviceError(f"Can't move a logical volume across volume groups "
-                               f"({vg} to {new_vg})")
-    out = await lvm(ctx, "lvrename", *_nodm(dm_available()), vg, lv, new_lv)
-    if not out.ok:
-        raise BlockDeviceError(f"Failed to rename the logical volume: {out.output}")
-
-
-async def assemble(ctx: NodeContext, disk: dict[str, Any]) -> str:
-    """Make the volume usable: ``lvchange -ay`` with device-mapper; its path."""
-    vg, lv = vg_lv(disk)
-    if await lv_info(ctx, vg, lv) is None:
-        raise BlockDeviceError(f"Can't find logical volume {vg}/{lv}")
-    if dm_available():
-        out = await lvm(ctx, "lvchange", "-ay", f"{vg}/{lv}")
+    @classmethod
+    async def create(cls, ctx: NodeContext, disk: dict[str, Any],
+                     children: Sequence[BlockDevice | None], size: int,
+                     info: str) -> BlockDevice:
+        """Create the volume (``stripes`` from the disk's parameters, ``info`` as its
+        tag); inactive and not zeroed without device-mapper."""
+        dev = cls(ctx, disk, children)
+        vg, lv = vg_lv(disk)
+        stripes = dev.params.get("stripes", 1)
+        if not isinstance(stripes, int) or stripes < 1:
+            stripes = 1
+        dm = dm_available()
+        pvs = await report(ctx, "pvs", ["pv_name", "vg_name", "pv_free", "pv_attr"])
+        usable = [p for p in pvs
+                  if p.get("vg_name") == vg and str(p.get("pv_attr", ""))[:1] == "a"]
+        if not usable:
+            raise BlockDeviceError(f"Can't compute PV info for vg {vg}")
+        stripes = min(stripes, len(usable))
+        free = sum(mib(p.get("pv_free", "0")) for p in usable)
+        if free < size:
+            raise BlockDeviceError(f"Not enough free space: required {size}, "
+                                   f"available {free:g}")
+        args = ["lvcreate", *_nodm(dm), "-Wn", f"-L{size}m", f"-n{lv}", f"-i{stripes}"]
+        if not dm:
+            args += ["-an", "-Zn"]
+        tag = _tag(info)
+        if tag:
+            args += ["--addtag", tag]
+        out = await lvm(ctx, *args, vg)
         if not out.ok:
-            raise BlockDeviceError(f"Can't activate lv /dev/{vg}/{lv}: {out.output}")
-    return f"/dev/{vg}/{lv}"
+            raise BlockDeviceError(f"LV create failed ({out.reason}): {out.output}")
+        dev.dev_path, dev.attached = f"/dev/{vg}/{lv}", True
+        return dev
 
+    @classmethod
+    def static_path(cls, dev_type: str, logical_id: Sequence[str]) -> str:
+        """``/dev/<vg>/<lv>``."""
+        vg, lv = str(logical_id[0]), str(logical_id[1])
+        if "/" in vg or "/" in lv or vg in (".", "..") or lv in (".", ".."):
+            raise ValueError(f"invalid volume group/logical volume name {vg!r}/{lv!r}")
+        return f"/dev/{vg}/{lv}"
 
-async def find(ctx: NodeContext, disk: dict[str, Any]) -> dict[str, Any] | None:
-    """The volume's status (degraded if LVM marks it partial or virtual), or None."""
-    vg, lv = vg_lv(disk)
-    row = await lv_info(ctx, vg, lv)
-    if row is None:
-        return None
-    attr = str(row.get("lv_attr", ""))
-    degraded = attr[:1] == "v" or attr[8:9] == "p"
-    return status(f"/dev/{vg}/{lv}", _minor(row.get("lv_kernel_major")),
-                  _minor(row.get("lv_kernel_minor")), degraded)
+    async def attach(self) -> bool:
+        """Whether the volume exists (its report row is kept)."""
+        vg, lv = vg_lv(self.disk)
+        self._row = await lv_info(self.ctx, vg, lv)
+        self.attached = self._row is not None
+        self.dev_path = f"/dev/{vg}/{lv}" if self.attached else None
+        row = self._row or {}
+        self.major = _minor(row.get("lv_kernel_major"))
+        self.minor = _minor(row.get("lv_kernel_minor"))
+        return self.attached
 
+    async def assemble(self) -> None:
+        """Activate the volume (``lvchange -ay``) where there is device-mapper."""
+        vg, lv = vg_lv(self.disk)
+        if not self.attached and not await self.attach():
+            raise BlockDeviceError(f"Can't find logical volume {vg}/{lv}")
+        if dm_available():
+            out = await lvm(self.ctx, "lvchange", "-ay", f"{vg}/{lv}")
+            if not out.ok:
+                raise BlockDeviceError(f"Can't activate lv /dev/{vg}/{lv}: {out.output}")
 
-async def dimensions(ctx: NodeContext, disk: dict[str, Any]) -> list[Any] | None:
-    """[size in bytes, number of physical volumes], or None."""
-    vg, lv = vg_lv(disk)
-    row = await lv_info(ctx, vg, lv)
-    if row is None:
-        return None
-    return [int(round(mib(str(row.get("lv_size", "0"))) * MIB)), len(row["pvs"])]
+    async def remove(self) -> None:
+        """Remove the volume; nothing if it does not exist."""
+        vg, lv = vg_lv(self.disk)
+        if await lv_info(self.ctx, vg, lv) is None:
+            return
+        out = await lvm(self.ctx, "lvremove", *_nodm(dm_available()), "-f", f"{vg}/{lv}")
+        if not out.ok:
+            raise BlockDeviceError(f"Can't lvremove: {out.reason} - {out.output}")
+        self.attached, self.dev_path, self._row = False, None, None
+
+    async def grow(self, amount: int, dryrun: bool, backingstore: bool) -> None:
+        """Extend the volume by ``amount`` MiB (``--test`` for a dry run); only as the
+        backing store."""
+        vg, lv = vg_lv(self.disk)
+        if not self.attached and not await self.attach():
+            raise BlockDeviceError(f"Cannot find block device {vg}/{lv}")
+        if not backingstore:
+            return
+        args = ["lvextend", *_nodm(dm_available()), "-L", f"+{amount}m"]
+        if dryrun:
+            args.append("--test")
+        out = await lvm(self.ctx, *args, f"{vg}/{lv}")
+        if not out.ok:
+            raise BlockDeviceError(f"Can't grow LV {vg}/{lv}: {out.output}")
+
+    async def rename(self, new_id: list[Any]) -> None:
+        """Rename the volume within its group."""
+        vg, lv = vg_lv(self.disk)
+        if len(new_id) != 2:
+            raise BlockDeviceError(f"Invalid new logical_id {new_id!r}")
+        new_vg, new_lv = check_name(new_id[0]), check_name(new_id[1])
+        if new_vg != vg:
+            raise BlockDeviceError(f"Can't move a logical volume across volume groups "
+                                   f"({vg} to {new_vg})")
+        out = await lvm(self.ctx, "lvrename", *_nodm(dm_available()), vg, lv, new_lv)
+        if not out.ok:
+            raise BlockDeviceError(f"Failed to rename the logical volume: {out.output}")
+        self.logical_id = [vg, new_lv]
+        self.dev_path = f"/dev/{vg}/{new_lv}"
+
+    async def sync_status(self) -> SyncStatus:
+        """Degraded if LVM marks the volume virtual or partial (a missing PV)."""
+        attr = str((self._row or {}).get("lv_attr", ""))
+        degraded = attr[:1] == "v" or attr[8:9] == "p"
+        return SyncStatus.of(self.dev_path, self.major, self.minor, degraded)
+
+    async def dimensions(self) -> list[Any] | None:
+        """[size in bytes, number of physical volumes]."""
+        if self._row is None:
+            return None
+        return [int(round(mib(str(self._row.get("lv_size", "0"))) * MIB)),
+                len(self._row["pvs"])]
 
 
 # -- what the node has ------------------------------------------------------------------

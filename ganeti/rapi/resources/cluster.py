@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ganeti.core import constants as c
@@ -15,9 +16,15 @@ from ganeti.rapi.resources.common import (
 )
 from ganeti.rapi.routing import Method, Request, Route
 
-#: Optional RAPI features (request formats) this server understands, as Ganeti names them.
-FEATURES = ("instance-create-reqv1", "instance-reinstall-reqv1", "node-migrate-reqv1",
-            "node-evac-res1")
+#: Ganeti's optional RAPI features (``rlib2.ALL_FEATURES``), each with the resource and
+#: method it is about: a feature is advertised only where that resource exists, so a
+#: client never picks a request format for a resource that answers 404.
+FEATURE_RESOURCES: dict[str, tuple[str, str]] = {
+    "instance-create-reqv1": ("/2/instances", "POST"),
+    "instance-reinstall-reqv1": ("/2/instances/{instance_name}/reinstall", "POST"),
+    "node-migrate-reqv1": ("/2/nodes/{node_name}/migrate", "POST"),
+    "node-evac-res1": ("/2/nodes/{node_name}/evacuate", "POST"),
+}
 
 #: ``/2/info`` repeats these keys under Ganeti's older names.
 INFO_ALIASES = {"volume_group_name": "vg_name", "drbd_usermode_helper": "drbd_helper"}
@@ -42,9 +49,24 @@ async def get_info(request: Request) -> dict[str, Any]:
     return info
 
 
-async def get_features(request: Request) -> list[str]:
-    """The optional features."""
-    return list(FEATURES)
+def features(routes: Sequence[Route]) -> list[str]:
+    """The features of :data:`FEATURE_RESOURCES` whose resource is in ``routes``."""
+    served = {(route.pattern, method) for route in routes for method in route.methods}
+    return [name for name, resource in FEATURE_RESOURCES.items() if resource in served]
+
+
+def features_route(routes: Callable[[], Sequence[Route]]) -> Route:
+    """``/2/features``: the optional features of ``routes()`` (the whole table)."""
+
+    async def get_features(request: Request) -> list[str]:
+        """The optional features the served resources understand."""
+        return features(routes())
+
+    return Route("/2/features", {"GET": Method(
+        get_features, "Optional features (request formats) the server understands",
+        schema={"type": "array",
+                "items": {"type": "string", "enum": list(FEATURE_RESOURCES)}})},
+        "Optional features")
 
 
 INFO_SCHEMA = {
@@ -80,10 +102,6 @@ ROUTES = [
     Route("/2/info", {"GET": Method(get_info, "Cluster information", query=(REASON,),
                                     schema=INFO_SCHEMA)},
           "Cluster information"),
-    Route("/2/features", {"GET": Method(
-        get_features, "Optional features (request formats) the server understands",
-        schema={"type": "array", "items": {"type": "string", "enum": list(FEATURES)}})},
-          "Optional features"),
     Route("/2/modify", {"PUT": opcode_method(
         "PUT", OpcodeBody("OP_CLUSTER_SET_PARAMS", "cluster_modify",
                           forbidden=frozenset({"compression_tools"})),

@@ -82,6 +82,9 @@ REASONS: dict[str, str] = {
     "group-evacuate-default": NO_HA,
     "rapi-evacuate-node": NO_HA,
     "rapi-migrate-node": NO_HA,
+    # /2/features lists only what has a resource here (node-migrate-reqv1 and
+    # node-evac-res1 come back with the resources)
+    "rapi-features": NO_HA,
     "debug-iallocator-relocate-unknown": NO_INSTANCES,
     "debug-iallocator-allocate-in": NO_INSTANCES,
     "rapi-query-os": EXT_QUERY_OS,

@@ -1,0 +1,363 @@
+"""The requests of Ganeti's iallocator protocol, and the result each one answers with.
+
+One frozen dataclass per request type (seed 002, "Operation-specific input"),
+each with its wire name (``MODE``), ``to_wire``/``from_wire`` for the
+``request`` dict of the version-2 input, and ``check_result``: the allocator's
+``result`` checked against Ganeti's result shape for that type
+(``masterd/iallocator.py``'s ``REQ_RESULT`` and ``ValidateResult``), returned
+typed.  :data:`REQUEST_TYPES` maps a wire name to its class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Protocol
+
+from ganeti.core.errors import ResultValidationError
+from ganeti.core.placement.model import Cluster, Disk, disk_space, required_nodes
+from ganeti.core.placement.shapes import (
+    EVAC_MODES,
+    EVAC_RESULT,
+    MULTI_ALLOC_RESULT,
+    NODE_LIST,
+    STRING,
+    Shape,
+    as_int,
+    as_str,
+    as_str_list,
+    bad,
+    get,
+)
+
+MODE_ALLOC = "allocate"
+MODE_ALLOC_SECONDARY = "allocate-secondary"
+MODE_MULTI_ALLOC = "multi-allocate"
+MODE_RELOC = "relocate"
+MODE_NODE_EVAC = "node-evacuate"
+MODE_CHG_GROUP = "change-group"
+
+
+@dataclass(frozen=True)
+class Moved:
+    """An instance an evacuation or group change moves: its new group and nodes."""
+
+    instance: str
+    group: str
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EvacuationResult:
+    """A node-evacuate or change-group answer: what moves, what cannot, and the jobs."""
+
+    moved: tuple[Moved, ...]
+    failed: tuple[tuple[str, str | None], ...]
+    jobs: tuple[tuple[Mapping[str, Any], ...], ...]
+
+    def to_wire(self) -> list[Any]:
+        """``[moved, failed, jobs]`` as Ganeti's result."""
+        return [[[m.instance, m.group, list(m.nodes)] for m in self.moved],
+                [[name, reason] for name, reason in self.failed],
+                [[dict(op) for op in job] for job in self.jobs]]
+
+
+@dataclass(frozen=True)
+class MultiAllocationResult:
+    """A multi-allocate answer: the instances placed (with their nodes) and the rest."""
+
+    placed: tuple[tuple[str, tuple[str, ...]], ...]
+    failed: tuple[str, ...]
+
+    def to_wire(self) -> list[Any]:
+        """``[[[name, nodes], ...], [name, ...]]`` as Ganeti's result."""
+        return [[[name, list(nodes)] for name, nodes in self.placed], list(self.failed)]
+
+
+class Request(Protocol):
+    """What every request type offers."""
+
+    MODE: ClassVar[str]
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``request`` dict of the input, ``type`` included."""
+
+    def check_result(self, result: Any, cluster: Cluster) -> Any:
+        """The allocator's ``result``, checked and typed; ``ResultValidationError`` if not."""
+
+
+def _invalid(shape: Shape, result: Any) -> ResultValidationError:
+    return ResultValidationError(f"iallocator returned invalid result, expected "
+                                 f"{shape.description}, got {result!r}")
+
+
+def _checked(shape: Shape, result: Any) -> Any:
+    if not shape.check(result):
+        raise _invalid(shape, result)
+    return result
+
+
+def _known_nodes(nodes: Sequence[str], cluster: Cluster) -> tuple[str, ...]:
+    unknown = [n for n in nodes if n not in cluster.nodes]
+    if unknown:
+        raise ResultValidationError(f"iallocator returned unknown node(s): "
+                                    f"{', '.join(unknown)}")
+    return tuple(nodes)
+
+
+@dataclass(frozen=True)
+class Allocate:
+    """Place a new instance (``allocate``); the answer is its nodes, primary first."""
+
+    MODE: ClassVar[str] = MODE_ALLOC
+    name: str
+    memory: int
+    vcpus: int
+    disk_template: str
+    disks: tuple[Disk, ...] = ()
+    nics: tuple[Mapping[str, Any], ...] = ()
+    os: str = ""
+    hypervisor: str = ""
+    tags: tuple[str, ...] = ()
+    spindle_use: int = 1
+    group_name: str | None = None
+    restrict_to_nodes: tuple[str, ...] | None = None
+    #: Computed by the master (Ganeti's advice: allocators should not derive them).
+    required_nodes: int = field(default=0)
+    disk_space_total: int = field(default=-1)
+
+    def __post_init__(self) -> None:
+        # Ganeti gives every disk of the request the instance's template as its type
+        object.__setattr__(self, "disks", tuple(
+            d if d.dev_type else replace(d, dev_type=self.disk_template) for d in self.disks))
+        if not self.required_nodes:
+            object.__setattr__(self, "required_nodes", required_nodes(self.disk_template))
+        if self.disk_space_total < 0:
+            object.__setattr__(self, "disk_space_total", disk_space(
+                (self.disk_template, d.size) for d in self.disks))
+
+    def to_wire(self) -> dict[str, Any]:
+        """Ganeti's keys, in Ganeti's order."""
+        out: dict[str, Any] = {
+            "name": self.name, "disk_template": self.disk_template,
+            "group_name": self.group_name, "tags": list(self.tags), "os": self.os,
+            "vcpus": self.vcpus, "memory": self.memory, "spindle_use": self.spindle_use,
+            "disks": [{"size": d.size, "mode": d.mode, "dev_type": d.dev_type}
+                      for d in self.disks],
+            "disk_space_total": self.disk_space_total,
+            "nics": [dict(n) for n in self.nics],
+            "required_nodes": self.required_nodes, "hypervisor": self.hypervisor,
+            "type": self.MODE}
+        if self.restrict_to_nodes is not None:
+            out["restrict-to-nodes"] = list(self.restrict_to_nodes)
+        return out
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any], where: str = "request") -> Allocate:
+        """From a request dict (or one entry of a multi-allocate request)."""
+        restrict = data.get("restrict-to-nodes")
+        disks = get(data, "disks", list, where)
+        return cls(
+            name=as_str(data, "name", where), memory=as_int(data, "memory", where),
+            vcpus=as_int(data, "vcpus", where),
+            disk_template=as_str(data, "disk_template", where),
+            disks=tuple(Disk(size=as_int(d, "size", f"{where}.disks[{i}]"),
+                             mode=d.get("mode", "rw"), dev_type=d.get("dev_type"))
+                        for i, d in enumerate(disks)),
+            nics=tuple(dict(n) for n in get(data, "nics", list, where)),
+            os=data.get("os") or "", hypervisor=data.get("hypervisor") or "",
+            tags=tuple(data.get("tags") or ()), spindle_use=int(data.get("spindle_use", 1)),
+            group_name=data.get("group_name"),
+            restrict_to_nodes=None if restrict is None else tuple(restrict),
+            required_nodes=as_int(data, "required_nodes", where),
+            disk_space_total=as_int(data, "disk_space_total", where))
+
+    def check_result(self, result: Any, cluster: Cluster) -> tuple[str, ...]:
+        """A list of exactly ``required_nodes`` known node names."""
+        _checked(NODE_LIST, result)
+        if len(result) != self.required_nodes:
+            raise ResultValidationError(f"iallocator returned invalid number of nodes "
+                                        f"({len(result)}), required {self.required_nodes}")
+        return _known_nodes(result, cluster)
+
+
+@dataclass(frozen=True)
+class AllocateSecondary:
+    """Find a secondary node for an instance becoming drbd (``allocate-secondary``)."""
+
+    MODE: ClassVar[str] = MODE_ALLOC_SECONDARY
+    name: str
+
+    def to_wire(self) -> dict[str, Any]:
+        """Ganeti's keys."""
+        return {"name": self.name, "type": self.MODE}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> AllocateSecondary:
+        """From a request dict."""
+        return cls(name=as_str(data, "name", "request"))
+
+    def check_result(self, result: Any, cluster: Cluster) -> str:
+        """One known node name."""
+        _checked(STRING, result)
+        return _known_nodes([result], cluster)[0]
+
+
+@dataclass(frozen=True)
+class MultiAllocate:
+    """Place several new instances (``multi-allocate``)."""
+
+    MODE: ClassVar[str] = MODE_MULTI_ALLOC
+    instances: tuple[Allocate, ...]
+
+    def to_wire(self) -> dict[str, Any]:
+        """``instances`` holds allocate requests without their ``type``."""
+        entries = []
+        for request in self.instances:
+            entry = request.to_wire()
+            del entry["type"]
+            entries.append(entry)
+        return {"instances": entries, "type": self.MODE}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> MultiAllocate:
+        """From a request dict."""
+        return cls(instances=tuple(
+            Allocate.from_wire(entry, f"request.instances[{i}]")
+            for i, entry in enumerate(get(data, "instances", list, "request"))))
+
+    def check_result(self, result: Any, cluster: Cluster) -> MultiAllocationResult:
+        """``[[[name, nodes], ...], [failed name, ...]]``, nodes known."""
+        placed, failed = _checked(MULTI_ALLOC_RESULT, result)
+        return MultiAllocationResult(
+            placed=tuple((name, _known_nodes(nodes, cluster)) for name, nodes in placed),
+            failed=tuple(failed))
+
+
+@dataclass(frozen=True)
+class Relocate:
+    """Move a mirrored instance off some of its nodes within its group (``relocate``)."""
+
+    MODE: ClassVar[str] = MODE_RELOC
+    name: str
+    relocate_from: tuple[str, ...]
+    disk_space_total: int
+    required_nodes: int = 1
+
+    def to_wire(self) -> dict[str, Any]:
+        """Ganeti's keys, in Ganeti's order."""
+        return {"name": self.name, "disk_space_total": self.disk_space_total,
+                "required_nodes": self.required_nodes,
+                "relocate_from": list(self.relocate_from), "type": self.MODE}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> Relocate:
+        """From a request dict."""
+        return cls(name=as_str(data, "name", "request"),
+                   relocate_from=tuple(as_str_list(data, "relocate_from", "request")),
+                   disk_space_total=as_int(data, "disk_space_total", "request"),
+                   required_nodes=as_int(data, "required_nodes", "request"))
+
+    def check_result(self, result: Any, cluster: Cluster) -> tuple[str, ...]:
+        """Known nodes in no other group than the instance's (Ganeti's check)."""
+        nodes = _known_nodes(_checked(NODE_LIST, result), cluster)
+        inst = cluster.instances.get(self.name)
+        primary = [inst.primary] if inst is not None else []
+
+        def groups(names: Sequence[str]) -> list[str]:
+            return sorted({cluster.group_of(n).name for n in names if n in cluster.nodes})
+
+        before, after = groups([*self.relocate_from, *primary]), groups([*nodes, *primary])
+        if not set(after) <= set(before):
+            raise ResultValidationError(
+                f"Groups of nodes returned by iallocator ({', '.join(after)}) differ from "
+                f"original groups ({', '.join(before)})")
+        return nodes
+
+
+def _evacuation(result: Any, cluster: Cluster) -> EvacuationResult:
+    moved, failed, jobs = _checked(EVAC_RESULT, result)
+    return EvacuationResult(
+        moved=tuple(Moved(name, group, _known_nodes(nodes, cluster))
+                    for name, group, nodes in moved),
+        failed=tuple((name, reason) for name, reason in failed),
+        jobs=tuple(tuple(dict(op) for op in job) for job in jobs))
+
+
+@dataclass(frozen=True)
+class NodeEvacuate:
+    """Move instances off their node(s) (``node-evacuate``)."""
+
+    MODE: ClassVar[str] = MODE_NODE_EVAC
+    instances: tuple[str, ...]
+    evac_mode: str
+
+    def __post_init__(self) -> None:
+        if self.evac_mode not in EVAC_MODES:
+            raise ValueError(f"evac_mode must be one of {', '.join(sorted(EVAC_MODES))}")
+
+    def to_wire(self) -> dict[str, Any]:
+        """Ganeti's keys."""
+        return {"instances": list(self.instances), "evac_mode": self.evac_mode,
+                "type": self.MODE}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> NodeEvacuate:
+        """From a request dict."""
+        mode = as_str(data, "evac_mode", "request")
+        if mode not in EVAC_MODES:
+            raise bad(f"request.evac_mode: {mode!r} is not one of "
+                      f"{', '.join(sorted(EVAC_MODES))}")
+        return cls(instances=tuple(as_str_list(data, "instances", "request")), evac_mode=mode)
+
+    def check_result(self, result: Any, cluster: Cluster) -> EvacuationResult:
+        """``[moved, failed, jobs]``."""
+        return _evacuation(result, cluster)
+
+
+@dataclass(frozen=True)
+class ChangeGroup:
+    """Move instances to other groups (``change-group``; no targets: any other group)."""
+
+    MODE: ClassVar[str] = MODE_CHG_GROUP
+    instances: tuple[str, ...]
+    target_groups: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        """Ganeti's keys."""
+        return {"instances": list(self.instances), "target_groups": list(self.target_groups),
+                "type": self.MODE}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> ChangeGroup:
+        """From a request dict."""
+        return cls(instances=tuple(as_str_list(data, "instances", "request")),
+                   target_groups=tuple(as_str_list(data, "target_groups", "request")))
+
+    def check_result(self, result: Any, cluster: Cluster) -> EvacuationResult:
+        """``[moved, failed, jobs]``."""
+        return _evacuation(result, cluster)
+
+
+AnyRequest = Allocate | AllocateSecondary | MultiAllocate | Relocate | NodeEvacuate | ChangeGroup
+
+#: Wire name -> request class.
+REQUEST_TYPES: dict[str, type[AnyRequest]] = {
+    cls.MODE: cls for cls in (Allocate, AllocateSecondary, MultiAllocate, Relocate,
+                              NodeEvacuate, ChangeGroup)}
+
+
+def request_from_wire(data: Mapping[str, Any]) -> AnyRequest:
+    """The typed request of a ``request`` dict (by its ``type``)."""
+    mode = as_str(data, "type", "request")
+    cls = REQUEST_TYPES.get(mode)
+    if cls is None:
+        raise bad(f"request.type: unknown request type {mode!r}")
+    return cls.from_wire(data)
+
+
+__all__ = ["MODE_ALLOC", "MODE_ALLOC_SECONDARY", "MODE_CHG_GROUP", "MODE_MULTI_ALLOC",
+           "MODE_NODE_EVAC", "MODE_RELOC", "REQUEST_TYPES", "Allocate", "AllocateSecondary",
+           "AnyRequest", "ChangeGroup", "EvacuationResult", "Moved", "MultiAllocate",
+           "MultiAllocationResult", "NodeEvacuate", "Relocate", "Request",
+           "request_from_wire"]
