@@ -76,6 +76,28 @@ REBOOT_TYPES = frozenset({INSTANCE_REBOOT_SOFT, INSTANCE_REBOOT_HARD, INSTANCE_R
 #: Seconds an instance gets to shut down cleanly before it is destroyed (Ganeti's)
 DEFAULT_SHUTDOWN_TIMEOUT = 120
 
+# What a hypervisor says of a running instance (Ganeti's HvInstanceState): it runs, or
+# its guest shut itself down while the hypervisor still holds it
+HV_STATE_RUNNING = 0
+HV_STATE_SHUTDOWN = 1
+HV_STATES = frozenset({HV_STATE_RUNNING, HV_STATE_SHUTDOWN})
+# Migration statuses (Ganeti's HV_MIGRATION_*): what ``instance_get_migration_status``
+# answers; the failed ones make the master abort, the active ones make it poll again
+HV_MIGRATION_ACTIVE = "active"
+HV_MIGRATION_CANCELLED = "cancelled"
+HV_MIGRATION_COMPLETED = "completed"
+HV_MIGRATION_FAILED = "failed"
+HV_MIGRATION_VALID_STATUSES = frozenset({HV_MIGRATION_ACTIVE, HV_MIGRATION_CANCELLED,
+                                         HV_MIGRATION_COMPLETED, HV_MIGRATION_FAILED})
+HV_MIGRATION_FAILED_STATUSES = frozenset({HV_MIGRATION_CANCELLED, HV_MIGRATION_FAILED})
+HV_KVM_MIGRATION_POSTCOPY_ACTIVE = "postcopy-active"
+HV_KVM_MIGRATION_ACTIVE_STATUSES = frozenset({HV_MIGRATION_ACTIVE,
+                                              HV_KVM_MIGRATION_POSTCOPY_ACTIVE})
+# Migration modes (Ganeti's HT_MIGRATION_*; the ``migration_mode`` parameter)
+HT_MIGRATION_LIVE = "live"
+HT_MIGRATION_NONLIVE = "non-live"
+HT_MIGRATION_MODES = frozenset({HT_MIGRATION_LIVE, HT_MIGRATION_NONLIVE})
+
 DT_DISKLESS = "diskless"
 DT_FILE = "file"
 DT_SHARED_FILE = "sharedfile"

@@ -1,12 +1,14 @@
 """The serial console of kvm instances on noded's mutual-TLS port (our extension).
 
 ``GET /console/<instance>`` with a WebSocket upgrade attaches the connection
-to the instance's serial socket, ``RUN_DIR/kvm-hypervisor/ctrl/<name>.serial``
-(QEMU's chardev server): every binary (or text, taken as UTF-8) message
-is written to the guest's serial port, and whatever the guest writes comes
-back as binary messages.  Only holders of the cluster certificate get here
-(the TLS handshake refuses anyone else): in practice the RAPI daemon's console
-relay (:mod:`ganeti.rapi.console`), which checks the user.
+to the instance's serial socket, as its hypervisor names it
+(:meth:`ganeti.noded.hypervisors.base.Hypervisor.serial_console`; kvm's is
+``RUN_DIR/kvm-hypervisor/ctrl/<name>.serial``, QEMU's chardev server): every
+binary (or text, taken as UTF-8) message is written to the guest's serial port,
+and whatever the guest writes comes back as binary messages.  Only holders of
+the cluster certificate get here (the TLS handshake refuses anyone else): in
+practice the RAPI daemon's console relay (:mod:`ganeti.rapi.console`), which
+checks the user.
 
 One client per instance at a time: a second one is closed at once with
 :data:`CLOSE_BUSY` "console busy".  A missing socket (the instance does not
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from autobahn.twisted.resource import WebSocketResource
@@ -138,8 +141,8 @@ class NodeConsoleProtocol(WebSocketServerProtocol):
         except RuntimeError:  # twisted.web's channel registered itself for the request
             transport.unregisterProducer()
             transport.registerProducer(self, True)
-        path = consoles.serial_socket_path(self.factory.run_dir, self.instance)
-        if not os.path.exists(path):
+        path = self.factory.locate(self.instance)
+        if path is None or not os.path.exists(path):
             self.close_console(CLOSE_NOT_FOUND, f"instance {self.instance} has no serial "
                                                 "console on this node (not running here?)")
             return
@@ -225,14 +228,18 @@ class NodeConsoleProtocol(WebSocketServerProtocol):
 
 
 class NodeConsoleFactory(WebSocketServerFactory):
-    """The consoles of one node: its RUN_DIR, its reactor, who is attached."""
+    """The consoles of one node: where an instance's serial socket is (``locate``:
+    None if it has none; by default kvm's path under ``run_dir``), its reactor, who
+    is attached."""
 
     protocol = NodeConsoleProtocol  # type: ignore[assignment]
 
-    def __init__(self, reactor: Any, run_dir: str) -> None:
+    def __init__(self, reactor: Any, run_dir: str,
+                 locate: Callable[[str], str | None] | None = None) -> None:
         super().__init__(server="ganeti-noded")
         self.reactor = reactor
         self.run_dir = run_dir
+        self.locate = locate or (lambda name: consoles.serial_socket_path(run_dir, name))
         self.active: set[str] = set()
         self.setProtocolOptions(maxFramePayloadSize=MAX_MESSAGE,
                                 maxMessagePayloadSize=MAX_MESSAGE,
@@ -240,6 +247,8 @@ class NodeConsoleFactory(WebSocketServerFactory):
                                 autoPingInterval=0, failByDrop=False)
 
 
-def console_resource(reactor: Any, run_dir: str) -> IResource:
+def console_resource(reactor: Any, run_dir: str,
+                     locate: Callable[[str], str | None] | None = None) -> IResource:
     """The resource noded serves under :data:`PATH_PREFIX`."""
-    return WebSocketResource(NodeConsoleFactory(reactor, run_dir))  # type: ignore[no-any-return]
+    return WebSocketResource(  # type: ignore[no-any-return]
+        NodeConsoleFactory(reactor, run_dir, locate))

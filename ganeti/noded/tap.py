@@ -67,7 +67,8 @@ def makeService(options: Options) -> service.IService:
     from ganeti.noded.backend.context import NodeContext, thread_runner
     from ganeti.noded.backend.registry import handlers
     from ganeti.noded.console import PATH_PREFIX, console_resource
-    from ganeti.noded.hypervisors.kvm import KvmHypervisor
+    from ganeti.noded.hypervisors.base import NodeEnv
+    from ganeti.noded.hypervisors.registry import NodeHypervisors
     from ganeti.noded.hypervisors.virt import VirtConnection, default_uri
     from ganeti.noded.instevents import InstanceEvents
     from ganeti.noded.server import make_site
@@ -86,13 +87,16 @@ def makeService(options: Options) -> service.IService:
     run = thread_runner(reactor, pool)
     events = InstanceEvents(reactor)
     virt = VirtConnection(options["libvirt-uri"] or default_uri(), reactor)
-    kvm = KvmHypervisor(virt, paths.run_dir, reactor, run, events)
+    # every hypervisor of the table, made before the libvirt thread connects (kvm
+    # takes its running domains back on the first connection)
+    hypervisors = NodeHypervisors(NodeEnv(paths.run_dir, reactor, run, events, virt))
     ctx = NodeContext(paths=paths, clock=reactor, run=run,
                       shutdown=reactor_stopper(reactor),
                       manage_confd=bool(options["manage-confd"]), processes=reactor,
-                      kvm=kvm, events=events)
+                      events=events, hypervisors=hypervisors)
     site = make_site(ctx, handlers(), max_body=options["max-body"],
-                     streams={PATH_PREFIX: console_resource(reactor, paths.run_dir)})
+                     streams={PATH_PREFIX: console_resource(reactor, paths.run_dir,
+                                                            hypervisors.serial_console)})
     return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
                       port=options["port"], bind=bind, children=ctx.children, virt=virt,
                       mlock=os.geteuid() == 0 and not options["no-mlock"],

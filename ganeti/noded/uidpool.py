@@ -10,6 +10,12 @@ still locked.  The caller starts its process, then :meth:`LockedUid.claim`
 writes the owner's name into the lock file and unlocks it.  Release removes
 the file.
 
+Instances (``security_model=pool``) go through :func:`take_uid`,
+:func:`keep_uid` (the start succeeded: the uid is recorded in
+``RUN_DIR/instance-uid/<name>`` and claimed), :func:`give_back` (the start
+failed) and :func:`release_instance_uid` (the instance stopped or crashed);
+the node calls run them in the thread pool, whatever the hypervisor.
+
 A lock file that names an owner is taken: it is never handed out again until
 released (the fake hypervisor runs no process under the uid, so the process
 check alone could not tell).  A lock file without an owner is what a request
@@ -28,7 +34,7 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from ganeti.core import ssconf, uidpool
+from ganeti.core import fileutil, ssconf, uidpool
 from ganeti.core.errors import ConfigurationError, OpPrereqError
 from ganeti.core.paths import Paths
 
@@ -36,6 +42,8 @@ T = TypeVar("T")
 
 #: The directory of the lock files, under RUN_DIR (Ganeti's UIDPOOL_LOCKDIR).
 LOCK_DIR_NAME = "uid-pool"
+#: The directory of the uid each running instance holds, under RUN_DIR.
+INSTANCE_DIR_NAME = "instance-uid"
 
 
 class UidPoolError(Exception):
@@ -174,3 +182,48 @@ def exec_with_unused_uid(fn: Callable[..., T], all_uids: Iterable[int], director
         raise
     locked.claim(owner)
     return result
+
+
+# --- the uids of instances ------------------------------------------------------------
+
+def _instance_file(paths: Paths, name: str) -> str:
+    return os.path.join(paths.run_dir, INSTANCE_DIR_NAME, name)
+
+
+def recorded_uid(paths: Paths, name: str) -> int | None:
+    """The pool uid recorded for instance ``name`` on this node, if any."""
+    try:
+        with open(_instance_file(paths, name), encoding="ascii") as f:
+            return int(f.read().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def take_uid(paths: Paths) -> LockedUid:
+    """An unused uid of the cluster's pool for an instance about to start, still locked
+    (UidPoolError if the pool is empty or exhausted)."""
+    return request_unused_uid(lock_dir(paths), pool_uids(paths))
+
+
+def keep_uid(paths: Paths, name: str, locked: LockedUid) -> None:
+    """The instance started under ``locked``: record the uid and claim it for ``name``."""
+    path = _instance_file(paths, name)
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    fileutil.atomic_write(path, f"{locked.uid}\n".encode())
+    locked.claim(name)
+
+
+def give_back(paths: Paths, locked: LockedUid) -> None:
+    """The start under ``locked`` failed: the uid goes back to the pool."""
+    locked.unlock()
+    release_uid(lock_dir(paths), locked.uid)
+
+
+def release_instance_uid(paths: Paths, name: str) -> None:
+    """Give the uid of instance ``name`` back (it stopped or crashed; nothing if it
+    holds none)."""
+    uid = recorded_uid(paths, name)
+    if uid is not None:
+        release_uid(lock_dir(paths), uid)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_instance_file(paths, name))

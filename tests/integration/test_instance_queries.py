@@ -22,7 +22,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core import config as configmod
 from ganeti.core import configjournal, fileutil
 from ganeti.core import constants as c
-from ganeti.noded.hypervisors.fake import FakeHypervisor
+from ganeti.noded.hypervisors import fake
 from tests.fakes.instances import add_instance
 from tests.integration.helpers import node_env, run
 from tests.integration.jobtools import VirtualCluster
@@ -71,7 +71,7 @@ class InstanceQueriesTest(SynchronousTestCase):
             cls.cluster.create(start=False)
             write_instances(cls.cluster)
             run_dir = os.path.join(cls.cluster.root, "var/run/ganeti")
-            FakeHypervisor(run_dir).start(WEB, 256, 2)
+            fake.mark_running(run_dir, WEB, 256, 2)
             cls.cluster.start()
         except BaseException:
             cls.cluster.destroy()

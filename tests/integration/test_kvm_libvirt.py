@@ -102,7 +102,7 @@ class RealLibvirtTest(SynchronousTestCase):
         return [e["event"] for e in self.events.answer(0)["events"]]
 
     def test_boot_console_crash_and_stop(self) -> None:
-        settle(self.reactor, self.kvm.start(self.spec()))
+        settle(self.reactor, self.kvm.start_domain(self.spec()))
         self.assertTrue(os.path.exists(self.kvm.serial_socket(NAME)))
         self.pump_until(lambda: "Linux version" in self.console(), "the kernel's first line")
         info = settle(self.reactor, self.kvm.instance_info(NAME))
@@ -112,7 +112,7 @@ class RealLibvirtTest(SynchronousTestCase):
         self.pump_until(lambda: "crashed" in self.kinds(), "the crashed event", 30)
         self.assertIsNone(settle(self.reactor, self.kvm.instance_info(NAME)))
         # again, then a stop without waiting: destroyed, no domain left
-        settle(self.reactor, self.kvm.start(self.spec()))
+        settle(self.reactor, self.kvm.start_domain(self.spec()))
         self.assertEqual(self.console(), "")  # the log starts afresh
         settle(self.reactor, self.kvm.stop(NAME, 0))
         self.assertIsNone(settle(self.reactor, self.kvm.instance_info(NAME)))
@@ -125,7 +125,7 @@ class RealLibvirtTest(SynchronousTestCase):
         with open(disk, "wb") as f:
             f.truncate(1 << 20)
         # paused: no boot needed
-        settle(self.reactor, self.kvm.start(self.spec((dx.DiskSpec(disk),)), paused=True))
+        settle(self.reactor, self.kvm.start_domain(self.spec((dx.DiskSpec(disk),)), paused=True))
         pid = self.qemu_pid()
         # a grown disk: the running domain is told its new size
         with open(disk, "r+b") as f:
@@ -159,7 +159,7 @@ class RealLibvirtTest(SynchronousTestCase):
                               capture_output=True, text=True).stdout.strip()
         self.addCleanup(subprocess.run, ["losetup", "-d", loop], check=False)
         disk = dx.DiskSpec(loop, block=True, offset=9 << 20, size=12 << 20)
-        settle(self.reactor, self.kvm.start(self.spec((disk,)), paused=True))
+        settle(self.reactor, self.kvm.start_domain(self.spec((disk,)), paused=True))
         query = json.dumps({"execute": "query-block"})
         answer = settle(self.reactor, self.virt.call(
             lambda conn: libvirt_qemu.qemuMonitorCommand(conn.lookupByName(NAME), query, 0)))
@@ -170,7 +170,7 @@ class RealLibvirtTest(SynchronousTestCase):
     def test_a_pool_uid_runs_qemu_under_that_uid(self) -> None:
         uid = 64000 + os.getpid() % 1000
         spec = dx.DomainSpec(**{**self.spec().__dict__, "uid": uid})
-        settle(self.reactor, self.kvm.start(spec, paused=True))
+        settle(self.reactor, self.kvm.start_domain(spec, paused=True))
         with open(f"/proc/{self.qemu_pid()}/status", encoding="ascii") as f:
             uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
         self.assertEqual(set(uids), {str(uid)})
@@ -182,9 +182,9 @@ class RealLibvirtTest(SynchronousTestCase):
         spec = dx.DomainSpec(**{**spec.__dict__,
                                 "hvparams": {**spec.hvparams,
                                              "kernel_path": "/nonexistent/vmlinux"}})
-        from ganeti.noded.hypervisors.fake import HypervisorError
+        from ganeti.noded.hypervisors.base import HypervisorError
         with self.assertRaises(HypervisorError) as err:
-            settle(self.reactor, self.kvm.start(spec))
+            settle(self.reactor, self.kvm.start_domain(spec))
         self.assertIn("libvirt:", str(err.exception))
         self.assertIn("/nonexistent/vmlinux", str(err.exception))
         self.assertIsNone(settle(self.reactor, self.kvm.instance_info(NAME)))

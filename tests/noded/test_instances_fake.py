@@ -4,12 +4,16 @@ interface: state files, Ganeti's answers, refusals."""
 import json
 import os
 
+from twisted.internet import defer
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import rpcdefs
 from ganeti.core.objects import Instance
 from ganeti.core.rpcdefs.encoders import InstanceArg
-from ganeti.noded.hypervisors.fake import FakeHypervisor, HypervisorError, check_name
+from ganeti.noded.backend.context import inline_runner
+from ganeti.noded.hypervisors.base import HypervisorError, check_name
+from ganeti.noded.hypervisors.fake import FakeHypervisor
 from tests.fakes.configs import small_config
 from tests.noded.helpers import MemoryNode, node_paths
 
@@ -120,7 +124,14 @@ HOST = {"MemTotal": 4096, "MemFree": 1000, "Buffers": 24, "Cached": 200}
 
 class FakeHypervisorTest(SynchronousTestCase):
     def setUp(self):
-        self.hv = FakeHypervisor(os.path.abspath(self.mktemp()), meminfo=lambda: HOST)
+        self.hv = FakeHypervisor(os.path.abspath(self.mktemp()), inline_runner, Clock(),
+                                 meminfo=lambda: HOST)
+
+    def ok(self, coro):
+        return self.successResultOf(defer.ensureDeferred(coro))
+
+    def error(self, coro):
+        return str(self.failureResultOf(defer.ensureDeferred(coro), HypervisorError).value)
 
     def test_names(self):
         for good in ("inst1", "inst1.example.com", "a-b_c.d"):
@@ -129,26 +140,29 @@ class FakeHypervisorTest(SynchronousTestCase):
             self.assertRaises(HypervisorError, check_name, bad)
 
     def test_start_stop_errors(self):
-        self.hv.start("i1", 128, 1)
-        err = self.assertRaises(HypervisorError, self.hv.start, "i1", 128, 1)
-        self.assertEqual(str(err), "Failed to start instance i1: already running")
-        self.hv.stop("i1")
-        err = self.assertRaises(HypervisorError, self.hv.stop, "i1")
-        self.assertEqual(str(err), "Failed to stop instance i1: not running")
-        self.assertEqual(self.hv.list_instances(), [])
+        self.ok(self.hv.start(instance("i1", maxmem=128), [], False, None))
+        self.assertEqual(self.error(self.hv.start(instance("i1"), [], False, None)),
+                         "Failed to start instance i1: already running")
+        self.ok(self.hv.stop("i1", 0))
+        self.assertEqual(self.error(self.hv.stop("i1", 0)),
+                         "Failed to stop instance i1: not running")
+        self.assertEqual(self.ok(self.hv.list_instances()), [])
 
     def test_running_instances_use_node_memory(self):
-        self.assertEqual(self.hv.node_info(), {"memory_total": 4096, "memory_free": 1224,
-                                               "memory_dom0": 2872})
-        self.hv.start("i1", 1000, 1)
-        self.assertEqual(self.hv.node_info()["memory_free"], 224)
-        self.hv.start("i2", 1000, 1)
-        self.assertEqual(self.hv.node_info()["memory_free"], 0)
+        self.assertEqual(self.ok(self.hv.node_info()),
+                         {"memory_total": 4096, "memory_free": 1224, "memory_dom0": 2872})
+        self.ok(self.hv.start(instance("i1", maxmem=1000, minmem=1000), [], False, None))
+        self.assertEqual(self.ok(self.hv.node_info())["memory_free"], 224)
+        self.ok(self.hv.start(instance("i2", maxmem=1000, minmem=1000), [], False, None))
+        self.assertEqual(self.ok(self.hv.node_info())["memory_free"], 0)
 
     def test_startup_memory_between_min_and_max(self):
-        self.assertEqual(self.hv.startup_memory(64, 128), 128)  # fits: the maximum
-        self.assertEqual(self.hv.startup_memory(512, 2048), 1224)  # what is free
-        self.assertEqual(self.hv.startup_memory(2000, 4000), 2000)  # never below the minimum
+        for name, minmem, maxmem, got in (("a", 64, 128, 128),  # fits: the maximum
+                                          ("b", 512, 2048, 1224 - 128),  # what is free
+                                          ("c", 2000, 4000, 2000)):  # never below the min
+            self.ok(self.hv.start(instance(name, maxmem=maxmem, minmem=minmem), [], False,
+                                  None))
+            self.assertEqual(self.ok(self.hv.instance_info(name)).memory, got)
 
 
 class FromTheMasterTest(SynchronousTestCase):

@@ -19,10 +19,10 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import constants as c
-from ganeti.noded.backend import instances
+from ganeti.noded.backend import instances, instdisks
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.hypervisors import domainxml as dx
-from ganeti.noded.hypervisors.fake import HypervisorError
+from ganeti.noded.hypervisors.base import HypervisorError
 from ganeti.noded.hypervisors.kvm import KvmHypervisor
 from ganeti.noded.hypervisors.virt import (
     LibvirtUnavailable,
@@ -158,7 +158,7 @@ class UnavailableTest(SynchronousTestCase):
 class KvmHypervisorTest(LibvirtTestCase):
     def test_start_info_stop_and_events(self) -> None:
         name = unique()
-        settle(self.reactor, self.kvm.start(self.spec(name)))
+        settle(self.reactor, self.kvm.start_domain(self.spec(name)))
         info = settle(self.reactor, self.kvm.instance_info(name))
         self.assertEqual((info[0], info[2], info[3], info[4]), (name, 128, 1, 0))
         names = settle(self.reactor, self.kvm.list_instances())
@@ -173,7 +173,7 @@ class KvmHypervisorTest(LibvirtTestCase):
 
     def test_domain_carries_the_console_and_metadata(self) -> None:
         name = unique()
-        settle(self.reactor, self.kvm.start(self.spec(name)))
+        settle(self.reactor, self.kvm.start_domain(self.spec(name)))
         xml = settle(self.reactor, self.kvm.domain_xml(name))
         self.assertEqual(dx.read_metadata(xml), {"name": name, "hypervisor": "kvm"})
         self.assertIn(self.kvm.serial_socket(name), xml)
@@ -181,7 +181,7 @@ class KvmHypervisorTest(LibvirtTestCase):
 
     def test_a_domain_destroyed_outside_is_a_crash(self) -> None:
         name = unique()
-        settle(self.reactor, self.kvm.start(self.spec(name)))
+        settle(self.reactor, self.kvm.start_domain(self.spec(name)))
         self.side.lookupByName(name).destroy()
         events = self.wait_events(2)
         self.assertEqual(events[1]["event"], "crashed")
@@ -189,13 +189,13 @@ class KvmHypervisorTest(LibvirtTestCase):
 
     def test_guest_power_off_is_a_shutdown(self) -> None:
         name = unique()
-        settle(self.reactor, self.kvm.start(self.spec(name)))
+        settle(self.reactor, self.kvm.start_domain(self.spec(name)))
         self.side.lookupByName(name).shutdown()
         self.assertEqual(self.wait_events(2)[1]["event"], "shutdown")
 
     def test_panic_is_reported_once(self) -> None:
         name = unique()
-        settle(self.reactor, self.kvm.start(self.spec(name)))
+        settle(self.reactor, self.kvm.start_domain(self.spec(name)))
         self.wait_events(1)
         self.kvm.handle_event(name, 8, 0)  # libvirt's CRASHED/PANICKED
         self.kvm.handle_event(name, 5, 2)  # then STOPPED/CRASHED
@@ -207,7 +207,7 @@ class KvmHypervisorTest(LibvirtTestCase):
 
     def test_reattach_finds_running_domains(self) -> None:
         name = unique()
-        settle(self.reactor, self.kvm.start(self.spec(name)))
+        settle(self.reactor, self.kvm.start_domain(self.spec(name)))
         other = KvmHypervisor(self.virt, self.paths.run_dir, self.clock, inline_runner, None)
         settle(self.reactor, other.reattach())
         self.assertEqual(other.known[name]["name"], name)
@@ -216,7 +216,7 @@ class KvmHypervisorTest(LibvirtTestCase):
 
     def test_a_reconnection_reports_guests_that_died_unseen(self) -> None:
         name = unique()
-        settle(self.reactor, self.kvm.start(self.spec(name)))
+        settle(self.reactor, self.kvm.start_domain(self.spec(name)))
         self.wait_events(1)
         settle(self.reactor, self.kvm.reattach())  # as after the first connection
         self.kvm.known["ghost.example.com"] = {"name": "ghost.example.com"}
@@ -229,8 +229,8 @@ class KvmHypervisorTest(LibvirtTestCase):
 
     def test_soft_reboot_balloon_and_hard_stop(self) -> None:
         name = unique()
-        settle(self.reactor, self.kvm.start(self.spec(name)))
-        settle(self.reactor, self.kvm.reboot_soft(name))
+        settle(self.reactor, self.kvm.start_domain(self.spec(name)))
+        settle(self.reactor, self.kvm.reboot(name))
         settle(self.reactor, self.kvm.balloon(name, 64))
         self.assertEqual(settle(self.reactor, self.kvm.instance_info(name))[2], 64)
         settle(self.reactor, self.kvm.stop(name, 0, force=True))
@@ -239,7 +239,7 @@ class KvmHypervisorTest(LibvirtTestCase):
     def test_a_failed_start_names_libvirt_and_leaves_nothing(self) -> None:
         # the driver's own running domain "test" has another UUID: createXML refuses
         with self.assertRaises(HypervisorError) as err:
-            settle(self.reactor, self.kvm.start(self.spec("test")))
+            settle(self.reactor, self.kvm.start_domain(self.spec("test")))
         self.assertIn("Failed to start instance test: libvirt:", str(err.exception))
         self.assertNotIn("test", self.kvm.known)
         # another's domain of that name is never touched: neither by the clean-up
@@ -249,7 +249,7 @@ class KvmHypervisorTest(LibvirtTestCase):
 
     def test_unsupported_parameter_fails_the_start(self) -> None:
         with self.assertRaises(HypervisorError) as err:
-            settle(self.reactor, self.kvm.start(self.spec(unique(), mem_path="/hugepages")))
+            settle(self.reactor, self.kvm.start_domain(self.spec(unique(), mem_path="/hugepages")))
         self.assertIn("'mem_path'", str(err.exception))
 
 
@@ -356,13 +356,13 @@ class VolumeRangeTest(SynchronousTestCase):
 
     def test_the_second_volume_starts_after_the_first(self) -> None:
         disk = {"dev_type": "plain", "logical_id": [self.vg, "b.disk0"], "mode": "rw"}
-        d = defer.ensureDeferred(instances._volume_range(self.ctx, "i", 0, disk))
+        d = defer.ensureDeferred(instdisks.volume_range(self.ctx, "i", 0, disk))
         spec = self.successResultOf(d)
         # 1 MiB of PV header, then a.disk0's two 4 MiB extents
         self.assertEqual((spec.path, spec.block, spec.offset, spec.size),
                          (self.loop, True, 9 << 20, 12 << 20))
         missing = {"dev_type": "plain", "logical_id": [self.vg, "nope"]}
-        d = defer.ensureDeferred(instances._volume_range(self.ctx, "i", 1, missing))
+        d = defer.ensureDeferred(instdisks.volume_range(self.ctx, "i", 1, missing))
         self.assertIn("disk 1: volume", str(self.failureResultOf(d, RPCFail).value))
 
 
@@ -397,15 +397,15 @@ class VanishingDomainTest(SynchronousTestCase):
         return Conn()
 
     def test_every_call_sees_it_gone(self) -> None:
-        from ganeti.noded.hypervisors import kvm
+        from ganeti.noded.hypervisors import kvmcalls as kvm
         conn = self.conn()
-        self.assertIsNone(kvm._domain_info(conn, "a"))
-        self.assertEqual(kvm._all_info(conn), [])
-        self.assertFalse(kvm._shutdown(conn, "a"))
-        self.assertFalse(kvm._destroy(conn, "a"))
-        self.assertFalse(kvm._exists(conn, "a"))
-        self.assertFalse(kvm._block_resize(conn, "a", "vda", 1))
-        for fn, args in ((kvm._reboot, ()), (kvm._set_memory, (64,))):
+        self.assertIsNone(kvm.domain_info(conn, "a"))
+        self.assertEqual(kvm.all_info(conn), [])
+        self.assertFalse(kvm.shutdown(conn, "a"))
+        self.assertFalse(kvm.destroy(conn, "a"))
+        self.assertFalse(kvm.exists(conn, "a"))
+        self.assertFalse(kvm.block_resize(conn, "a", "vda", 1))
+        for fn, args in ((kvm.reboot, ()), (kvm.set_memory, (64,))):
             with self.assertRaises(HypervisorError) as err:
                 fn(conn, "a", *args)
             self.assertIn("is not running", str(err.exception))

@@ -8,7 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import constants, rpcdefs
 from ganeti.noded.backend import files, info
-from ganeti.noded.hypervisors.fake import FakeHypervisor
+from ganeti.noded.hypervisors import fake
 from tests.noded.helpers import MemoryNode, node_paths
 
 
@@ -41,9 +41,8 @@ class ServerTest(SynchronousTestCase):
         got = info.collect_node_info(self.paths, proc=proc)
         self.assertEqual((got["memory_total"], got["memory_free"], got["memory_dom0"]),
                          (8192, 6144, 900))
-        fake = FakeHypervisor(self.paths.run_dir)
-        fake.start("inst1.example.com", 512, 1)
-        fake.start("inst2.example.com", 128, 2)
+        fake.mark_running(self.paths.run_dir, "inst1.example.com", 512, 1)
+        fake.mark_running(self.paths.run_dir, "inst2.example.com", 128, 2)
         got = info.collect_node_info(self.paths, proc=proc)
         self.assertEqual((got["memory_free"], got["memory_dom0"]), (6144 - 640, 900))
         with open(os.path.join(proc, "meminfo"), "w") as f:

@@ -4,7 +4,7 @@ node daemons running Ganeti's fake hypervisor (node1.test the master, node2.test
 from __future__ import annotations
 
 from ganeti.core import constants as c
-from ganeti.noded.hypervisors.fake import FakeHypervisor
+from ganeti.noded.hypervisors import fake
 from ganeti.rapi import errors as http
 from ganeti.rapi.resources import instances
 from ganeti.rapi.resources.instances import I_FIELDS
@@ -28,7 +28,7 @@ class InstancesCase(RapiTestCase):
             add_instance(cfg, "db10.test", "node1.test", c.DT_PLAIN, (2048,),
                          admin_state=c.ADMINST_UP)
         self.master.run_until(self.master.daemon.config_writer.update(change))
-        FakeHypervisor(self.master.paths.run_dir).start("web1.test", 512, 2)
+        fake.mark_running(self.master.paths.run_dir, "web1.test", 512, 2)
         self.luxi.calls.clear()
 
 

@@ -1,5 +1,6 @@
 """Instance calls: runtime state, start, shutdown, reboot and memory on the nodes
-(served by ganeti/noded/backend/instances.py, the fake hypervisor for now).
+(served by ganeti/noded/backend/instances.py) and the migration steps (served by
+ganeti/noded/backend/migration.py; Ganeti's names, arguments and timeouts).
 
 The instance travels with its filled parameters
 (:func:`ganeti.core.rpcdefs.encoders.instance_dict`); the OS script calls
@@ -14,6 +15,7 @@ from ganeti.core import constants
 from ganeti.core.rpcdefs.base import (
     MAX_TIMEOUT,
     RPC_TMO_NORMAL,
+    RPC_TMO_SLOW,
     RPC_TMO_URGENT,
     RpcArg,
     RpcCall,
@@ -35,6 +37,18 @@ def _is_str_list(v: Any) -> bool:
 
 def _is_dict(v: Any) -> bool:
     return isinstance(v, dict)
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _is_nonempty_str(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
 
 
 def _is_reason(v: Any) -> bool:
@@ -105,4 +119,31 @@ CALLS: list[RpcCall] = [
          "Set a running instance's memory (MiB).",
          _instance_arg(),
          RpcArg("memory", lambda v: is_int(v) and v > 0, "a positive number of MiB")),
+    call("migration_info", RPC_TMO_NORMAL,
+         "Gather the information necessary to prepare an instance migration.",
+         _instance_arg()),
+    call("accept_instance", RPC_TMO_NORMAL,
+         "Prepare a node to accept an instance.",
+         _instance_arg(),
+         RpcArg("info", _is_str, "the answer of migration_info"),
+         RpcArg("target", _is_nonempty_str, "the target's address (usually an IP address)")),
+    call("instance_finalize_migration_dst", RPC_TMO_NORMAL,
+         "Finalize any target-node migration specific operation.",
+         _instance_arg(),
+         RpcArg("info", _is_str, "the answer of migration_info"),
+         RpcArg("success", _is_bool, "whether the migration was a success")),
+    call("instance_migrate", RPC_TMO_SLOW,
+         "Migrate an instance.",
+         RpcArg("cluster_name", _is_nonempty_str, "the cluster name"),
+         _instance_arg(),
+         RpcArg("target", _is_nonempty_str, "the target's address"),
+         RpcArg("live", _is_bool, "whether the migration is live")),
+    call("instance_finalize_migration_src", RPC_TMO_SLOW,
+         "Finalize the instance migration on the source node.",
+         _instance_arg(),
+         RpcArg("success", _is_bool, "whether the migration succeeded"),
+         RpcArg("live", _is_bool, "whether the migration was live")),
+    call("instance_get_migration_status", RPC_TMO_SLOW,
+         "Report migration status.",
+         _instance_arg()),
 ]

@@ -18,7 +18,7 @@ from ganeti.core.rpcdefs.wire import to_wire_path
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.bdev import blockdev, convert, devices, files, image, lvm
 from ganeti.noded.bdev.base import BlockDeviceError
-from ganeti.noded.hypervisors.fake import HypervisorError, check_name
+from ganeti.noded.hypervisors.base import HypervisorError, check_name
 from ganeti.noded.hypervisors.kvm import LibvirtDown
 
 

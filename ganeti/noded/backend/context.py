@@ -11,7 +11,10 @@ from twisted.internet import defer, threads
 from twisted.internet.interfaces import IReactorProcess, IReactorTime
 from twisted.python.threadpool import ThreadPool
 
+from ganeti.core import constants
 from ganeti.core.paths import Paths
+from ganeti.noded.hypervisors.base import NodeEnv
+from ganeti.noded.hypervisors.registry import NodeHypervisors
 from ganeti.noded.instevents import InstanceEvents
 from ganeti.noded.osoutput import OsRuns
 from ganeti.noded.procs import ChildProcesses
@@ -59,17 +62,33 @@ class NodeContext:
     children: ChildProcesses | None = None
     #: the output of OS script runs, for ``os_output`` (one per daemon)
     os_runs: OsRuns = field(default_factory=OsRuns)
-    #: the kvm hypervisor (its libvirt connection); None where libvirt is not used
+    #: the kvm hypervisor (its libvirt connection); None where libvirt is not used.
+    #: Given alone, it joins ``hypervisors``; else it is the one ``hypervisors`` serves
+    #: (for the block device calls, which tell its guests about grown disks)
     kvm: KvmHypervisor | None = None
     #: the instance lifecycle events of the node (``instance_events``); made from
     #: ``clock`` unless given
     events: InstanceEvents | None = None
+    #: the hypervisors of the node (:mod:`ganeti.noded.hypervisors.registry`); made
+    #: from the table unless given (without a libvirt connection: no kvm)
+    hypervisors: NodeHypervisors | None = None
 
     def __post_init__(self) -> None:
         if self.children is None and self.processes is not None:
             object.__setattr__(self, "children", ChildProcesses(self.processes, self.clock))
         if self.events is None:
             object.__setattr__(self, "events", InstanceEvents(self.clock))
+        if self.hypervisors is None:
+            env = NodeEnv(self.paths.run_dir, self.clock, self.run, self.events)
+            made = {constants.HT_KVM: self.kvm} if self.kvm is not None else None
+            object.__setattr__(self, "hypervisors", NodeHypervisors(env, made=made))
+        elif self.kvm is None:  # the daemon's: made by the table
+            object.__setattr__(self, "kvm", self.hypervisors.kvm)
+
+    def hypervisor_table(self) -> NodeHypervisors:
+        """The node's hypervisors (always made by ``__post_init__``)."""
+        assert self.hypervisors is not None
+        return self.hypervisors
 
 
 Handler = Callable[..., Any]

@@ -8,8 +8,8 @@ from typing import Any
 from ganeti.core import constants, rpcdefs
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext
-from ganeti.noded.hypervisors import accel
-from ganeti.noded.hypervisors.fake import FakeHypervisor
+from ganeti.noded.hypervisors import fake
+from ganeti.noded.hypervisors.base import NODE_MEMORY_KEYS
 
 MIB = 1024 * 1024
 
@@ -61,7 +61,7 @@ def collect_node_info(paths: Paths, proc: str = "/proc", sys_dir: str = "/sys") 
     guest's use shows in MemFree itself), and dom0's memory is the kernel's Active."""
     mem = parse_meminfo(_read(os.path.join(proc, "meminfo")))
     free_kib = mem.get("MemFree", 0) + mem.get("Buffers", 0) + mem.get("Cached", 0)
-    fake_mib = sum(info[2] for info in FakeHypervisor(paths.run_dir).all_instances_info())
+    fake_mib = fake.held_memory(paths.run_dir)
     node_dir = os.path.join(sys_dir, "devices/system/node")
     try:
         numa = len([n for n in os.listdir(node_dir) if n[4:].isdigit() and n.startswith("node")])
@@ -85,20 +85,12 @@ def collect_node_info(paths: Paths, proc: str = "/proc", sys_dir: str = "/sys") 
     }
 
 
-def _accel(run_dir: str, known: tuple[str, str] | None) -> tuple[str, str]:
-    """What kvm guests run under here: the probe's answer, else what a start would use
-    without probing (blocking: reads the kept answer)."""
-    if known is not None:
-        return known
-    return accel.choose(run_dir, None, None)
-
-
 async def node_info(ctx: NodeContext) -> dict[str, Any]:
-    """node_info, read in the thread pool; with the kvm hypervisor, ``hv_accel`` says
-    what its guests run under ("kvm" or "qemu (TCG)") and ``hv_accel_reason`` why."""
+    """node_info, read in the thread pool, with each served hypervisor's own facts
+    (its node info beyond the memory figures; kvm's ``hv_accel`` says what its guests
+    run under, "kvm" or "qemu (TCG)", and ``hv_accel_reason`` why)."""
     out: dict[str, Any] = await ctx.run(collect_node_info, ctx.paths)
-    if ctx.kvm is not None:
-        kind, why = await ctx.run(_accel, ctx.paths.run_dir, ctx.kvm.accel)
-        out["hv_accel"] = accel.describe(kind)
-        out["hv_accel_reason"] = why
+    for hv in ctx.hypervisor_table().served():
+        facts = await hv.node_info()
+        out.update((k, v) for k, v in facts.items() if k not in NODE_MEMORY_KEYS)
     return out

@@ -30,7 +30,7 @@ from ganeti.core.rpcdefs.os import OS_VALIDATE_CALLS, OS_VALIDATE_PARAMETERS, is
 from ganeti.noded import osdir, osenv, osoutput, osrun
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.bdev.paths import device_path
-from ganeti.noded.hypervisors.fake import HypervisorError, check_name
+from ganeti.noded.hypervisors.base import HypervisorError, check_name
 
 #: Seconds a script may run on the node: a little less than its call's timeout, so
 #: the node ends it and answers with its log before the master gives up.

@@ -1,4 +1,6 @@
-"""Ganeti's ``kvm`` hypervisor on this node, through libvirt.
+"""Ganeti's ``kvm`` hypervisor on this node, through libvirt, on the one hypervisor
+interface (:class:`.base.Hypervisor`); the functions run in the libvirt thread are in
+:mod:`.kvmcalls`, the migration steps in :mod:`.kvmmigration`.
 
 Instances are transient libvirt domains named after the instance
 (``createXML`` from :mod:`.domainxml`), so a stopped instance leaves nothing
@@ -26,7 +28,6 @@ truncated at each start.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import pwd
 import uuid as uuidlib
@@ -39,30 +40,38 @@ from twisted.logger import Logger
 
 from ganeti.core import constants
 from ganeti.noded.hypervisors import accel, domainxml
-from ganeti.noded.hypervisors.fake import STATE_RUNNING, STATE_SHUTDOWN, HypervisorError
+from ganeti.noded.hypervisors import kvmcalls as calls
+from ganeti.noded.hypervisors.base import (
+    Hypervisor,
+    HypervisorError,
+    HypervisorUnavailable,
+    InstanceInfo,
+    MigrationStatus,
+    NodeEnv,
+    Runner,
+    instance_name,
+    linux_node_info,
+    read_meminfo,
+)
+from ganeti.noded.hypervisors.kvmcalls import HT
+from ganeti.noded.hypervisors.kvmmigration import KvmMigrations
 from ganeti.noded.hypervisors.virt import LibvirtUnavailable, VirtConnection, VirtError
 from ganeti.noded.instevents import InstanceEvents
-
-HT = constants.HT_KVM
 
 # libvirt's numbers (kept here so that this module imports without libvirt)
 EVENT_STARTED = 2
 EVENT_STOPPED = 5
 EVENT_CRASHED = 8
+STARTED_MIGRATED = 1
 STOPPED_SHUTDOWN = 0
 STOPPED_DESTROYED = 1
 STOPPED_CRASHED = 2
 STOPPED_MIGRATED = 3
 STOPPED_SAVED = 4
 STOPPED_FAILED = 5
-ERR_NO_DOMAIN = 42
-ERR_OPERATION_INVALID = 55
-START_PAUSED = 1
-LIST_ACTIVE = 1
-RESIZE_BYTES = 1
-STATE_PAUSED = 3
-STATE_SHUTOFF = 5
-STATE_CRASHED = 6
+#: Why the hypervisor cannot be served without a libvirt connection.
+NO_CONNECTION = ("Hypervisor kvm is not available on this node: the node daemon has no "
+                 "libvirt connection")
 
 #: How often a stop checks whether the domain is gone (events normally end the wait).
 STOP_POLL = 1.0
@@ -74,9 +83,6 @@ _STOP_REASONS = {
     STOPPED_FAILED: ("crashed", "the emulator exited unexpectedly"),
     STOPPED_SAVED: ("stopped", "the domain was saved"),
 }
-
-InstanceInfo = tuple[str, str, int, int, int, float]
-Runner = Callable[..., "defer.Deferred[Any]"]
 
 log = Logger()
 
@@ -91,176 +97,13 @@ class LibvirtDown(HypervisorError):
     """The call failed because libvirtd cannot be reached (the message says so)."""
 
 
-# --- functions run in the libvirt thread (conn first) --------------------------------
-
-def _code(err: BaseException) -> int | None:
-    """libvirt's error number of ``err`` (None for other exceptions)."""
-    get = getattr(err, "get_error_code", None)
-    return get() if callable(get) else None
-
-
-def _gone_means(value: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A domain can vanish between any two calls (it powered off, QEMU died): a
-    "no such domain" error anywhere in the wrapped function answers ``value``."""
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def run(*args: Any) -> Any:
-            try:
-                return fn(*args)
-            except Exception as err:  # libvirt.libvirtError
-                if _code(err) == ERR_NO_DOMAIN:
-                    return value() if callable(value) else value
-                raise
-        return run
-    return wrap
-
-
-def _not_running(name: str) -> Callable[[], Any]:
-    def fail() -> Any:
-        raise HypervisorError(f"instance {name} is not running")
-    return fail
-
-
-def _lookup(conn: Any, name: str) -> Any:
-    try:
-        return conn.lookupByName(name)
-    except Exception as err:  # libvirt.libvirtError
-        if _code(err) == ERR_NO_DOMAIN:
-            return None
-        raise
-
-
-def _ours(dom: Any) -> dict[str, str] | None:
-    """The node daemon's metadata of the domain; None for a domain it did not start."""
-    meta = domainxml.read_metadata(dom.XMLDesc(0))
-    return meta if meta is not None and meta.get("hypervisor") == HT else None
-
-
-def _lookup_ours(conn: Any, name: str) -> Any:
-    """The domain ``name`` if the node daemon started it (never touch another's)."""
-    dom = _lookup(conn, name)
-    return dom if dom is not None and _ours(dom) is not None else None
-
-
-def _info_of(dom: Any) -> InstanceInfo:
-    state, _max_kib, mem_kib, vcpus, cpu_ns = dom.info()
-    hv_state = STATE_SHUTDOWN if state in (STATE_SHUTOFF, STATE_CRASHED) else STATE_RUNNING
-    return (dom.name(), str(dom.ID()), int(mem_kib) // 1024, int(vcpus), hv_state,
-            round(cpu_ns / 1e9, 3))
-
-
-@_gone_means(None)
-def _domain_info(conn: Any, name: str) -> InstanceInfo | None:
-    dom = _lookup(conn, name)
-    if dom is None or not dom.isActive() or _ours(dom) is None:
-        return None
-    return _info_of(dom)
-
-
-def _all_info(conn: Any) -> list[tuple[InstanceInfo, dict[str, str]]]:
-    """Every running domain the node daemon started (others on the libvirtd are not
-    instances)."""
-    out = []
-    for dom in conn.listAllDomains(LIST_ACTIVE):
-        found = _gone_means(None)(_info_and_meta)(dom)
-        if found is not None:
-            out.append(found)
-    return out
-
-
-def _info_and_meta(dom: Any) -> tuple[InstanceInfo, dict[str, str]] | None:
-    meta = _ours(dom)
-    return None if meta is None else (_info_of(dom), meta)
-
-
-def _create(conn: Any, xml: str, paused: bool) -> int:
-    dom = conn.createXML(xml, START_PAUSED if paused else 0)
-    return int(dom.ID())
-
-
-@_gone_means(False)
-def _shutdown(conn: Any, name: str) -> bool:
-    """Ask the guest to power off (ACPI); False if it cannot be asked (not running,
-    paused: a destroy follows)."""
-    dom = _lookup_ours(conn, name)
-    if dom is None or not dom.isActive() or dom.state()[0] == STATE_PAUSED:
-        return False
-    try:
-        dom.shutdown()
-    except Exception as err:
-        if _code(err) == ERR_OPERATION_INVALID:  # it stopped meanwhile
-            return False
-        raise
-    return True
-
-
-@_gone_means(False)
-def _destroy(conn: Any, name: str) -> bool:
-    dom = _lookup_ours(conn, name)
-    if dom is None:
-        return False
-    try:
-        dom.destroy()
-    except Exception as err:
-        if _code(err) != ERR_OPERATION_INVALID:  # "not running": gone meanwhile
-            raise
-    return True
-
-
-@_gone_means(False)
-def _exists(conn: Any, name: str) -> bool:
-    dom = _lookup_ours(conn, name)
-    return dom is not None and bool(dom.isActive())
-
-
-def _reboot(conn: Any, name: str) -> None:
-    dom = _gone_means(_not_running(name))(_lookup_ours)(conn, name)
-    if dom is None:
-        _not_running(name)()
-    _gone_means(_not_running(name))(dom.reboot)(0)
-
-
-@_gone_means(None)
-def _xml_of(conn: Any, name: str) -> str | None:
-    dom = _lookup_ours(conn, name)
-    return None if dom is None else str(dom.XMLDesc(0))
-
-
-def _set_memory(conn: Any, name: str, mib: int) -> None:
-    dom = _gone_means(_not_running(name))(_lookup_ours)(conn, name)
-    if dom is None:
-        _not_running(name)()
-    _gone_means(_not_running(name))(dom.setMemory)(int(mib) * 1024)
-
-
-@_gone_means(False)
-def _block_resize(conn: Any, name: str, path: str, size: int) -> bool:
-    dom = _lookup_ours(conn, name)
-    if dom is None or not dom.isActive():
-        return False
-    dom.blockResize(path, size, RESIZE_BYTES)
-    return True
-
-
-def _resize_users(conn: Any, path: str, size: int) -> list[str]:
-    """Tell every running domain of ours that opens ``path`` its new size; their names."""
-    told = []
-    for dom in conn.listAllDomains(LIST_ACTIVE):
-        xml = _gone_means("")(dom.XMLDesc)(0)
-        meta = domainxml.read_metadata(xml)
-        if meta is None or meta.get("hypervisor") != HT:
-            continue
-        for target in domainxml.disk_targets(xml, path):
-            if _gone_means(False)(dom.blockResize)(target, size, RESIZE_BYTES) is not False:
-                told.append(dom.name())
-    return told
-
-
 # --- the hypervisor ------------------------------------------------------------------
 
-class KvmHypervisor:
+class KvmHypervisor(Hypervisor):
     """The kvm hypervisor of one node daemon: its libvirt connection, the runtime
     state of its domains and the events they produce."""
+
+    name = constants.HT_KVM
 
     def __init__(self, virt: VirtConnection, run_dir: str, clock: IReactorTime,
                  run: Runner, events: InstanceEvents | None = None,
@@ -280,8 +123,16 @@ class KvmHypervisor:
         self._attached = False  # the first listing of running domains was done
         self._gone: dict[str, list[defer.Deferred[None]]] = {}
         self.accel: tuple[str, str] | None = None
+        self.migrations = KvmMigrations(self)
         virt.on_event = self.handle_event
         virt.on_connect = lambda: defer.ensureDeferred(self.reattach())
+
+    @classmethod
+    def for_node(cls, env: NodeEnv) -> KvmHypervisor:
+        if env.virt is None:
+            raise HypervisorUnavailable(NO_CONNECTION)
+        return cls(env.virt, env.run_dir, env.clock, env.run, env.events,
+                   **env.options.get(cls.name, {}))
 
     # --- paths --------------------------------------------------------------------
     def serial_socket(self, name: str) -> str:
@@ -292,8 +143,13 @@ class KvmHypervisor:
         """The log of everything the serial console printed since the last start."""
         return os.path.join(self.root, "console", f"{name}.log")
 
+    def serial_console(self, name: str) -> str | None:
+        return self.serial_socket(name)
+
     # --- calls --------------------------------------------------------------------
-    async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    async def call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(conn, *args)`` in the libvirt thread; its failure a HypervisorError
+        that starts with ``what`` (LibvirtDown when libvirtd cannot be reached)."""
         try:
             return await self.virt.call(fn, *args)
         except LibvirtUnavailable as err:
@@ -303,13 +159,13 @@ class KvmHypervisor:
 
     async def instance_info(self, name: str) -> InstanceInfo | None:
         """The running instance ``name``, or None."""
-        info: InstanceInfo | None = await self._call(f"Failed to get instance {name}",
-                                                     _domain_info, name)
+        info: InstanceInfo | None = await self.call(f"Failed to get instance {name}",
+                                                     calls.domain_info, name)
         return info
 
     async def all_instances_info(self) -> list[InstanceInfo]:
         """Every running domain of this node."""
-        found = await self._call("Failed to list instances", _all_info)
+        found = await self.call("Failed to list instances", calls.all_info)
         return [info for info, _meta in found]
 
     async def list_instances(self) -> list[str]:
@@ -326,7 +182,7 @@ class KvmHypervisor:
         is added by the start itself."""
         first = not self._attached
         try:
-            found = await self.virt.call(_all_info)
+            found = await self.virt.call(calls.all_info)
         except (LibvirtUnavailable, VirtError) as err:
             log.warn("Cannot list the running domains: {error}", error=err)
             return
@@ -394,7 +250,8 @@ class KvmHypervisor:
             serial_socket=self.serial_socket(name), serial_log=self.console_log(name),
             metadata=meta)
 
-    def _prepare_console(self, name: str) -> None:
+    def prepare_console(self, name: str) -> None:
+        """The console directories, no stale socket, an empty log (blocking)."""
         for path in (self.serial_socket(name), self.console_log(name)):
             os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
         try:
@@ -404,7 +261,17 @@ class KvmHypervisor:
         with open(self.console_log(name), "wb"):
             pass  # truncated at each start
 
-    async def start(self, spec: domainxml.DomainSpec, paused: bool = False) -> None:
+    async def start(self, instance: Mapping[str, Any], disks: Sequence[domainxml.DiskSpec],
+                    paused: bool, uid: int | None) -> None:
+        """Boot the instance with ``maxmem`` (Ganeti's kvm), its NICs on their bridges."""
+        name = instance_name(instance)
+        nics = nic_specs(name, instance)
+        accel_kind = await self.choose_accel(instance.get("hvparams") or {})
+        memory = int((instance.get("beparams") or {}).get(constants.BE_MAXMEM, 0))
+        spec = self.domain_spec(instance, disks, nics, memory, accel_kind, uid)
+        await self.start_domain(spec, paused)
+
+    async def start_domain(self, spec: domainxml.DomainSpec, paused: bool = False) -> None:
         """Create and start the transient domain; nothing is left if it fails."""
         name = spec.name
         password_file = str(spec.hvparams.get("vnc_password_file") or "")
@@ -421,18 +288,18 @@ class KvmHypervisor:
         except domainxml.UnsupportedParameter as err:
             raise HypervisorError(f"Failed to start instance {name}: {err}") from None
         try:
-            await self.run(self._prepare_console, name)
+            await self.run(self.prepare_console, name)
         except OSError as err:
             raise HypervisorError(f"Failed to start instance {name}: {err}") from None
         self._expected_stop.discard(name)
         self._crashed.discard(name)
         self._starting.add(name)
         try:
-            await self._call(f"Failed to start instance {name}", _create, xml, paused)
+            await self.call(f"Failed to start instance {name}", calls.create, xml, paused)
         except HypervisorError:
             self._starting.discard(name)
             try:
-                await self.virt.call(_destroy, name)
+                await self.virt.call(calls.destroy, name)
             except (LibvirtUnavailable, VirtError):
                 pass
             raise
@@ -445,18 +312,18 @@ class KvmHypervisor:
         what = f"Failed to stop instance {name}"
         self._expected_stop.add(name)
         if not force:
-            asked = await self._call(what, _shutdown, name)
+            asked = await self.call(what, calls.shutdown, name)
             if asked and await self._wait_gone(name, timeout):
                 self.known.pop(name, None)
                 return
-        if not await self._call(what, _destroy, name):
+        if not await self.call(what, calls.destroy, name):
             self._expected_stop.discard(name)  # it was not running: no event will come
         self.known.pop(name, None)
 
     async def _wait_gone(self, name: str, timeout: float) -> bool:
         deadline = self.clock.seconds() + max(0.0, float(timeout))
         while True:
-            if not await self._call(f"Failed to stop instance {name}", _exists, name):
+            if not await self.call(f"Failed to stop instance {name}", calls.exists, name):
                 return True
             left = deadline - self.clock.seconds()
             if left <= 0:
@@ -472,30 +339,30 @@ class KvmHypervisor:
                 if d in waiters:
                     waiters.remove(d)
 
-    async def reboot_soft(self, name: str) -> None:
+    async def reboot(self, name: str) -> None:
         """Ask the guest to reboot (ACPI)."""
-        await self._call(f"Failed to soft reboot instance {name}", _reboot, name)
+        await self.call(f"Failed to soft reboot instance {name}", calls.reboot, name)
 
     async def domain_xml(self, name: str) -> str | None:
         """The running domain's document (None if it does not run)."""
-        xml: str | None = await self._call(f"Failed to read instance {name}", _xml_of, name)
+        xml: str | None = await self.call(f"Failed to read instance {name}", calls.xml_of, name)
         return xml
 
     async def balloon(self, name: str, memory: int) -> None:
         """Set the running guest's memory through its balloon device."""
-        await self._call(f"Failed to balloon memory for {name}", _set_memory, name, memory)
+        await self.call(f"Failed to balloon memory for {name}", calls.set_memory, name, memory)
 
     async def block_resize(self, name: str, path: str, size: int) -> bool:
         """Tell the running domain that its disk at ``path`` is now ``size`` bytes."""
-        done: bool = await self._call(f"Failed to resize a disk of {name}", _block_resize,
+        done: bool = await self.call(f"Failed to resize a disk of {name}", calls.block_resize,
                                       name, path, size)
         return done
 
     async def disk_grown(self, path: str, size: int) -> list[str]:
         """A disk at ``path`` is now ``size`` bytes: tell the running guests that use it
         (libvirt's blockResize); the names of those told."""
-        told: list[str] = await self._call(f"Failed to tell guests that {path} grew",
-                                           _resize_users, path, size)
+        told: list[str] = await self.call(f"Failed to tell guests that {path} grew",
+                                           calls.resize_users, path, size)
         return told
 
     # --- events (reactor) ------------------------------------------------------------
@@ -503,10 +370,11 @@ class KvmHypervisor:
         """A lifecycle event of domain ``name`` from libvirt (other domains of the
         libvirtd than ours are ignored)."""
         if not (name in self.known or name in self._starting or name in self._expected_stop
-                or name in self._crashed):
+                or name in self._crashed or name in self.migrations.incoming):
             return
         if event == EVENT_STARTED:
-            self._emit(name, "started", "the domain started")
+            self._emit(name, "started", "migrated here" if detail == STARTED_MIGRATED
+                       else "the domain started")
         elif event == EVENT_CRASHED:
             self._crashed.add(name)
             self._emit(name, "crashed", "the guest crashed (panic)")
@@ -529,6 +397,53 @@ class KvmHypervisor:
             kind, reason = _STOP_REASONS.get(detail, ("crashed", f"stopped (detail {detail})"))
             self._emit(name, kind, reason)
 
+    # --- the node ----------------------------------------------------------------------
+    def _accel_now(self) -> tuple[str, str]:
+        """What guests run under here: the probe's answer, else what a start would use
+        without probing (blocking: reads the kept answer)."""
+        return self.accel if self.accel is not None else accel.choose(self.run_dir, None, None)
+
+    async def node_info(self) -> dict[str, Any]:
+        """The host's memory (a guest's use shows in MemFree itself) and, as ours,
+        ``hv_accel`` (what guests run under: "kvm" or "qemu (TCG)") with
+        ``hv_accel_reason``."""
+        out: dict[str, Any] = linux_node_info(await self.run(read_meminfo))
+        kind, why = await self.run(self._accel_now)
+        out["hv_accel"] = accel.describe(kind)
+        out["hv_accel_reason"] = why
+        return out
+
+    async def verify(self) -> str | None:
+        """None if libvirtd answers, else why not."""
+        try:
+            await self.call("Cannot reach libvirtd", lambda conn: conn.getVersion())
+        except HypervisorError as err:
+            return str(err)
+        return None
+
+    # --- migration (:mod:`.kvmmigration`) -------------------------------------------
+    async def migration_info(self, instance: Mapping[str, Any]) -> str:
+        return await self.migrations.info(instance_name(instance))
+
+    async def accept_instance(self, instance: Mapping[str, Any], info: str,
+                              target: str) -> None:
+        await self.migrations.accept(instance_name(instance))
+
+    async def migrate_instance(self, cluster_name: str, instance: Mapping[str, Any],
+                               target: str, live: bool) -> None:
+        await self.migrations.migrate(instance, target, live)
+
+    async def migration_status(self, instance: Mapping[str, Any]) -> MigrationStatus:
+        return await self.migrations.status(instance_name(instance))
+
+    async def finalize_migration_dst(self, instance: Mapping[str, Any], info: str,
+                                     success: bool) -> None:
+        await self.migrations.finalize_dst(instance_name(instance), success)
+
+    async def finalize_migration_source(self, instance: Mapping[str, Any], success: bool,
+                                        live: bool) -> None:
+        await self.migrations.finalize_source(instance_name(instance), success)
+
     def _emit(self, name: str, kind: str, reason: str) -> None:
         if self.events is not None:
             self.events.emit(name, HT, kind, reason)
@@ -536,3 +451,18 @@ class KvmHypervisor:
     async def close(self) -> None:
         """End the libvirt thread (the daemon stops; the guests keep running)."""
         await self.virt.stop()
+
+
+def nic_specs(name: str, instance: Mapping[str, Any]) -> list[domainxml.NicSpec]:
+    """The instance's NICs: bridged ones join their link's bridge; other modes are
+    refused, naming the NIC."""
+    specs = []
+    for idx, nic in enumerate(instance.get("nics") or []):
+        params = nic.get("nicparams") or {} if isinstance(nic, dict) else {}
+        mode, link = params.get("mode"), params.get("link")
+        if mode != constants.NIC_MODE_BRIDGED or not isinstance(link, str) or not link:
+            raise HypervisorError(f"Could not start instance {name}: NIC {idx}: mode "
+                                  f"{mode!r} is not supported by the kvm hypervisor yet "
+                                  "(bridged only)")
+        specs.append(domainxml.NicSpec(str(nic.get("mac")), bridge=link))
+    return specs

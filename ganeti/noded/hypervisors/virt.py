@@ -157,6 +157,32 @@ class VirtConnection:
         self._wake()
         return d
 
+    def call_aside(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred[Any]:
+        """Run ``fn(conn, *args)`` in a thread of its own, on the same connection (a
+        libvirt connection may be used from several threads): for a call that lasts,
+        such as a migration, which must not hold up the calls queued behind it.
+        Errors as :meth:`call`'s; a missing connection fails at once."""
+        d: defer.Deferred[Any] = defer.Deferred()
+        conn, lv = self._conn, self._libvirt
+        if self._thread is None or self._stopping or conn is None or lv is None:
+            d.errback(LibvirtUnavailable(self._unavailable(
+                self._load_error or self._connect_error or "not connected")))
+            return d
+
+        def work() -> None:
+            try:
+                value = fn(conn, *args)
+            except lv.libvirtError as err:
+                self._deliver(d, False, VirtError(str(err.get_error_message() or err),
+                                                  err.get_error_code()))
+            except Exception as err:
+                self._deliver(d, False, err)
+            else:
+                self._deliver(d, True, value)
+
+        threading.Thread(target=work, name="libvirt-aside", daemon=True).start()
+        return d
+
     def _wake(self) -> None:
         try:
             os.write(self._wake_w, b"x")

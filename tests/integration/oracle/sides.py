@@ -20,7 +20,7 @@ import threading
 
 from ganeti.core import config as configmod
 from ganeti.core import configjournal, constants, fileutil
-from ganeti.noded.hypervisors.fake import FakeHypervisor
+from ganeti.noded.hypervisors import fake
 from tests.fakes.instances import add_instance
 from tests.integration.helpers import VCLUSTER, free_ip_base, run
 
@@ -310,8 +310,8 @@ class OurSide(Side):
         journal = configjournal.journal_path(path)
         if os.path.exists(journal):
             os.unlink(journal)
-        FakeHypervisor(os.path.join(self.root, "var", "run", "ganeti")).start(
-            INSTANCE_RUNNING, 128, 1)
+        fake.mark_running(os.path.join(self.root, "var", "run", "ganeti"),
+                          INSTANCE_RUNNING, 128, 1)
 
     def stop(self) -> None:
         self.close()

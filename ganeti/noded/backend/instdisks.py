@@ -1,0 +1,96 @@
+"""The disks of an instance about to start, as its hypervisor opens them.
+
+Each disk of the instance's ``disks_info`` is assembled again on the node (as
+Ganeti's start links them) and becomes a :class:`~ganeti.noded.hypervisors.domainxml.DiskSpec`:
+file and sharedfile disks by path, blockdev disks and (with device-mapper) plain
+disks by device path.  Without device-mapper a plain disk is its byte range on its
+physical volume (``lvs``/``pvs`` in bytes: ``pe_start + first extent * extent
+size``, the volume's size); a volume of several segments or physical volumes is
+refused.  Only hypervisors that open disks get them
+(:attr:`~ganeti.noded.hypervisors.base.Hypervisor.uses_block_devices`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ganeti.core import constants
+from ganeti.noded.backend.context import NodeContext, RPCFail
+from ganeti.noded.bdev import devices, lvm
+from ganeti.noded.bdev.base import BlockDeviceError
+from ganeti.noded.hypervisors.domainxml import DiskSpec
+
+
+async def gather(ctx: NodeContext, name: str, instance: Mapping[str, Any]) -> list[DiskSpec]:
+    """The instance's disks assembled, as the hypervisor opens them (Ganeti's
+    ``_GatherAndLinkBlockDevs``); diskless ones are left out."""
+    specs = []
+    for idx, disk in enumerate(instance.get("disks_info") or []):
+        if not isinstance(disk, dict):
+            raise RPCFail(f"Could not start instance {name}: disk {idx} is not an object")
+        try:
+            kind = devices.template(disk)
+            path = await devices.assemble(ctx, disk)
+        except BlockDeviceError as err:
+            raise RPCFail(f"Could not start instance {name}: disk {idx}: {err}") from None
+        if path is None:
+            continue  # diskless
+        if kind == constants.DT_PLAIN and not lvm.dm_available():
+            specs.append(await volume_range(ctx, name, idx, disk))
+            continue
+        local = devices.local_path(ctx, kind, path)
+        block = kind in (constants.DT_PLAIN, constants.DT_BLOCK)
+        if block and not await ctx.run(os.path.exists, local):
+            raise RPCFail(f"Could not start instance {name}: disk {idx}: {local} does not "
+                          "exist on this node (volumes need device-mapper)")
+        specs.append(DiskSpec(local, block=block, read_only=disk.get("mode") == "ro"))
+    return specs
+
+
+async def volume_range(ctx: NodeContext, name: str, idx: int, disk: dict[str, Any]
+                       ) -> DiskSpec:
+    """A logical volume without device-mapper: its extents on its physical volume, as a
+    byte range QEMU opens directly (one segment on one PV only)."""
+    def fail(why: str) -> RPCFail:
+        return RPCFail(f"Could not start instance {name}: disk {idx}: {why}")
+
+    try:
+        vg, lv = lvm.vg_lv(disk)
+    except BlockDeviceError as err:
+        raise fail(str(err)) from None
+    rows = await lvm_rows(ctx, "lvs", "lv_size,devices,vg_extent_size", f"{vg}/{lv}")
+    if rows is None or len(rows) != 1:
+        raise fail(f"volume {vg}/{lv} is missing or has several segments (without "
+                   "device-mapper only a volume of one segment can be used)")
+    match = re.fullmatch(r"(/[^(,]+)\((\d+)\)", str(rows[0].get("devices", "")))
+    if match is None:
+        raise fail(f"volume {vg}/{lv} lies on several physical volumes")
+    pv, first_pe = match.group(1), int(match.group(2))
+    pvs = await lvm_rows(ctx, "pvs", "pv_name,pe_start", pv)
+    if not pvs:
+        raise fail(f"cannot read physical volume {pv}")
+    try:
+        offset = int(pvs[0]["pe_start"]) + first_pe * int(rows[0]["vg_extent_size"])
+        size = int(rows[0]["lv_size"])
+    except (KeyError, ValueError) as err:
+        raise fail(f"cannot read the extents of {vg}/{lv}: {err}") from None
+    return DiskSpec(pv, block=True, read_only=disk.get("mode") == "ro", offset=offset,
+                    size=size)
+
+
+async def lvm_rows(ctx: NodeContext, command: str, fields: str, name: str
+                    ) -> list[dict[str, str]] | None:
+    """An LVM JSON report in bytes; None if the command fails."""
+    out = await lvm.lvm(ctx, command, "--reportformat", "json", "--units", "b",
+                        "--nosuffix", "-o", fields, name)
+    if not out.ok:
+        return None
+    try:
+        return [row for part in json.loads(out.stdout)["report"] for rows in part.values()
+                for row in rows]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None

@@ -1,0 +1,212 @@
+"""Migration of kvm instances through libvirt: Ganeti's migration steps on
+``virDomainMigrateToURI3``.
+
+- ``migration_info`` (source): the running domain's XML (its metadata names the
+  instance; libvirt sends the definition itself, so the destination only checks).
+- ``accept_instance`` (destination): refuses an instance that runs here, prepares
+  the console directories and expects the domain (its ``started`` event is
+  reported, with the reason "migrated here").
+- ``migrate_instance`` (source): a peer-to-peer migration
+  (``VIR_MIGRATE_PEER2PEER``, plus ``VIR_MIGRATE_LIVE`` for a live one) from the
+  source's libvirtd to the destination's at :data:`DEST_URI`, the guest's memory
+  over ``tcp://<target>:<migration_port>`` at ``migration_bandwidth`` MiB/s.
+  libvirt's call lasts as long as the migration, so it runs beside the
+  connection's queue (:meth:`~.virt.VirtConnection.call_aside`); the step returns
+  once it has been handed to libvirt, as Ganeti's kvm returns once QEMU migrates.
+- ``migration_status`` (source): ``failed`` once libvirt's call failed (its
+  message is logged), ``completed`` once it returned, else ``active`` with the
+  memory sent and to send from libvirt's job statistics where the driver has them.
+- ``finalize_migration_dst``: on success the domain must run here and becomes
+  ours; on failure whatever arrived is destroyed.
+- ``finalize_migration_source``: on success the instance is forgotten here (the
+  domain stopped with libvirt's "migrated" reason, which makes no event); on
+  failure a migration still running is aborted (``abortJob``).
+
+``migration_downtime`` is not applied yet, and nothing here has been run against
+two real libvirtds: the destination's libvirtd must accept connections at
+:data:`DEST_URI` (TCP, no authentication), which the virtual cluster's node
+namespaces do not configure.  libvirt's test driver refuses peer-to-peer
+migration, which the unit tests use to exercise the failure path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from ganeti.core import constants
+from ganeti.noded.hypervisors import domainxml
+from ganeti.noded.hypervisors.base import HypervisorError, MigrationStatus, instance_name
+from ganeti.noded.hypervisors.kvmcalls import code, gone_means, lookup_ours, not_running
+
+if TYPE_CHECKING:
+    from ganeti.noded.hypervisors.kvm import KvmHypervisor
+
+# libvirt's numbers (kept here so that this module imports without libvirt)
+MIGRATE_LIVE = 1
+MIGRATE_PEER2PEER = 2
+PARAM_URI = "migrate_uri"
+PARAM_BANDWIDTH = "bandwidth"
+ERR_NO_SUPPORT = 3
+ERR_OPERATION_INVALID = 55
+#: The destination node's libvirtd as the source's libvirtd reaches it.
+DEST_URI = "qemu+tcp://{host}/system"
+#: Where QEMU sends the guest's memory.
+MEMORY_URI = "tcp://{host}:{port}"
+
+log = Logger()
+
+
+def _host(target: str) -> str:
+    return f"[{target}]" if ":" in target else target
+
+
+# --- functions run in the libvirt thread (conn first) --------------------------------
+
+def migrate_domain(conn: Any, name: str, dest_uri: str, params: dict[str, Any],
+                   flags: int) -> None:
+    """Migrate our domain ``name``; returns when the migration has ended."""
+    dom = gone_means(not_running(name))(lookup_ours)(conn, name)
+    if dom is None:
+        not_running(name)()
+    dom.migrateToURI3(dest_uri, params, flags)
+
+
+@gone_means(None)
+def job_stats(conn: Any, name: str) -> dict[str, Any] | None:
+    """libvirt's statistics of the domain's current job; None where the driver has
+    none."""
+    dom = lookup_ours(conn, name)
+    if dom is None:
+        return None
+    try:
+        stats = dom.jobStats()
+    except Exception as err:  # libvirt.libvirtError
+        if code(err) in (ERR_NO_SUPPORT, ERR_OPERATION_INVALID):
+            return None
+        raise
+    return dict(stats) if isinstance(stats, dict) else None
+
+
+@gone_means(False)
+def abort_job(conn: Any, name: str) -> bool:
+    dom = lookup_ours(conn, name)
+    if dom is None:
+        return False
+    dom.abortJob()
+    return True
+
+
+@dataclass
+class Outgoing:
+    """One migration from this node: done, or failed with libvirt's message."""
+
+    target: str
+    done: bool = False
+    error: str | None = None
+
+
+class KvmMigrations:
+    """The migrations of one kvm hypervisor: outgoing by instance name, incoming
+    names expected."""
+
+    def __init__(self, kvm: KvmHypervisor) -> None:
+        self.kvm = kvm
+        self.outgoing: dict[str, Outgoing] = {}
+        self.incoming: set[str] = set()
+
+    async def info(self, name: str) -> str:
+        """The running domain's XML."""
+        xml = await self.kvm.domain_xml(name)
+        if xml is None:
+            raise HypervisorError(f"instance {name} is not running")
+        return xml
+
+    async def accept(self, name: str) -> None:
+        if await self.kvm.instance_info(name) is not None:
+            raise HypervisorError("Can't accept instance, already running")
+        try:
+            await self.kvm.run(self.kvm.prepare_console, name)
+        except OSError as err:
+            raise HypervisorError(f"Can't accept instance {name}: {err}") from None
+        self.incoming.add(name)
+
+    async def migrate(self, instance: Mapping[str, Any], target: str, live: bool) -> None:
+        name = instance_name(instance)
+        current = self.outgoing.get(name)
+        if current is not None and not current.done and current.error is None:
+            raise HypervisorError(f"Failed to migrate instance {name}: a migration to "
+                                  f"{current.target} is in progress")
+        if await self.kvm.instance_info(name) is None:
+            raise HypervisorError(f"Failed to migrate instance {name}: not running")
+        hv = instance.get("hvparams") or {}
+        params: dict[str, Any] = {}
+        port = hv.get("migration_port")
+        if port:
+            params[PARAM_URI] = MEMORY_URI.format(host=_host(target), port=int(port))
+        bandwidth = hv.get("migration_bandwidth")
+        if bandwidth:
+            params[PARAM_BANDWIDTH] = int(bandwidth)  # MiB/s, as Ganeti's parameter
+        flags = MIGRATE_PEER2PEER | (MIGRATE_LIVE if live else 0)
+        record = Outgoing(target)
+        self.outgoing[name] = record
+
+        def ended(_: object) -> None:
+            record.done = True
+
+        def failed(failure: Failure) -> None:
+            record.error = failure.getErrorMessage()
+            log.warn("Migration of {instance} to {target} failed: {error}", instance=name,
+                     target=target, error=record.error)
+
+        d = self.kvm.virt.call_aside(migrate_domain, name,
+                                     DEST_URI.format(host=_host(target)), params, flags)
+        d.addCallbacks(ended, failed)
+        if record.error is not None:  # failed at once: no connection
+            self.outgoing.pop(name, None)
+            raise HypervisorError(f"Failed to migrate instance {name}: {record.error}")
+
+    async def status(self, name: str) -> MigrationStatus:
+        record = self.outgoing.get(name)
+        if record is None:
+            raise HypervisorError(f"no migration of instance {name} is in progress on "
+                                  "this node")
+        if record.error is not None:
+            return MigrationStatus(constants.HV_MIGRATION_FAILED)
+        if record.done:
+            return MigrationStatus(constants.HV_MIGRATION_COMPLETED)
+        stats = await self.kvm.call(f"Failed to get the migration status of {name}",
+                                    job_stats, name)
+        if record.error is not None:  # ended meanwhile
+            return MigrationStatus(constants.HV_MIGRATION_FAILED)
+        if record.done:
+            return MigrationStatus(constants.HV_MIGRATION_COMPLETED)
+        stats = stats or {}
+        sent, total = stats.get("memory_processed"), stats.get("memory_total")
+        return MigrationStatus(constants.HV_MIGRATION_ACTIVE,
+                               int(sent) if sent is not None else None,
+                               int(total) if total is not None else None)
+
+    async def finalize_dst(self, name: str, success: bool) -> None:
+        self.incoming.discard(name)
+        if not success:
+            await self.kvm.stop(name, 0, force=True)
+            return
+        xml = await self.kvm.domain_xml(name)
+        meta = domainxml.read_metadata(xml) if xml is not None else None
+        if meta is None:
+            raise HypervisorError(f"Failed to finalize the migration of {name}: the "
+                                  "instance does not run on this node")
+        self.kvm.known[name] = meta
+
+    async def finalize_source(self, name: str, success: bool) -> None:
+        record = self.outgoing.pop(name, None)
+        if success:
+            self.kvm.known.pop(name, None)
+            return
+        if record is not None and not record.done and record.error is None:
+            await self.kvm.call(f"Failed to cancel the migration of {name}", abort_job, name)
