@@ -54,10 +54,10 @@ from ganeti.core.errors import GenericError
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.params_fill import fill_instance_hv
 from ganeti.master.config.nodes import target
-from ganeti.master.config.replication import NodeRpc
 from ganeti.master.query.instancequeries import allows_user_down
 from ganeti.master.watchersvc import WatcherService, _PercentLog
 from ganeti.rpc.client import NodeTarget
+from ganeti.rpc.noderpc import NodeRpc
 from ganeti.rpc.result import RpcResult
 
 CALL = "instance_events"
@@ -192,8 +192,7 @@ class NodePoll:
                 # node's boot id and serial (the node daemon may have restarted
                 # meanwhile): not held
                 hold = self.watch.hold if self.state == "ok" else 0.0
-                results = await self.watch.rpc().call([self.target], CALL, [self.since, hold])
-                result = results[self.name]
+                result = await self.watch.rpc().call_one(self.target, CALL, [self.since, hold])
             except defer.CancelledError:
                 raise
             except Exception as err:  # no client (certificate), a bug: retried

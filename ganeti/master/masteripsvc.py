@@ -20,9 +20,8 @@ from twisted.logger import Logger
 
 from ganeti.core.errors import GenericError
 from ganeti.core.objects import ConfigData
-from ganeti.master.config.nodes import target
-from ganeti.master.config.replication import NodeRpc
 from ganeti.master.lu.masterip import master_params
+from ganeti.rpc.noderpc import NodeRpc
 
 log = Logger()
 
@@ -74,9 +73,8 @@ class MasterIpActivation(service.Service):
         except GenericError as err:
             log.warn("Could not activate the master IP: {error}", error=err)
             return False
-        results = await rpc.call([target(master)], "node_activate_master_ip",
-                                 [params, bool(cfg.cluster.use_external_mip_script)])
-        result = results[master.name]
+        result = await rpc.call_one(master, "node_activate_master_ip",
+                                    [params, bool(cfg.cluster.use_external_mip_script)])
         if not result.success:
             log.warn("Could not activate the master IP: {error}", error=result.fail_msg)
             return False

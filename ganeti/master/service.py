@@ -44,7 +44,7 @@ from ganeti.daemon import (
 from ganeti.luxi.server import LuxiDispatcher, LuxiServerFactory
 from ganeti.master.config.configwriter import BlockingRunner, ConfigWriter, ConfigWriterService
 from ganeti.master.config.nodes import target
-from ganeti.master.config.replication import NodeRpc, Replicator
+from ganeti.master.config.replication import Replicator
 from ganeti.master.config.reservations import ReservationManager
 from ganeti.master.instwatch import InstanceEventWatch
 from ganeti.master.jobs.events import EventBus, subscribe_events_method
@@ -69,6 +69,7 @@ from ganeti.master.watchersvc import WatcherService, queue_job_access
 from ganeti.master.wconfd import METHODS as WCONFD_METHODS
 from ganeti.master.wconfd import WconfdDispatcher, WconfdMethods
 from ganeti.rpc.client import RpcClient
+from ganeti.rpc.noderpc import NodeRpc
 from ganeti.rpc.tls import ClusterCertificate
 
 

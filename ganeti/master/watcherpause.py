@@ -23,7 +23,8 @@ from ganeti.core import watcher as watchermod
 from ganeti.core.objects import ConfigData
 from ganeti.core.paths import Paths
 from ganeti.master.config import nodes as nodesmod
-from ganeti.master.config.replication import BlockingRunner, NodeRpc
+from ganeti.master.config.replication import BlockingRunner
+from ganeti.rpc.noderpc import NodeRpc
 
 
 class WatcherPauseMethod:

@@ -19,8 +19,7 @@ CancelledError, unlike a call's own timeout, which gives failed results.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from twisted.internet import defer, error, protocol
@@ -32,13 +31,15 @@ from twisted.web.iweb import IBodyProducer
 from zope.interface import implementer
 
 from ganeti.core import rpcdefs
+from ganeti.rpc import exchange
+from ganeti.rpc.exchange import OFFLINE_MSG, ConfigSource
+from ganeti.rpc.noderpc import NodeTarget, OneNodeCalls
 from ganeti.rpc.result import RpcResult
 from ganeti.rpc.tls import ClusterCertificate, ClusterTLSPolicy
 
 __all__ = ["CONNECT_TIMEOUT", "MAX_REPLY_BODY", "OFFLINE_MSG", "NodeTarget", "ReplyTooLarge",
            "RpcClient", "RpcResult", "read_body"]
 
-OFFLINE_MSG = "Node is marked offline"
 CONNECT_TIMEOUT = 10.0
 #: The largest reply body read from a node (noded's own request limit).
 MAX_REPLY_BODY = 64 * 1024 * 1024
@@ -98,15 +99,6 @@ def read_body(response: Any, limit: int = MAX_REPLY_BODY) -> defer.Deferred[byte
     return done
 
 
-@dataclass(frozen=True)
-class NodeTarget:
-    """A node to call: its name, its primary IP and whether it is offline."""
-
-    name: str
-    ip: str
-    offline: bool = False
-
-
 @implementer(IBodyProducer)
 class _BytesProducer:
     """Writes a small body at once (no cooperator, so no global reactor)."""
@@ -155,10 +147,7 @@ class _CallState:
     cancelled = False
 
 
-ConfigSource = Callable[[], Any]
-
-
-class RpcClient:
+class RpcClient(OneNodeCalls):
     """Make node RPC calls with mutual TLS on the cluster certificate.
 
     ``reactor`` must provide TCP and time; ``cluster`` is the loaded
@@ -196,56 +185,22 @@ class RpcClient:
         try:
             data = await read_body(response, self.max_reply)
         except ReplyTooLarge as err:
-            return self._failed(node, call, f"HTTP {response.code}: {err}")
-        try:
-            success, payload = rpcdefs.decode_reply(data)
-        except rpcdefs.RpcReplyError as err:
-            return self._failed(node, call, f"HTTP {response.code}: {err}")
-        if response.code != 200:
-            return self._failed(node, call, f"HTTP {response.code}: {payload}")
-        if not success:
-            return self._failed(node, call, str(payload))
-        try:
-            value = call.decode_payload(payload)
-        except rpcdefs.RpcReplyError as err:
-            return self._failed(node, call, str(err))
-        return RpcResult(node.name, True, payload=value, call=call.name)
-
-    @staticmethod
-    def _failed(node: NodeTarget, call: rpcdefs.RpcCall, message: str) -> RpcResult:
-        return RpcResult(node.name, False, fail_msg=message, call=call.name)
+            return exchange.interpret(node, call, response.code, b"", too_large=str(err))
+        return exchange.interpret(node, call, response.code, data)
 
     def _one(self, node: NodeTarget, call: rpcdefs.RpcCall, body: bytes,
              timeout: float, state: _CallState) -> defer.Deferred[RpcResult]:
         if node.offline:
-            return defer.succeed(RpcResult(node.name, False, fail_msg=OFFLINE_MSG, offline=True,
-                                           call=call.name))
+            return defer.succeed(exchange.offline(node, call))
         d = defer.Deferred.fromCoroutine(self._request(node, call, body))
         d.addTimeout(timeout, self.reactor)
 
         def failed(f: Failure) -> RpcResult:
             if state.cancelled:
                 f.raiseException()  # the caller cancelled: no result, the call fails whole
-            return self._failed(node, call, f"{call.name} on {node.name}: "
-                                            f"{_describe(f, timeout)}")
+            return exchange.failed(node, call, f"{call.name} on {node.name}: "
+                                               f"{_describe(f, timeout)}")
         return d.addErrback(failed)
-
-    def _bodies(self, call: rpcdefs.RpcCall, args: Sequence[Any],
-                targets: list[NodeTarget]) -> dict[str, bytes]:
-        """The checked request body of each target (one shared body unless per node)."""
-        config = self.config() if self.config is not None else None
-        if not call.per_node:
-            wire = call.encode_args(args, rpcdefs.EncodeContext(config))
-            body = rpcdefs.encode_request(call, wire)
-            return {n.name: body for n in targets}
-        bodies: dict[str, bytes] = {}
-        for n in targets:
-            if n.offline:
-                bodies[n.name] = b""
-                continue
-            wire = call.encode_args(args, rpcdefs.EncodeContext(config, n.name))
-            bodies[n.name] = rpcdefs.encode_request(call, wire)
-        return bodies
 
     def call(self, nodes: Iterable[NodeTarget | Sequence[Any]], call_name: str,
              args: Sequence[Any] = (), timeout: float | None = None
@@ -259,16 +214,10 @@ class RpcClient:
         once; node failures never fail the Deferred.  Cancelling it aborts
         the requests still running and fails it with CancelledError.
         """
-        call = self.calls.get(call_name)
-        if call is None:
-            raise rpcdefs.RpcArgumentError(f"unknown RPC call {call_name!r}")
-        targets = [n if isinstance(n, NodeTarget) else NodeTarget(n[0], n[1], bool(n[2]))
-                   for n in nodes]
-        bodies = self._bodies(call, args, targets)
-        tmo = (call.timeout_for(list(args)) if timeout is None
-               else rpcdefs.check_timeout(timeout, f"{call_name}: timeout"))
+        prepared = exchange.prepare(self.calls, call_name, nodes, args, timeout, self.config)
         state = _CallState()
-        ds = [self._one(n, call, bodies[n.name], tmo, state) for n in targets]
+        ds = [self._one(n, prepared.call, prepared.bodies[n.name], prepared.timeout, state)
+              for n in prepared.targets]
 
         def cancel(_: defer.Deferred[dict[str, RpcResult]]) -> None:
             state.cancelled = True

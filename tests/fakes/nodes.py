@@ -1,10 +1,10 @@
 """Node daemons in process: the real noded call handlers, one root directory per node.
 
 :class:`FakeNodeNet` implements the master's node RPC interface
-(``call(nodes, call_name, args, timeout)``) without TLS or sockets: each
-call is checked against the call table and run by the real noded handler
-against the target node's own root, so files the master distributes really
-appear under that node's directories.  Nodes can be "down" (the call fails
+(``call(nodes, call_name, args, timeout)``, and ``call_one`` on top of it)
+without TLS or sockets: each call is checked against the call table and run
+by the real noded handler against the target node's own root, so files the
+master distributes really appear under that node's directories.  Nodes can be "down" (the call fails
 as a refused connection would); every contacted node is recorded, so tests
 can check that offline nodes are never contacted.
 """
@@ -26,9 +26,10 @@ from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.backend.registry import handlers
 from ganeti.noded.osoutput import OsRuns
 from ganeti.rpc.client import OFFLINE_MSG, NodeTarget, RpcResult
+from ganeti.rpc.noderpc import OneNodeCalls
 
 
-class FakeNodeNet:
+class FakeNodeNet(OneNodeCalls):
     """Nodes by IP address, each with its own root, answering with noded's handlers."""
 
     def __init__(self, tmpdir: str, clock: Any) -> None:

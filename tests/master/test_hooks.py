@@ -18,6 +18,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import errors
 from ganeti.core import hooks as hookdefs
+from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.hooks import HooksRunner
 from ganeti.rpc.client import RpcResult
 from tests.fakes.configs import small_config
@@ -315,10 +316,9 @@ class EnvTest(SynchronousTestCase):
         self.ctx = SimpleNamespace(config=SimpleNamespace(config=self.cfg),
                                    feedback=lambda kind, msg: self.log.append(msg))
 
-        class LU:
+        class LU(LogicalUnit):
             OP_ID = "OP_TEST_ONE"
             HPATH = "test-one"
-            HTYPE = None
             value = "before"
 
             def build_hooks_env(lu):  # noqa: N805
@@ -327,8 +327,7 @@ class EnvTest(SynchronousTestCase):
             def build_hooks_nodes(lu):  # noqa: N805
                 return [master, master], [master]
 
-        self.lu = LU()
-        self.lu.ctx = self.ctx
+        self.lu = LU(self.ctx, {"OP_ID": "OP_TEST_ONE"})
 
     def test_pre_and_post_environment(self):
         self.successResultOf(defer.Deferred.fromCoroutine(self.runner.run_pre(self.lu)))

@@ -31,7 +31,7 @@ class FakeLU:
             rpc=lambda: net, reservations=ReservationManager(), owner=owner, clock=Clock(),
             feedback=lambda kind, text: self.messages.append(text),
             config=SimpleNamespace(config=cfg))
-        self.op = SimpleNamespace(instance_name=instance_name)
+        self.name = instance_name  # a new instance's name (create's)
         self.writes = 0
 
     async def update_config(self, change):
@@ -67,7 +67,7 @@ class _Base(TestCase):
     def generate(self, template, specs, **kw):
         return st.generate_disks(self.lu, self.cfg, template, "i-1", self.node.uuid, [],
                                  specs, kw.get("file_storage_dir"), kw.get("file_driver"),
-                                 kw.get("base_index", 0))
+                                 kw.get("base_index", 0), instance_name=self.lu.name)
 
 
 class GenerateTest(_Base):

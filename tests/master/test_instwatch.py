@@ -16,6 +16,7 @@ from ganeti.core import watcher as watchermod
 from ganeti.master import instwatch
 from ganeti.master.instwatch import InstanceEventWatch, parse_answer
 from ganeti.master.watchersvc import JobAccess, WatcherService
+from ganeti.rpc.noderpc import OneNodeCalls
 from ganeti.rpc.result import RpcResult
 from tests.fakes.configs import node_paths, small_config
 from tests.fakes.instances import add_instance
@@ -24,7 +25,7 @@ MASTER = "node1.test"
 OTHER = "node2.test"
 
 
-class FakeRpc:
+class FakeRpc(OneNodeCalls):
     """Each call returns a Deferred the test fires (one node per call, as the watch)."""
 
     def __init__(self):

@@ -19,6 +19,7 @@ from ganeti.master.lu.masterip import master_params
 from ganeti.master.masteripsvc import MasterIpActivation
 from ganeti.noded.backend import masterip as nodemip
 from ganeti.rpc.client import RpcResult
+from ganeti.rpc.noderpc import OneNodeCalls
 from tests.fakes.configs import small_config
 from tests.fakes.nodes import master_with_nodes
 
@@ -97,7 +98,7 @@ class OpcodeTest(TestCase):
             self.master.submit({"OP_ID": "OP_CLUSTER_ACTIVATE_MASTER_IP", "netdev": "x"})
 
 
-class FakeRpc:
+class FakeRpc(OneNodeCalls):
     def __init__(self, result: RpcResult | None = None, error: Exception | None = None):
         self.result = result
         self.error = error

@@ -9,7 +9,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from ganeti.core.errors import OpExecError
 from ganeti.master.jobs.processor import JobHandle, Processor
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LockManager
-from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.base import LogicalUnit, LUContext
 
 
 class InstanceLocksLU(LogicalUnit):
@@ -19,7 +19,10 @@ class InstanceLocksLU(LogicalUnit):
     REQ_BGL = False  # the BGL shared, as every unit takes it
 
     def __init__(self, names, ran):
-        super().__init__(None, {})
+        # a context with nothing in it (no hooks, no job submission): the processor
+        # reads only those, and the unit touches nothing else
+        super().__init__(LUContext(config=None, clock=None, locks=None, feedback=None,
+                                   query=None, query_fields=None), {})
         self.names = names
         self.ran = ran
 

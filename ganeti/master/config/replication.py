@@ -34,7 +34,8 @@ from ganeti.core import fileutil, hvchecks, params_fill, rpcdefs, ssconf
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.paths import Paths
 from ganeti.master.config import nodes as nodesmod
-from ganeti.rpc.client import NodeTarget, RpcResult
+from ganeti.rpc.noderpc import NodeRpc, NodeTarget
+from ganeti.rpc.result import RpcResult
 
 #: Administrator-maintained list (one absolute path per line) of extra files for redist-conf.
 EXTRA_FILES_NAME = "redistribute-files"
@@ -49,15 +50,6 @@ class ConfigUpdateLike(Protocol):
 
     async def text(self) -> str:
         """The whole config text."""
-        ...  # pragma: no cover
-
-
-class NodeRpc(Protocol):
-    """What replication and the logical units need of the RPC client."""
-
-    def call(self, nodes: Iterable[NodeTarget], call_name: str, args: Any = (),
-             timeout: float | None = None) -> defer.Deferred[dict[str, RpcResult]]:
-        """Run a call on nodes concurrently; one result per node name."""
         ...  # pragma: no cover
 
 

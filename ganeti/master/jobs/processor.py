@@ -177,10 +177,10 @@ class Processor:
             raise defer.CancelledError()
         await on_running()
         lu.check_prereq()
-        hooks = getattr(lu.ctx, "hooks", None)
+        hooks = lu.ctx.hooks
         if hooks is not None:
             await hooks.run_pre(lu)
-        handle.interruptible = bool(getattr(lu.op, "interruptible", False))
+        handle.interruptible = lu.interruptible
         try:
             result = await handle.wait(defer.Deferred.fromCoroutine(lu.exec()))
             handle.interruptible = False
@@ -210,7 +210,7 @@ class Processor:
         if not result.jobs:
             answer["jobs"] = []
             return answer
-        submit = getattr(lu.ctx, "submit_jobs", None)
+        submit = lu.ctx.submit_jobs
         if submit is None:
             raise OpExecError("this master cannot submit jobs from a job", ECODE_ENVIRON)
         jobs = [[submitted_by(lu.op_input, op) for op in job] for job in result.jobs]

@@ -55,13 +55,13 @@ def new_staging() -> str:
     return ".x-" + str(uuidmod.uuid4())
 
 
-async def export_lists(lu: Any, nodes: Sequence[Node]) -> Mapping[str, list[str] | None]:
+async def export_lists(lu: LogicalUnit, nodes: Sequence[Node]) -> Mapping[str, list[str] | None]:
     """``export_list`` on ``nodes``: per node UUID the export names, None where the
     call failed (an offline node fails at once)."""
     return await rpc_list_exports(lu.ctx.rpc)(list(nodes))
 
 
-async def remove_exports(lu: Any, nodes: Sequence[Node], name: str) -> bool:
+async def remove_exports(lu: LogicalUnit, nodes: Sequence[Node], name: str) -> bool:
     """Remove the export ``name`` from those of ``nodes`` that hold it (failures are
     reported); whether any node held it."""
     cfg = lu.ctx.config.config
@@ -75,43 +75,41 @@ async def remove_exports(lu: Any, nodes: Sequence[Node], name: str) -> bool:
         if name not in names:
             continue
         found = True
-        results = await lu.ctx.rpc().call([nodesmod.target(node)], "export_remove", [name])
-        if not results[node.name].success:
+        result = await lu.ctx.rpc().call_one(node, "export_remove", [name])
+        if not result.success:
             lu.ctx.feedback("message", f"Warning: Could not remove export for instance "
-                                       f"{name} on node {node.name}: "
-                                       f"{results[node.name].fail_msg}")
+                                       f"{name} on node {node.name}: {result.fail_msg}")
     return found
 
 
-async def copy_file(lu: Any, src: Node, path: str, dst: Node, staging: str,
+async def copy_file(lu: LogicalUnit, src: Node, path: str, dst: Node, staging: str,
                     name: str) -> int:
     """Copy ``path`` (below the source's export directory) into ``staging/name`` on
     ``dst``, chunk by chunk through the master; the bytes copied."""
     rpc = lu.ctx.rpc()
     offset = 0
     while True:
-        got = await rpc.call([nodesmod.target(src)], "export_read", [path, offset, CHUNK])
-        got[src.name].raise_if_failed(f"Could not read {path} on node {src.name}")
-        data = got[src.name].payload
+        got = await rpc.call_one(src, "export_read", [path, offset, CHUNK])
+        got.raise_if_failed(f"Could not read {path} on node {src.name}")
+        data = got.payload
         if not isinstance(data, str):
             raise OpExecError(f"Node {src.name} answered a chunk of {path} that is not text")
         if not data and offset > 0:
             return offset
-        put = await rpc.call([nodesmod.target(dst)], "export_write",
-                             [staging, name, offset, data])
-        put[dst.name].raise_if_failed(f"Could not write {name} on node {dst.name}")
+        put = await rpc.call_one(dst, "export_write", [staging, name, offset, data])
+        put.raise_if_failed(f"Could not write {name} on node {dst.name}")
         if not data:
             return 0
         offset += len(data) * 3 // 4 - data[-2:].count("=")
 
 
-async def abort_staging(lu: Any, nodes: Sequence[Node], staging: str) -> None:
+async def abort_staging(lu: LogicalUnit, nodes: Sequence[Node], staging: str) -> None:
     """Remove a staging directory on ``nodes`` (failures are only reported)."""
     for node in nodes:
-        results = await lu.ctx.rpc().call([nodesmod.target(node)], "export_abort", [staging])
-        if not results[node.name].success:
+        result = await lu.ctx.rpc().call_one(node, "export_abort", [staging])
+        if not result.success:
             lu.ctx.feedback("message", f"Warning: could not remove {staging} on node "
-                                       f"{node.name}: {results[node.name].fail_msg}")
+                                       f"{node.name}: {result.fail_msg}")
 
 
 def export_config(cfg: ConfigData, inst: Instance, now: float) -> str:
@@ -315,19 +313,18 @@ class LUBackupExport(InstanceLU):
             for idx, disk in enumerate(disks):
                 self.ctx.feedback("message", f"Exporting disk/{idx} of {inst.name} to "
                                              f"node {dst.name}")
-                dumped = await self.ctx.rpc().call(
-                    [nodesmod.target(src)], "export_dump",
-                    [arg, idx, staging, self.op.debug_level or 0])
-                dumped[src.name].raise_if_failed(
+                dumped = await self.ctx.rpc().call_one(
+                    src, "export_dump", [arg, idx, staging, self.op.debug_level or 0])
+                dumped.raise_if_failed(
                     f"Could not export disk/{idx} of {inst.name} on node {src.name}")
                 if src.uuid != dst.uuid:
                     await copy_file(self, src, f"{staging}/{disk.uuid}", dst, staging,
                                     disk.uuid)
             self.ctx.feedback("message", f"Finalizing export on {dst.name}")
             text = export_config(cfg, inst, self.ctx.clock.seconds())
-            done = await self.ctx.rpc().call([nodesmod.target(dst)], "export_finalize",
-                                             [staging, inst.name, text])
-            done[dst.name].raise_if_failed(
+            done = await self.ctx.rpc().call_one(dst, "export_finalize",
+                                                 [staging, inst.name, text])
+            done.raise_if_failed(
                 f"Export failed, errors in export finalization on node {dst.name}")
         except BaseException:
             await abort_staging(self, nodes, staging)

@@ -23,12 +23,12 @@ staging directory is removed afterwards.  A failure undoes the whole create.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ganeti.core import exportinfo
 from ganeti.core.errors import ECODE_INVAL, OpPrereqError, TypeEnforcementError
 from ganeti.core.objects import ConfigData, Instance
-from ganeti.core.opcodes.views import view
+from ganeti.core.opcodes.views import OpInstanceCreate, view
 from ganeti.core.params_types import HVS_PARAMETER_TYPES, force_dict_type
 from ganeti.core.paths import EXPORT_DIR
 from ganeti.core.rpcdefs.exports import is_name
@@ -38,8 +38,11 @@ from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu.backup import abort_staging, copy_file, export_lists, new_staging
 from ganeti.master.lu.base import ALL_SET
 
+if TYPE_CHECKING:  # the unit imports this module
+    from ganeti.master.lu.instance_create import LUInstanceCreate
 
-def check_import_arguments(lu: Any) -> None:
+
+def check_import_arguments(lu: LUInstanceCreate) -> None:
     """The import arguments alone: the export's name and the path shown in hooks."""
     op = lu.op
     src_path = op.src_path or op.instance_name
@@ -59,7 +62,7 @@ def check_import_arguments(lu: Any) -> None:
         lu.ctx.feedback("message", "No-installation mode has no effect during import")
 
 
-def lock_source_node(lu: Any, cfg: ConfigData) -> None:
+def lock_source_node(lu: LUInstanceCreate, cfg: ConfigData) -> None:
     """Add the source node to the node locks; without one, lock every node (it is
     searched for, as in Ganeti)."""
     src = lu.op.src_node_uuid or lu.op.src_node
@@ -76,9 +79,9 @@ def lock_source_node(lu: Any, cfg: ConfigData) -> None:
         lu.needed_locks[LEVEL_NODE] = sorted([*nodes, node.uuid])
 
 
-def export_read(lu: Any) -> bool:
+def export_read(lu: LUInstanceCreate) -> bool:
     """Whether the export has filled the opcode already."""
-    return getattr(lu, "export_info", None) is not None
+    return lu.export_info is not None
 
 
 def _typed_hvparams(params: dict[str, Any], given: set[str]) -> dict[str, Any]:
@@ -98,7 +101,7 @@ def _typed_hvparams(params: dict[str, Any], given: set[str]) -> dict[str, Any]:
     return out
 
 
-async def read_export(lu: Any) -> None:
+async def read_export(lu: LUInstanceCreate) -> None:
     """Find the export, read its ``config.ini`` and fill the opcode from it."""
     if export_read(lu):
         return
@@ -115,10 +118,10 @@ async def read_export(lu: Any) -> None:
         lu.src_node_name = found.name
     src = cfg.nodes[lu.src_node_uuid]
     ic.check_node_online(src)
-    results = await lu.ctx.rpc().call([nodesmod.target(src)], "export_info", [name])
-    results[src.name].raise_if_failed(f"No export or invalid export found in dir "
-                                      f"{lu.src_path}", prereq=True, ecode=ECODE_INVAL)
-    info = exportinfo.ExportInfo(results[src.name].payload)
+    result = await lu.ctx.rpc().call_one(src, "export_info", [name])
+    result.raise_if_failed(f"No export or invalid export found in dir {lu.src_path}",
+                           prereq=True, ecode=ECODE_INVAL)
+    info = exportinfo.ExportInfo(result.payload)
     op = dict(lu.op_input)
     had_nics = bool(op.get("nics"))
     given_hv = set(op.get("hvparams") or {})
@@ -131,18 +134,19 @@ async def read_export(lu: Any) -> None:
     if op.get("os_type") is None and any(info.dumps(len(op["disks"]))):
         raise OpPrereqError("The export has no OS: importing raw disks is not supported",
                             ECODE_INVAL)
-    lu.op = view(op)
+    lu.op = cast(OpInstanceCreate, view(op))  # the same opcode, filled from the export
     lu.export_info = info
     lu.src_images = info.dumps(len(op["disks"]))
 
 
-async def import_disks(lu: Any, inst: Instance) -> None:
+async def import_disks(lu: LUInstanceCreate, inst: Instance) -> None:
     """Run the OS import script for each disk with its dump (copied to the primary
     node first when the export is elsewhere)."""
     cfg = lu.ctx.config.config
+    assert lu.src_node_uuid is not None  # read_export found it
     src = cfg.nodes[lu.src_node_uuid]
     pnode = cfg.nodes[inst.primary_node]
-    images: list[str | None] = lu.src_images
+    images = lu.src_images
     if not any(images):
         return
     lu.ctx.feedback("message", "* running the instance OS import scripts...")
@@ -156,10 +160,9 @@ async def import_disks(lu: Any, inst: Instance) -> None:
             if staging is not None:
                 await copy_file(lu, src, path, pnode, staging, dump)
                 path = f"{staging}/{dump}"
-            results = await lu.ctx.rpc().call([nodesmod.target(pnode)],
-                                              "instance_import_disk",
-                                              [arg, idx, path, lu.op.debug_level or 0])
-            results[pnode.name].raise_if_failed(
+            result = await lu.ctx.rpc().call_one(pnode, "instance_import_disk",
+                                                 [arg, idx, path, lu.op.debug_level or 0])
+            result.raise_if_failed(
                 f"Could not import disk/{idx} of {inst.name} on node {pnode.name}")
     finally:
         if staging is not None:

@@ -37,7 +37,7 @@ from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpView, view
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.configwriter import ConfigWriter
-from ganeti.master.config.replication import NodeRpc, Replicator
+from ganeti.master.config.replication import Replicator
 from ganeti.master.config.reservations import ReservationManager
 from ganeti.master.locking.manager import (
     BGL,
@@ -47,8 +47,9 @@ from ganeti.master.locking.manager import (
     LEVELS,
     LockManager,
 )
-from ganeti.master.lu.hooks import HooksRunner
+from ganeti.master.lu.hooks import HooksRunner, NodeHooks
 from ganeti.master.lu.hostnames import Resolver, SystemResolver
+from ganeti.rpc.noderpc import NodeRpc
 
 R = TypeVar("R")
 
@@ -153,10 +154,22 @@ class LogicalUnit:
     ``REQ_BGL``: take the Big Ganeti Lock exclusively (True) or shared
     (False).  Units whose ``uses_locks`` is False take no lock at all.
     Subclasses declare their opcode view: ``op: OpNodeSetParams``.
+
+    Hooks (Ganeti's, run by :class:`~ganeti.master.lu.hooks.HooksRunner`):
+    ``HPATH`` names the hooks path (``group-add`` runs the scripts of
+    ``group-add-pre.d`` and ``-post.d``); a unit without one (the default)
+    runs no hooks, and its :meth:`build_hooks_env` and
+    :meth:`build_hooks_nodes` are never called.  A unit with one implements
+    both; ``HTYPE`` is its ``GANETI_OBJECT_TYPE``.
     """
 
     OP_ID: ClassVar[str] = ""
     REQ_BGL: ClassVar[bool] = True
+    #: Ganeti's HPATH: the hooks path; None runs no hooks.
+    HPATH: ClassVar[str | None] = None
+    #: Ganeti's HTYPE: the hooks' GANETI_OBJECT_TYPE (:data:`ganeti.core.hooks.HTYPE_NODE`,
+    #: ...); None sets no such variable.
+    HTYPE: ClassVar[str | None] = None
     op: OpView
 
     def __init__(self, ctx: LUContext, op: Mapping[str, Any]) -> None:
@@ -198,6 +211,35 @@ class LogicalUnit:
     def uses_locks(self) -> bool:
         """Whether the unit takes any lock (False skips the whole lock phase)."""
         return True
+
+    @property
+    def interruptible(self) -> bool:
+        """Whether a cancel may interrupt :meth:`exec` (the default: it is only told)."""
+        return False
+
+    # -- hooks (used only with an HPATH) ---------------------------------------
+
+    def build_hooks_env(self) -> dict[str, Any]:
+        """The unit's hooks variables, without the ``GANETI_`` prefix (Ganeti's
+        BuildHooksEnv); a unit with an ``HPATH`` must say."""
+        raise NotImplementedError(f"{type(self).__name__} has a hooks path but no "
+                                  "hooks environment")
+
+    def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
+        """The UUIDs of the nodes the pre and the post phase run on (Ganeti's
+        BuildHooksNodes); a unit with an ``HPATH`` must say."""
+        raise NotImplementedError(f"{type(self).__name__} has a hooks path but no "
+                                  "hooks nodes")
+
+    def prepare_post_hook_nodes(self, uuids: list[str]) -> list[str]:
+        """The post phase's nodes once :meth:`exec` has run (Ganeti's
+        PreparePostHookNodes: node-add adds the new node); by default ``uuids``."""
+        return uuids
+
+    def hooks_callback(self, phase: str, found: list[NodeHooks] | None, result: Any) -> Any:
+        """Told each phase's per-node results (Ganeti's HooksCallBack); the unit's
+        result, which cluster verify changes; by default ``result`` unchanged."""
+        return result
 
     # -- the phases ------------------------------------------------------------
 

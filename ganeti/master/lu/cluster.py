@@ -126,10 +126,8 @@ class LUClusterSetParams(LogicalUnit):
         """The master's node daemon's answer to ``node_(de)activate_master_ip``."""
         cfg = self.ctx.config.config
         master = cfg.nodes[cfg.cluster.master_node]
-        results = await self.ctx.rpc().call(
-            [nodesmod.target(master)], call,
-            [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
-        return results[master.name]
+        return await self.ctx.rpc().call_one(
+            master, call, [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
 
     async def _master_ip_down(self, new: Any) -> None:
         """Ganeti's: the master IP goes down on the current device (a failure fails
@@ -162,11 +160,11 @@ class LUClusterSetParams(LogicalUnit):
         cl = self.ctx.config.config.cluster
         master = self.ctx.config.config.nodes[cl.master_node]
         self.ctx.feedback("message", f"Changing master IP netmask to {netmask}")
-        results = await self.ctx.rpc().call(
-            [nodesmod.target(master)], "node_change_master_netmask",
+        result = await self.ctx.rpc().call_one(
+            master, "node_change_master_netmask",
             [cl.master_netmask, netmask, cl.master_ip, cl.master_netdev])
-        results[master.name].warn("Could not change the master IP netmask",
-                                  lambda text: self.ctx.feedback("message", text))
+        result.warn("Could not change the master IP netmask",
+                    lambda text: self.ctx.feedback("message", text))
 
     async def _check_vg_on_nodes(self, vg_name: str) -> None:
         """Ganeti's _CheckVgNameOnNodes: every vm_capable node has ``vg_name`` with at

@@ -1,16 +1,17 @@
 """The hooks runner on the master (Ganeti's HooksMaster); design: docs/design/hooks.md.
 
-A logical unit takes part in hooks by declaring, as Ganeti's do:
+A logical unit takes part in hooks through what :class:`LogicalUnit` declares
+(with defaults), as Ganeti's do:
 
 - ``HPATH``: the hooks path (``group-add``: the scripts of
   ``HOOKS_BASE_DIR/group-add-pre.d`` and ``-post.d`` run); units without one
-  run no hooks;
+  (the default) run no hooks;
 - ``HTYPE``: ``GANETI_OBJECT_TYPE`` (:data:`ganeti.core.hooks.HTYPE_NODE`, ...);
 - ``build_hooks_env()``: its own variables, without prefix (``{"GROUP_NAME": ...}``);
 - ``build_hooks_nodes()``: ``(pre, post)``, the UUIDs of the nodes each phase runs on;
-- optionally ``prepare_post_hook_nodes(uuids)`` (a node that exists only after
-  ``exec``, as node-add's) and ``hooks_callback(phase, results, result)``
-  (cluster verify reports the post hooks' results and changes its own).
+- ``prepare_post_hook_nodes(uuids)`` (a node that exists only after ``exec``,
+  as node-add's) and ``hooks_callback(phase, results, result)`` (cluster verify
+  reports the post hooks' results and changes its own); the defaults change nothing.
 
 The processor calls :meth:`HooksRunner.run_pre` after ``check_prereq`` (locks
 held) and :meth:`HooksRunner.run_post` after a successful ``exec``.  A failing
@@ -23,7 +24,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.logger import Logger
 
@@ -31,10 +32,16 @@ from ganeti.core import hooks
 from ganeti.core.errors import HooksAbort, HooksFailure, OpExecError, ProgrammerError
 from ganeti.core.objects import ConfigData, Node
 from ganeti.master.config import nodes as nodesmod
-from ganeti.master.config.replication import NodeRpc
-from ganeti.rpc.client import NodeTarget, RpcResult
+from ganeti.rpc.noderpc import NodeRpc, NodeTarget
+from ganeti.rpc.result import RpcResult
+
+if TYPE_CHECKING:  # base imports this module for LUContext
+    from ganeti.master.lu.base import LogicalUnit
 
 log = Logger()
+
+#: Where a phase's warnings go: the job's log (``lu.ctx.feedback``) or the master's.
+Warn = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -63,20 +70,13 @@ def _uniq(uuids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(uuids))
 
 
-class _QuietUnit:
-    """A unit whose job log is not written to (the config-update hook's runs):
-    feedback goes to the master's log instead."""
-
-    def __init__(self, lu: Any) -> None:
-        self.OP_ID = lu.OP_ID
-        self.HTYPE = getattr(lu, "HTYPE", None)
-        self.ctx = _QuietContext()
+def _job_log(lu: LogicalUnit) -> Warn:
+    return lambda text: lu.ctx.feedback("message", text)
 
 
-class _QuietContext:
-    @staticmethod
-    def feedback(kind: str, message: Any) -> None:
-        log.info("config-update hook: {message}", message=str(message).strip())
+def _master_log(text: str) -> None:
+    """The config-update hook's warnings: its job's log is not written to."""
+    log.info("config-update hook: {message}", message=text.strip())
 
 
 class HooksRunner:
@@ -89,12 +89,12 @@ class HooksRunner:
     def __init__(self, rpc: Callable[[], NodeRpc], data_dir: str) -> None:
         self.rpc = rpc
         self.data_dir = data_dir
-        self._runs: weakref.WeakKeyDictionary[Any, _Run] = weakref.WeakKeyDictionary()
+        self._runs: weakref.WeakKeyDictionary[LogicalUnit, _Run] = weakref.WeakKeyDictionary()
 
     # -- environment -----------------------------------------------------------
 
     @staticmethod
-    def _lu_env(lu: Any, prefix: str) -> dict[str, str]:
+    def _lu_env(lu: LogicalUnit, prefix: str) -> dict[str, str]:
         env = lu.build_hooks_env() or {}
         out: dict[str, str] = {}
         for key, value in env.items():
@@ -104,7 +104,8 @@ class HooksRunner:
             out[f"{prefix}{key}"] = str(value)
         return out
 
-    def base_env(self, lu: Any, cfg: ConfigData, hpath: str, phase: str) -> dict[str, str]:
+    def base_env(self, lu: LogicalUnit, cfg: ConfigData, hpath: str,
+                 phase: str) -> dict[str, str]:
         """The variables every hook gets (Ganeti's fixed part)."""
         env = {
             "PATH": hooks.HOOKS_PATH,
@@ -114,16 +115,15 @@ class HooksRunner:
             "GANETI_HOOKS_PHASE": phase,
             "GANETI_HOOKS_PATH": hpath,
         }
-        htype = getattr(lu, "HTYPE", None)
-        if htype:
-            env["GANETI_OBJECT_TYPE"] = htype
+        if lu.HTYPE:
+            env["GANETI_OBJECT_TYPE"] = lu.HTYPE
         env["GANETI_CLUSTER"] = cfg.cluster.cluster_name
         master = cfg.nodes.get(cfg.cluster.master_node)
         if master is not None:
             env["GANETI_MASTER"] = master.name
         return env
 
-    def full_env(self, lu: Any, cfg: ConfigData, hpath: str, phase: str,
+    def full_env(self, lu: LogicalUnit, cfg: ConfigData, hpath: str, phase: str,
                  phase_env: dict[str, str]) -> dict[str, str]:
         """The fixed part joined with the unit's; a name in both is a programming error."""
         env = self.base_env(lu, cfg, hpath, phase)
@@ -136,9 +136,9 @@ class HooksRunner:
 
     # -- the phases ------------------------------------------------------------
 
-    async def run_pre(self, lu: Any) -> None:
+    async def run_pre(self, lu: LogicalUnit) -> None:
         """Run the unit's pre hooks; HooksAbort if a script failed."""
-        hpath = getattr(lu, "HPATH", None)
+        hpath = lu.HPATH
         if not hpath:
             return
         cfg = lu.ctx.config.config
@@ -147,19 +147,19 @@ class HooksRunner:
                    {u: nodesmod.target(n) for u, n in cfg.nodes.items()},
                    {n.name: u for u, n in cfg.nodes.items()})
         self._runs[lu] = run
-        found = await self._phase(lu, cfg, hpath, hooks.PHASE_PRE, run.pre_env, run.pre_nodes,
-                                  run)
+        found = await self._phase(lu, _job_log(lu), cfg, hpath, hooks.PHASE_PRE, run.pre_env,
+                                  run.pre_nodes, run)
         errs = [(node.uuid, script, output) for node in found if not node.offline
                 and not node.fail_msg for script, status, output in node.results
                 if status == hooks.HKR_FAIL]
         if errs:
             raise HooksAbort(errs)
-        self._callback(lu, hooks.PHASE_PRE, found, None)
+        lu.hooks_callback(hooks.PHASE_PRE, found, None)
 
-    async def run_post(self, lu: Any, result: Any = None) -> Any:
+    async def run_post(self, lu: LogicalUnit, result: Any = None) -> Any:
         """Run the unit's post hooks; failures are logged.  Returns the unit's
         result, as its ``hooks_callback`` may have changed it."""
-        hpath = getattr(lu, "HPATH", None)
+        hpath = lu.HPATH
         if not hpath:
             return result
         cfg = lu.ctx.config.config
@@ -168,16 +168,14 @@ class HooksRunner:
             pre_nodes, post_nodes = lu.build_hooks_nodes()
             run = _Run(self._lu_env(lu, "GANETI_"), _uniq(pre_nodes), _uniq(post_nodes),
                        {}, {})
-        nodes = run.post_nodes
-        prepare = getattr(lu, "prepare_post_hook_nodes", None)
-        if prepare is not None:
-            nodes = _uniq(prepare(list(nodes)))
+        nodes = _uniq(lu.prepare_post_hook_nodes(list(run.post_nodes)))
         env = {**self._lu_env(lu, "GANETI_POST_"), **run.pre_env}
-        found = await self._phase(lu, cfg, hpath, hooks.PHASE_POST, env, nodes, run)
+        found = await self._phase(lu, _job_log(lu), cfg, hpath, hooks.PHASE_POST, env, nodes,
+                                  run)
         self._warn_failures(lu, found)
-        return self._callback(lu, hooks.PHASE_POST, found, result)
+        return lu.hooks_callback(hooks.PHASE_POST, found, result)
 
-    async def run_config_update(self, lu: Any) -> None:
+    async def run_config_update(self, lu: LogicalUnit) -> None:
         """Ganeti's special "config-update" hook: a post phase on the master only,
         after a unit that changed the config (whether it then succeeded or not),
         with the unit's pre-phase environment.  As Ganeti's, its results do not reach
@@ -185,11 +183,10 @@ class HooksRunner:
         cfg = lu.ctx.config.config
         run = self._runs.get(lu)
         if run is None:
-            env = self._lu_env(lu, "GANETI_") if getattr(lu, "HPATH", None) else {}
+            env = self._lu_env(lu, "GANETI_") if lu.HPATH else {}
             run = _Run(env, [], [], {}, {})
         hpath = hooks.HOOKS_NAME_CFGUPDATE
-        quiet = _QuietUnit(lu)
-        found = await self._phase(quiet, cfg, hpath, hooks.PHASE_POST, run.pre_env,
+        found = await self._phase(lu, _master_log, cfg, hpath, hooks.PHASE_POST, run.pre_env,
                                   [cfg.cluster.master_node], run)
         for node in found:
             for script, status, output in node.results:
@@ -199,7 +196,7 @@ class HooksRunner:
                              output=output or "(no output)")
 
     @staticmethod
-    def _warn_failures(lu: Any, found: list[NodeHooks]) -> None:
+    def _warn_failures(lu: LogicalUnit, found: list[NodeHooks]) -> None:
         for node in found:
             if node.offline or node.fail_msg:
                 continue
@@ -208,17 +205,11 @@ class HooksRunner:
                     lu.ctx.feedback("message", f" - WARNING: On {node.uuid} script {script} "
                                                f"failed, output: {output or '(no output)'}")
 
-    @staticmethod
-    def _callback(lu: Any, phase: str, found: list[NodeHooks] | None, result: Any) -> Any:
-        callback = getattr(lu, "hooks_callback", None)
-        if callback is None:
-            return result
-        return callback(phase, found, result)
-
-    async def _phase(self, lu: Any, cfg: ConfigData, hpath: str, phase: str,
-                     phase_env: dict[str, str], uuids: list[str],
+    async def _phase(self, lu: LogicalUnit, warn: Warn, cfg: ConfigData, hpath: str,
+                     phase: str, phase_env: dict[str, str], uuids: list[str],
                      run: _Run) -> list[NodeHooks]:
-        """Run one phase on ``uuids``; each node's answer, in the order given."""
+        """Run one phase on ``uuids``; each node's answer, in the order given;
+        communication warnings go to ``warn``."""
         if not uuids:
             return []
         env = self.full_env(lu, cfg, hpath, phase, phase_env)
@@ -244,7 +235,7 @@ class HooksRunner:
         if not results and targets:
             if phase == hooks.PHASE_PRE:
                 raise HooksFailure("Communication Failure")
-            lu.ctx.feedback("message", " - WARNING: Communication Failure")
+            warn(" - WARNING: Communication Failure")
             return []
         found: list[NodeHooks] = []
         for target in targets:
@@ -261,7 +252,6 @@ class HooksRunner:
                 except ValueError as err:
                     fail_msg = f"invalid hooks answer: {err}"
             if fail_msg and not res.offline:
-                lu.ctx.feedback("message", f" - WARNING: Communication failure to node "
-                                           f"{uuid}: {fail_msg}")
+                warn(f" - WARNING: Communication failure to node {uuid}: {fail_msg}")
             found.append(NodeHooks(uuid, target.name, fail_msg, res.offline, payload))
         return found

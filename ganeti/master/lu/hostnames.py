@@ -17,10 +17,13 @@ from __future__ import annotations
 import errno
 import re
 import socket
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, ECODE_NOTUNIQUE, ECODE_RESOLVER, OpPrereqError
+
+if TYPE_CHECKING:  # base imports this module (the resolver of LUContext)
+    from ganeti.master.lu.base import LogicalUnit
 
 #: Ganeti's ``Hostname._VALID_NAME_RE`` (underscores allowed, as Ganeti does).
 _VALID_NAME_RE = re.compile(r"^[a-z0-9._-]{1,255}$")
@@ -104,7 +107,7 @@ def resolve(resolver: Resolver, name: str) -> tuple[str, str]:
     return fqdn, ip
 
 
-async def check_hostname_sane(lu: Any, name: str) -> tuple[str, str]:
+async def check_hostname_sane(lu: LogicalUnit, name: str) -> tuple[str, str]:
     """Ganeti's ``CheckHostnameSane``: ``name`` resolved to ``(FQDN, address)``; the
     FQDN must be ``name`` or start with it (whole labels), else OpPrereqError
     ``wrong_input``.  A different FQDN is logged as Ganeti's LogInfo."""
@@ -117,7 +120,7 @@ async def check_hostname_sane(lu: Any, name: str) -> tuple[str, str]:
     return fqdn, ip
 
 
-async def check_ip_free(lu: Any, ip: str, name: str) -> None:
+async def check_ip_free(lu: LogicalUnit, ip: str, name: str) -> None:
     """Ganeti's IP check: OpPrereqError ``resource_not_unique`` if a host answers at
     ``ip`` (on the node daemon's port, as Ganeti's ``TcpPing``)."""
     if await lu.ctx.run_blocking(lu.ctx.resolver.tcp_ping, ip, c.DEFAULT_NODED_PORT,

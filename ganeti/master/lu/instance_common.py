@@ -40,6 +40,7 @@ from ganeti.core.params_types import (
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.reservations import commit_ip, release_ip
+from ganeti.master.lu.base import LogicalUnit
 
 VALUE_AUTO = "auto"
 VALUE_GENERATE = "generate"
@@ -153,7 +154,7 @@ def check_uid_pool_for(uid_pool: Sequence[Any], hypervisor: str,
                             "'gnt-cluster modify --uid-pool')", ECODE_INVAL)
 
 
-async def validate_hvparams_on_nodes(lu: Any, node_uuids: Sequence[str], hypervisor: str,
+async def validate_hvparams_on_nodes(lu: LogicalUnit, node_uuids: Sequence[str], hypervisor: str,
                                      hvfull: Mapping[str, Any],
                                      prereq: bool = True) -> None:
     """Ganeti's CheckHVParams: the vm_capable online nodes among ``node_uuids`` validate
@@ -214,7 +215,7 @@ def check_vlan(vlan: str) -> str:
     return vlan
 
 
-def build_nics(lu: Any, cfg: ConfigData, specs: Sequence[Mapping[str, Any]],
+def build_nics(lu: LogicalUnit, cfg: ConfigData, specs: Sequence[Mapping[str, Any]],
                name_check: bool, default_ip: str | None) -> list[NIC]:
     """NIC objects from the opcode's NIC definitions (Ganeti's ComputeNics), MACs
     given explicitly and pool IPs reserved for the job (``generate`` and
@@ -288,7 +289,7 @@ def build_nics(lu: Any, cfg: ConfigData, specs: Sequence[Mapping[str, Any]],
     return nics
 
 
-def assign_nic_resources(lu: Any, cfg: ConfigData, nics: Sequence[NIC],
+def assign_nic_resources(lu: LogicalUnit, cfg: ConfigData, nics: Sequence[NIC],
                          conflicts_check: bool = True) -> None:
     """Reserve MACs (generating ``auto``/``generate`` ones) and network IPs for the
     job: another job cannot take them until this one ends."""
@@ -390,10 +391,9 @@ def hooks_nodes(cfg: ConfigData, inst: Instance) -> list[str]:
 
 # --- memory and the node ------------------------------------------------------------
 
-async def check_node_free_memory(lu: Any, node: Node, reason: str, requested: int) -> None:
+async def check_node_free_memory(lu: LogicalUnit, node: Node, reason: str, requested: int) -> None:
     """Ganeti's CheckNodeFreeMemory: the node must report at least ``requested`` MiB free."""
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "node_info", [])
-    result = results[node.name]
+    result = await lu.ctx.rpc().call_one(node, "node_info", [])
     result.raise_if_failed(f"Can't get data from node {node.name}", prereq=True,
                            ecode=ECODE_ENVIRON)
     free = (result.payload or {}).get("memory_free")
@@ -410,27 +410,26 @@ def instance_arg(inst: Instance, hvp: Mapping[str, Any] | None = None,
     return InstanceArg(inst, hvp=hvp or None, bep=bep or None)
 
 
-def reason_trail(lu: Any) -> list[Any]:
+def reason_trail(lu: LogicalUnit) -> list[Any]:
     """The opcode's reason trail (what the node records with a start or stop)."""
     return copy.deepcopy(list(lu.op_input.get("reason") or []))
 
 
-async def start_on_node(lu: Any, inst: Instance, hvp: Mapping[str, Any] | None = None,
+async def start_on_node(lu: LogicalUnit, inst: Instance, hvp: Mapping[str, Any] | None = None,
                         bep: Mapping[str, Any] | None = None, paused: bool = False) -> None:
     cfg = lu.ctx.config.config
     node = cfg.nodes[inst.primary_node]
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "instance_start",
-                                      [instance_arg(inst, hvp, bep), paused, reason_trail(lu)])
-    results[node.name].raise_if_failed("Could not start instance")
+    result = await lu.ctx.rpc().call_one(
+        node, "instance_start", [instance_arg(inst, hvp, bep), paused, reason_trail(lu)])
+    result.raise_if_failed("Could not start instance")
 
 
-async def shutdown_on_node(lu: Any, inst: Instance, timeout: float,
+async def shutdown_on_node(lu: LogicalUnit, inst: Instance, timeout: float,
                            ignore_failure: bool = False) -> bool:
     cfg = lu.ctx.config.config
     node = cfg.nodes[inst.primary_node]
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "instance_shutdown",
-                                      [instance_arg(inst), timeout, reason_trail(lu)])
-    result = results[node.name]
+    result = await lu.ctx.rpc().call_one(node, "instance_shutdown",
+                                         [instance_arg(inst), timeout, reason_trail(lu)])
     if result.success:
         return True
     if ignore_failure:
@@ -441,16 +440,15 @@ async def shutdown_on_node(lu: Any, inst: Instance, timeout: float,
                       f"{result.fail_msg}")
 
 
-async def instance_running(lu: Any, inst: Instance) -> bool:
+async def instance_running(lu: LogicalUnit, inst: Instance) -> bool:
     """Whether the primary node reports the instance running (offline node: no)."""
     cfg = lu.ctx.config.config
     node = cfg.nodes[inst.primary_node]
     if node.offline:
         return False
     hvparams = params_fill.fill_instance_hv(cfg.cluster, inst)
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "instance_info",
-                                      [inst.name, inst.hypervisor, hvparams])
-    result = results[node.name]
+    result = await lu.ctx.rpc().call_one(node, "instance_info",
+                                         [inst.name, inst.hypervisor, hvparams])
     result.raise_if_failed(f"Error checking node {node.name}", prereq=True,
                            ecode=ECODE_ENVIRON)
     return bool(result.payload)

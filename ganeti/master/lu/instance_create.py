@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import uuid as uuidmod
+from collections.abc import Sequence
 from typing import Any
 
 from ganeti.core import constants as c
@@ -26,6 +27,7 @@ from ganeti.core.errors import (
     OpExecError,
     OpPrereqError,
 )
+from ganeti.core.exportinfo import ExportInfo
 from ganeti.core.objects import ConfigData, Disk, Instance
 from ganeti.core.opcodes import kinds
 from ganeti.core.opcodes.table_instance import MAX_DISKS, MAX_NICS
@@ -107,6 +109,18 @@ class LUInstanceCreate(LogicalUnit):
     HTYPE = hookdefs.HTYPE_INSTANCE
     #: The address the name resolved to (the name check), for the NICs and IP check.
     resolved_ip: str | None = None
+
+    # -- the import mode's state (ganeti.master.lu.backup_import fills it) ------
+    #: the export's name and its path as the hooks show it
+    src_export: str = ""
+    src_path: str | None = None
+    #: the node holding the export (None: not known yet, every node is searched)
+    src_node_uuid: str | None = None
+    src_node_name: str | None = None
+    #: the export's config.ini, once read (the opcode is then filled from it)
+    export_info: ExportInfo | None = None
+    #: the disk images of the export, by disk index (None: no image for that disk)
+    src_images: Sequence[str | None] = ()
 
     # -- arguments -------------------------------------------------------------
 
@@ -190,8 +204,8 @@ class LUInstanceCreate(LogicalUnit):
         env = ic.instance_hook_env(cfg, inst) if inst is not None else {}
         env["ADD_MODE"] = self.op.mode
         if self.op.mode == "import":
-            env["SRC_NODE"] = getattr(self, "src_node_name", None) or self.op.src_node or ""
-            env["SRC_PATH"] = getattr(self, "src_path", None) or self.op.src_path or ""
+            env["SRC_NODE"] = self.src_node_name or self.op.src_node or ""
+            env["SRC_PATH"] = self.src_path or self.op.src_path or ""
         return env
 
     def build_hooks_nodes(self) -> tuple[list[str], list[str]]:
@@ -319,7 +333,8 @@ class LUInstanceCreate(LogicalUnit):
             driver = op.file_driver or (c.FD_LOOP if self.template in DTS_FILEBASED else None)
             disks = storage.generate_disks(self, cfg, self.template, uuid, self.pnode.uuid,
                                            [self.snode.uuid] if self.snode else [],
-                                           self.disk_specs, file_dir, driver)
+                                           self.disk_specs, file_dir, driver,
+                                           instance_name=self.name)
         inst = Instance(
             uuid=uuid, name=self.name, primary_node=self.pnode.uuid, os=op.os_type,
             hypervisor=self.hypervisor, hvparams=self.hvparams, beparams=self.beparams,
@@ -344,7 +359,7 @@ class LUInstanceCreate(LogicalUnit):
             raise
         # the nodes are not needed any more: the instance is in the config, its
         # resources are accounted there (Ganeti releases both levels here as well)
-        src_uuid = getattr(self, "src_node_uuid", None)
+        src_uuid = self.src_node_uuid
         self.release_locks(LEVEL_NODE, keep=[src_uuid] if op.mode == "import" and src_uuid
                            else None)
         self.release_locks(LEVEL_NODE_RES)

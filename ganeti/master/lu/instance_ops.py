@@ -285,11 +285,11 @@ class LUInstanceReboot(InstanceLU):
         running = await ic.instance_running(self, inst)
         if running and self.op.reboot_type in (c.INSTANCE_REBOOT_SOFT,
                                                c.INSTANCE_REBOOT_HARD):
-            results = await self.ctx.rpc().call(
-                [nodesmod.target(node)], "instance_reboot",
+            result = await self.ctx.rpc().call_one(
+                node, "instance_reboot",
                 [ic.instance_arg(inst), self.op.reboot_type, self.op.shutdown_timeout,
                  ic.reason_trail(self)])
-            results[node.name].raise_if_failed("Could not reboot instance")
+            result.raise_if_failed("Could not reboot instance")
         else:
             if running:
                 await ic.shutdown_on_node(self, inst, self.op.shutdown_timeout)
@@ -356,10 +356,9 @@ class LUInstanceRemove(InstanceLU):
         node = cfg.nodes[inst.primary_node]
         self.ctx.feedback("message", f"Shutting down instance {inst.name} on node "
                                      f"{node.name}")
-        results = await self.ctx.rpc().call([nodesmod.target(node)], "instance_shutdown",
-                                            [ic.instance_arg(inst), self.op.shutdown_timeout,
-                                             ic.reason_trail(self)])
-        result = results[node.name]
+        result = await self.ctx.rpc().call_one(node, "instance_shutdown",
+                                               [ic.instance_arg(inst), self.op.shutdown_timeout,
+                                                ic.reason_trail(self)])
         if not result.success:
             if self.op.ignore_failures or node.offline:
                 self.ctx.feedback("message", f"Warning: can't shutdown instance: "

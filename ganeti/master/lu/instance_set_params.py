@@ -261,10 +261,9 @@ class LUInstanceSetParams(InstanceLU):
             return
         cfg = self.ctx.config.config
         node = cfg.nodes[inst.primary_node]
-        results = await self.ctx.rpc().call(
-            [nodesmod.target(node)], "instance_info",
+        result = await self.ctx.rpc().call_one(
+            node, "instance_info",
             [inst.name, inst.hypervisor, params_fill.fill_instance_hv(cfg.cluster, inst)])
-        result = results[node.name]
         if not result.success:
             self._log(f"WARNING: Can't get instance runtime information: {result.fail_msg}")
         elif result.payload:
@@ -504,10 +503,9 @@ class LUInstanceSetParams(InstanceLU):
         if op.runtime_mem is not None:
             node = cfg.nodes[inst.primary_node]
             if await ic.instance_running(self, inst):
-                results = await self.ctx.rpc().call(
-                    [nodesmod.target(node)], "instance_balloon_memory",
-                    [ic.instance_arg(inst), op.runtime_mem])
-                results[node.name].raise_if_failed("Cannot modify instance runtime memory")
+                result = await self.ctx.rpc().call_one(
+                    node, "instance_balloon_memory", [ic.instance_arg(inst), op.runtime_mem])
+                result.raise_if_failed("Cannot modify instance runtime memory")
                 self.result.append(["runtime_memory", op.runtime_mem])
         if op.dry_run:
             return self.result

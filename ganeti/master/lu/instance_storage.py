@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import uuid as uuidmod
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,21 +38,21 @@ from ganeti.core.errors import (
 )
 from ganeti.core.objects import ConfigData, Disk, Instance, Node
 from ganeti.core.rpcdefs.disks import DiskArg
-from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.reservations import as_prereq
+from ganeti.master.lu.base import LogicalUnit
 from ganeti.rpc.client import RpcResult
 
 _NAME_PREFIX = {constants.DT_PLAIN: "", constants.DT_FILE: ".file",
                 constants.DT_SHARED_FILE: ".sharedfile"}
 
-#: Attribute of the unit where :func:`generate_disks` notes adopted volumes
-#: (disk UUID -> the adopted LV's current name), read by :func:`create_disks`.
-_ADOPTED = "_adopted_volumes"
+#: Where :func:`generate_disks` notes a unit's adopted volumes (disk UUID -> the
+#: adopted LV's current name), read by :func:`create_disks`; kept as long as the unit.
+_ADOPTED: weakref.WeakKeyDictionary[LogicalUnit, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 # -- helpers ---------------------------------------------------------------------------
 
-def _warn(lu: Any, text: str) -> None:
+def _warn(lu: LogicalUnit, text: str) -> None:
     lu.ctx.feedback("message", f"Warning: {text}")
 
 
@@ -79,23 +80,18 @@ def instance_disks(cfg: ConfigData, instance: Instance) -> list[Disk]:
         raise OpExecError(str(err)) from None
 
 
-async def _call(lu: Any, node: Node, name: str, args: list[Any]) -> RpcResult:
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], name, args)
-    result: RpcResult = results[node.name]
-    return result
-
-
-async def _on_disk_nodes(lu: Any, cfg: ConfigData, instance: Instance,
+async def _on_disk_nodes(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
                          disks: Sequence[Disk], call_name: str
                          ) -> list[tuple[Disk, Node, RpcResult]]:
     """``call_name`` with each disk on each of its nodes (in the config), one at a time."""
     out = []
+    rpc = lu.ctx.rpc()
     for disk in disks:
         for node_uuid in disk_nodes(instance, disk):
             node = cfg.nodes.get(node_uuid)
             if node is not None:
-                out.append((disk, node, await _call(lu, node, call_name,
-                                                    [DiskArg(disk, instance)])))
+                result = await rpc.call_one(node, call_name, [DiskArg(disk, instance)])
+                out.append((disk, node, result))
     return out
 
 
@@ -156,19 +152,19 @@ def calculate_file_storage_dir(cfg: ConfigData, template: str, instance_name: st
     return posixpath.normpath(posixpath.join(*parts))
 
 
-def _instance_name(lu: Any, cfg: ConfigData, instance_uuid: str) -> str:
+def _instance_name(cfg: ConfigData, instance_uuid: str, name: str | None) -> str:
+    """The instance's name: from the config, else ``name`` (a new instance's)."""
     inst = cfg.instances.get(instance_uuid)
     if inst is not None:
         return inst.name
-    for candidate in (getattr(lu, "name", None), getattr(lu.op, "instance_name", None)):
-        if isinstance(candidate, str) and candidate:
-            return candidate
+    if name:
+        return name
     raise OpPrereqError(f"Cannot tell the name of instance {instance_uuid} for its file "
                         "storage directory", ECODE_INVAL)
 
 
-def _file_dir(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
-              file_storage_dir: str | None) -> str:
+def _file_dir(cfg: ConfigData, template: str, instance_uuid: str,
+              file_storage_dir: str | None, instance_name: str | None) -> str:
     base = (cfg.cluster.file_storage_dir if template == constants.DT_FILE
             else cfg.cluster.shared_file_storage_dir)
     if file_storage_dir and posixpath.isabs(file_storage_dir):
@@ -185,7 +181,8 @@ def _file_dir(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
             d = cfg.disks.get(uuid)
             if d is not None and d.dev_type == template and d.logical_id:
                 return posixpath.dirname(str(d.logical_id[1]))
-    path = calculate_file_storage_dir(cfg, template, _instance_name(lu, cfg, instance_uuid),
+    path = calculate_file_storage_dir(cfg, template,
+                                      _instance_name(cfg, instance_uuid, instance_name),
                                       file_storage_dir)
     assert path is not None
     return path
@@ -193,10 +190,11 @@ def _file_dir(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
 
 # -- generate --------------------------------------------------------------------------
 
-def generate_disks(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
+def generate_disks(lu: LogicalUnit, cfg: ConfigData, template: str, instance_uuid: str,
                    primary_uuid: str, secondary_uuids: Sequence[str],
                    disk_specs: Sequence[Mapping[str, Any]], file_storage_dir: str | None,
-                   file_driver: str | None, base_index: int = 0) -> list[Disk]:
+                   file_driver: str | None, base_index: int = 0,
+                   instance_name: str | None = None) -> list[Disk]:
     """New disk objects for ``disk_specs`` (Ganeti's IDISK dicts: size in MiB, mode,
     name, vg, adopt, spindles, access) of a ``template`` instance (Ganeti's
     ``GenerateDiskTemplate``); nothing is created or written to the config.
@@ -204,7 +202,8 @@ def generate_disks(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
     Volume names are reserved for the job (``lu.ctx.owner``) until it ends.
     ``file_storage_dir``: the op's directory relative to the cluster's, or the
     instance's absolute directory, or None (the instance's usual directory,
-    beside its existing file disks).  Adopted plain volumes get new names; the
+    beside its existing file disks).  ``instance_name``: a new instance's name
+    (one in the config has its own).  Adopted plain volumes get new names; the
     adopted ones are renamed by :func:`create_disks`.
     """
     check_template_supported(template)
@@ -217,7 +216,7 @@ def generate_disks(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
     if secondary_uuids:
         raise OpPrereqError(f"Disk template {template} takes no secondary node", ECODE_INVAL)
     disks: list[Disk] = []
-    adopted: dict[str, str] = getattr(lu, _ADOPTED, None) or {}
+    adopted: dict[str, str] = _ADOPTED.get(lu) or {}
     owner = lu.ctx.owner
     now = lu.ctx.clock.seconds()
     vg_default = cfg.cluster.volume_group_name
@@ -226,7 +225,7 @@ def generate_disks(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
     if template in (constants.DT_FILE, constants.DT_SHARED_FILE):
         if driver not in storagetypes.FILE_DRIVERS:
             raise OpPrereqError(f"Invalid file driver name '{driver}'", ECODE_INVAL)
-        directory = _file_dir(lu, cfg, template, instance_uuid, file_storage_dir)
+        directory = _file_dir(cfg, template, instance_uuid, file_storage_dir, instance_name)
     for idx, spec in enumerate(disk_specs):
         index = base_index + idx
         size = spec.get("size", 0)
@@ -270,30 +269,30 @@ def generate_disks(lu: Any, cfg: ConfigData, template: str, instance_uuid: str,
                     name=spec.get("name") or None, serial_no=1, ctime=now, mtime=now)
         disks.append(disk)
     if adopted:
-        setattr(lu, _ADOPTED, adopted)
+        _ADOPTED[lu] = adopted
     return disks
 
 
 # -- create and remove -----------------------------------------------------------------
 
-async def _adopt(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk) -> None:
+async def _adopt(lu: LogicalUnit, cfg: ConfigData, instance: Instance, disk: Disk) -> None:
     """Check an adopted device on the primary, take its size; rename an adopted
     volume to the disk's generated name."""
     node = _node(cfg, instance.primary_node)
     if disk.dev_type == constants.DT_BLOCK:
         path = str(disk.logical_id[1]) if disk.logical_id else ""
-        result = await _call(lu, node, "bdev_sizes", [[path]])
+        result = await lu.ctx.rpc().call_one(node, "bdev_sizes", [[path]])
         result.raise_if_failed(f"Cannot get block device information from node {node.name}")
         sizes = result.payload or {}
         if path not in sizes:
             raise OpExecError(f"Missing block device(s): {path} on node {node.name}")
         disk.size = int(sizes[path])
         return
-    old = getattr(lu, _ADOPTED, {}).get(disk.uuid)
+    old = _ADOPTED.get(lu, {}).get(disk.uuid)
     if old is None or not disk.logical_id:
         raise OpExecError(f"Disk {disk.iv_name} of {instance.name} has no volume to adopt")
     vg, new = str(disk.logical_id[0]), str(disk.logical_id[1])
-    result = await _call(lu, node, "lv_list", [[vg]])
+    result = await lu.ctx.rpc().call_one(node, "lv_list", [[vg]])
     result.raise_if_failed(f"Cannot get LV information from node {node.name}")
     info = (result.payload or {}).get(f"{vg}/{old}")
     if info is None:
@@ -303,11 +302,11 @@ async def _adopt(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk) -> No
     disk.size = int(float(info[0]))
     current = Disk(dev_type=constants.DT_PLAIN, logical_id=[vg, old], size=disk.size,
                    iv_name=disk.iv_name)
-    result = await _call(lu, node, "blockdev_rename", [[(current, [vg, new])]])
+    result = await lu.ctx.rpc().call_one(node, "blockdev_rename", [[(current, [vg, new])]])
     result.raise_if_failed(f"Failed to rename adopted LVs on node {node.name}")
 
 
-async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
+async def create_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
                        disks: Sequence[Disk]) -> None:
     """Create ``disks`` of ``instance`` on their nodes (Ganeti's ``CreateDisks``).
 
@@ -324,11 +323,11 @@ async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
             raise OpExecError(f"Disk template '{d.dev_type}' is not supported yet: cannot "
                               f"create disk {d.iv_name} of {instance.name}")
     primary = _node(cfg, instance.primary_node)
-    adopted = getattr(lu, _ADOPTED, {})
+    adopted = _ADOPTED.get(lu, {})
     file_dirs = sorted({posixpath.dirname(str(d.logical_id[1])) for d in disks
                         if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id})
     for directory in file_dirs:
-        result = await _call(lu, primary, "file_storage_dir_create", [directory])
+        result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_create", [directory])
         result.raise_if_failed(f"Failed to create directory '{directory}' on node "
                                f"{primary.name}")
     created: list[tuple[Node, Disk]] = []
@@ -340,7 +339,7 @@ async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
             for node_uuid in disk_nodes(instance, disk):
                 node = _node(cfg, node_uuid)
                 on_primary = node_uuid == instance.primary_node
-                result = await _call(lu, node, "blockdev_create", [
+                result = await lu.ctx.rpc().call_one(node, "blockdev_create", [
                     DiskArg(disk, instance), disk.size, instance.name, on_primary,
                     info_text(instance), exclusive_storage(cfg, node)])
                 if not result.success:
@@ -350,17 +349,18 @@ async def create_disks(lu: Any, cfg: ConfigData, instance: Instance,
                 created.append((node, disk))
     except BaseException:
         for node, disk in reversed(created):
-            result = await _call(lu, node, "blockdev_remove", [DiskArg(disk, instance)])
+            result = await lu.ctx.rpc().call_one(node, "blockdev_remove",
+                                                 [DiskArg(disk, instance)])
             result.warn(f"Failed to remove newly-created disk {disk.iv_name} on node "
                         f"{node.name}", lambda text: _warn(lu, text))
         for directory in file_dirs:
-            result = await _call(lu, primary, "file_storage_dir_remove", [directory])
+            result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_remove", [directory])
             result.warn(f"Could not remove directory '{directory}'",
                         lambda text: _warn(lu, text))
         raise
 
 
-async def remove_disks(lu: Any, cfg: ConfigData, instance: Instance,
+async def remove_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
                        disks: Sequence[Disk] | None = None,
                        ignore_failures: bool = False) -> bool:
     """Remove ``disks`` (default: all of the instance's) from their nodes (Ganeti's
@@ -389,7 +389,7 @@ async def remove_disks(lu: Any, cfg: ConfigData, instance: Instance,
     for directory in dirs:
         if primary is None:
             break
-        result = await _call(lu, primary, "file_storage_dir_remove", [directory])
+        result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_remove", [directory])
         if result.warn(f"Could not remove directory '{directory}'",
                        lambda text: _warn(lu, text)):
             ok = False
@@ -398,11 +398,11 @@ async def remove_disks(lu: Any, cfg: ConfigData, instance: Instance,
     return ok
 
 
-async def check_vg_free(lu: Any, node: Node, required: Mapping[str, int]) -> None:
+async def check_vg_free(lu: LogicalUnit, node: Node, required: Mapping[str, int]) -> None:
     """Ganeti's ``CheckNodesFreeDiskPerVG`` for one node: each volume group must have
     at least ``required[vg]`` MiB free (OpPrereqError ``insufficient_resources``)."""
     for vg, needed in sorted(required.items()):
-        result = await _call(lu, node, "storage_list", [
+        result = await lu.ctx.rpc().call_one(node, "storage_list", [
             storagetypes.ST_LVM_VG, [], vg, [storagetypes.SF_NAME, storagetypes.SF_FREE]])
         result.raise_if_failed(f"Cannot get storage information from node {node.name}",
                                prereq=True, ecode=ECODE_ENVIRON)
@@ -417,17 +417,17 @@ async def check_vg_free(lu: Any, node: Node, required: Mapping[str, int]) -> Non
                                 ECODE_NORES)
 
 
-async def copy_disk_data(lu: Any, instance: Instance, src: Disk, dest: Disk) -> RpcResult:
+async def copy_disk_data(lu: LogicalUnit, instance: Instance, src: Disk, dest: Disk) -> RpcResult:
     """Copy the data of ``src`` to ``dest`` on the instance's primary node (the
     ``blockdev_convert`` call; both disks must exist there).  The call's result."""
     node = _node(lu.ctx.config.config, instance.primary_node)
-    return await _call(lu, node, "blockdev_convert",
-                       [DiskArg(src, instance), DiskArg(dest, instance)])
+    return await lu.ctx.rpc().call_one(node, "blockdev_convert",
+                                       [DiskArg(src, instance), DiskArg(dest, instance)])
 
 
 # -- assemble and shut down ------------------------------------------------------------
 
-async def _mark_active(lu: Any, instance: Instance, active: bool) -> None:
+async def _mark_active(lu: LogicalUnit, instance: Instance, active: bool) -> None:
     """Record in the config whether the instance's disks are active (Ganeti's
     ``MarkInstanceDisks(In)Active``), if the instance is there and it changes."""
     current = lu.ctx.config.config.instances.get(instance.uuid)
@@ -441,7 +441,7 @@ async def _mark_active(lu: Any, instance: Instance, active: bool) -> None:
     await lu.update_config(change)
 
 
-async def assemble_disks(lu: Any, cfg: ConfigData, instance: Instance,
+async def assemble_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
                          ignore_size: bool = False) -> list[tuple[str, str, str]]:
     """Make the instance's disks usable (Ganeti's ``AssembleInstanceDisks``): on the
     secondary nodes first, then on the primary; the disks are marked active.
@@ -462,7 +462,7 @@ async def assemble_disks(lu: Any, cfg: ConfigData, instance: Instance,
                     if (node_uuid == instance.primary_node) != on_primary:
                         continue
                     node = _node(cfg, node_uuid)
-                    result = await _call(lu, node, "blockdev_assemble", [
+                    result = await lu.ctx.rpc().call_one(node, "blockdev_assemble", [
                         DiskArg(disk, instance), instance, on_primary, idx])
                     if not result.success:
                         raise OpExecError(f"Cannot activate block device {disk.iv_name} "
@@ -477,7 +477,7 @@ async def assemble_disks(lu: Any, cfg: ConfigData, instance: Instance,
     return out
 
 
-async def shutdown_disks(lu: Any, cfg: ConfigData, instance: Instance,
+async def shutdown_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
                          ignore_primary: bool = False) -> bool:
     """Shut the instance's disks down on all their nodes (Ganeti's
     ``ShutdownInstanceDisks``) and mark them inactive.  Failures are warnings; they
@@ -498,7 +498,7 @@ async def shutdown_disks(lu: Any, cfg: ConfigData, instance: Instance,
 
 # -- grow, rename, check ---------------------------------------------------------------
 
-async def grow_disk(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk, amount: int,
+async def grow_disk(lu: LogicalUnit, cfg: ConfigData, instance: Instance, disk: Disk, amount: int,
                     dry_run: bool = False) -> None:
     """Grow ``disk`` by ``amount`` MiB on all its nodes (Ganeti's ``LUInstanceGrowDisk``
     steps): a dry run everywhere first, then the real growth (not with ``dry_run``).
@@ -513,7 +513,7 @@ async def grow_disk(lu: Any, cfg: ConfigData, instance: Instance, disk: Disk, am
     nodes = [_node(cfg, u) for u in disk_nodes(instance, disk)]
     for dry in ((True,) if dry_run else (True, False)):
         for node in nodes:
-            result = await _call(lu, node, "blockdev_grow", [
+            result = await lu.ctx.rpc().call_one(node, "blockdev_grow", [
                 DiskArg(disk, instance), amount, dry, True, exclusive_storage(cfg, node)])
             result.raise_if_failed(f"{'Dry-run grow' if dry else 'Grow'} request failed "
                                    f"to node {node.name}")
@@ -532,7 +532,7 @@ def renamed_file_disk_ids(disks: Sequence[Disk], new_name: str) -> dict[str, lis
     return out
 
 
-async def rename_instance_disks(lu: Any, cfg: ConfigData, instance: Instance,
+async def rename_instance_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
                                 old_name: str, new_name: str) -> None:
     """After an instance rename: move its file storage directory on the primary and
     point its file disks at the new place in the config (if not done yet).  Nothing
@@ -551,12 +551,12 @@ async def rename_instance_disks(lu: Any, cfg: ConfigData, instance: Instance,
                     config.disks[uuid].logical_id = list(lid)
         await lu.update_config(change)
     primary = _node(cfg, instance.primary_node)
-    result = await _call(lu, primary, "file_storage_dir_rename", [old_dir, new_dir])
+    result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_rename", [old_dir, new_dir])
     result.raise_if_failed(f"Could not rename on node {primary.name} directory '{old_dir}' "
                            f"to '{new_dir}' (but the instance has been renamed in Ganeti)")
 
 
-async def check_disks_exist(lu: Any, cfg: ConfigData, instance: Instance) -> list[str]:
+async def check_disks_exist(lu: LogicalUnit, cfg: ConfigData, instance: Instance) -> list[str]:
     """Problems with the instance's disks for verify: a device missing on a node, or a
     node that could not be asked (offline nodes are skipped).  One call per node."""
     problems: list[str] = []
@@ -570,8 +570,8 @@ async def check_disks_exist(lu: Any, cfg: ConfigData, instance: Instance) -> lis
         node = cfg.nodes.get(node_uuid)
         if node is None or node.offline:
             continue
-        result = await _call(lu, node, "blockdev_getdimensions",
-                             [[DiskArg(d, instance) for d in node_disks]])
+        result = await lu.ctx.rpc().call_one(node, "blockdev_getdimensions",
+                                             [[DiskArg(d, instance) for d in node_disks]])
         if not result.success:
             problems.append(f"cannot check the disks of instance {instance.name} on node "
                             f"{node.name}: {result.fail_msg}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti.core.objects import ConfigData
-from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu.base import LogicalUnit
 
 
@@ -27,10 +26,9 @@ async def call_master_ip(lu: LogicalUnit, call: str, what: str) -> None:
     """Run ``call`` on the master node; OpExecError ``Could not <what> the master IP``."""
     cfg = lu.ctx.config.config
     master = cfg.nodes[cfg.cluster.master_node]
-    results = await lu.ctx.rpc().call(
-        [nodesmod.target(master)], call,
-        [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
-    results[master.name].raise_if_failed(f"Could not {what} the master IP")
+    result = await lu.ctx.rpc().call_one(
+        master, call, [master_params(cfg), bool(cfg.cluster.use_external_mip_script)])
+    result.raise_if_failed(f"Could not {what} the master IP")
 
 
 class LUClusterActivateMasterIp(LogicalUnit):

@@ -157,8 +157,7 @@ class LUNodeAdd(LogicalUnit):
 
     async def _check_daemon(self, ip: str) -> None:
         name = self.op.node_name
-        results = await self.ctx.rpc().call([NodeTarget(name, ip)], "version", [])
-        result = results[name]
+        result = await self.ctx.rpc().call_one(NodeTarget(name, ip), "version", [])
         if not result.success:
             raise OpPrereqError(
                 f"Cannot communicate with node {name} at {ip}: {result.fail_msg}; check that "
@@ -237,9 +236,9 @@ class LUNodeAdd(LogicalUnit):
                 await ctx.replicator.push_ancillary([added])
         if readd and not candidate:
             # a re-added node must not keep the config it had as a candidate (Ganeti's)
-            results = await ctx.rpc().call([NodeTarget(name, primary_ip)],
-                                           "node_demote_from_mc", [])
-            results[name].warn("Node failed to demote itself from master candidate status",
+            result = await ctx.rpc().call_one(NodeTarget(name, primary_ip),
+                                              "node_demote_from_mc", [])
+            result.warn("Node failed to demote itself from master candidate status",
                                lambda text: ctx.feedback("message", f" - WARNING: {text}"))
         return None
 
@@ -321,8 +320,7 @@ class LUNodeRemove(_OneNodeLU):
         if ctx.replicator is not None:
             ctx.replicator.forget(node.name)
         if not node.offline:
-            results = await ctx.rpc().call([nodesmod.target(node)], "node_leave_cluster", [])
-            result = results[node.name]
+            result = await ctx.rpc().call_one(node, "node_leave_cluster", [])
             if not result.success:
                 ctx.feedback("message", f"Warning: node {node.name} could not be told to "
                                         f"leave the cluster: {result.fail_msg}; remove its "

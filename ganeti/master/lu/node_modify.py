@@ -217,9 +217,10 @@ class LUNodeSetParams(_OneNodeLU):
     async def _check_back_online(self) -> None:
         """A node leaving the offline role must answer (Ganeti asks for its version)."""
         node = self.node
-        results = await self.ctx.rpc().call(
-            [NodeTarget(node.name, node.primary_ip)], "version", [])
-        results[node.name].raise_if_failed(
+        # an explicit target: the node is still offline in the config
+        result = await self.ctx.rpc().call_one(NodeTarget(node.name, node.primary_ip),
+                                               "version", [])
+        result.raise_if_failed(
             f"Node {node.name} is being de-offlined but fails to report its version",
             prereq=True, ecode=ECODE_STATE)
         self._warning("Transitioning node from offline to online state without using "
@@ -269,9 +270,9 @@ class LUNodeSetParams(_OneNodeLU):
         if self.old_role == ROLE_CANDIDATE and self.new_role not in (ROLE_CANDIDATE,
                                                                       ROLE_OFFLINE):
             # after the config no longer sends it updates: it drops its copy
-            results = await ctx.rpc().call([NodeTarget(self.node.name, self.node.primary_ip)],
-                                           "node_demote_from_mc", [])
-            results[self.node.name].warn("Node failed to demote itself", self._warning)
+            demoted = await ctx.rpc().call_one(
+                NodeTarget(self.node.name, self.node.primary_ip), "node_demote_from_mc", [])
+            demoted.warn("Node failed to demote itself", self._warning)
         if promoted:
             self._info(f"Promoted nodes to master candidate role: {', '.join(promoted)}")
         if self.lock_all:

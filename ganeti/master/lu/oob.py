@@ -115,9 +115,8 @@ class LUOobCommand(LogicalUnit):
                        f"program '{program}' is not an absolute path")
             return c.RS_NODATA, None
         # the table's timeout is the program's plus a margin (ganeti/core/rpcdefs/oob.py)
-        results = await self.ctx.rpc().call(
-            [nodesmod.target(self.master)], "run_oob", [program, command, node.name, timeout])
-        result = results[self.master.name]
+        result = await self.ctx.rpc().call_one(
+            self.master, "run_oob", [program, command, node.name, timeout])
         if result.warn(f"Out-of-band RPC failed on node '{node.name}'", self._warn):
             return c.RS_NODATA, None
         errs = check_payload(command, result.payload)

@@ -19,7 +19,6 @@ from ganeti.core import constants as c
 from ganeti.core.errors import OpPrereqError
 from ganeti.core.objects import Instance
 from ganeti.core.rpcdefs.disks import DiskArg
-from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.instance_storage import instance_disks
 
@@ -55,7 +54,7 @@ async def image_disks(lu: LogicalUnit, instance: Instance, image: str) -> None:
     node = cfg.nodes[instance.primary_node]
     lu.ctx.feedback(c.ELOG_MESSAGE, f" - INFO: Imaging disk '0' for instance "
                                     f"'{instance.name}' on node '{node.name}'")
-    results = await lu.ctx.rpc().call([nodesmod.target(node)], "blockdev_image",
-                                      [DiskArg(disks[0], instance), image, disks[0].size])
-    results[node.name].raise_if_failed(
+    result = await lu.ctx.rpc().call_one(node, "blockdev_image",
+                                         [DiskArg(disks[0], instance), image, disks[0].size])
+    result.raise_if_failed(
         f"Could not image disk '0' for instance '{instance.name}' on node '{node.name}'")

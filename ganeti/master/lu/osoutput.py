@@ -24,7 +24,6 @@ from twisted.internet import defer
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
 from ganeti.core.objects import Node
-from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.rpc.client import RpcResult
 
@@ -126,22 +125,21 @@ async def run_os_call(lu: LogicalUnit, node: Node, call: str, args: list[Any],
     node's result."""
     ctx = lu.ctx
     rpc = ctx.rpc()
-    target = nodesmod.target(node)
     run_id = uuid.uuid4().hex
-    probe = (await rpc.call([target], "os_output", [run_id, 0]))[node.name]
+    probe = await rpc.call_one(node, "os_output", [run_id, 0])
     if not probe.success:  # a node daemon without os_output: no streaming
-        return (await rpc.call([target], call, args))[node.name]
+        return await rpc.call_one(node, call, args)
     stream = _Stream(ctx.feedback, node, what)
-    main: defer.Deferred[dict[str, RpcResult]] = rpc.call([target], call, [*args, run_id])
+    main: defer.Deferred[RpcResult] = rpc.call_one(node, call, [*args, run_id])
     waker = _Waker(main, ctx.clock)
     try:
         while not main.called and not stream.stopped:
             await waker.sleep(POLL_INTERVAL)
             while not main.called and not stream.stopped:
-                answer = await rpc.call([target], "os_output", [run_id, stream.offset])
-                if not stream.take(answer[node.name]):
+                answer = await rpc.call_one(node, "os_output", [run_id, stream.offset])
+                if not stream.take(answer):
                     break
-        results = await main
+        result = await main
     except BaseException:
         main.cancel()  # the LU is cancelled: so is the script
         main.addErrback(lambda _: None)  # its CancelledError is this one
@@ -149,7 +147,7 @@ async def run_os_call(lu: LogicalUnit, node: Node, call: str, args: list[Any],
     for _ in range(MAX_FINAL_READS):
         if stream.done or stream.stopped:
             break
-        answer = await rpc.call([target], "os_output", [run_id, stream.offset])
-        if not stream.take(answer[node.name]) and not stream.done:
+        answer = await rpc.call_one(node, "os_output", [run_id, stream.offset])
+        if not stream.take(answer) and not stream.done:
             break
-    return results[node.name]
+    return result

@@ -200,11 +200,11 @@ class LUNodeModifyStorage(_OneNodeStorageLU):
 
     async def exec(self) -> Any:
         cfg = self.ctx.config.config
-        results = await self.ctx.rpc().call(
-            [nodesmod.target(self.node)], "storage_modify",
+        result = await self.ctx.rpc().call_one(
+            self.node, "storage_modify",
             [self.op.storage_type, storage_type_args(cfg, self.op.storage_type),
              self.op.name, dict(self.op.changes)])
-        results[self.node.name].raise_if_failed(
+        result.raise_if_failed(
             f"Failed to modify storage unit '{self.op.name}' on {self.node.name}")
         return None
 
@@ -229,11 +229,11 @@ class LURepairNodeStorage(_OneNodeStorageLU):
         cfg = self.ctx.config.config
         self.ctx.feedback("message", f"Repairing storage unit '{self.op.name}' on "
                                      f"{self.node.name} ...")
-        results = await self.ctx.rpc().call(
-            [nodesmod.target(self.node)], "storage_execute",
+        result = await self.ctx.rpc().call_one(
+            self.node, "storage_execute",
             [self.op.storage_type, storage_type_args(cfg, self.op.storage_type),
              self.op.name, st.SO_FIX_CONSISTENCY])
-        results[self.node.name].raise_if_failed(
+        result.raise_if_failed(
             f"Failed to repair storage unit '{self.op.name}' on {self.node.name}")
         return None
 

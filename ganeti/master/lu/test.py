@@ -71,6 +71,10 @@ class LUTestDelay(LogicalUnit):
     def uses_locks(self) -> bool:
         return not self.op.no_locks
 
+    @property
+    def interruptible(self) -> bool:
+        return bool(self.op.interruptible)
+
     def check_arguments(self) -> None:
         if not float(self.op.duration) > 0:
             raise OpPrereqError("Duration must be greater than zero")

@@ -212,9 +212,8 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         master = cfg.nodes.get(master_uuid)
         if master is not None and master.group != self.group.uuid:
             self.step("Gathering information about the master node")
-            file_results.update(await rpc.call(
-                [nodesmod.target(master)], "node_verify",
-                [{"filelist": filemap.every()}, cfg.cluster.cluster_name]))
+            file_results[master.name] = await rpc.call_one(
+                master, "node_verify", [{"filelist": filemap.every()}, cfg.cluster.cluster_name])
             file_nodes.append(master)
         self.step(f"Gathering disk information ({len(members)} nodes)")
         self.step("Verifying configuration file consistency")

@@ -20,8 +20,8 @@ from ganeti.core.objects import ConfigData, Node
 from ganeti.core.query import Field
 from ganeti.core.queryfields.exports import EXPORT_FIELDS as EXPORT_DECLS
 from ganeti.master.config.nodes import target
-from ganeti.master.config.replication import NodeRpc
 from ganeti.master.query.queryregistry import QuerySource
+from ganeti.rpc.noderpc import NodeRpc
 
 #: ``nodes -> {node uuid: export names, or None where the call failed}``.
 ListExports = Callable[[list[Node]], Awaitable[Mapping[str, list[str] | None]]]

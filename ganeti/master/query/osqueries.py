@@ -22,8 +22,8 @@ from ganeti.core.objects import ConfigData, Node
 from ganeti.core.query import Field
 from ganeti.core.queryfields.os import OS_FIELDS as OS_DECLS
 from ganeti.master.config.nodes import target
-from ganeti.master.config.replication import NodeRpc
 from ganeti.master.query.queryregistry import QuerySource
+from ganeti.rpc.noderpc import NodeRpc
 
 #: ``nodes -> {node uuid: os_diagnose payload, or None where the call failed}``.
 Diagnose = Callable[[list[Node]], Awaitable[Mapping[str, Any]]]
