@@ -161,13 +161,19 @@ def _load_log(value: Any, where: str) -> list[list[Any]]:
 # --- the job file objects ------------------------------------------------------
 
 #: Opcode parameters whose values are private (Ganeti's PRIVATE_PARAMETERS_BLACKLIST):
-#: stored and shown as null for every key they hold.
+#: stored and shown as ``"<redacted>"`` for every key they hold while the opcode is
+#: queued, as null once it ran (Ganeti 3.0: luxid writes a queued job with
+#: ``"<redacted>"``, the job process rewrites it with null).
 PRIVATE_PARAMETERS = ("osparams_private", "osparams_secret", "osparams_private_cluster")
+#: What a private value reads as in a queued job's file and queries.
+REDACTED = "<redacted>"
 
 
-def redact_private(op: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """``op`` with the values of its private parameters nulled (per key; per OS and key
-    for ``*_cluster``), and those parameters as given (None if there were none)."""
+def redact_private(op: dict[str, Any], mark: Any = None
+                   ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``op`` with the values of its private parameters replaced by ``mark`` (per key;
+    per OS and key for ``*_cluster``), and those parameters as given (None if there
+    were none)."""
     private: dict[str, Any] = {}
     for name in PRIVATE_PARAMETERS:
         value = op.get(name)
@@ -175,10 +181,10 @@ def redact_private(op: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] |
             continue
         private[name] = value
         if name.endswith("_cluster"):
-            op[name] = {os_name: ({k: None for k in params} if isinstance(params, dict)
-                                  else None) for os_name, params in value.items()}
+            op[name] = {os_name: ({k: mark for k in params} if isinstance(params, dict)
+                                  else mark) for os_name, params in value.items()}
         else:
-            op[name] = {k: None for k in value}
+            op[name] = {k: mark for k in value}
     return op, private or None
 
 
@@ -238,15 +244,18 @@ class QueuedOpCode:
         (the log list itself is copied): the queue never changes them in
         place once set, so its snapshots need no deep copies.
         """
+        op = self.input
+        if self.private and self.status == QUEUED:
+            op = redact_private(copy.deepcopy(op) if deep else dict(op), REDACTED)[0]
         if not deep:
             return {
-                "input": self.input, "status": self.status, "result": self.result,
+                "input": op, "status": self.status, "result": self.result,
                 "log": list(self.log), "priority": self.priority,
                 "start_timestamp": self.start_timestamp,
                 "exec_timestamp": self.exec_timestamp, "end_timestamp": self.end_timestamp,
             }
         return {
-            "input": copy.deepcopy(self.input),
+            "input": copy.deepcopy(op) if op is self.input else op,
             "status": self.status,
             "result": copy.deepcopy(self.result),
             "log": copy.deepcopy(self.log),
@@ -277,7 +286,8 @@ class QueuedOpCode:
             raise _fail(f"{where}.priority", f"expected an integer from {c.OP_PRIO_HIGHEST} "
                         f"to {c.OP_PRIO_LOWEST}, got {_show(priority)}")
         return cls(
-            input=copy.deepcopy(op),
+            # a file never holds private values: a queued job's "<redacted>" reads as null
+            input=redact_private(copy.deepcopy(op))[0],
             status=str(status),
             result=copy.deepcopy(data.get("result")),
             log=_load_log(data.get("log", []), f"{where}.log"),

@@ -198,6 +198,50 @@ class SchedulingTest(QueueTestCase):
         self.failureResultOf(bad, errors.OpPrereqError)
 
 
+class SecretParamsTest(QueueTestCase):
+    """Ganeti 3.0 (QA TestSecretOsParams): a queued job's file holds private values as
+    "<redacted>", in compact JSON as luxid writes it; once the job ran, null; the
+    unit gets the values."""
+
+    max_running = 1
+
+    def job_file(self, jid):
+        self.daemon.store.close()  # everything written out
+        with open(os.path.join(self.paths.queue_dir, f"job-{jid}")) as f:
+            return f.read()
+
+    def test_redacted_while_queued_null_once_run(self):
+        blocker = self.submit(delay(10))
+        jid = self.submit({"OP_ID": "OP_TEST_OS_PARAMS",
+                           "osparams_secret": {"param1": "secret1", "param2": "secret2"}})
+        self.assertEqual(self.status(jid), "queued")
+        ((op,),) = self.query_jobs([jid], ["ops"])[0]
+        self.assertEqual(op["osparams_secret"], {"param1": "<redacted>",
+                                                  "param2": "<redacted>"})
+        self.reactor.advance(10)
+        self.assertEqual([self.status(blocker), self.status(jid)], ["success", "success"])
+        ((op,),) = self.query_jobs([jid], ["ops"])[0]
+        self.assertEqual(op["osparams_secret"], {"param1": None, "param2": None})
+        log = self.field(jid, "oplog")[0]
+        self.assertIn("'param1': 'secret1'", log[0][3])
+        text = self.job_file(jid)
+        self.assertIn('"osparams_secret":{"param1":null,"param2":null}', text)
+        # the unit's own log line shows them, as Ganeti's OP_TEST_OS_PARAMS does
+        self.assertEqual(text.count("secret1"), 1)
+
+    def test_the_queued_file_and_a_restart(self):
+        self.submit(delay(10))
+        jid = self.submit({"OP_ID": "OP_TEST_OS_PARAMS",
+                           "osparams_secret": {"param1": "secret1"}})
+        text = self.job_file(jid)
+        self.assertIn('"osparams_secret":{"param1":"<redacted>"}', text)
+        self.assertNotIn("secret1", text)
+        self.daemon.running = False
+        self.start()  # the values are gone with the old process: they read as null
+        self.assertEqual(self.queue.visible[jid].ops[0].input["osparams_secret"],
+                         {"param1": None})
+
+
 class DependencyTest(QueueTestCase):
     def test_waits_for_dependency(self):
         first = self.submit(delay(10))
@@ -425,7 +469,7 @@ class CorruptJobTest(QueueTestCase):
         with open(path) as f:
             data = f.read()
         with open(path, "w") as f:  # an opcode status no Ganeti knows
-            f.write(data.replace('"status": "success"', '"status": "sleeping"'))
+            f.write(data.replace('"status":"success"', '"status":"sleeping"'))
         for name in os.listdir(self.paths.queue_dir):  # as after a checkpoint
             if name.startswith("journal."):
                 os.unlink(os.path.join(self.paths.queue_dir, name))

@@ -277,7 +277,7 @@ class ReplicationTest(NodesTestCase):
         job_file = os.path.join(paths.queue_dir, f"job-{job_id}")
         self.assertTrue(os.path.exists(job_file))
         with open(job_file) as f:
-            self.assertIn('"status": "success"', f.read())
+            self.assertIn('"status":"success"', f.read())
         self.assertTrue(self.client.call("ArchiveJob", job_id))
         self.master.run_until(self.master.daemon.store.wait_idle())
         self.master.run_until(self.master.daemon.replicator.jobs_idle())

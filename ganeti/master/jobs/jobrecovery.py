@@ -272,7 +272,8 @@ class QueueRecovery:
         # Bring the files up to the journals' state, durably, before the journals go.
         for job_id in touched:
             fileutil.atomic_write(os.path.join(self.queue_dir, job_file_name(job_id)),
-                                  json.dumps(jobs[job_id]), 0o640, self._durable)
+                                  json.dumps(jobs[job_id], separators=(",", ":")), 0o640,
+                                  self._durable)
         for job_id in archived:
             target = archive_file(self.paths, job_id)
             if self._durable:

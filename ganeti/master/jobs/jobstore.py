@@ -343,7 +343,8 @@ class JobStore:
         texts: dict[int, str] = {}
         for rec in records:
             if rec["t"] == "job":
-                text = json.dumps(rec["data"])
+                # compact, as Ganeti 3.0's luxid writes job files
+                text = json.dumps(rec["data"], separators=(",", ":"))
                 texts[rec["id"]] = text
                 lines.append(f'{{"t":"job","id":{int(rec["id"])},"data":{text}}}\n')
             else:
