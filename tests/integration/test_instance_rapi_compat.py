@@ -3,32 +3,27 @@ instance through our ganeti-rapi: CreateInstance (a file disk, our busybox OS, t
 fake hypervisor), GetInstance(s), Shutdown/Startup/RebootInstance, ModifyInstance,
 DeleteInstance."""
 
-import os
-import shutil
-import unittest
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import ClusterCase, needs_rapi_client
 from tests.integration.test_rapi_compat import (
     NODE2,
-    RAPI_CLIENT,
-    SYSTEM_PYTHON,
     call,
     run_driver,
-    start_cluster,
+    write_driver,
 )
 
 NAME = "web1.vcluster.test"
 
 
-class InstanceRapiCompatTest(SynchronousTestCase):
+class InstanceRapiCompatTest(ClusterCase):
+    REQUIRES = (needs_rapi_client,)
+    CLUSTER = False  # a fresh one per test
+
     def setUp(self):
-        if not (os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)):
-            raise unittest.SkipTest("Debian's python3-ganeti-rapi is not installed")
-        self.tmp, self.driver, self.cluster, user, password = start_cluster(
-            "ganeti-instance-rapi-", 2)
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.addCleanup(self.cluster.destroy)
+        self.cluster = self.new_cluster(prefix="ganeti-instance-rapi-", nodes=2)
+        self.tmp = self.cluster.tmp
+        self.driver = write_driver(self.tmp)
+        user, password = self.cluster.rapi_credentials()
         self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": user,
                      "password": password}
 
