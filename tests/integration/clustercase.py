@@ -264,6 +264,14 @@ class ClusterCase(SynchronousTestCase):
         self.addCleanup(cluster.destroy)
         return cluster
 
+    def require(self, check: Callable[[], str | None]) -> None:
+        """Skip the rest of the test if a ``REQUIRES``-style check gives a reason (a
+        failure under ``GANETI_TEST_NO_SKIP``): a part of a test that needs a package
+        is never left out silently."""
+        reason = check()
+        if reason:
+            self.skipTest(reason)
+
     def tool(self, path: str, *argv: str, debian: bool = False) -> str:
         """Run a tool on the master (Debian's by path, ours with this interpreter); its
         standard output, the test failing with its output if it exits non-zero."""

@@ -10,7 +10,7 @@ import glob
 import os
 import subprocess
 
-from tests.integration.clustercase import ClusterCase
+from tests.integration.clustercase import ClusterCase, needs_files
 from tests.integration.helpers import ROOT
 
 DEBIAN = "/usr/share/ganeti/3.0/gnt-backup"
@@ -81,8 +81,7 @@ class BackupTest(ClusterCase):
 
         self.tool(OURS, "remove", inst1)
         self.assertEqual(self.tool(OURS, "list", "--no-headers"), "")
-        if not os.path.exists(DEBIAN):
-            return
+        self.require(needs_files(DEBIAN))
         # Debian's export (to the instance's own node: no copy between nodes), import
         # and remove, unchanged
         inst3 = f"imp2.{self.cluster.domain}"
