@@ -12,6 +12,7 @@ import pytest
 
 from tests.plugin import (  # noqa: F401  (pytest finds hooks by name)
     _no_unmarked_processes,
+    pytest_collection_finish,
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_make_collect_report,

@@ -112,6 +112,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         setattr(module, attr, real)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # importing test modules may probe the machine (``unshare --net true``...): that
+    # is collection, not a test
+    _started.clear()
+
+
 def _check_started(when: str) -> None:
     started, _started[:] = list(_started), []
     if started:

@@ -3,29 +3,25 @@ instance through our ganeti-rapi: CreateInstance (a file disk, our busybox OS, t
 fake hypervisor), GetInstance(s), Shutdown/Startup/RebootInstance, ModifyInstance,
 DeleteInstance."""
 
-
-from tests.integration.clustercase import ClusterCase, needs_rapi_client
 from tests.integration.test_rapi_compat import (
     NODE2,
+    RapiClientCase,
     call,
     run_driver,
-    write_driver,
 )
 
 NAME = "web1.vcluster.test"
 
 
-class InstanceRapiCompatTest(ClusterCase):
-    REQUIRES = (needs_rapi_client,)
-    CLUSTER = False  # a fresh one per test
+class InstanceRapiCompatTest(RapiClientCase):
+    """One cluster for the class: each test leaves no instance behind."""
+
+    PREFIX = "ganeti-instance-rapi-"
+    NODES = 2
 
     def setUp(self):
-        self.cluster = self.new_cluster(prefix="ganeti-instance-rapi-", nodes=2)
-        self.tmp = self.cluster.tmp
-        self.driver = write_driver(self.tmp)
-        user, password = self.cluster.rapi_credentials()
-        self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": user,
-                     "password": password}
+        self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
+                     "password": self.password}
 
     def rapi(self, *calls):
         return run_driver(self.driver, self.opts, calls)
