@@ -41,8 +41,8 @@ EXCEPTIONS = {
 
 # Differences known and reported, still to be fixed in ganeti/master/query/queries.py:
 # tolerated only in exactly this shape, with a warning.  Remove an entry once fixed.
-class _Oracle(ClusterCase):
-    """Set-up and tests shared by both clusters.
+class _Oracle:
+    """Set-up and tests shared by both clusters (mixed into a ClusterCase below).
 
     Subclasses define make_ours (sets ours_root and ours_socket), start_ours
     and stop_ours.
@@ -127,7 +127,7 @@ class _Oracle(ClusterCase):
         self.assert_same_answer("QueryTags", ["nodegroup", "default"])
 
 
-class VirtualClusterTest(_Oracle):
+class VirtualClusterTest(_Oracle, ClusterCase):
     """The cluster `ganeti-vcluster create` makes, our masterd started by the vcluster."""
 
     PREFIX = "ganeti-oracle-vc-"
@@ -152,7 +152,7 @@ class VirtualClusterTest(_Oracle):
             cls.cluster.destroy()
 
 
-class InitOptionsTest(_Oracle):
+class InitOptionsTest(_Oracle, ClusterCase):
     """A cluster from `gnt-cluster init` with most options, and tags; masterd in the foreground."""
 
     node = "oracle1.oracle.test"
