@@ -16,10 +16,12 @@ A :class:`ClusterCase` subclass declares what it needs in class attributes and g
 * ``REQUIRES``: checks of the machine, each a callable giving the reason the class
   cannot run here or None; the first reason skips the class (and fails it under
   ``GANETI_TEST_NO_SKIP``, as CI runs);
-* hooks: :meth:`prepareCluster` (before the start, for config edits), and
+* hooks: :meth:`prepareCluster` (before the start, for config edits),
+  :meth:`startCluster` (the start itself: an environment, a mount namespace) and
   :meth:`setUpCluster` (after it; anything it starts is stopped by the subclass's
   ``tearDownClass``, which runs even when set-up fails half-way);
-* helpers: :meth:`tool` (a command-line tool on the master), :meth:`rapi_credentials`.
+* helpers: :meth:`tool` (a command-line tool on the master), :meth:`require` (skip
+  the rest of a test visibly), ``VirtualCluster.rapi_credentials``.
 """
 
 from __future__ import annotations
