@@ -12,6 +12,7 @@ import ast
 import os
 import sys
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -147,6 +148,7 @@ print("\\n".join(failures))
 """
 
 
+@pytest.mark.subprocess
 class ImportCycleTest(SynchronousTestCase):
     def test_every_module_imports_first(self):
         """An import cycle only shows when a particular module is imported first."""

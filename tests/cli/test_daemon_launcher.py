@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import daemon_launcher, daemons
@@ -22,6 +23,7 @@ PROGRAMS = ["gnt-backup", "gnt-cluster", "gnt-debug", "gnt-instance", "gnt-job",
             "ganeti-wconfd", "ganeti-masterd"]
 
 
+@pytest.mark.subprocess
 class VersionTest(SynchronousTestCase):
     def test_every_program_answers_version(self):
         for program in PROGRAMS:

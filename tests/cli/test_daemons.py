@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import daemons
@@ -15,6 +16,7 @@ from ganeti.core.paths import Paths
 SLEEP = "import time; time.sleep(60)"
 
 
+@pytest.mark.subprocess
 class DaemonStopTest(SynchronousTestCase):
     """``ganeti-vcluster stop`` and friends (ganeti.cli.daemons) on a stale pid file."""
 

@@ -3,6 +3,7 @@
 import io
 import unittest
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import gnt_instance_info as info
@@ -80,6 +81,7 @@ print(out[0])
 """
 
 
+@pytest.mark.subprocess
 class DebianToolTest(SynchronousTestCase):
     """Debian's gnt-instance accepts our console object and prints its ssh command."""
 
@@ -100,6 +102,7 @@ class DebianToolTest(SynchronousTestCase):
                       proc.stdout)
 
 
+@pytest.mark.subprocess
 class SocatTest(SynchronousTestCase):
     """The console command itself, on a terminal, against a stand-in for QEMU's
     chardev: bytes both ways, and Ctrl-] detaches."""

@@ -7,6 +7,7 @@ import os
 import stat
 from typing import Any
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import gnt_node, gnt_node_oob
@@ -113,6 +114,7 @@ esac
 """
 
 
+@pytest.mark.subprocess
 class OobEndToEndTest(NodesCliTestCase):
     def test_health_and_power_through_the_master(self):
         self.assertEqual(self.node("add", "--primary-ip", "127.0.1.2", "node2.test").code, 0)

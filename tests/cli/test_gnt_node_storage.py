@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import gnt_node
@@ -114,6 +115,7 @@ class GenerateTableTest(SynchronousTestCase):
         self.assertEqual(lines, ["A      Num Last  ", "x        5 y", "long 12345 longer"])
 
 
+@pytest.mark.subprocess
 class StorageEndToEndTest(NodesCliTestCase):
     def setUp(self) -> None:
         self.lvm = FakeLvm.install(self, vgs={"xenvg": {"size": 2048, "pvs": ["/dev/sdb"]}})

@@ -12,6 +12,7 @@ import struct
 import subprocess
 import unittest
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import guestbuild, guestfiles
@@ -144,6 +145,7 @@ class StaticElfTest(SynchronousTestCase):
                 self.assertFalse(guestbuild.is_static_elf(f.read()))  # dash links libc
 
 
+@pytest.mark.subprocess
 class InitramfsTest(SynchronousTestCase):
     def entries(self) -> list[CpioEntry]:
         modules = {"virtio_ring": b"\x7fELF ring", "virtio": b"\x7fELF virtio"}

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import daemons, subreaper
@@ -37,6 +38,7 @@ def wait_until(predicate):
     return daemons.wait_for(predicate, DEADLINE, interval=0.005)
 
 
+@pytest.mark.subprocess
 class SubreaperTest(SynchronousTestCase):
     def test_status_and_output_are_the_commands(self):
         done = reaper("sh", "-c", "echo out; echo err >&2; exit 3")

@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import daemons, vcluster, vcluster_demo, vcluster_tool
@@ -122,6 +123,7 @@ class JobMaster:
         self.closed += 1
 
 
+@pytest.mark.subprocess
 class VClusterTest(SynchronousTestCase):
     def setUp(self):
         self.dir = os.path.abspath(self.mktemp())
@@ -554,6 +556,7 @@ class VClusterTest(SynchronousTestCase):
         self.assertFalse(os.path.exists(self.dir))
 
 
+@pytest.mark.subprocess
 class DaemonsTest(SynchronousTestCase):
     """The parts of ganeti.cli.daemons that need no twistd."""
 

@@ -7,6 +7,8 @@ import io
 import json
 import os
 
+import pytest
+
 from ganeti.cli import watcher, watcher_node
 from ganeti.core import constants, errors, ssconf
 from ganeti.core import watcher as watchermod
@@ -86,6 +88,7 @@ class PauseAndLockTest(WatcherTestCase):
         self.assertEqual(self.master.calls, [])
 
 
+@pytest.mark.subprocess
 class GlobalWatcherTest(WatcherTestCase):
     def test_master_run(self):
         self.assertEqual(self.watch("-A", "1h"), 0, self.log_text())

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 
+import pytest
 from twisted.internet.task import Clock
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
@@ -22,6 +23,7 @@ from ganeti.noded.backend.context import NodeContext, inline_runner
 ME = "node2.example.test"
 
 
+@pytest.mark.subprocess
 class RoleTest(SynchronousTestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="h7-role-")
@@ -115,6 +117,7 @@ class RoleTest(SynchronousTestCase):
         self.assertEqual(self.calls, [])
 
 
+@pytest.mark.subprocess
 class StartStopTest(SynchronousTestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="h7-role-")
@@ -157,6 +160,7 @@ class StartStopTest(SynchronousTestCase):
         self.assertLess(time.monotonic() - start, confd_role.STOP_TIMEOUT)
 
 
+@pytest.mark.subprocess
 class HookTest(SynchronousTestCase):
     """write_ssconf_files and uploads of config.data/hmac.key end with a sync."""
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import pidfile
@@ -14,6 +15,7 @@ from ganeti.core import pidfile
 SLEEP = "import time; time.sleep(60)"
 
 
+@pytest.mark.subprocess
 class PidFileTest(SynchronousTestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="ganeti-pidfile-")

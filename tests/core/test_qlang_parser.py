@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
@@ -535,6 +536,7 @@ def our_result(case):
         return {"error": err.args[0]}
 
 
+@pytest.mark.subprocess
 class CorpusTest(SynchronousTestCase):
     def test_corpus_is_large_enough(self):
         cases = load_corpus()

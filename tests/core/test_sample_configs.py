@@ -22,6 +22,7 @@ import socket
 import subprocess
 import tempfile
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import config as configmod
@@ -75,6 +76,7 @@ def upgrade(sample: str, workdir: str) -> str:
         return f.read()
 
 
+@pytest.mark.subprocess
 class SampleConfigsTest(SynchronousTestCase):
     """Every sample, upgraded by Ganeti's tool, round-trips through our model."""
 

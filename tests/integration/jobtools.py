@@ -1,15 +1,9 @@
-"""Helpers for the job-queue integration tests: a virtual cluster per test class, opcodes,
-and waiting for jobs through WaitForJobChange (never by sleeping)."""
+"""Helpers for the job-queue integration tests: opcodes, and waiting for jobs through
+WaitForJobChange (never by sleeping).  The clusters themselves: clustercase.py."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
-
-from ganeti.luxi.client import LuxiClient
-from tests.integration.helpers import VCLUSTER, free_ip_base, node_env, release_ip_base, run
 
 FINAL = frozenset({"success", "error", "canceled"})
 NODE = "node1.vcluster.test"
@@ -94,62 +88,3 @@ def poll_until(client, check, timeout=10.0):
             return False
         client.call("QueryConfigValues", ["drain_flag"])
     return True
-
-
-class VirtualCluster:
-    """A virtual cluster in a temporary directory: ``nodes`` nodes (node 1 the master,
-    the others added by ``ganeti-vcluster create``) on a random free ``--ip-base``
-    unless one is given.  ``start`` runs every node's ganeti-noded and the master's
-    ganeti-masterd."""
-
-    def __init__(self, prefix="ganeti-jobs-", nodes=1, ip_base=None, domain="vcluster.test"):
-        self.tmp = tempfile.mkdtemp(prefix=prefix)
-        self.dir = os.path.join(self.tmp, "vc")
-        self.nodes = [f"node{k}.{domain}" for k in range(1, nodes + 1)]
-        self.domain = domain
-        self.ip_base = ip_base or free_ip_base(nodes)
-        self.ips = [f"{self.ip_base}{k}" for k in range(1, nodes + 1)]
-        self.master = self.nodes[0]
-        self.env = node_env(self.dir, self.master)
-        self.root = self.env["GANETI_ROOTDIR"]
-        self.socket = os.path.join(self.root, "var/run/ganeti/socket/ganeti-query")
-        self.queue_dir = os.path.join(self.root, "var/lib/ganeti/queue")
-        self.pid_file = os.path.join(self.root, "var/run/ganeti/ganeti-masterd.pid")
-        self.log_file = os.path.join(self.root, "var/log/ganeti/master-daemon.log")
-
-    def node_root(self, node):
-        """The root directory of a node (full name)."""
-        return os.path.join(self.dir, node)
-
-    def create(self, start=True):
-        run([VCLUSTER, "create", self.dir, "--nodes", str(len(self.nodes)), "--ip-base",
-             self.ip_base, "--domain", self.domain], timeout=300)
-        if start:
-            self.start()
-        return self
-
-    def start(self):
-        return run([VCLUSTER, "start", self.dir], timeout=60)
-
-    def stop(self):
-        return run([VCLUSTER, "stop", self.dir], timeout=60)
-
-    def destroy(self):
-        if os.path.exists(os.path.join(self.dir, "vcluster.json")):
-            run([VCLUSTER, "destroy", self.dir], check=False)
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        release_ip_base(self.ip_base)
-
-    def client(self, timeout=60.0):
-        return LuxiClient(self.socket, timeout=timeout)
-
-    def pid(self):
-        with open(self.pid_file, encoding="ascii") as f:
-            return int(f.read().strip())
-
-    def log_tail(self, lines=40):
-        try:
-            with open(self.log_file, encoding="utf-8", errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return "(no log)"

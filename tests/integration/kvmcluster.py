@@ -2,29 +2,26 @@
 
 :class:`KvmClusterCase` creates the cluster once per class (``ganeti-vcluster create
 --namespaces``; each node its own network namespace and libvirtd) and destroys it
-whatever happens; every test of the class skips with the reason when the machine
-cannot run it (not root, no iproute2, QEMU, libvirt, or no guest files: ``make
-guest``).  :class:`ConsoleLog` follows a guest's serial console log with ``tail -F``
-(a new boot truncates it), and :class:`SerialShell` runs commands on the guest's
-serial console (its root shell; one client at a time).
+whatever happens (a :class:`~tests.integration.clustercase.ClusterCase`); the class
+skips with the reason when the machine cannot run it (not root, no
+iproute2, QEMU, libvirt, or no guest files: ``make guest``).  :class:`ConsoleLog`
+follows a guest's serial console log with ``tail -F`` (a new boot truncates it), and
+:class:`SerialShell` runs commands on the guest's serial console (its root shell; one
+client at a time).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import select
-import shutil
 import socket
 import subprocess
-import tempfile
 import time
-
-from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import netns, vcluster_ns
 from ganeti.cli.guestfiles import find_guest
+from tests.integration.clustercase import ClusterCase, VirtualCluster
 from tests.integration.helpers import VCLUSTER, run
 
 MARKER = "GANETI-GUEST-READY"
@@ -188,54 +185,37 @@ class SerialShell:
         self.sock.close()
 
 
-class KvmClusterCase(SynchronousTestCase):
-    """One namespaced 3-node cluster with libvirt per node for the class."""
+class KvmClusterCase(ClusterCase):
+    """One namespaced 3-node cluster with libvirt per node for the class; ``dir``,
+    ``state`` (its vcluster.json) and ``plan`` (its network) at hand."""
 
     NODES = 3
+    NAMESPACES = True
+    # a long directory on purpose: node roots are reached through short links
+    # (/run/gvc<id>/<node>), so serial console sockets stay under 107 bytes
+    PREFIX = "ganeti-kvm-instances-"
+    REQUIRES = (unavailable,)
+    START_TIMEOUT = 180
     dir = ""
     tmp = ""
     state: dict = {}
-    REASON = unavailable()
 
     @classmethod
-    def setUpClass(cls) -> None:
-        if cls.REASON:
-            return
-        # a long directory on purpose: node roots are reached through short links
-        # (/run/gvc<id>/<node>), so serial console sockets stay under 107 bytes
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-kvm-instances-")
-        cls.dir = os.path.join(cls.tmp, "vc")
-        try:
-            run([VCLUSTER, "create", cls.dir, "--namespaces", "--nodes", str(cls.NODES)],
-                timeout=300)
-            run([*cls.start_prefix(), VCLUSTER, "start", cls.dir], timeout=180)
-            with open(os.path.join(cls.dir, "vcluster.json"), encoding="utf-8") as f:
-                cls.state = json.load(f)
-            cls.plan = netns.NetPlan.from_dict(cls.state["netns"])
-        except BaseException:
-            cls.tearDownClass()
-            raise
+    def startCluster(cls, cluster: VirtualCluster) -> None:
+        cls.tmp, cls.dir = cluster.tmp, cluster.dir  # for start_prefix
+        cluster.start(prefix=cls.start_prefix())
+
+    @classmethod
+    def setUpCluster(cls) -> None:
+        cls.dir = cls.cluster.dir
+        cls.state = cls.cluster.state
+        cls.plan = netns.NetPlan.from_dict(cls.state["netns"])
 
     @classmethod
     def start_prefix(cls) -> list[str]:
         """What ``ganeti-vcluster start`` runs under (a subclass's mount namespace:
         every daemon inherits it), after ``create``; none by default."""
         return []
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        if cls.REASON or not cls.dir:
-            return
-        if os.environ.get("GANETI_KEEP_CLUSTER"):
-            print(f"\nGANETI_KEEP_CLUSTER: {cls.dir} left running")
-            return
-        if os.path.exists(os.path.join(cls.dir, "vcluster.json")):
-            run([VCLUSTER, "destroy", cls.dir], check=False, timeout=180)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def setUp(self) -> None:
-        if self.REASON:
-            self.skipTest(f"real guests impossible here: {self.REASON}")
 
     # --- the cluster -----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import glob
 import os
 import subprocess
 
-from tests.integration.clustercase import VirtualClusterCase
+from tests.integration.clustercase import ClusterCase, needs_files
 from tests.integration.helpers import ROOT
 
 DEBIAN = "/usr/share/ganeti/3.0/gnt-backup"
@@ -24,13 +24,12 @@ def debugfs(image, request, write=False):
     return subprocess.run(argv, capture_output=True, check=True, text=True).stdout
 
 
-class BackupTest(VirtualClusterCase):
+class BackupTest(ClusterCase):
     PREFIX = "ganeti-backup-"
     NODES = 2
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
+    def setUpCluster(cls):
         cls.node1, cls.node2 = cls.cluster.nodes
 
     def disk_image(self, node, instance):
@@ -82,8 +81,7 @@ class BackupTest(VirtualClusterCase):
 
         self.tool(OURS, "remove", inst1)
         self.assertEqual(self.tool(OURS, "list", "--no-headers"), "")
-        if not os.path.exists(DEBIAN):
-            return
+        self.require(needs_files(DEBIAN))
         # Debian's export (to the instance's own node: no copy between nodes), import
         # and remove, unchanged
         inst3 = f"imp2.{self.cluster.domain}"

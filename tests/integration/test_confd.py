@@ -9,14 +9,14 @@ import subprocess
 import sys
 import time
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
+from twisted.trial.unittest import SkipTest
 
 from ganeti.cli import daemons
 from ganeti.confd import client
 from ganeti.core import constants
 from ganeti.core.paths import Paths
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, ROOT, VCLUSTER, run
-from tests.integration.jobtools import VirtualCluster
 
 PLUGIN = os.path.join(ROOT, "twisted", "plugins", "ganeti_confd.py")
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -61,44 +61,44 @@ def wait_until(check, timeout):
             return value
 
 
-class ConfdClusterTest(SynchronousTestCase):
-    """One cluster for the whole class; ``ganeti-vcluster start`` runs ganeti-confd on
-    every master candidate (all three nodes)."""
+def _plugin_missing():
+    if not os.path.exists(PLUGIN):
+        return "twisted/plugins/ganeti_confd.py (the confd server) is absent"
+    return None
 
+
+class ConfdClusterTest(ClusterCase):
+    """One cluster for the classes of the module (each test leaves it as it found it);
+    ``ganeti-vcluster start`` runs ganeti-confd on every master candidate (all three
+    nodes), which each class checks first."""
+
+    PREFIX = "ganeti-confd-"
+    NODES = 3
+    SHARED = "confd"
+    REQUIRES = (_plugin_missing,)
     port = constants.DEFAULT_CONFD_PORT
 
     @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(PLUGIN):
-            raise SkipTest("twisted/plugins/ganeti_confd.py (the confd server) is absent")
-        cls.vc = VirtualCluster(prefix="ganeti-confd-", nodes=3).create()
-        try:
-            cls._make_all_candidates()
-            for ip in cls.vc.ips:
-                if not wait_until(lambda ip=ip: cls.ask([ip], "ping", timeout=0.5).answered, 20):
-                    raise AssertionError(f"ganeti-confd on {ip} does not answer:\n"
-                                         + cls.confd_logs())
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.vc.destroy()
+    def setUpCluster(cls):
+        cls._make_all_candidates()
+        for ip in cls.cluster.ips:
+            if not wait_until(lambda ip=ip: cls.ask([ip], "ping", timeout=0.5).answered, 20):
+                raise AssertionError(f"ganeti-confd on {ip} does not answer:\n"
+                                     + cls.confd_logs())
 
     @classmethod
     def _make_all_candidates(cls):
         roles = cls.gnt("gnt-node", "list", "--no-headers", "-o", "name,role").stdout.split()
         if dict(zip(roles[::2], roles[1::2], strict=True)) == dict(
-                zip(cls.vc.nodes, ["M", "C", "C"], strict=True)):
+                zip(cls.cluster.nodes, ["M", "C", "C"], strict=True)):
             return
         cls.gnt("gnt-cluster", "modify", "--candidate-pool-size", "10")
-        for node in cls.vc.nodes[1:]:
+        for node in cls.cluster.nodes[1:]:
             cls.gnt("gnt-node", "modify", "--master-candidate", "yes", node)
 
     @classmethod
     def gnt(cls, tool, *argv, check=True):
-        return run([os.path.join(BIN, tool), *argv], env=cls.vc.env, check=check)
+        return run([os.path.join(BIN, tool), *argv], env=cls.cluster.env, check=check)
 
     @classmethod
     def confd_state(cls, node):
@@ -107,7 +107,7 @@ class ConfdClusterTest(SynchronousTestCase):
     @classmethod
     def confd_logs(cls):
         parts = []
-        for node in cls.vc.nodes:
+        for node in cls.cluster.nodes:
             path = cls.paths(node).log_file(constants.CONFD)
             if os.path.exists(path):
                 with open(path, encoding="utf-8", errors="replace") as f:
@@ -116,8 +116,8 @@ class ConfdClusterTest(SynchronousTestCase):
 
     @classmethod
     def paths(cls, node=None):
-        node = node or cls.vc.master
-        return Paths.for_node(cls.vc.node_root(node), node)
+        node = node or cls.cluster.master
+        return Paths.for_node(cls.cluster.node_root(node), node)
 
     @classmethod
     def key(cls):
@@ -142,7 +142,7 @@ class GanetiClientTest(ConfdClusterTest):
     def test_ganeti_python_client_gets_correct_answers(self):
         if not os.path.exists(os.path.join(DEBIAN_GANETI, "ganeti", "confd", "client.py")):
             raise SkipTest("Debian's ganeti-3.0 (Ganeti's Python confd client) is not installed")
-        vc = self.vc
+        vc = self.cluster
         requests = [
             ["PING", None],
             ["NODE_ROLE_BYNAME", vc.nodes[0]],
@@ -209,7 +209,7 @@ class GanetiClientTest(ConfdClusterTest):
 class OurClientTest(ConfdClusterTest):
     def test_cli_against_the_cluster(self):
         env = dict(os.environ)
-        env.update(self.vc.env)
+        env.update(self.cluster.env)
         proc = subprocess.run(
             [sys.executable, os.path.join(ROOT, "bin", "ganeti-confd-query"), "--port",
              str(self.port), "--json", "cluster-master"],
@@ -217,23 +217,23 @@ class OurClientTest(ConfdClusterTest):
         self.assertEqual(proc.returncode, 0, proc.stderr + self.confd_logs())
         data = json.loads(proc.stdout)
         self.assertEqual((data["status"], data["answer"], data["consistent"]),
-                         (0, self.vc.master, True))
+                         (0, self.cluster.master, True))
         self.assertEqual(data["serial"], self.cluster_config()["cluster"]["serial_no"])
         self.assertGreaterEqual(len(data["servers"]), 2)
 
     def test_answers_with_one_candidate_stopped(self):
-        node3 = self.vc.nodes[2]
+        node3 = self.cluster.nodes[2]
         self.assertTrue(daemons.stop(self.paths(node3), constants.CONFD))
         try:
-            r = client.query_node(self.paths(), "node-role", self.vc.nodes[1], port=self.port,
+            r = client.query_node(self.paths(), "node-role", self.cluster.nodes[1], port=self.port,
                                   coverage=-1, timeout=5)
             self.assertEqual((r.status, r.answer, r.timed_out), (0, 1, False))
-            self.assertNotIn(self.vc.ips[2], r.servers)
+            self.assertNotIn(self.cluster.ips[2], r.servers)
             self.assertEqual(len(r.servers), 2)  # 3 asked: 2 replies are enough
         finally:
-            run([VCLUSTER, "start", self.vc.dir], timeout=60)  # starts what is missing
+            run([VCLUSTER, "start", self.cluster.dir], timeout=60)  # starts what is missing
             self.assertTrue(wait_until(
-                lambda: self.ask([self.vc.ips[2]], "ping", timeout=0.5).answered, 20))
+                lambda: self.ask([self.cluster.ips[2]], "ping", timeout=0.5).answered, 20))
 
     def test_config_change_reaches_every_candidate_within_a_second(self):
         before = self.cluster_config()["cluster"]["serial_no"]
@@ -244,11 +244,11 @@ class OurClientTest(ConfdClusterTest):
 
         def all_new():
             return all(self.ask([ip], "config-query", "/cluster/serial_no",
-                                timeout=0.5).serial == serial for ip in self.vc.ips)
+                                timeout=0.5).serial == serial for ip in self.cluster.ips)
 
         self.assertTrue(wait_until(all_new, 1.0 - (time.monotonic() - changed)),
                         f"not every candidate answers with serial {serial}")
-        tags = self.ask(self.vc.ips, "config-query", "/cluster/tags")
+        tags = self.ask(self.cluster.ips, "config-query", "/cluster/tags")
         self.assertIn(f"confd-test-{before}", tags.answer)
         self.assertTrue(tags.consistent)
 
@@ -257,19 +257,19 @@ class RoleChangeTest(ConfdClusterTest):
     """A role change starts or stops confd through the node daemon (--manage-confd)."""
 
     def status(self):
-        proc = run([VCLUSTER, "status", self.vc.dir], check=False)
+        proc = run([VCLUSTER, "status", self.cluster.dir], check=False)
         return proc.returncode, {(r[0], r[2]): " ".join(r[4:]) for r in
                                  (line.split() for line in proc.stdout.splitlines()[1:])}
 
     def test_vcluster_runs_confd_on_every_candidate_and_status_shows_it(self):
         code, rows = self.status()
         self.assertEqual(code, 0)
-        for node in self.vc.nodes:
+        for node in self.cluster.nodes:
             self.assertEqual(rows[(node, constants.CONFD)], "running")
             self.assertEqual(self.confd_state(node), daemons.RUNNING)
 
     def test_demotion_stops_confd_and_promotion_starts_it(self):
-        node3, ip3 = self.vc.nodes[2], self.vc.ips[2]
+        node3, ip3 = self.cluster.nodes[2], self.cluster.ips[2]
         old_pid = daemons.state(self.paths(node3), constants.CONFD).pid
         self.gnt("gnt-node", "modify", "--master-candidate", "no", "--auto-promote", node3)
         try:
@@ -282,8 +282,8 @@ class RoleChangeTest(ConfdClusterTest):
             with open(self.paths(node3).log_file(constants.NODED), encoding="utf-8") as f:
                 self.assertIn("Role change: stopped ganeti-confd", f.read())
             # the candidates' confd no longer lists node3's IP
-            r = self.ask(self.vc.ips[:2], "mc-pip-list")
-            self.assertEqual(sorted(r.answer), sorted(self.vc.ips[:2]))
+            r = self.ask(self.cluster.ips[:2], "mc-pip-list")
+            self.assertEqual(sorted(r.answer), sorted(self.cluster.ips[:2]))
         finally:
             self.gnt("gnt-node", "modify", "--master-candidate", "yes", node3)
         self.assertTrue(wait_until(

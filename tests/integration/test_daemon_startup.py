@@ -15,12 +15,10 @@ import socket
 import subprocess
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.cli import daemons
 from ganeti.core import constants
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import VCLUSTER, run
-from tests.integration.jobtools import VirtualCluster
 
 #: Seconds one twistd run may take (it exits at once; this bounds a hang).
 RUN_TIMEOUT = 60
@@ -50,31 +48,26 @@ def wait_until_gone(pid_file, timeout=RUN_TIMEOUT):
         time.sleep(0.02)
 
 
-class DaemonStartupFailureTest(SynchronousTestCase):
-    vc = None
+class DaemonStartupFailureTest(ClusterCase):
+    PREFIX = "ganeti-startup-"
+    START = False
 
     @classmethod
-    def setUpClass(cls):
-        cls.vc = VirtualCluster(prefix="ganeti-startup-").create(start=False)
-        cls.ip = cls.vc.ips[0]
-        cls.logs = os.path.join(cls.vc.tmp, "logs")
+    def setUpCluster(cls):
+        cls.ip = cls.cluster.ips[0]
+        cls.logs = os.path.join(cls.cluster.tmp, "logs")
         os.makedirs(cls.logs)
         # the master's root copied so deep that RUN_DIR/socket/ganeti-query is too long
-        cls.deep_root = os.path.join(cls.vc.tmp, "d" * 80, cls.vc.master)
-        shutil.copytree(cls.vc.root, cls.deep_root, symlinks=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.vc is not None:
-            cls.vc.destroy()
+        cls.deep_root = os.path.join(cls.cluster.tmp, "d" * 80, cls.cluster.master)
+        shutil.copytree(cls.cluster.root, cls.deep_root, symlinks=True)
 
     def twistd(self, daemon, args, nodaemon, root=None):
         """Run ``twistd [-n] daemon args`` on the master node; (status, stderr, log)."""
-        root = root or self.vc.root
+        root = root or self.cluster.root
         mode = "n" if nodaemon else "d"
         log_file = os.path.join(self.logs, f"{daemon}-{mode}.log")
         pid_file = os.path.join(self.logs, f"{daemon}-{mode}.pid")
-        env = dict(os.environ, GANETI_ROOTDIR=root, GANETI_HOSTNAME=self.vc.master)
+        env = dict(os.environ, GANETI_ROOTDIR=root, GANETI_HOSTNAME=self.cluster.master)
         cmd = [daemons.twistd_path(), "--pidfile", pid_file, "--logfile", log_file]
         cmd += (["--nodaemon"] if nodaemon else []) + [daemon] + list(args)
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -141,7 +134,7 @@ class DaemonStartupFailureTest(SynchronousTestCase):
             root=self.deep_root)
 
     def test_vcluster_start_names_the_daemon_and_the_reason(self):
-        state_file = os.path.join(self.vc.dir, "vcluster.json")
+        state_file = os.path.join(self.cluster.dir, "vcluster.json")
         with open(state_file, encoding="utf-8") as f:
             original = f.read()
         state = json.loads(original)
@@ -150,14 +143,14 @@ class DaemonStartupFailureTest(SynchronousTestCase):
             json.dump(state, f)
 
         def restore():
-            run([VCLUSTER, "stop", self.vc.dir], check=False)
+            run([VCLUSTER, "stop", self.cluster.dir], check=False)
             with open(state_file, "w", encoding="utf-8") as f:
                 f.write(original)
         self.addCleanup(restore)
-        proc = run([VCLUSTER, "start", self.vc.dir], check=False, timeout=120)
+        proc = run([VCLUSTER, "start", self.cluster.dir], check=False, timeout=120)
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
         text = proc.stdout + proc.stderr
-        self.assertIn(f"ganeti-masterd on {self.vc.master} failed to start: ganeti-masterd: "
+        self.assertIn(f"ganeti-masterd on {self.cluster.master} failed to start: ganeti-masterd: "
                       "cannot listen on the LUXI socket", text)
         self.assertIn("AF_UNIX path too long", text)
         self.assertIn("Stopped again: ", text)  # what it had started is stopped

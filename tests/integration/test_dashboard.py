@@ -15,17 +15,14 @@ tests are skipped, saying what is missing, without them.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import urllib.parse
 import uuid
-
-from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.cli import daemons
 from ganeti.core import constants
 from ganeti.core.paths import Paths
-from tests.integration.jobtools import VirtualCluster, delay, wait_for_job
+from tests.integration.clustercase import ClusterCase, VirtualCluster
+from tests.integration.jobtools import delay, wait_for_job
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -239,30 +236,23 @@ class RapiDaemon:
             return "(no log)"
 
 
-class DashboardTest(SynchronousTestCase):
+class DashboardTest(ClusterCase):
     """The dashboard on a running cluster, watched while jobs run."""
 
-    skip_reason: str | None = None
-    cluster: VirtualCluster | None = None
+    PREFIX = "ganeti-dashboard-vc-"
+    NODES = 2
+    REQUIRES = (browser_unavailable,)
     rapi: RapiDaemon | None = None
     driver = None
 
     @classmethod
-    def setUpClass(cls):
-        cls.skip_reason = browser_unavailable()
-        if cls.skip_reason:
-            return
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-dashboard-")
-        try:
-            cls.cluster = VirtualCluster(prefix="ganeti-dashboard-vc-", nodes=2).create()
-            cls.rapi = RapiDaemon(cls.cluster)
-            if not cls.rapi.running():
-                raise AssertionError("ganeti-vcluster start did not start ganeti-rapi")
-            cls.driver = start_browser(os.path.join(cls.tmp, "profile"),
-                                       os.path.join(cls.tmp, "chromedriver.log"))
-        except BaseException:
-            cls.tearDownClass()
-            raise
+    def setUpCluster(cls):
+        cls.tmp = cls.cluster.tmp
+        cls.rapi = RapiDaemon(cls.cluster)
+        if not cls.rapi.running():
+            raise AssertionError("ganeti-vcluster start did not start ganeti-rapi")
+        cls.driver = start_browser(os.path.join(cls.tmp, "profile"),
+                                   os.path.join(cls.tmp, "chromedriver.log"))
 
     @classmethod
     def tearDownClass(cls):
@@ -270,16 +260,10 @@ class DashboardTest(SynchronousTestCase):
             if cls.driver is not None:
                 cls.driver.quit()
                 cls.driver = None
-            if cls.cluster is not None:  # stops ganeti-rapi too
-                cls.cluster.destroy()
-                cls.cluster = None
         finally:
-            if not cls.skip_reason:
-                shutil.rmtree(cls.tmp, ignore_errors=True)
+            super().tearDownClass()  # stops ganeti-rapi too
 
     def setUp(self):
-        if self.skip_reason:
-            self.skipTest(self.skip_reason)
         self.luxi = self.cluster.client()
         self.addCleanup(self.luxi.close)
         self.open_dashboard()

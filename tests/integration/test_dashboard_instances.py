@@ -16,16 +16,13 @@ and selenium (as tests/integration/test_dashboard.py).
 from __future__ import annotations
 
 import base64
-import os
-import shutil
 import tempfile
 import urllib.parse
 import uuid
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from tests.integration import test_dashboard as dashboard
-from tests.integration.jobtools import VirtualCluster, wait_for_job
+from tests.integration.clustercase import ClusterCase
+from tests.integration.jobtools import wait_for_job
 from tests.integration.test_dashboard import (
     JOB_TIMEOUT,
     RapiDaemon,
@@ -116,43 +113,26 @@ def create_op(name, node, **extra):
     return op
 
 
-class DashboardInstancesTest(SynchronousTestCase):
+class DashboardInstancesTest(ClusterCase):
     """The instances table of one page per user, on a cluster that requires authentication."""
 
-    skip_reason: str | None = None
-    cluster: VirtualCluster | None = None
+    PREFIX = "ganeti-dash-inst-vc-"
+    NODES = 2
+    REQUIRES = (browser_unavailable,)
     rapi: RapiDaemon | None = None
 
     @classmethod
-    def setUpClass(cls):
-        cls.skip_reason = browser_unavailable()
-        if cls.skip_reason:
-            return
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-dash-inst-")
-        try:
-            cls.cluster = VirtualCluster(prefix="ganeti-dash-inst-vc-", nodes=2).create()
-            cls.rapi = RapiDaemon(cls.cluster)
-            with open(cls.rapi.paths.rapi_users, "a", encoding="utf-8") as f:
-                f.write(f"{READER[0]} {READER[1]} read\n")
-            cls.rapi.restart("--require-authentication")
-            with open(os.path.join(cls.cluster.dir, "rapi-credentials"), encoding="utf-8") as f:
-                cls.writer = tuple(f.read().split())
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        # each test quits its browsers itself (cleanups)
-        if cls.cluster is not None:  # stops ganeti-rapi too
-            cls.cluster.destroy()
-            cls.cluster = None
-        if not cls.skip_reason:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+    def setUpCluster(cls):
+        # each test quits its browsers itself (cleanups); the cluster's destruction
+        # stops ganeti-rapi too
+        cls.tmp = cls.cluster.tmp
+        cls.rapi = RapiDaemon(cls.cluster)
+        with open(cls.rapi.paths.rapi_users, "a", encoding="utf-8") as f:
+            f.write(f"{READER[0]} {READER[1]} read\n")
+        cls.rapi.restart("--require-authentication")
+        cls.writer = cls.cluster.rapi_credentials()
 
     def setUp(self):
-        if self.skip_reason:
-            self.skipTest(self.skip_reason)
         self.luxi = self.cluster.client()
         self.addCleanup(self.luxi.close)
 

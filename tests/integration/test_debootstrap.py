@@ -15,16 +15,12 @@ import os
 import subprocess
 import sys
 import time
-import unittest
-
-from twisted.trial.unittest import SynchronousTestCase
 
 from tests.integration import debootstrap_env
+from tests.integration.clustercase import ClusterCase, needs_debian_tool
 from tests.integration.debootstrap_env import CACHE
-from tests.integration.helpers import ROOT, VCLUSTER, node_env, run
-from tests.integration.jobtools import VirtualCluster
+from tests.integration.helpers import ROOT, run
 from tests.integration.kvmcluster import KvmClusterCase
-from tests.integration.kvmcluster import unavailable as kvm_unavailable
 
 DEBIAN_GNT_INSTANCE = "/usr/share/ganeti/3.0/gnt-instance"
 GNT_JOB = os.path.join(ROOT, "bin", "gnt-job")
@@ -36,34 +32,24 @@ def debugfs_cat(image: str, path: str) -> str:
                           check=True, text=True).stdout
 
 
-class DebootstrapTest(SynchronousTestCase):
-    @classmethod
-    def setUpClass(cls):
-        reason = debootstrap_env.unavailable()
-        if reason:
-            raise unittest.SkipTest(reason)
-        if not os.path.exists(DEBIAN_GNT_INSTANCE):
-            raise unittest.SkipTest("Debian's ganeti-3.0 is not installed (make test installs it)")
-        cls.cluster = VirtualCluster(prefix="ganeti-debootstrap-", nodes=1)
-        try:
-            cls.cluster.create(start=False)
-            cls.node = cls.cluster.nodes[0]
-            debootstrap_env.link_os(cls.cluster.node_root(cls.node))
-            cls.cache = debootstrap_env.shared_cache()
-            cls.suite, mirror = debootstrap_env.apt_source()
-            defaults = os.path.join(cls.cluster.tmp, "ganeti-instance-debootstrap")
-            debootstrap_env.write_defaults(defaults, cls.suite, mirror)
-            # every daemon of the cluster runs in the namespace with these two mounts
-            run([*debootstrap_env.mount_wrapper(defaults, cls.cache), VCLUSTER, "start",
-                 cls.cluster.dir], timeout=120)
-        except BaseException:
-            cls.cluster.destroy()
-            raise
-        cls.env = node_env(cls.cluster.dir, cls.cluster.master)
+class DebootstrapTest(ClusterCase):
+    PREFIX = "ganeti-debootstrap-"
+    REQUIRES = (debootstrap_env.unavailable, needs_debian_tool("gnt-instance"))
+    START_TIMEOUT = 120
 
     @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
+    def prepareCluster(cls, cluster):
+        cls.node = cluster.nodes[0]
+        debootstrap_env.link_os(cluster.node_root(cls.node))
+        cls.cache = debootstrap_env.shared_cache()
+        cls.suite, mirror = debootstrap_env.apt_source()
+        cls.defaults = os.path.join(cluster.tmp, "ganeti-instance-debootstrap")
+        debootstrap_env.write_defaults(cls.defaults, cls.suite, mirror)
+
+    @classmethod
+    def startCluster(cls, cluster):
+        # every daemon of the cluster runs in the namespace with these two mounts
+        cluster.start(prefix=debootstrap_env.mount_wrapper(cls.defaults, cls.cache))
 
     def gnt_instance(self, *argv, timeout=INSTALL_TIMEOUT):
         r = run([DEBIAN_GNT_INSTANCE, *argv], env=self.env, check=False, timeout=timeout)
@@ -113,7 +99,7 @@ class KvmDebootstrapTest(KvmClusterCase):
     when no earlier test of the process did (see ``debootstrap_env.fill_cache``)."""
 
     NODES = 1
-    REASON = kvm_unavailable() or debootstrap_env.unavailable()
+    REQUIRES = (*KvmClusterCase.REQUIRES, debootstrap_env.unavailable)
     #: A Debian system with systemd under TCG: ~20 s alone with 512 MiB.
     LOGIN_TIMEOUT = 300.0
 
@@ -127,11 +113,10 @@ class KvmDebootstrapTest(KvmClusterCase):
         return debootstrap_env.mount_wrapper(cls.defaults, cls.cache)
 
     @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        if not cls.REASON:
-            for node in cls.state["nodes"]:
-                debootstrap_env.link_os(node["root"])
+    def setUpCluster(cls) -> None:
+        super().setUpCluster()
+        for node in cls.state["nodes"]:
+            debootstrap_env.link_os(node["root"])
 
     def test_debian_instance_boots_to_a_login_prompt(self) -> None:
         short = "deb1"

@@ -26,32 +26,20 @@ import re
 import socket
 import sys
 import time
-import unittest
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import ClusterCase, needs_debian_tool
 from tests.integration.helpers import node_env, run
-from tests.integration.jobtools import VirtualCluster, delay, wait_for_job, wait_for_status
+from tests.integration.jobtools import delay, wait_for_job, wait_for_status
 
 DEBIAN = "/usr/share/ganeti/3.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIME = r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # time.ctime()
 
 
-class DebugCompatTest(SynchronousTestCase):
-    cluster: VirtualCluster | None = None
-
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(os.path.join(DEBIAN, "gnt-debug")):
-            raise unittest.SkipTest("Debian's ganeti-3.0 is not installed (make test "
-                                    "installs it)")
-        cls.cluster = VirtualCluster(prefix="ganeti-debug-", nodes=2).create()
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
+class DebugCompatTest(ClusterCase):
+    PREFIX = "ganeti-debug-"
+    NODES = 2
+    REQUIRES = (needs_debian_tool("gnt-debug"),)
 
     def gnt(self, tool, *argv, timeout=60):
         assert self.cluster is not None

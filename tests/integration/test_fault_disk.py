@@ -21,11 +21,10 @@ import tempfile
 import threading
 import time
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
-
 from ganeti.core import errors
 from ganeti.luxi.client import LuxiClient
-from tests.integration.jobtools import FINAL, VirtualCluster, delay, wait_for_jobs
+from tests.integration.clustercase import ClusterCase
+from tests.integration.jobtools import FINAL, delay, wait_for_jobs
 from tests.integration.test_masterd_crash import wait_until_reaped
 
 TMPFS_SIZE = "24m"
@@ -121,14 +120,20 @@ class Watcher(threading.Thread):
             client.close()
 
 
-class DiskFullTest(SynchronousTestCase):
+def _not_root() -> str | None:
+    if os.geteuid() != 0:
+        return "mounting a small tmpfs for the job queue needs root"
+    return None
+
+
+class DiskFullTest(ClusterCase):
     """A real masterd whose job queue lives on a small tmpfs."""
 
+    CLUSTER = False  # a fresh one per test
+    REQUIRES = (_not_root,)
+
     def setUp(self) -> None:
-        if os.geteuid() != 0:
-            raise SkipTest("mounting a small tmpfs for the job queue needs root")
-        self.cluster = VirtualCluster(prefix="ganeti-diskfull-").create(start=False)
-        self.addCleanup(self.cluster.destroy)
+        self.cluster = self.new_cluster(start=False, prefix="ganeti-diskfull-")
         mount_tmpfs(self.cluster.queue_dir)
         self.addCleanup(self._unmount)
         self.cluster.start()

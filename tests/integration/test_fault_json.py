@@ -20,13 +20,11 @@ import subprocess
 import threading
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.confd import client, protocol
 from ganeti.core import serializer
 from ganeti.core.paths import Paths
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, ROOT, node_env, rss
-from tests.integration.jobtools import VirtualCluster
 
 FLOOD = 2000
 DEPTH = 10_000  # 20 KB a datagram: well under confd's size limit, far over the depth bound
@@ -50,33 +48,30 @@ def deep_datagrams(key, now):
     return unsigned, forged, signed
 
 
-class FaultJsonTest(SynchronousTestCase):
+class FaultJsonTest(ClusterCase):
     """One virtual cluster (noded and masterd) and one ganeti-confd for the class."""
 
+    PREFIX = "ganeti-fault-json-"
+    confd: subprocess.Popen | None = None
+
     @classmethod
-    def setUpClass(cls):
-        cls.vc = VirtualCluster(prefix="ganeti-fault-json-", nodes=1).create()
-        cls.confd = None
-        try:
-            cls.ip = cls.vc.ips[0]
-            cls.paths = Paths.for_node(cls.vc.root, cls.vc.master)
-            with open(cls.paths.hmac_key, "rb") as f:
-                cls.key = f.read()
-            cls.port = free_udp_port(cls.ip)
-            cls.confd_log = os.path.join(cls.vc.tmp, "confd.out")
-            with open(cls.confd_log, "wb") as out:
-                cls.confd = subprocess.Popen(
-                    [os.path.join(BIN, "twistd"), "-n", "--pidfile=", "ganeti-confd", "-b",
-                     cls.ip, "-p", str(cls.port)],
-                    env={**os.environ, **cls.vc.env}, stdout=out, stderr=subprocess.STDOUT,
-                    cwd=ROOT)
-            deadline = time.monotonic() + 20
-            while not cls.ask(timeout=0.5).answered:
-                if time.monotonic() > deadline or cls.confd.poll() is not None:
-                    raise AssertionError("ganeti-confd does not answer:\n" + cls.confd_output())
-        except BaseException:
-            cls.tearDownClass()
-            raise
+    def setUpCluster(cls):
+        cls.ip = cls.cluster.ips[0]
+        cls.paths = Paths.for_node(cls.cluster.root, cls.cluster.master)
+        with open(cls.paths.hmac_key, "rb") as f:
+            cls.key = f.read()
+        cls.port = free_udp_port(cls.ip)
+        cls.confd_log = os.path.join(cls.cluster.tmp, "confd.out")
+        with open(cls.confd_log, "wb") as out:
+            cls.confd = subprocess.Popen(
+                [os.path.join(BIN, "twistd"), "-n", "--pidfile=", "ganeti-confd", "-b",
+                 cls.ip, "-p", str(cls.port)],
+                env={**os.environ, **cls.cluster.env}, stdout=out, stderr=subprocess.STDOUT,
+                cwd=ROOT)
+        deadline = time.monotonic() + 20
+        while not cls.ask(timeout=0.5).answered:
+            if time.monotonic() > deadline or cls.confd.poll() is not None:
+                raise AssertionError("ganeti-confd does not answer:\n" + cls.confd_output())
 
     @classmethod
     def tearDownClass(cls):
@@ -87,7 +82,7 @@ class FaultJsonTest(SynchronousTestCase):
             except subprocess.TimeoutExpired:
                 cls.confd.kill()
                 cls.confd.wait()
-        cls.vc.destroy()
+        super().tearDownClass()
 
     @classmethod
     def ask(cls, timeout=5.0):
@@ -133,11 +128,11 @@ class FaultJsonTest(SynchronousTestCase):
         self.assertEqual(len(sent), FLOOD)
         for elapsed, result in served:
             self.assertTrue(result.answered, self.confd_output()[-2000:])
-            self.assertEqual(result.answer, self.vc.master)
+            self.assertEqual(result.answer, self.cluster.master)
             self.assertLess(elapsed, 2.0)
         # after the flood, again at once
         start = time.monotonic()
-        self.assertEqual(self.ask().answer, self.vc.master)
+        self.assertEqual(self.ask().answer, self.cluster.master)
         self.assertLess(time.monotonic() - start, 2.0)
         # not one reply to the hostile sender
         sender.settimeout(0.5)
@@ -217,14 +212,14 @@ class FaultJsonTest(SynchronousTestCase):
 
     def test_masterd_on_a_config_nested_too_deep(self):
         # a copy of the master's state, with config.data replaced by deeply nested JSON
-        root = os.path.join(self.vc.tmp, "deep", self.vc.master)
-        paths = Paths.for_node(root, self.vc.master)
+        root = os.path.join(self.cluster.tmp, "deep", self.cluster.master)
+        paths = Paths.for_node(root, self.cluster.master)
         shutil.copytree(self.paths.data_dir, paths.data_dir)
         os.makedirs(paths.log_dir)
         with open(paths.config_file, "w", encoding="utf-8") as f:
             f.write('{"version": 3000000, "cluster": ' + '{"a": ' * 5000 + "1" + "}" * 5000
                     + "}")
-        env = {**os.environ, **node_env(os.path.dirname(root), self.vc.master)}
+        env = {**os.environ, **node_env(os.path.dirname(root), self.cluster.master)}
         proc = subprocess.run([os.path.join(BIN, "twistd"), "-n", "--pidfile=",
                                "ganeti-masterd"], env=env, cwd=ROOT, capture_output=True,
                               text=True, timeout=60, check=False)

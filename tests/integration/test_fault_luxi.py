@@ -17,13 +17,12 @@ import sys
 import threading
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.core import errors
 from ganeti.luxi import wire
 from ganeti.luxi.client import LuxiClient
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import rss
-from tests.integration.jobtools import VirtualCluster, delay, wait_for_jobs, wait_for_status
+from tests.integration.jobtools import delay, wait_for_jobs, wait_for_status
 
 RSS_GROWTH_LIMIT = 64 * 1024 * 1024
 LATENCY_LIMIT = 2.0
@@ -86,19 +85,16 @@ def send_some(sock, data, offset):
         return offset
 
 
-class LuxiFaultTest(SynchronousTestCase):
+class LuxiFaultTest(ClusterCase):
+    PREFIX = "ganeti-fault-luxi-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-fault-luxi-").create()
+    def setUpCluster(cls):
         cls.socket = cls.cluster.socket
         with cls.cluster.client() as c:
             ids = [ok_id[1] for ok_id in c.call("SubmitManyJobs",
                                                 [[delay(0.01)] for _ in range(JOBS)])]
             wait_for_jobs(c, ids, timeout=120)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
 
     def setUp(self):
         self.pid = self.cluster.pid()

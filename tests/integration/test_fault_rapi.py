@@ -22,15 +22,14 @@ import socket
 import threading
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.cli import rapicall
 from ganeti.core import constants
 from ganeti.core.paths import Paths
 from ganeti.rapi import limits
 from ganeti.rapi.auth import LoginThrottle
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import rss
-from tests.integration.jobtools import VirtualCluster, delay, wait_for_jobs
+from tests.integration.jobtools import delay, wait_for_jobs
 
 PORT = constants.DEFAULT_RAPI_PORT
 CLUSTER = "cluster.vcluster.test"
@@ -97,30 +96,27 @@ def closed_by_peer(sock):
         return True
 
 
-class RapiFaultTest(SynchronousTestCase):
+class RapiFaultTest(ClusterCase):
     """One virtual cluster (noded, masterd, ganeti-rapi) for the three hostile cases."""
 
+    PREFIX = "ganeti-fault-rapi-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.vc = VirtualCluster(prefix="ganeti-fault-rapi-").create()
-        cls.ip = cls.vc.ips[0]
-        cls.paths = Paths.for_node(cls.vc.root, cls.vc.master)
+    def setUpCluster(cls):
+        cls.ip = cls.cluster.ips[0]
+        cls.paths = Paths.for_node(cls.cluster.root, cls.cluster.master)
         cls.context = rapicall.tls_context(cls.paths.rapi_pem)
-        cls.admin = rapicall.read_credentials(os.path.join(cls.vc.dir, "rapi-credentials"))
+        cls.admin = rapicall.read_credentials(os.path.join(cls.cluster.dir, "rapi-credentials"))
         cls.rapi_pid = read_pid(cls.paths.pid_file(constants.RAPI))
-        cls.masterd_pid = cls.vc.pid()
-        base = cls.vc.ip_base
+        cls.masterd_pid = cls.cluster.pid()
+        base = cls.cluster.ip_base
         cls.normal = Client(cls, f"{base}201", cls.admin)
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.vc.destroy()
-
     def hostile(self, host):
-        return Client(self, f"{self.vc.ip_base}{host}")
+        return Client(self, f"{self.cluster.ip_base}{host}")
 
     def test_idle_connections_do_not_lock_others_out(self):
-        attacker = f"{self.vc.ip_base}210"
+        attacker = f"{self.cluster.ip_base}210"
         opened, refused = [], 0
         start = time.monotonic()
         for _ in range(1000):
@@ -155,7 +151,7 @@ class RapiFaultTest(SynchronousTestCase):
     def submit_jobs(self):
         start = time.monotonic()
         ids = []
-        with self.vc.client(timeout=120) as client:
+        with self.cluster.client(timeout=120) as client:
             for _ in range(JOBS // 500):
                 answer = client.call("SubmitManyJobs", [[delay(0.01)] for _ in range(500)])
                 ids += [job_id for ok, job_id in answer if ok]

@@ -27,7 +27,7 @@ import socket
 import subprocess
 import time
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
+from twisted.trial.unittest import SkipTest
 
 from ganeti.cli import daemons, rapicall
 from ganeti.confd import client as confd_client
@@ -36,8 +36,9 @@ from ganeti.core.paths import Paths
 from ganeti.daemon import LISTEN_BACKLOG
 from tests.feeds import wsframes
 from tests.feeds.wsclient import BlockingFeedClient
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import ROOT
-from tests.integration.jobtools import VirtualCluster, delay, wait_for_job, wait_for_status
+from tests.integration.jobtools import delay, wait_for_job, wait_for_status
 
 DAEMONS = (constants.NODED, constants.MASTERD, constants.RAPI, constants.CONFD)
 RAPI_PORT = constants.DEFAULT_RAPI_PORT
@@ -81,35 +82,29 @@ def postrotate_script(run_dir, log_dir):
     return script.replace("/var/run/ganeti", run_dir).replace("/var/log/ganeti", log_dir)
 
 
-class SignalsTest(SynchronousTestCase):
+class SignalsTest(ClusterCase):
     """One virtual cluster with all four daemons for the class."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.vc = VirtualCluster(prefix="ganeti-signals-").create()
-        try:
-            cls.ip = cls.vc.ips[0]
-            cls.paths = Paths.for_node(cls.vc.root, cls.vc.master)
-            with open(os.path.join(cls.vc.dir, "vcluster.json"), encoding="utf-8") as f:
-                cls.cluster_name = json.load(f)["cluster_name"]
-            cls.context = rapicall.tls_context(cls.paths.rapi_pem)
-            cls.admin = rapicall.read_credentials(os.path.join(cls.vc.dir, "rapi-credentials"))
-            with open(cls.paths.rapi_users, encoding="utf-8") as f:
-                cls.original_users = f.read()
-            with open(cls.paths.hmac_key, "rb") as f:
-                cls.hmac_key = f.read()
-            # the virtual cluster runs ganeti-confd on every candidate, the master included
-            cls.confd_port = constants.DEFAULT_CONFD_PORT
-            if not poll(cls.confd_answers, timeout=20):
-                raise AssertionError("ganeti-confd does not answer:\n"
-                                     + read_text(cls.paths.log_file(constants.CONFD)))
-        except BaseException:
-            cls.tearDownClass()
-            raise
+    PREFIX = "ganeti-signals-"
 
     @classmethod
-    def tearDownClass(cls):
-        cls.vc.destroy()
+    def setUpCluster(cls):
+        cls.ip = cls.cluster.ips[0]
+        cls.paths = Paths.for_node(cls.cluster.root, cls.cluster.master)
+        with open(os.path.join(cls.cluster.dir, "vcluster.json"), encoding="utf-8") as f:
+            cls.cluster_name = json.load(f)["cluster_name"]
+        cls.context = rapicall.tls_context(cls.paths.rapi_pem)
+        cls.admin = rapicall.read_credentials(os.path.join(cls.cluster.dir,
+                                                           "rapi-credentials"))
+        with open(cls.paths.rapi_users, encoding="utf-8") as f:
+            cls.original_users = f.read()
+        with open(cls.paths.hmac_key, "rb") as f:
+            cls.hmac_key = f.read()
+        # the virtual cluster runs ganeti-confd on every candidate, the master included
+        cls.confd_port = constants.DEFAULT_CONFD_PORT
+        if not poll(cls.confd_answers, timeout=20):
+            raise AssertionError("ganeti-confd does not answer:\n"
+                                 + read_text(cls.paths.log_file(constants.CONFD)))
 
     def tearDown(self):
         with open(self.paths.rapi_users, "w", encoding="utf-8") as f:
@@ -136,23 +131,24 @@ class SignalsTest(SynchronousTestCase):
         self.assertEqual(self.pids(), pids)
         for daemon, pid in pids.items():
             self.assertTrue(daemons.pid_alive(pid), f"{daemon} died")
-        client = self.vc.client()
+        client = self.cluster.client()
         self.addCleanup(client.close)
         self.assertEqual(client.call("QueryClusterInfo")["name"], self.cluster_name)
         self.assertEqual(self.rapi("/version"), (200, 2))
         self.assertTrue(self.confd_answers())
         # noded: a job that sleeps on the node only goes through its RPC
-        job = client.call("SubmitJob", [delay(0.01, on_master=False, on_nodes=[self.vc.master])])
+        job = client.call("SubmitJob", [delay(0.01, on_master=False,
+                                              on_nodes=[self.cluster.master])])
         self.assertEqual(wait_for_job(client, job), "success")
 
     def test_sighup_keeps_every_daemon_running_and_a_running_job_succeeds(self):
         pids = self.pids()
         self.assertNotIn(None, pids.values())
         offsets = {d: os.path.getsize(self.paths.log_file(d)) for d in DAEMONS}
-        client = self.vc.client()
+        client = self.cluster.client()
         self.addCleanup(client.close)
         # 1.5 s on the master, then 1.5 s on the node (an RPC to noded)
-        job = client.call("SubmitJob", [delay(1.5, on_nodes=[self.vc.master])])
+        job = client.call("SubmitJob", [delay(1.5, on_nodes=[self.cluster.master])])
         status = wait_for_status(client, job, {"running"})
         rounds = 0
         while status[0] not in ("success", "error", "canceled"):

@@ -19,7 +19,7 @@ import time
 from twisted.internet import defer, reactor
 from twisted.internet.endpoints import SSL4ClientEndpoint, SSL4ServerEndpoint
 from twisted.internet.ssl import Certificate, CertificateOptions, optionsForClientTLS
-from twisted.trial.unittest import SynchronousTestCase, TestCase
+from twisted.trial.unittest import TestCase
 from twisted.web.resource import Resource
 from twisted.web.server import Site
 
@@ -30,7 +30,8 @@ from ganeti.feeds.websocket import feed_resource
 from tests.feeds import rawclient
 from tests.feeds.fakes import FakeEventSource, job
 from tests.feeds.wsclient import BlockingFeedClient, FeedClosed
-from tests.integration.jobtools import VirtualCluster, delay, wait_for_jobs
+from tests.integration.clustercase import ClusterCase
+from tests.integration.jobtools import delay, wait_for_jobs
 
 _PEM = {}
 
@@ -217,7 +218,7 @@ def rss_kib(pid):
     raise AssertionError(f"no VmRSS for {pid}")
 
 
-class ClusterFeedTest(SynchronousTestCase):
+class ClusterFeedTest(ClusterCase):
     """A real masterd and ganeti-rapi; feed clients over verified TLS with Basic auth."""
 
     cluster = None
@@ -227,16 +228,21 @@ class ClusterFeedTest(SynchronousTestCase):
     #: default 60 s.
     FEED_MAX_PAUSE = 600
 
+    PREFIX = "ganeti-feeds-"
+
     @classmethod
-    def setUpClass(cls):
+    def make_cluster(cls, **overrides):
         # and a reader that falls behind now and then while the machine is busy
         # (the 4 KiB window of the slow one) is not closed for falling behind often
         os.environ["GANETI_FEED_MAX_PAUSE"] = str(cls.FEED_MAX_PAUSE)
         os.environ["GANETI_FEED_MAX_RESYNCS"] = "100"
         try:
-            cls.cluster = VirtualCluster(prefix="ganeti-feeds-").create()
+            return super().make_cluster(**overrides)
         finally:
             del os.environ["GANETI_FEED_MAX_PAUSE"], os.environ["GANETI_FEED_MAX_RESYNCS"]
+
+    @classmethod
+    def setUpCluster(cls):
         with open(os.path.join(cls.cluster.dir, "vcluster.json"), encoding="utf-8") as f:
             cls.cluster_name = json.load(f)["cluster_name"]
         cls.user, cls.password = rapicall.read_credentials(
@@ -245,11 +251,6 @@ class ClusterFeedTest(SynchronousTestCase):
         with open(os.path.join(cls.cluster.root, "var/run/ganeti/ganeti-rapi.pid"),
                   encoding="ascii") as f:
             cls.rapi_pid = int(f.read().strip())
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
 
     def setUp(self):
         self.luxi = self.cluster.client()

@@ -22,13 +22,11 @@ import sys
 import time
 from collections import deque
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.luxi import wire
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import ROOT, node_env, run
 from tests.integration.jobtools import (
     FINAL,
-    VirtualCluster,
     delay,
     wait_for_job,
     wait_for_jobs,
@@ -139,25 +137,10 @@ class EventStream:
         return peaks, reasons, final
 
 
-class FilterRulesTest(SynchronousTestCase):
+class FilterRulesTest(ClusterCase):
     """The design's examples, against ganeti-masterd on a one-node virtual cluster."""
 
-    cluster: VirtualCluster | None = None
-
-    @classmethod
-    def setUpClass(cls):
-        cluster = VirtualCluster(prefix="ganeti-filter-rules-", nodes=1)
-        try:
-            cluster.create()
-        except BaseException:
-            cluster.destroy()
-            raise
-        cls.cluster = cluster
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
+    PREFIX = "ganeti-filter-rules-"
 
     def setUp(self):
         assert self.cluster is not None

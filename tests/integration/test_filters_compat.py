@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import unittest
 import uuid as uuidmod
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from tests.integration.helpers import node_env, run
-from tests.integration.jobtools import VirtualCluster, delay, wait_for_job
+from tests.integration.jobtools import delay, wait_for_job
 from tests.integration.test_rapi_compat import (
     RAPI_CLIENT,
     SYSTEM_PYTHON,
+    RapiClientCase,
     call,
     run_driver,
-    start_cluster,
 )
 
 DEBIAN_GNT_FILTER = "/usr/share/ganeti/3.0/gnt-filter"
@@ -33,26 +29,21 @@ DRAIN = [["jobid", [">", "id", "watermark"]]]
 FIELDS = ["uuid", "watermark", "priority", "predicates", "action", "reason_trail"]
 
 
-class FiltersCompatTest(SynchronousTestCase):
+def _neither_client():
+    if not (os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)
+            or os.path.exists(DEBIAN_GNT_FILTER)):
+        return ("Debian's ganeti-3.0 and python3-ganeti-rapi are not installed (make test "
+                "installs them)")
+    return None
+
+
+class FiltersCompatTest(RapiClientCase):
     """Ganeti 3.0's RAPI client and gnt-filter against a one-node virtual cluster."""
 
-    cluster: VirtualCluster | None = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.has_rapi_client = os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)
-        cls.has_gnt_filter = os.path.exists(DEBIAN_GNT_FILTER)
-        if not (cls.has_rapi_client or cls.has_gnt_filter):
-            raise unittest.SkipTest("Debian's ganeti-3.0 and python3-ganeti-rapi are not "
-                                    "installed (make test installs them)")
-        cls.tmp, cls.driver, cls.cluster, cls.user, cls.password = start_cluster(
-            "ganeti-filters-", 1)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    PREFIX = "ganeti-filters-"
+    REQUIRES = (_neither_client,)
+    has_rapi_client = os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)
+    has_gnt_filter = os.path.exists(DEBIAN_GNT_FILTER)
 
     def setUp(self):
         self.addCleanup(self.remove_all_rules)

@@ -8,13 +8,10 @@ storage paths and the busybox OS needs a disk), on the fake hypervisor.
 
 import os
 import re
-import shutil
 import sys
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import ROOT, node_env, run
-from tests.integration.jobtools import VirtualCluster
 
 DEBIAN = "/usr/share/ganeti/3.0/gnt-instance"
 OURS = os.path.join(ROOT, "bin", "gnt-instance")
@@ -39,25 +36,21 @@ def one_line_refusal(text):
                        r"(error type: \1)", text)
 
 
-class GntInstanceCompatTest(SynchronousTestCase):
+class GntInstanceCompatTest(ClusterCase):
     """Tests run in name order on one 2-node cluster."""
+
+    PREFIX = "ganeti-gnt-instance-"
+    NODES = 2
 
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(DEBIAN):
             raise AssertionError(f"{DEBIAN} is missing: run 'make install-compat'")
-        cls.cluster = VirtualCluster(prefix="ganeti-gnt-instance-", nodes=2)
-        try:
-            cls.cluster.create()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
-        cls.node2 = cls.cluster.nodes[1]
+        super().setUpClass()
 
     @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
-        shutil.rmtree(cls.cluster.tmp, ignore_errors=True)
+    def setUpCluster(cls):
+        cls.node2 = cls.cluster.nodes[1]
 
     def gnt(self, *argv, debian=False):
         env = node_env(self.cluster.dir, self.cluster.master)

@@ -14,10 +14,8 @@ import os
 import re
 import stat
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, node_env, run
-from tests.integration.jobtools import VirtualCluster
 
 DEBIAN_GNT_GROUP = "/usr/share/ganeti/3.0/gnt-group"
 _STAMP = re.compile(r"^\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4} ")
@@ -31,23 +29,16 @@ with open(name + "-{node}.json", "w") as f:
 """
 
 
-class HooksTest(SynchronousTestCase):
+class HooksTest(ClusterCase):
     """One cluster for all tests; each test cleans up its scripts."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-hooks-", nodes=3)
-        try:
-            cls.cluster.create()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
-        cls.out = os.path.join(cls.cluster.tmp, "hook-output")
-        os.makedirs(cls.out)
+    PREFIX = "ganeti-hooks-"
+    NODES = 3
 
     @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
+    def setUpCluster(cls):
+        cls.out = os.path.join(cls.cluster.tmp, "hook-output")
+        os.makedirs(cls.out)
 
     def setUp(self):
         self.scripts = []

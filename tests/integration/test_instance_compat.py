@@ -4,29 +4,17 @@ start, reboot, modify, rename, remove), and refusals with Ganeti's errors."""
 
 import os
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import node_env, run
-from tests.integration.jobtools import VirtualCluster
 
 DEBIAN = "/usr/share/ganeti/3.0"
 
 
-class InstanceCompatTest(SynchronousTestCase):
+class InstanceCompatTest(ClusterCase):
     """Tests run in name order on one cluster."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-instance-compat-", nodes=3)
-        try:
-            cls.cluster.create()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
+    PREFIX = "ganeti-instance-compat-"
+    NODES = 3
 
     def gnt(self, *argv, tool="gnt-instance", check=True):
         env = node_env(self.cluster.dir, self.cluster.master)

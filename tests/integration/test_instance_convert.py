@@ -7,7 +7,7 @@ gnt-instance modify -t, and back to file with Debian's Ganeti 3.0 gnt-instance
 import glob
 import os
 
-from tests.integration.clustercase import VirtualClusterCase
+from tests.integration.clustercase import ClusterCase, needs_files
 from tests.integration.helpers import ROOT
 from tests.integration.test_backup import debugfs
 
@@ -17,13 +17,12 @@ GNT_CLUSTER = os.path.join(ROOT, "bin", "gnt-cluster")
 MARKER = "converted by ganeti-twisted\n"
 
 
-class ConvertTest(VirtualClusterCase):
+class ConvertTest(ClusterCase):
     PREFIX = "ganeti-convert-"
     NODES = 1
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
+    def setUpCluster(cls):
         cls.node = cls.cluster.nodes[0]
 
     def images(self, kind, instance):
@@ -55,8 +54,7 @@ class ConvertTest(VirtualClusterCase):
                                False)
         self.assertEqual(rows, [["sharedfile", [32]]])
 
-        if not os.path.exists(DEBIAN):
-            return
+        self.require(needs_files(DEBIAN))
         self.tool(DEBIAN, "modify", "--ignore-ipolicy", "-t", "file", inst, debian=True)
         self.assertEqual(self.images("shared-file-storage", inst), [])
         [image] = self.images("file-storage", inst)

@@ -11,11 +11,10 @@ import subprocess
 import sys
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.core.paths import Paths
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import ROOT, node_env, run
-from tests.integration.jobtools import VirtualCluster, wait_for_job, wait_for_status
+from tests.integration.jobtools import wait_for_job, wait_for_status
 
 DEBIAN_GNT_JOB = "/usr/share/ganeti/3.0/gnt-job"
 
@@ -49,25 +48,23 @@ def _sleepers():
     return [int(p) for p in out.split()]
 
 
-class InstanceFaultsTest(SynchronousTestCase):
+class InstanceFaultsTest(ClusterCase):
+
+    PREFIX = "ganeti-instance-faults-"
+    NODES = 3
+
     @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-instance-faults-", nodes=3)
-        try:
-            cls.cluster.create()
-            for node in cls.cluster.nodes:
-                paths = Paths.for_node(cls.cluster.node_root(node), node)
-                for name, script in SCRIPTS.items():
-                    _write_os(paths.os_search_path[0], name, script)
-        except BaseException:
-            cls.cluster.destroy()
-            raise
+    def setUpCluster(cls):
+        for node in cls.cluster.nodes:
+            paths = Paths.for_node(cls.cluster.node_root(node), node)
+            for name, script in SCRIPTS.items():
+                _write_os(paths.os_search_path[0], name, script)
 
     @classmethod
     def tearDownClass(cls):
         for pid in _sleepers():
             os.kill(pid, signal.SIGKILL)
-        cls.cluster.destroy()
+        super().tearDownClass()
 
     def create_op(self, name, os_type, node=2):
         return {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": name, "mode": "create",

@@ -17,15 +17,13 @@ import os
 import shutil
 import unittest
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.core import config as configmod
 from ganeti.core import configjournal, fileutil
 from ganeti.core import constants as c
 from ganeti.noded.hypervisors import fake
 from tests.fakes.instances import add_instance
+from tests.integration.clustercase import ClusterCase, VirtualCluster, needs_debian_tool
 from tests.integration.helpers import node_env, run
-from tests.integration.jobtools import VirtualCluster
 from tests.integration.test_rapi_compat import RAPI_CLIENT, SYSTEM_PYTHON, call, run_driver
 from tests.integration.test_watcher import DEBIAN_WATCHER, DEBIAN_WATCHER_NO_DAEMONS
 
@@ -58,29 +56,16 @@ def write_instances(cluster: VirtualCluster) -> None:
         os.unlink(journal)
 
 
-class InstanceQueriesTest(SynchronousTestCase):
-    cluster: VirtualCluster | None = None
+class InstanceQueriesTest(ClusterCase):
+    PREFIX = "ganeti-instq-"
+    NODES = 2
+    REQUIRES = (needs_debian_tool("gnt-instance"),)
 
     @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(os.path.join(DEBIAN, "gnt-instance")):
-            raise unittest.SkipTest("Debian's ganeti-3.0 is not installed "
-                                    "(make install-compat installs it)")
-        cls.cluster = VirtualCluster(prefix="ganeti-instq-", nodes=2)
-        try:
-            cls.cluster.create(start=False)
-            write_instances(cls.cluster)
-            run_dir = os.path.join(cls.cluster.root, "var/run/ganeti")
-            fake.mark_running(run_dir, WEB, 256, 2)
-            cls.cluster.start()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
+    def prepareCluster(cls, cluster):
+        write_instances(cluster)
+        run_dir = os.path.join(cluster.root, "var/run/ganeti")
+        fake.mark_running(run_dir, WEB, 256, 2)
 
     def gnt(self, *argv, check=True):
         env = node_env(self.cluster.dir, self.cluster.master)

@@ -3,34 +3,25 @@ instance through our ganeti-rapi: CreateInstance (a file disk, our busybox OS, t
 fake hypervisor), GetInstance(s), Shutdown/Startup/RebootInstance, ModifyInstance,
 DeleteInstance."""
 
-import os
-import shutil
-import unittest
-
-from twisted.trial.unittest import SynchronousTestCase
-
 from tests.integration.test_rapi_compat import (
     NODE2,
-    RAPI_CLIENT,
-    SYSTEM_PYTHON,
+    RapiClientCase,
     call,
     run_driver,
-    start_cluster,
 )
 
 NAME = "web1.vcluster.test"
 
 
-class InstanceRapiCompatTest(SynchronousTestCase):
+class InstanceRapiCompatTest(RapiClientCase):
+    """One cluster for the class: each test leaves no instance behind."""
+
+    PREFIX = "ganeti-instance-rapi-"
+    NODES = 2
+
     def setUp(self):
-        if not (os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)):
-            raise unittest.SkipTest("Debian's python3-ganeti-rapi is not installed")
-        self.tmp, self.driver, self.cluster, user, password = start_cluster(
-            "ganeti-instance-rapi-", 2)
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.addCleanup(self.cluster.destroy)
-        self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": user,
-                     "password": password}
+        self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
+                     "password": self.password}
 
     def rapi(self, *calls):
         return run_driver(self.driver, self.opts, calls)

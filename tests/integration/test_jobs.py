@@ -10,14 +10,12 @@ import os
 import socket
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.core import errors
 from ganeti.luxi import wire
+from tests.integration.clustercase import ClusterCase, needs_files
 from tests.integration.helpers import node_env, run
 from tests.integration.jobtools import (
     FINAL,
-    VirtualCluster,
     delay,
     poll_until,
     wait_for_job,
@@ -39,19 +37,10 @@ def ts(value):
     return value[0] + value[1] / 1e6
 
 
-class _ClusterCase(SynchronousTestCase):
+class _ClusterCase(ClusterCase):
     """A virtual cluster for the class and a LUXI client per test."""
 
-    cluster = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster().create()
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
+    PREFIX = "ganeti-jobs-"
 
     def setUp(self):
         self.c = self.cluster.client()
@@ -92,8 +81,7 @@ class JobQueueTest(_ClusterCase):
     """Submission, waiting, dependencies, cancelling, priorities, drain, queries, events."""
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
+    def setUpCluster(cls):
         with cls.cluster.client() as c:  # job 1, for the queries by id
             cls.first = c.call("SubmitJob", [delay(0.01)])
             wait_for_job(c, cls.first)
@@ -436,8 +424,7 @@ class SchedulerTest(_ClusterCase):
     """With max_running_jobs 1 (OP_CLUSTER_SET_PARAMS), jobs really queue up."""
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
+    def setUpCluster(cls):
         with cls.cluster.client() as c:
             jid = c.call("SubmitJob", [{"OP_ID": "OP_CLUSTER_SET_PARAMS",
                                         "max_running_jobs": 1}])
@@ -530,25 +517,11 @@ class ArchiveTest(_ClusterCase):
         self.assertEqual(answer["data"], [[[0, jid], [0, "success"]]])
 
 
-class DebianToolsTest(SynchronousTestCase):
+class DebianToolsTest(ClusterCase):
     """Debian's real Ganeti 3.0 gnt-debug, gnt-job and gnt-cluster against our masterd."""
 
-    cluster = None
-
-    @classmethod
-    def setUpClass(cls):
-        if os.path.exists(GNT_JOB):
-            cls.cluster = VirtualCluster(prefix="ganeti-jobs-compat-").create()
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
-
-    def setUp(self):
-        if self.cluster is None:
-            self.skipTest(f"Debian's ganeti-3.0 is not installed ({GNT_JOB} is missing; "
-                          "make test installs it)")
+    PREFIX = "ganeti-jobs-compat-"
+    REQUIRES = (needs_files(GNT_JOB),)
 
     def tool(self, path, *argv):
         env = node_env(self.cluster.dir)

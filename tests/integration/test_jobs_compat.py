@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import textwrap
-import unittest
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import needs_files
 from tests.integration.helpers import node_env, run
 from tests.integration.jobtools import delay, wait_for_job, wait_for_status
 from tests.integration.test_rapi_compat import (
     RAPI_CLIENT,
     SYSTEM_PYTHON,
+    RapiClientCase,
     call,
     run_driver,
-    start_cluster,
 )
 
 DEBIAN = "/usr/share/ganeti/3.0"
@@ -49,27 +46,18 @@ LUXI_DRIVER = textwrap.dedent('''
 ''')
 
 
-class JobsCompatTest(SynchronousTestCase):
+class JobsCompatTest(RapiClientCase):
     """Debian Ganeti 3.0's clients against a one-node virtual cluster."""
 
-    cluster = None
+    PREFIX = "ganeti-jobscompat-"
+    REQUIRES = (needs_files(f"{DEBIAN}/gnt-job", SYSTEM_PYTHON),)
 
     @classmethod
-    def setUpClass(cls):
-        if not (os.path.exists(f"{DEBIAN}/gnt-job") and os.path.exists(SYSTEM_PYTHON)):
-            raise unittest.SkipTest("Debian's ganeti-3.0 is not installed (make test "
-                                    "installs it)")
-        cls.tmp, cls.driver, cls.cluster, cls.user, cls.password = start_cluster(
-            "ganeti-jobscompat-", 1)
+    def setUpCluster(cls):
+        super().setUpCluster()
         cls.luxi_driver = os.path.join(cls.tmp, "luxi_driver.py")
         with open(cls.luxi_driver, "w", encoding="utf-8") as f:
             f.write(LUXI_DRIVER)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     # helpers
 

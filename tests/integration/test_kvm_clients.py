@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import unittest
 
+from tests.integration.clustercase import needs_debian_tool, needs_rapi_client
 from tests.integration.helpers import VCLUSTER
 from tests.integration.kvmcluster import MARKER, KvmClusterCase
-from tests.integration.test_rapi_compat import DRIVER, RAPI_CLIENT, SYSTEM_PYTHON, call
+from tests.integration.test_rapi_compat import DRIVER, SYSTEM_PYTHON, call
 
 DEBIAN = "/usr/share/ganeti/3.0"
 
@@ -22,21 +22,16 @@ class RealClientsKvmTest(KvmClusterCase):
     """Tests run in name order on one cluster."""
 
     NODE = 3
+    REQUIRES = (needs_rapi_client, needs_debian_tool("gnt-instance"),
+                *KvmClusterCase.REQUIRES)
 
     @classmethod
-    def setUpClass(cls) -> None:
-        if not (os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)
-                and os.path.exists(os.path.join(DEBIAN, "gnt-instance"))):
-            raise unittest.SkipTest("Debian's ganeti-3.0 and python3-ganeti-rapi are not "
-                                    "installed (make install-compat installs them)")
-        super().setUpClass()
-        if cls.REASON:
-            return
+    def setUpCluster(cls) -> None:
+        super().setUpCluster()
         cls.driver = os.path.join(cls.tmp, "driver.py")
         with open(cls.driver, "w", encoding="utf-8") as f:
             f.write(DRIVER)
-        with open(os.path.join(cls.dir, "rapi-credentials"), encoding="utf-8") as f:
-            cls.user, cls.password = f.read().split()
+        cls.user, cls.password = cls.cluster.rapi_credentials()
         cls.name = cls.instance_name(cls, "rvm1")
 
     def rapi(self, *calls: list) -> list:

@@ -17,10 +17,9 @@ class KvmStartFaultsTest(KvmClusterCase):
     NODES = 1
 
     @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        if not cls.REASON:
-            cls.name = cls.instance_name(cls, "bad1")
+    def setUpCluster(cls) -> None:
+        super().setUpCluster()
+        cls.name = cls.instance_name(cls, "bad1")
 
     def taps(self) -> list[str]:
         return [link for link in self.node_links(1) if link.startswith(("tap", "vnet"))]

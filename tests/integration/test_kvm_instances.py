@@ -26,11 +26,10 @@ class KvmLifecycleTest(KvmClusterCase):
     INSTANCE_NO = 1
 
     @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        if not cls.REASON:
-            cls.name = cls.instance_name(cls, "vm1")
-            cls.ip = cls.plan.instance_ip(cls.INSTANCE_NO)
+    def setUpCluster(cls) -> None:
+        super().setUpCluster()
+        cls.name = cls.instance_name(cls, "vm1")
+        cls.ip = cls.plan.instance_ip(cls.INSTANCE_NO)
 
     def master_paths(self) -> Paths:
         return Paths.for_node(self.node(1)["root"], self.node_name(1))

@@ -20,12 +20,11 @@ import shutil
 import subprocess
 import tempfile
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.core import config as configmod
 from ganeti.core import fileutil
 from ganeti.core.objects import NIC, Disk, Instance, Network, Node
 from tests.integration import realganeti
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, run
 
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -117,20 +116,22 @@ def add_instances(path: str) -> dict[str, dict]:
     return {name: spec for name, spec in specs.items()}
 
 
-class LuxidReadsOursTest(SynchronousTestCase):
-    skip_reason: str | None = None
+def _no_luxi_client():
+    if not os.path.exists(os.path.join(DEBIAN_GANETI, "ganeti", "luxi.py")):
+        return (f"Debian's Python LUXI client ({DEBIAN_GANETI}/ganeti/luxi.py, "
+                "package ganeti-3.0) is missing; 'make install-oracle' installs it")
+    return None
+
+
+class LuxidReadsOursTest(ClusterCase):
+    CLUSTER = False  # a node root made by our gnt-cluster init, no daemon of ours
+    REQUIRES = (realganeti.unavailable, _no_luxi_client)
 
     @classmethod
     def setUpClass(cls):
-        cls.skip_reason = realganeti.unavailable()
-        if not cls.skip_reason and not os.path.exists(os.path.join(DEBIAN_GANETI, "ganeti",
-                                                                    "luxi.py")):
-            cls.skip_reason = (f"Debian's Python LUXI client ({DEBIAN_GANETI}/ganeti/luxi.py, "
-                               "package ganeti-3.0) is missing; 'make install-oracle' installs it")
+        super().setUpClass()
         cls.tmp = tempfile.mkdtemp(prefix="ganeti-luxid-reads-")
         cls.real = None
-        if cls.skip_reason:
-            return
         try:
             root = os.path.join(cls.tmp, "ours", NODE)
             os.makedirs(root)
@@ -156,10 +157,6 @@ class LuxidReadsOursTest(SynchronousTestCase):
                 cls.real.stop()
         finally:
             shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def setUp(self):
-        if self.skip_reason:
-            self.skipTest(self.skip_reason)
 
     def query(self, what: str, fields: list[str]) -> dict[str, list]:
         """Debian's client asks the real luxid; rows by name, values without status."""

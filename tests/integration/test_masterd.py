@@ -5,11 +5,10 @@ import os
 import shutil
 import stat
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.core import constants
 from ganeti.luxi import wire
 from ganeti.luxi.client import LuxiClient
+from tests.integration.clustercase import ClusterCase, needs_files
 from tests.integration.helpers import (
     BIN,
     DEBIAN_GNT_CLUSTER,
@@ -21,23 +20,19 @@ from tests.integration.helpers import (
 )
 
 
-class MasterdTest(SynchronousTestCase):
+class _OneNodeCase(ClusterCase):
+    """One virtual cluster for the class (starting twistd takes a second): ``cls.tmp``,
+    ``cls.dir``, and ``cls.socket`` (the master's LUXI socket) at hand."""
+
+    @classmethod
+    def setUpCluster(cls):
+        cls.tmp, cls.dir, cls.socket = cls.cluster.tmp, cls.cluster.dir, cls.cluster.socket
+
+
+class MasterdTest(_OneNodeCase):
     """One virtual cluster for the whole class (starting twistd takes a second)."""
 
-    @classmethod
-    def setUpClass(cls):
-        import tempfile
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-it-")
-        cls.dir = os.path.join(cls.tmp, "vc")
-        run([VCLUSTER, "create", cls.dir, "--ip-base", free_ip_base()])
-        run([VCLUSTER, "start", cls.dir])
-        cls.env = node_env(cls.dir)
-        cls.socket = os.path.join(cls.env["GANETI_ROOTDIR"], "var/run/ganeti/socket/ganeti-query")
-
-    @classmethod
-    def tearDownClass(cls):
-        run([VCLUSTER, "destroy", cls.dir], check=False)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    PREFIX = "ganeti-it-"
 
     def gnt(self, *argv):
         return run([os.path.join(BIN, "gnt-cluster"), *argv], env=self.env, check=False)
@@ -136,27 +131,11 @@ class MasterdTest(SynchronousTestCase):
         self.assertIn("gnt-cluster init", r.stderr + r.stdout)
 
 
-class DebianClientTest(SynchronousTestCase):
+class DebianClientTest(_OneNodeCase):
     """Real Ganeti 3.0 clients (Debian's packages, installed by `make test`) against us."""
 
-    @classmethod
-    def setUpClass(cls):
-        import tempfile
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-compat-")
-        cls.dir = os.path.join(cls.tmp, "vc")
-        if os.path.exists(DEBIAN_GNT_CLUSTER):
-            run([VCLUSTER, "create", cls.dir, "--ip-base", free_ip_base()])
-            run([VCLUSTER, "start", cls.dir])
-
-    @classmethod
-    def tearDownClass(cls):
-        if os.path.exists(os.path.join(cls.dir, "vcluster.json")):
-            run([VCLUSTER, "destroy", cls.dir], check=False)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def setUp(self):
-        if not os.path.exists(DEBIAN_GNT_CLUSTER):
-            self.skipTest("Debian's ganeti-3.0 is not installed (make test installs it)")
+    PREFIX = "ganeti-compat-"
+    REQUIRES = (needs_files(DEBIAN_GNT_CLUSTER),)
 
     def real(self, *argv):
         env = node_env(self.dir)
@@ -193,9 +172,11 @@ class DebianClientTest(SynchronousTestCase):
         self.assertIn("The watcher is not paused", r.stdout)
 
 
-class DemoTest(SynchronousTestCase):
+class DemoTest(ClusterCase):
     """What `make demo` runs: the first run creates, starts and demonstrates; the second
     finds the cluster running and leaves it alone."""
+
+    CLUSTER = False  # the demo command makes it: that is what is tested
 
     def setUp(self):
         import tempfile
@@ -229,23 +210,10 @@ class DemoTest(SynchronousTestCase):
         self.assertIn("Started ganeti-masterd", third)
 
 
-class EventStreamTest(SynchronousTestCase):
+class EventStreamTest(_OneNodeCase):
     """SubscribeEvents over the real socket (events themselves come with the job queue)."""
 
-    @classmethod
-    def setUpClass(cls):
-        import tempfile
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-ev-")
-        cls.dir = os.path.join(cls.tmp, "vc")
-        run([VCLUSTER, "create", cls.dir, "--ip-base", free_ip_base()])
-        run([VCLUSTER, "start", cls.dir])
-        cls.socket = os.path.join(node_env(cls.dir)["GANETI_ROOTDIR"],
-                                  "var/run/ganeti/socket/ganeti-query")
-
-    @classmethod
-    def tearDownClass(cls):
-        run([VCLUSTER, "destroy", cls.dir], check=False)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    PREFIX = "ganeti-ev-"
 
     def test_subscribe_answers_with_the_stream_position(self):
         payload = wire.encode_request("SubscribeEvents", [None])

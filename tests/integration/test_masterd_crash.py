@@ -17,13 +17,12 @@ import subprocess
 import threading
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.core import errors, jobs
 from ganeti.luxi.client import LuxiClient
 from tests.integration import realganeti
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, VCLUSTER
-from tests.integration.jobtools import FINAL, VirtualCluster, delay, wait_for_jobs, wait_for_status
+from tests.integration.jobtools import FINAL, delay, wait_for_jobs, wait_for_status
 
 ROUNDS = 6
 SEED = 20240611
@@ -124,10 +123,11 @@ class Submitter(threading.Thread):
                                       timeout)
 
 
-class MasterdCrashTest(SynchronousTestCase):
+class MasterdCrashTest(ClusterCase):
+    CLUSTER = False  # a fresh one per test
+
     def setUp(self):
-        self.cluster = VirtualCluster(prefix="ganeti-crash-").create()
-        self.addCleanup(self.cluster.destroy)
+        self.cluster = self.new_cluster(prefix="ganeti-crash-")
 
     def kill_daemon(self):
         pid = self.cluster.pid()
@@ -209,7 +209,7 @@ class MasterdCrashTest(SynchronousTestCase):
         self.assertNotIn("crashed", log)
 
 
-class MasterdZombieTest(SynchronousTestCase):
+class MasterdZombieTest(ClusterCase):
     """A restart right after a crash, while the dead daemon is still a zombie.
 
     After kill -9 the old masterd stays a zombie until its parent reaps it (pid 1 for
@@ -219,9 +219,10 @@ class MasterdZombieTest(SynchronousTestCase):
     and does not reap it until the end, which makes the situation deterministic.
     """
 
+    CLUSTER = False  # a fresh one per test
+
     def setUp(self):
-        self.cluster = VirtualCluster(prefix="ganeti-zombie-").create(start=False)
-        self.addCleanup(self.cluster.destroy)
+        self.cluster = self.new_cluster(start=False, prefix="ganeti-zombie-")
 
     def test_restart_while_the_killed_daemon_is_a_zombie(self):
         cl = self.cluster
@@ -260,12 +261,13 @@ class MasterdZombieTest(SynchronousTestCase):
         self.assertEqual(status, "error")
 
 
-class MasterdStopTest(SynchronousTestCase):
+class MasterdStopTest(ClusterCase):
     """SIGTERM (ganeti-vcluster stop) while the job store still has files to write."""
 
+    CLUSTER = False  # a fresh one per test
+
     def setUp(self):
-        self.cluster = VirtualCluster(prefix="ganeti-stop-").create()
-        self.addCleanup(self.cluster.destroy)
+        self.cluster = self.new_cluster(prefix="ganeti-stop-")
 
     def test_sigterm_while_the_file_loop_is_busy_exits_cleanly(self):
         cl = self.cluster

@@ -12,13 +12,13 @@ import subprocess
 import sys
 import time
 
-from tests.integration.clustercase import VirtualClusterCase
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import DEBIAN_GNT_CLUSTER, ROOT, run
 
 OURS = os.path.join(ROOT, "bin", "gnt-cluster")
 
 
-class MasterIpVirtualClusterTest(VirtualClusterCase):
+class MasterIpVirtualClusterTest(ClusterCase):
     PREFIX = "ganeti-masterip-"
 
     def log_text(self, name: str) -> str:

@@ -10,18 +10,13 @@ commands (checked side by side while writing these tests).
 from __future__ import annotations
 
 import os
-import shutil
-import unittest
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import needs_debian_tool, needs_rapi_client
 from tests.integration.helpers import BIN, node_env, run
 from tests.integration.test_rapi_compat import (
-    RAPI_CLIENT,
-    SYSTEM_PYTHON,
+    RapiClientCase,
     call,
     run_driver,
-    start_cluster,
 )
 
 DEBIAN_TOOLS = "/usr/share/ganeti/3.0"
@@ -30,25 +25,11 @@ SPECS_ORDER = ["memory-size", "disk-size", "disk-count", "cpu-count", "nic-count
                "spindle-use"]
 
 
-class ModifyCompatTest(SynchronousTestCase):
+class ModifyCompatTest(RapiClientCase):
     """Debian's gnt-cluster/gnt-group and RAPI client against a one-node cluster."""
 
-    cluster = None
-
-    @classmethod
-    def setUpClass(cls):
-        if not (os.path.exists(os.path.join(DEBIAN_TOOLS, "gnt-cluster"))
-                and os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)):
-            raise unittest.SkipTest("Debian's ganeti-3.0 and python3-ganeti-rapi are not "
-                                    "installed (make test installs them)")
-        cls.tmp, cls.driver, cls.cluster, cls.user, cls.password = start_cluster(
-            "ganeti-modify-", 1)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    PREFIX = "ganeti-modify-"
+    REQUIRES = (needs_debian_tool("gnt-cluster"), needs_rapi_client)
 
     # helpers
 

@@ -10,44 +10,25 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
-import unittest
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import needs_debian_tool, needs_rapi_client
 from tests.integration.helpers import ROOT, node_env, run
 from tests.integration.test_rapi_compat import (
-    RAPI_CLIENT,
-    SYSTEM_PYTHON,
+    RapiClientCase,
     call,
     run_driver,
-    start_cluster,
 )
 
 DEBIAN_TOOLS = "/usr/share/ganeti/3.0"
 
 
-class NetworkCompatTest(SynchronousTestCase):
+class NetworkCompatTest(RapiClientCase):
     """Debian's gnt-network and RAPI client against a one-node cluster."""
 
-    cluster = None
-
-    @classmethod
-    def setUpClass(cls):
-        if not (os.path.exists(os.path.join(DEBIAN_TOOLS, "gnt-network"))
-                and os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)):
-            raise unittest.SkipTest("Debian's ganeti-3.0 and python3-ganeti-rapi are not "
-                                    "installed (make test installs them)")
-        cls.tmp, cls.driver, cls.cluster, cls.user, cls.password = start_cluster(
-            "ganeti-network-", 1)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    PREFIX = "ganeti-network-"
+    REQUIRES = (needs_debian_tool("gnt-network"), needs_rapi_client)
 
     def tool(self, argv, *args):
         assert self.cluster is not None

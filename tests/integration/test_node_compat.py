@@ -9,15 +9,11 @@ only in the domain.
 
 import os
 import re
-import shutil
 import stat
 import subprocess
-import tempfile
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, node_env, run
-from tests.integration.jobtools import VirtualCluster
 
 DEBIAN = "/usr/share/ganeti/3.0"
 
@@ -32,27 +28,18 @@ esac
 """
 
 
-class NodeCompatTest(SynchronousTestCase):
+class NodeCompatTest(ClusterCase):
     """Tests run in name order on one 3-node cluster (all three master candidates)."""
 
+    PREFIX = "ganeti-node-compat-"
+    NODES = 3
+
     @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-node-compat-", nodes=3)
-        try:
-            cls.cluster.create()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-oob-")
-        cls.script = os.path.join(cls.tmp, "oob.sh")
+    def setUpCluster(cls):
+        cls.script = os.path.join(cls.cluster.tmp, "oob.sh")
         with open(cls.script, "w", encoding="ascii") as f:
             f.write(OOB_SCRIPT)
         os.chmod(cls.script, stat.S_IRWXU)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def gnt(self, tool, *argv, debian=True):
         env = node_env(self.cluster.dir, self.cluster.master)
@@ -279,14 +266,14 @@ rc=0
 """
 
 
-class RoleTranscriptTest(SynchronousTestCase):
+class RoleTranscriptTest(ClusterCase):
     """The same commands with Debian's client on our daemons give Ganeti's transcript."""
 
+    CLUSTER = False  # a fresh one for the test
+
     def setUp(self):
-        self.cluster = VirtualCluster(prefix="ganeti-node-roles-", nodes=3,
-                                      domain="example.com")
-        self.addCleanup(self.cluster.destroy)
-        self.cluster.create()
+        self.cluster = self.new_cluster(prefix="ganeti-node-roles-", nodes=3,
+                                        domain="example.com")
 
     def test_transcript(self):
         env = node_env(self.cluster.dir, self.cluster.master)

@@ -5,36 +5,23 @@ and brought back."""
 import json
 import os
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.cli import daemons
 from ganeti.core import constants
 from ganeti.core.paths import Paths
 from tests.fakes.nodes import sha1_of, ssconf_of
-from tests.integration.helpers import BIN, VCLUSTER, node_env, run
-from tests.integration.jobtools import VirtualCluster, poll_until, wait_for_job
+from tests.integration.clustercase import ClusterCase
+from tests.integration.helpers import BIN, node_env, run
+from tests.integration.jobtools import poll_until, wait_for_job
 
 DEBIAN = "/usr/share/ganeti/3.0"
 DEBIAN_GNT_NODE = os.path.join(DEBIAN, "gnt-node")
 
 
-class NodesAcceptanceTest(SynchronousTestCase):
+class NodesAcceptanceTest(ClusterCase):
     """Tests run in name order on one cluster: each leaves it as the next expects."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-nodes-acc-", nodes=3)
-        try:
-            run([VCLUSTER, "create", cls.cluster.dir, "--nodes", "3",
-                 "--ip-base", cls.cluster.ip_base], timeout=300)
-            cls.cluster.start()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
+    PREFIX = "ganeti-nodes-acc-"
+    NODES = 3
 
     def setUp(self):
         self.master, self.node2, self.node3 = self.cluster.nodes

@@ -9,42 +9,27 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import unittest
-
-from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core.paths import shipped_os_dir
+from tests.integration.clustercase import needs_files
 from tests.integration.helpers import node_env, run
 from tests.integration.test_rapi_compat import (
     RAPI_CLIENT,
     SYSTEM_PYTHON,
+    RapiClientCase,
     call,
     run_driver,
-    start_cluster,
 )
 
 DEBIAN_GNT_OS = "/usr/share/ganeti/3.0/gnt-os"
 
 
-class OsCompatTest(SynchronousTestCase):
+class OsCompatTest(RapiClientCase):
     """Ganeti 3.0's gnt-os and RAPI client against a two-node virtual cluster."""
 
-    cluster = None
-
-    @classmethod
-    def setUpClass(cls):
-        if not (os.path.exists(DEBIAN_GNT_OS) and os.path.exists(RAPI_CLIENT)
-                and os.path.exists(SYSTEM_PYTHON)):
-            raise unittest.SkipTest("Debian's ganeti-3.0 and python3-ganeti-rapi are not "
-                                    "installed (make test installs them)")
-        cls.tmp, cls.driver, cls.cluster, cls.user, cls.password = start_cluster(
-            "ganeti-os-", 2)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    PREFIX = "ganeti-os-"
+    NODES = 2
+    REQUIRES = (needs_files(DEBIAN_GNT_OS, RAPI_CLIENT, SYSTEM_PYTHON),)
 
     def gnt_os(self, *argv, check=True):
         assert self.cluster is not None

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import textwrap
 import unittest
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import (
+    RAPI_CLIENT,  # noqa: F401  (imported from here by the other compat tests)
+    SYSTEM_PYTHON,
+    ClusterCase,
+    needs_rapi_client,
+)
 from tests.integration.helpers import run
-from tests.integration.jobtools import FINAL, VirtualCluster, delay, wait_for_status
+from tests.integration.jobtools import FINAL, delay, wait_for_status
 
-SYSTEM_PYTHON = "/usr/bin/python3"
-RAPI_CLIENT = "/usr/lib/python3/dist-packages/ganeti/rapi/client.py"
 HTOOLS = "/usr/lib/ganeti/3.0/usr/bin"
 NODE2 = "node2.vcluster.test"
 
@@ -106,24 +106,26 @@ def ganeti_opcode_params():
     return json.loads(proc.stdout)
 
 
-def start_cluster(prefix, nodes):
-    """A temporary directory holding the driver script, and a created virtual
-    cluster: ``(tmp, driver, cluster, user, password)``; both are removed if the
-    cluster cannot be created."""
-    tmp = tempfile.mkdtemp(prefix=f"{prefix}compat-")
-    driver = os.path.join(tmp, "driver.py")
+def write_driver(directory):
+    """The driver script written into ``directory``; its path."""
+    driver = os.path.join(directory, "driver.py")
     with open(driver, "w", encoding="utf-8") as f:
         f.write(DRIVER)
-    cluster = VirtualCluster(prefix=prefix, nodes=nodes)
-    try:
-        cluster.create()
-    except BaseException:
-        cluster.destroy()
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    with open(os.path.join(cluster.dir, "rapi-credentials"), encoding="utf-8") as f:
-        user, password = f.read().split()
-    return tmp, driver, cluster, user, password
+    return driver
+
+
+class RapiClientCase(ClusterCase):
+    """A cluster for Debian's RAPI client: ``cls.driver`` (the driver script, in the
+    cluster's temporary directory ``cls.tmp``) and the RAPI ``cls.user`` and
+    ``cls.password``."""
+
+    REQUIRES = (needs_rapi_client,)
+
+    @classmethod
+    def setUpCluster(cls):
+        cls.tmp = cls.cluster.tmp
+        cls.driver = write_driver(cls.tmp)
+        cls.user, cls.password = cls.cluster.rapi_credentials()
 
 
 def run_driver(driver, opts, calls):
@@ -137,26 +139,17 @@ def run_driver(driver, opts, calls):
     return [r["ok"] if "ok" in r else r for r in json.loads(proc.stdout)]
 
 
-class RapiCompatTest(SynchronousTestCase):
+class RapiCompatTest(RapiClientCase):
     """GanetiRapiClient and htools against a two-node virtual cluster."""
 
-    cluster = None
+    PREFIX = "ganeti-rapi-"
+    NODES = 2
 
     @classmethod
-    def setUpClass(cls):
-        if not (os.path.exists(SYSTEM_PYTHON) and os.path.exists(RAPI_CLIENT)):
-            raise unittest.SkipTest("Debian's python3-ganeti-rapi is not installed "
-                                    "(make install-compat installs it)")
-        cls.tmp, cls.driver, cls.cluster, cls.user, cls.password = start_cluster(
-            "ganeti-rapi-", 2)
+    def setUpCluster(cls):
+        super().setUpCluster()
         cls.host = cls.cluster.ips[0]
         cls.rapi_pem = os.path.join(cls.cluster.root, "var/lib/ganeti/rapi.pem")
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster is not None:
-            cls.cluster.destroy()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def rapi(self, *calls, user="default", password=None, cafile=None):
         """Run the calls with Debian's client; each call's value (errors as dicts)."""

@@ -14,13 +14,12 @@ import subprocess
 import tempfile
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.cli import daemons, rapicall
 from ganeti.core import constants, crypto
 from ganeti.core.paths import Paths
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN
-from tests.integration.jobtools import VirtualCluster, wait_for_job
+from tests.integration.jobtools import wait_for_job
 
 PORT = constants.DEFAULT_RAPI_PORT
 CLUSTER = "cluster.vcluster.test"
@@ -46,22 +45,19 @@ def free_port(address):
         return s.getsockname()[1]
 
 
-class RapiDaemonTest(SynchronousTestCase):
+class RapiDaemonTest(ClusterCase):
     """One virtual cluster (noded, masterd and ganeti-rapi on the master) for the class."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.vc = VirtualCluster(prefix="ganeti-rapi-it-").create()
-        cls.ip = cls.vc.ips[0]
-        cls.paths = Paths.for_node(cls.vc.root, cls.vc.master)
-        cls.context = rapicall.tls_context(cls.paths.rapi_pem)
-        cls.admin = rapicall.read_credentials(os.path.join(cls.vc.dir, "rapi-credentials"))
-        with open(cls.paths.rapi_users, encoding="utf-8") as f:
-            cls.original_users = f.read()
+    PREFIX = "ganeti-rapi-it-"
 
     @classmethod
-    def tearDownClass(cls):
-        cls.vc.destroy()
+    def setUpCluster(cls):
+        cls.ip = cls.cluster.ips[0]
+        cls.paths = Paths.for_node(cls.cluster.root, cls.cluster.master)
+        cls.context = rapicall.tls_context(cls.paths.rapi_pem)
+        cls.admin = rapicall.read_credentials(os.path.join(cls.cluster.dir, "rapi-credentials"))
+        with open(cls.paths.rapi_users, encoding="utf-8") as f:
+            cls.original_users = f.read()
 
     def tearDown(self):
         with open(self.paths.rapi_users, "w", encoding="utf-8") as f:
@@ -98,7 +94,7 @@ class RapiDaemonTest(SynchronousTestCase):
         status, response, info = self.request("GET", "/2/info")
         self.assertEqual(status, 200)
         self.assertEqual(response.getheader("Content-Type"), "application/json")
-        self.assertEqual((info["name"], info["master"]), (CLUSTER, self.vc.master))
+        self.assertEqual((info["name"], info["master"]), (CLUSTER, self.cluster.master))
         self.assertEqual(self.request("GET", "/version")[2], 2)
         # the server really is checked: another trust anchor fails the handshake
         other = tempfile.NamedTemporaryFile(suffix=".pem")
@@ -141,8 +137,6 @@ class RapiDaemonTest(SynchronousTestCase):
                 if not chunk:
                     break
                 head += chunk
-        if head.startswith(b"HTTP/1.1 404"):
-            self.skipTest("ganeti.feeds is not available: no /2/feed")
         self.assertTrue(head.startswith(b"HTTP/1.1 101 "), head)
         self.assertIn(b"sec-websocket-accept:", head.lower())
 
@@ -188,7 +182,7 @@ class RapiDaemonTest(SynchronousTestCase):
         self.assertIn("lacks the &#x27;write&#x27; permission", body["message"])
         status, _, job_id = self.request("PUT", "/2/tags?tag=it:admin", self.admin)
         self.assertEqual(status, 200, job_id)
-        with self.vc.client() as client:
+        with self.cluster.client() as client:
             self.assertEqual(wait_for_job(client, job_id), "success")
             self.assertIn("it:admin", client.call("QueryTags", "cluster", ""))
 
@@ -286,7 +280,7 @@ class RapiDaemonTest(SynchronousTestCase):
         paths = Paths.for_node(os.path.join(tmp, "node9.vcluster.test"), "node9.vcluster.test")
         os.makedirs(paths.data_dir)
         with open(paths.ssconf_file("master_node"), "w") as f:
-            f.write(self.vc.master + "\n")
+            f.write(self.cluster.master + "\n")
         proc = subprocess.run([os.path.join(BIN, "twistd"), "--pidfile=", "-n", "ganeti-rapi",
                                "-b", "127.0.0.1", "-p", "0"],
                               env=dict(os.environ, **paths.env()), cwd=tmp,
@@ -317,7 +311,7 @@ class RapiDaemonTest(SynchronousTestCase):
                               capture_output=True, text=True, timeout=60, cwd="/")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         out = json.loads(proc.stdout)
-        self.assertEqual((out["version"], out["master"]), (2, self.vc.master))
+        self.assertEqual((out["version"], out["master"]), (2, self.cluster.master))
         self.assertIn("instance-create-reqv1", out["features"])
         self.assertEqual(out["error"][0], 401)
         self.assertIn("401 Authentication failed", out["error"][1])
@@ -331,5 +325,5 @@ class RapiDaemonTest(SynchronousTestCase):
             self.assertEqual(status, 502, body)
             self.assertIn("master daemon", body["message"])
         finally:
-            self.vc.start()
+            self.cluster.start()
         self.assertTrue(poll(lambda: self.request("GET", "/2/info")[0] == 200))

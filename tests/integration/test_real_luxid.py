@@ -20,12 +20,11 @@ import shutil
 import tempfile
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.core import config as configmod
 from ganeti.core import fileutil
 from tests.integration import realganeti
-from tests.integration.helpers import BIN, VCLUSTER, run
+from tests.integration.clustercase import ClusterCase
+from tests.integration.helpers import BIN, run
 
 # Every field QueryConfigValues knows in Ganeti 3.0, plus one it does not (null).
 CONFIG_FIELDS = ["cluster_name", "master_node", "watcher_pause", "drain_flag",
@@ -43,24 +42,23 @@ EXCEPTIONS = {
 # Differences known and reported, still to be fixed in ganeti/master/query/queries.py:
 # tolerated only in exactly this shape, with a warning.  Remove an entry once fixed.
 class _Oracle:
-    """Set-up and tests shared by both clusters (mixed into a TestCase below).
+    """Set-up and tests shared by both clusters (mixed into a ClusterCase below).
 
-    Subclasses define make_cluster (sets ours_root and ours_socket), start_ours
+    Subclasses define make_ours (sets ours_root and ours_socket), start_ours
     and stop_ours.
     """
 
-    skip_reason: str | None = None
+    CLUSTER = False  # each subclass makes its own (make_ours)
+    REQUIRES = (realganeti.unavailable,)
     tmp = ""
 
     @classmethod
     def setUpClass(cls):
-        cls.skip_reason = realganeti.unavailable()
+        super().setUpClass()
         cls.tmp = tempfile.mkdtemp(prefix="ganeti-oracle-")
         cls.real = None
-        if cls.skip_reason:
-            return
         try:
-            cls.make_cluster()
+            cls.make_ours()
             real_root = realganeti.copy_node_root(cls.ours_root,
                                                   os.path.join(cls.tmp, "real"))
             cls.real = realganeti.real_luxid(real_root)
@@ -75,14 +73,9 @@ class _Oracle:
         try:
             if cls.real is not None:
                 cls.real.stop()
-            if not cls.skip_reason:
-                cls.stop_ours()
+            cls.stop_ours()
         finally:
             shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def setUp(self):
-        if self.skip_reason:
-            self.skipTest(self.skip_reason)
 
     def ask_both(self, method, args):
         """The same request to both daemons; returns (ours, real), parsed."""
@@ -134,38 +127,39 @@ class _Oracle:
         self.assert_same_answer("QueryTags", ["nodegroup", "default"])
 
 
-class VirtualClusterTest(_Oracle, SynchronousTestCase):
+class VirtualClusterTest(_Oracle, ClusterCase):
     """The cluster `ganeti-vcluster create` makes, our masterd started by the vcluster."""
 
+    PREFIX = "ganeti-oracle-vc-"
     node = "node1.vcluster.test"
     cluster_tags: list[str] = []
 
     @classmethod
-    def make_cluster(cls):
-        cls.dir = os.path.join(cls.tmp, "vc")
+    def make_ours(cls):
         # A loopback range of its own: luxid calls the node daemon at the primary IP.
-        run([VCLUSTER, "create", cls.dir, "--ip-base", "127.0.123."])
-        cls.ours_root = os.path.join(cls.dir, cls.node)
-        cls.ours_socket = os.path.join(cls.ours_root, "var/run/ganeti/socket/ganeti-query")
+        cls.cluster = cls.make_cluster(start=False, ip_base="127.0.123.")
+        cls.dir = cls.cluster.dir
+        cls.ours_root = cls.cluster.root
+        cls.ours_socket = cls.cluster.socket
 
     @classmethod
     def start_ours(cls):
-        run([VCLUSTER, "start", cls.dir])
+        cls.cluster.start()
 
     @classmethod
     def stop_ours(cls):
-        if os.path.exists(os.path.join(cls.dir, "vcluster.json")):
-            run([VCLUSTER, "destroy", cls.dir], check=False)
+        if "cluster" in cls.__dict__:
+            cls.cluster.destroy()
 
 
-class InitOptionsTest(_Oracle, SynchronousTestCase):
+class InitOptionsTest(_Oracle, ClusterCase):
     """A cluster from `gnt-cluster init` with most options, and tags; masterd in the foreground."""
 
     node = "oracle1.oracle.test"
     cluster_tags = ["a-tag", "b-tag", "x10", "x9"]
 
     @classmethod
-    def make_cluster(cls):
+    def make_ours(cls):
         cls.ours_root = os.path.join(cls.tmp, "ours", cls.node)
         os.makedirs(cls.ours_root)
         env = {"GANETI_ROOTDIR": cls.ours_root, "GANETI_HOSTNAME": cls.node}

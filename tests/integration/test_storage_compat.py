@@ -10,49 +10,38 @@ changes the volume group with Debian's ``gnt-cluster modify --vg-name``.
 
 import json
 import os
-import shutil
-import tempfile
-
-from twisted.trial.unittest import SynchronousTestCase
 
 from tests.fakes.fakelvm import FakeLvm
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, node_env, run
-from tests.integration.jobtools import VCLUSTER, VirtualCluster
 
 DEBIAN = "/usr/share/ganeti/3.0"
 
 
-class StorageCompatTest(SynchronousTestCase):
+class StorageCompatTest(ClusterCase):
     """Tests run in name order on one 2-node cluster."""
 
+    PREFIX = "ganeti-storage-compat-"
+    NODES = 2
+
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-storage-lvm-")
-        cls.lvm = FakeLvm.create(cls.tmp, {"xenvg": {"size": 20480, "pvs": ["/dev/sdb"]}})
+    def prepareCluster(cls, cluster):
+        cls.lvm = FakeLvm.create(cluster.tmp, {"xenvg": {"size": 20480, "pvs": ["/dev/sdb"]}})
         state = cls.lvm.state
         state["lvs"]["xenvg/aaa.disk0"] = {"size": 1024.0}
         cls.lvm.state = state
-        cls.cluster = VirtualCluster(prefix="ganeti-storage-compat-", nodes=2)
-        try:
-            cls.cluster.create(start=False)
-            config = os.path.join(cls.cluster.root, "var/lib/ganeti/config.data")
-            with open(config, encoding="utf-8") as f:
-                data = json.load(f)
-            data["cluster"]["volume_group_name"] = "xenvg"
-            data["cluster"]["enabled_disk_templates"] = ["plain", "file"]
-            data["cluster"]["ipolicy"]["disk-templates"] = ["plain", "file"]
-            with open(config, "w", encoding="utf-8") as f:
-                json.dump(data, f)
-            run([VCLUSTER, "start", cls.cluster.dir], env=cls.lvm.env(), timeout=60)
-        except BaseException:
-            cls.cluster.destroy()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
+        config = os.path.join(cluster.root, "var/lib/ganeti/config.data")
+        with open(config, encoding="utf-8") as f:
+            data = json.load(f)
+        data["cluster"]["volume_group_name"] = "xenvg"
+        data["cluster"]["enabled_disk_templates"] = ["plain", "file"]
+        data["cluster"]["ipolicy"]["disk-templates"] = ["plain", "file"]
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump(data, f)
 
     @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    def startCluster(cls, cluster):
+        cluster.start(env=cls.lvm.env())
 
     def gnt(self, *argv, debian=True):
         env = node_env(self.cluster.dir, self.cluster.master)

@@ -10,11 +10,10 @@ import shutil
 import subprocess
 import tempfile
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.cli import daemons, netns, vcluster_ns
 from ganeti.core import constants
 from ganeti.core.paths import Paths
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import VCLUSTER, run
 
 REASON = vcluster_ns.unavailable_reason()
@@ -24,37 +23,25 @@ def busybox():
     return shutil.which("busybox")
 
 
-class NamespacedClusterTest(SynchronousTestCase):
+def _impossible():
+    return f"namespaced cluster impossible here: {REASON}" if REASON else None
+
+
+class NamespacedClusterTest(ClusterCase):
     """One 3-node namespaced cluster for the class, destroyed whatever happens."""
 
-    @classmethod
-    def setUpClass(cls):
-        if REASON:
-            return
-        cls.tmp = tempfile.mkdtemp(prefix="ganeti-netns-")
-        cls.dir = os.path.join(cls.tmp, "vc")
-        try:
-            cls.created = run([VCLUSTER, "create", cls.dir, "--namespaces", "--nodes", "3"],
-                              timeout=300)
-            cls.started = run([VCLUSTER, "start", cls.dir], timeout=120)
-            with open(os.path.join(cls.dir, "vcluster.json")) as f:
-                cls.state = json.load(f)
-            cls.plan = netns.NetPlan.from_dict(cls.state["netns"])
-        except BaseException:
-            cls.tearDownClass()
-            raise
+    PREFIX = "ganeti-netns-"
+    NODES = 3
+    NAMESPACES = True
+    START_TIMEOUT = 120
+    REQUIRES = (_impossible,)
 
     @classmethod
-    def tearDownClass(cls):
-        if REASON:
-            return
-        if os.path.exists(os.path.join(cls.dir, "vcluster.json")):
-            run([VCLUSTER, "destroy", cls.dir], check=False, timeout=120)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def setUp(self):
-        if REASON:
-            self.skipTest(f"namespaced cluster impossible here: {REASON}")
+    def setUpCluster(cls):
+        cls.tmp, cls.dir = cls.cluster.tmp, cls.cluster.dir
+        cls.created, cls.started = cls.cluster.created, cls.cluster.started
+        cls.state = cls.cluster.state
+        cls.plan = netns.NetPlan.from_dict(cls.state["netns"])
 
     def exec_in(self, *argv, check=True):
         return run([VCLUSTER, "exec", self.dir, *argv], check=check, timeout=60)
@@ -138,10 +125,11 @@ class NamespacedClusterTest(SynchronousTestCase):
             self.assertIn(f"GANETI_LIBVIRT_URI={vcluster_ns.libvirt_uri(root)}".encode(), env)
 
 
-class DestroyLeavesNothingTest(SynchronousTestCase):
+class DestroyLeavesNothingTest(ClusterCase):
+    CLUSTER = False  # destroy is what is tested: the test runs the commands itself
+    REQUIRES = (_impossible,)
+
     def test_destroy(self):
-        if REASON:
-            self.skipTest(f"namespaced cluster impossible here: {REASON}")
         tmp = tempfile.mkdtemp(prefix="ganeti-netns-")
         self.addCleanup(shutil.rmtree, tmp, True)
         directory = os.path.join(tmp, "vc")

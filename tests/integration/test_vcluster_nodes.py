@@ -6,13 +6,11 @@ import os
 import shutil
 import tempfile
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.cli import daemons
 from ganeti.core import constants
 from ganeti.core.paths import Paths
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, VCLUSTER, run
-from tests.integration.jobtools import VirtualCluster
 
 NODED, MASTERD = constants.NODED, constants.MASTERD
 
@@ -26,23 +24,15 @@ def status_rows(out):
     return rows
 
 
-class VClusterNodesTest(SynchronousTestCase):
+class VClusterNodesTest(ClusterCase):
     """One 3-node cluster for the class; stopped and destroyed whatever happens."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-nodes-", nodes=3)
-        try:
-            cls.created = run([VCLUSTER, "create", cls.cluster.dir, "--nodes", "3",
-                               "--ip-base", cls.cluster.ip_base], timeout=300)
-            cls.cluster.start()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
+    PREFIX = "ganeti-nodes-"
+    NODES = 3
 
     @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
+    def setUpCluster(cls):
+        cls.created = cls.cluster.created
 
     def paths(self, node):
         return Paths.for_node(self.cluster.node_root(node), node)

@@ -7,13 +7,11 @@ import datetime
 import os
 import re
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from ganeti.cli import daemons
 from ganeti.core import constants, crypto, fileutil
 from ganeti.core.paths import Paths
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, node_env, run
-from tests.integration.jobtools import VirtualCluster
 
 DEBIAN_GNT_CLUSTER = "/usr/share/ganeti/3.0/gnt-cluster"
 
@@ -50,21 +48,11 @@ def normalise(text):
             else line for line in lines]
 
 
-class VerifyTest(SynchronousTestCase):
+class VerifyTest(ClusterCase):
     """Tests run in name order on one cluster; each leaves it healthy."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = VirtualCluster(prefix="ganeti-verify-", nodes=3)
-        try:
-            cls.cluster.create()
-        except BaseException:
-            cls.cluster.destroy()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cluster.destroy()
+    PREFIX = "ganeti-verify-"
+    NODES = 3
 
     def gnt(self, *argv, debian=False):
         env = node_env(self.cluster.dir, self.cluster.master)

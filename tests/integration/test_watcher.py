@@ -4,15 +4,12 @@ service, and Debian's own ganeti-watcher against our master daemon."""
 
 import json
 import os
-import shutil
 import signal
 import sys
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.integration.clustercase import ClusterCase
 from tests.integration.helpers import BIN, DEBIAN_GNT_CLUSTER, ROOT, node_env, run
-from tests.integration.jobtools import VirtualCluster
 
 WATCHER = [sys.executable, os.path.join(ROOT, "bin", "ganeti-watcher")]
 DEBIAN_WATCHER = "/usr/sbin/ganeti-watcher"
@@ -47,31 +44,27 @@ def wait_until(check, timeout=30.0):
     return True
 
 
-class WatcherClusterTest(SynchronousTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.vc = VirtualCluster(prefix="ganeti-watcher-", nodes=2).create()
-        cls.env = cls.vc.env
-        cls.env2 = node_env(cls.vc.dir, cls.vc.nodes[1])
+class WatcherClusterTest(ClusterCase):
+    PREFIX = "ganeti-watcher-"
+    NODES = 2
 
     @classmethod
-    def tearDownClass(cls):
-        cls.vc.destroy()
-        shutil.rmtree(cls.vc.tmp, ignore_errors=True)
+    def setUpCluster(cls):
+        cls.env2 = node_env(cls.cluster.dir, cls.cluster.nodes[1])
 
     def tearDown(self):
         run([os.path.join(BIN, "gnt-cluster"), "watcher", "continue"], env=self.env,
             check=False)
 
     def data(self, node, name):
-        return os.path.join(self.vc.node_root(node), "var/lib/ganeti", name)
+        return os.path.join(self.cluster.node_root(node), "var/lib/ganeti", name)
 
     def pause_file(self, node):
         path = self.data(node, "watcher.pause")
         return open(path).read() if os.path.exists(path) else None
 
     def group_uuid(self):
-        with open(self.data(self.vc.master, "ssconf_nodegroups")) as f:
+        with open(self.data(self.cluster.master, "ssconf_nodegroups")) as f:
             return f.read().split()[0]
 
     def watcher(self, *argv, env=None):
@@ -86,14 +79,14 @@ class WatcherClusterTest(SynchronousTestCase):
             r = run([tool, "watcher", "pause", "1h"], env=self.env, check=False)
             self.assertEqual(r.returncode, 0, tool + r.stderr)
             self.assertTrue(r.stdout.startswith("The watcher is paused until "), r.stdout)
-            until = int(self.pause_file(self.vc.master))
+            until = int(self.pause_file(self.cluster.master))
             self.assertLessEqual(abs(until - (before + 3600)), 5)
-            self.assertEqual(self.pause_file(self.vc.nodes[1]), f"{until}\n")  # a candidate
+            self.assertEqual(self.pause_file(self.cluster.nodes[1]), f"{until}\n")  # a candidate
             self.assertEqual(run([tool, "watcher", "info"], env=self.env).stdout,
                              f"The watcher is paused until {time.ctime(until)}.\n")
             r = run([tool, "watcher", "continue"], env=self.env, check=False)
             self.assertEqual((r.returncode, r.stdout), (0, "The watcher is no longer paused.\n"))
-            self.assertEqual([self.pause_file(n) for n in self.vc.nodes], [None, None])
+            self.assertEqual([self.pause_file(n) for n in self.cluster.nodes], [None, None])
             r = run([tool, "watcher", "pause"], env=self.env, check=False)
             self.assertEqual(r.returncode, 1)
             self.assertIn("Missing pause duration", r.stdout + r.stderr)
@@ -103,11 +96,11 @@ class WatcherClusterTest(SynchronousTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("Archived", r.stderr)
         uuid = self.group_uuid()
-        with open(self.data(self.vc.master, f"watcher.{uuid}.data")) as f:
+        with open(self.data(self.cluster.master, f"watcher.{uuid}.data")) as f:
             state = json.load(f)
-        self.assertEqual(sorted(state["node"]), sorted(self.vc.nodes))  # live boot ids
+        self.assertEqual(sorted(state["node"]), sorted(self.cluster.nodes))  # live boot ids
         self.assertTrue(all(v["bootid"] for v in state["node"].values()))
-        self.assertTrue(os.path.exists(os.path.join(self.vc.root,
+        self.assertTrue(os.path.exists(os.path.join(self.cluster.root,
                                                     "var/log/ganeti/watcher.log")))
 
     def test_paused_watcher_does_nothing(self):
@@ -118,12 +111,12 @@ class WatcherClusterTest(SynchronousTestCase):
         self.assertNotIn("Archived", r.stderr)
 
     def test_restarts_a_stopped_rapi_and_noded(self):
-        rapi_pid = os.path.join(self.vc.root, "var/run/ganeti/ganeti-rapi.pid")
+        rapi_pid = os.path.join(self.cluster.root, "var/run/ganeti/ganeti-rapi.pid")
         old = int(open(rapi_pid).read())
         os.kill(old, signal.SIGTERM)
         self.assertTrue(wait_until(lambda: not os.path.exists(f"/proc/{old}")
                                    or open(f"/proc/{old}/stat").read().split()[2] == "Z"))
-        node2_pid = os.path.join(self.vc.node_root(self.vc.nodes[1]),
+        node2_pid = os.path.join(self.cluster.node_root(self.cluster.nodes[1]),
                                  "var/run/ganeti/ganeti-noded.pid")
         old2 = int(open(node2_pid).read())
         os.kill(old2, signal.SIGTERM)
@@ -143,7 +136,7 @@ class WatcherClusterTest(SynchronousTestCase):
     def test_state_file_locked_by_another_watcher(self):
         import fcntl
         uuid = self.group_uuid()
-        path = self.data(self.vc.master, f"watcher.{uuid}.data")
+        path = self.data(self.cluster.master, f"watcher.{uuid}.data")
         with open(path, "a") as held:
             fcntl.flock(held, fcntl.LOCK_EX)
             r = self.watcher("-d", "--node-group", uuid)
@@ -159,9 +152,9 @@ class WatcherClusterTest(SynchronousTestCase):
         exits 0."""
         if not os.path.exists(DEBIAN_WATCHER):
             self.skipTest("Debian's ganeti-watcher is not installed")
-        ip = self.vc.ips[0]
+        ip = self.cluster.ips[0]
         # Ganeti's ensure-dirs creates LOCK_DIR; our nodes get it from our watcher's first run
-        os.makedirs(os.path.join(self.vc.root, "var/lock"), exist_ok=True)
+        os.makedirs(os.path.join(self.cluster.root, "var/lock"), exist_ok=True)
         r = run(["/usr/bin/python3", "-c", DEBIAN_WATCHER_NO_DAEMONS, "-d", "--rapi-ip", ip],
                 env=self.env, check=False, timeout=120)
         log = r.stderr

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import config as configmod
@@ -17,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 KILLS = 25
 
 
+@pytest.mark.subprocess
 class CrashTest(SynchronousTestCase):
     def test_kill_writer_at_random_moments(self):
         path = os.path.join(os.path.abspath(self.mktemp()), "config.data")

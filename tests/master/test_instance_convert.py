@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.noded.bdev import convert, lvm
@@ -20,6 +21,7 @@ MIB = 1024 * 1024
 TEMPLATES = ["plain", "file", "sharedfile", "diskless"]
 
 
+@pytest.mark.subprocess
 class ConvertTest(SynchronousTestCase):
     def setUp(self) -> None:
         self.lvm = FakeLvm.install(self, vgs={"xenvg": {"size": 64, "pvs": ["/dev/sdb"]}})

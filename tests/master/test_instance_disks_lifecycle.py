@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.noded.bdev import lvm
@@ -17,6 +18,7 @@ from tests.fakes.nodes import master_with_nodes
 FS = "/srv/ganeti/file-storage"
 
 
+@pytest.mark.subprocess
 class DisksLifecycleTest(SynchronousTestCase):
     def setUp(self) -> None:
         self.lvm = FakeLvm.install(self, vgs={"xenvg": {"size": 8192, "pvs": ["/dev/sdb"]}})

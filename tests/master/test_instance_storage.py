@@ -5,6 +5,7 @@ volumes through the fake ``lvm`` program."""
 import os
 from types import SimpleNamespace
 
+import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
@@ -246,6 +247,7 @@ class FileLifecycleTest(_Base):
         self.assertFalse(os.path.exists(self.local(disks[1].logical_id[1])))
 
 
+@pytest.mark.subprocess
 class PlainTest(_Base):
     def setUp(self):
         super().setUp()

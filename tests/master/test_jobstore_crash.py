@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -19,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 KILLS = 15
 
 
+@pytest.mark.subprocess
 class JobStoreCrashTest(SynchronousTestCase):
     def recover(self, paths):
         store = JobStore(paths, lambda fn, *a: defer.maybeDeferred(fn, *a), Clock())

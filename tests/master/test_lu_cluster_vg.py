@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import errors as c
@@ -199,6 +200,7 @@ class EnableLvmTest(VgCase):
         self.assertIn("Can't parse value for 'vg_name': expected a string", str(err))
 
 
+@pytest.mark.subprocess
 class PlainInstancesTest(SynchronousTestCase):
     """With the real ``vg_list`` handler on the fake lvm program."""
 

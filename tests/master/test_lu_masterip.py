@@ -9,6 +9,7 @@ import socket
 import stat
 from typing import Any
 
+import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
@@ -33,6 +34,7 @@ def write_script(path: str, body: str) -> None:
     os.chmod(path, stat.S_IRWXU)
 
 
+@pytest.mark.subprocess
 class OpcodeTest(TestCase):
     def setUp(self) -> None:
         self.master, self.net = master_with_nodes(self, nodes=1)
@@ -160,6 +162,7 @@ class ActivationAtStartTest(TestCase):
         self.assertFalse(self.successResultOf(svc.done))
 
 
+@pytest.mark.subprocess
 class CliTest(TestCase):
     """gnt-cluster activate-master-ip / deactivate-master-ip against the whole master."""
 
@@ -205,6 +208,7 @@ class CliTest(TestCase):
         self.assertIn("Could not activate the master IP", err)
 
 
+@pytest.mark.subprocess
 class MasterNetmaskTest(TestCase):
     """OP_CLUSTER_SET_PARAMS master_netmask: node_change_master_netmask on the master, its
     failure a warning; the config changes either way (Ganeti's)."""
@@ -242,6 +246,7 @@ class MasterNetmaskTest(TestCase):
         self.assertNotIn((MASTER, "node_change_master_netmask"), self.net.contacted)
 
 
+@pytest.mark.subprocess
 class MasterNetdevTest(TestCase):
     """OP_CLUSTER_SET_PARAMS master_netdev (issue 34: GetInfo's value can be sent back):
     as Ganeti's, the master IP goes down on the current device, the device changes, and

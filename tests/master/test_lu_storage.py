@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core.objects import Disk, Instance
@@ -15,6 +16,7 @@ from tests.fakes.fakelvm import FakeLvm, enable_lvm
 from tests.fakes.nodes import master_with_nodes
 
 
+@pytest.mark.subprocess
 class StorageLuTest(SynchronousTestCase):
     def setUp(self) -> None:
         self.fake = FakeLvm.install(self, vgs={"xenvg": {"size": 100, "pvs": ["/dev/sdb"]}})

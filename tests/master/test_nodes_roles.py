@@ -12,6 +12,8 @@ import json
 import os
 import stat
 
+import pytest
+
 from ganeti.core import constants as c
 from ganeti.core.errors import ECODE_INVAL, ECODE_NOENT, ECODE_STATE
 from tests.master.test_nodes import MASTER, NodesTestCase
@@ -194,6 +196,7 @@ esac
 """
 
 
+@pytest.mark.subprocess
 class OutOfBandTest(NodesTestCase):
     extra_nodes = 2
 

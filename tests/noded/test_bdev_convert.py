@@ -3,6 +3,7 @@
 
 import os
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.noded.bdev import convert, lvm
@@ -15,6 +16,7 @@ SHARED = "/srv/ganeti/shared-file-storage"
 MIB = 1024 * 1024
 
 
+@pytest.mark.subprocess
 class ConvertTest(NodeCalls, SynchronousTestCase):
     def setUp(self):
         self.paths = node_paths(self)

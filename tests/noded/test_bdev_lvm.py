@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 
+import pytest
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from ganeti.noded.bdev import lvm
@@ -18,6 +19,7 @@ def lv_disk(lv, vg="xenvg", stripes=1):
             "iv_name": "disk/0"}
 
 
+@pytest.mark.subprocess
 class FakeLvmTest(NodeCalls, SynchronousTestCase):
     def setUp(self):
         self.fake = FakeLvm.install(self, vgs={"xenvg": {"size": 100, "pvs": ["/dev/sdb"]},
@@ -154,6 +156,7 @@ class FileStorageUnitsTest(NodeCalls, SynchronousTestCase):
             "storage_list", ["file", ["/srv/ganeti/file-storage"], "/etc", ["name"]]))
 
 
+@pytest.mark.subprocess
 class RealLoopVolumeGroupTest(NodeCalls, SynchronousTestCase):
     """A real VG on a loop device: what CI (root, no device-mapper) runs."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import os
 
+import pytest
 from twisted.internet import reactor
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase, TestCase
@@ -103,6 +104,7 @@ class FileCallsTest(SynchronousTestCase):
         self.assertFalse(is_staging("x-1"))
 
 
+@pytest.mark.subprocess
 class ScriptTest(TestCase):
     timeout = 60
 

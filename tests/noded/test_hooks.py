@@ -9,6 +9,7 @@ import json
 import os
 import time
 
+import pytest
 from twisted.internet import defer, reactor
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
@@ -42,6 +43,7 @@ def process_gone(pid):
         return True
 
 
+@pytest.mark.subprocess
 class RunnerTest(TestCase):
     timeout = 60
 
@@ -169,6 +171,7 @@ def deferLater(seconds):
     return task.deferLater(reactor, seconds, lambda: None)
 
 
+@pytest.mark.subprocess
 class CallTest(TestCase):
     timeout = 60
 

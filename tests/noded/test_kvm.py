@@ -14,6 +14,7 @@ import itertools
 import os
 from typing import Any
 
+import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -322,6 +323,7 @@ class KvmNodeCallsTest(LibvirtTestCase):
         self.assertIn("Hypervisor kvm is not available on this node", str(failure.value))
 
 
+@pytest.mark.subprocess
 class VolumeRangeTest(SynchronousTestCase):
     """A plain disk without device-mapper: its byte range on the physical volume (a
     real volume group on a loop device; root only)."""

@@ -10,6 +10,7 @@ import shutil
 import socket
 import stat
 
+import pytest
 from twisted.internet import reactor
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
@@ -69,6 +70,7 @@ class ParseTest(TestCase):
         self.assertEqual(status, 400)
 
 
+@pytest.mark.subprocess
 class ScriptTest(TestCase):
     def setUp(self):
         self.paths = node_paths(self)
@@ -147,6 +149,7 @@ class ScriptTest(TestCase):
         self.assertFalse(os.path.exists(self.out))
 
 
+@pytest.mark.subprocess
 class DefaultScriptTest(TestCase):
     """Our own script, run for real on an address of the loopback range: nothing changes."""
 

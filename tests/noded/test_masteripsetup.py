@@ -248,6 +248,7 @@ def test_main_success_and_failure():
     assert (code, "not permitted" in err) == (1, True)
 
 
+@pytest.mark.subprocess
 def test_run_command_reports_a_missing_program():
     assert mip.run_command(["no-such-program-here"])[0] == 127
     status, output = mip.run_command(["true"])

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 
+import pytest
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -17,6 +18,7 @@ from ganeti.noded.backend import oob, roles
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 
 
+@pytest.mark.subprocess
 class RunOobTest(SynchronousTestCase):
     def setUp(self) -> None:
         self.tmp = os.path.abspath(self.mktemp())
@@ -66,6 +68,7 @@ class RunOobTest(SynchronousTestCase):
                 call.check_args(bad)
 
 
+@pytest.mark.subprocess
 class DemoteTest(SynchronousTestCase):
     def setUp(self) -> None:
         tmp = os.path.abspath(self.mktemp())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
+import pytest
 from twisted.internet import defer, reactor
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
@@ -16,6 +17,7 @@ from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from tests.noded.test_procs import alive, read_pids, wait_for
 
 
+@pytest.mark.subprocess
 class SpawnedOobTest(TestCase):
     def setUp(self) -> None:
         self.tmp = os.path.abspath(self.mktemp())

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 
+import pytest
 from twisted.internet import reactor
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
@@ -35,6 +36,7 @@ def debugfs(image: str, request: str) -> str:
     return out.stdout
 
 
+@pytest.mark.subprocess
 class BusyboxOsTest(TestCase):
     timeout = 60
 

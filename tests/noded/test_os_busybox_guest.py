@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import unittest
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import paths as pathsmod
@@ -26,6 +27,7 @@ def debugfs(image: str, request: str) -> str:
     return out.stdout
 
 
+@pytest.mark.subprocess
 class BusyboxGuestTreeTest(SynchronousTestCase):
     def setUp(self) -> None:
         if not shutil.which("busybox", path=ENV_PATH) or not shutil.which("debugfs",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import rpcdefs
@@ -102,6 +103,7 @@ class TableTest(SynchronousTestCase):
             self.assertRaises(rpcdefs.RpcReplyError, call.decode_payload, bad)
 
 
+@pytest.mark.subprocess
 class HandlerTest(OsTestCase):
     async def test_output_is_readable_while_the_script_runs_secrets_hidden(self):
         gate = os.path.join(self.out, "gate")

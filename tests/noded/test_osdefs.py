@@ -14,6 +14,7 @@ import re
 import tarfile
 import time
 
+import pytest
 from twisted.internet import defer, reactor
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
@@ -251,6 +252,7 @@ class DiagnoseTest(OsTestCase):
         self.assertEqual(str(err.value), "Directory for OS missing not found in search path")
 
 
+@pytest.mark.subprocess
 class ValidateTest(OsTestCase):
     def validate(self, name, params, required=True, force_variant=False,
                  checks=("parameters",)):
@@ -309,6 +311,7 @@ class ValidateTest(OsTestCase):
         self.assertIs(await self.validate("old", {"anything": 1}), True)
 
 
+@pytest.mark.subprocess
 class InstanceScriptsTest(OsTestCase):
     def local_disk0(self):
         return files.local(self.ctx.paths, "/srv/disk0")
@@ -499,6 +502,7 @@ class ReadingTest(TestCase):
         self.assertEqual(osdir.API_VERSIONS, frozenset(constants.OS_API_VERSIONS))
 
 
+@pytest.mark.subprocess
 class ChildProcessOptionsTest(TestCase):
     """What the OS scripts need of ganeti/noded/procs.py: the exact environment, one
     ordered output stream, and all of it to a sink."""

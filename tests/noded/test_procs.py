@@ -12,6 +12,7 @@ import os
 import signal
 import time
 
+import pytest
 from twisted.internet import defer, reactor, task
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
@@ -47,6 +48,7 @@ def read_pids(path: str) -> list[int]:
         return []
 
 
+@pytest.mark.subprocess
 class ProcsTest(TestCase):
     def setUp(self) -> None:
         self.clock = Clock()

@@ -4,6 +4,8 @@ is the fake program."""
 
 from __future__ import annotations
 
+import pytest
+
 from ganeti.noded.bdev import lvm
 from ganeti.rapi import errors as http
 from ganeti.rapi.routes import ROUTES
@@ -12,6 +14,7 @@ from tests.fakes.fakelvm import FakeLvm, enable_lvm
 from tests.fakes.rapi import RapiTestCase
 
 
+@pytest.mark.subprocess
 class StorageResourcesTest(RapiTestCase):
     def setUp(self) -> None:
         self.fake = FakeLvm.install(self, vgs={"xenvg": {"size": 300, "pvs": ["/dev/sdb"]}})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
 from twisted.internet import defer, reactor
 from twisted.internet.endpoints import SSL4ServerEndpoint
 from twisted.internet.task import Clock
@@ -38,6 +39,7 @@ TEST_CALLS = rpcdefs.build_table(*(d.CALLS for d in rpcdefs.DOMAINS), [
 ])
 
 
+@pytest.mark.subprocess
 class CancelTest(TestCase):
     async def setUp(self):
         self.grace = Clock()
