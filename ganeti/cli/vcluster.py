@@ -171,6 +171,9 @@ def setup_create(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", default=DEFAULT_DOMAIN,
                    help="DNS domain of the node names (default: %(default)s)")
     p.add_argument("--name", help="cluster name (default: cluster.<domain>)")
+    p.add_argument("--start", action="store_true",
+                   help="leave every daemon running once the nodes joined, as 'start' "
+                        "would (saves stopping and starting them again)")
     _setup_mode(p, "loopback addresses (default)")
 
 
@@ -378,8 +381,9 @@ def join_nodes(ctx: Context, vc: VCluster, opts: argparse.Namespace,
 
 
 def cmd_create(ctx: Context, opts: argparse.Namespace) -> int:
-    """Initialise node 1 as master and add the other nodes; leaves the daemons stopped."""
-    return create(ctx, opts, keep_running=False)
+    """Initialise node 1 as master and add the other nodes; leaves the daemons stopped
+    (running with ``--start``)."""
+    return create(ctx, opts, keep_running=bool(getattr(opts, "start", False)))
 
 
 def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:

@@ -16,7 +16,8 @@ from ganeti.cli import vcluster, vcluster_demo, vcluster_ns
 from ganeti.cli.framework import Command, run_tool
 
 COMMANDS = [
-    Command("create", vcluster.cmd_create, "Create a virtual cluster in DIR (daemons left stopped)",
+    Command("create", vcluster.cmd_create, "Create a virtual cluster in DIR (daemons left stopped, "
+            "or running with --start)",
             vcluster.setup_create),
     Command("start", vcluster.cmd_start, "Start the daemons that are not running (noded on every "
             "node, then masterd)", vcluster.setup_dir),

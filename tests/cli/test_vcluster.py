@@ -211,6 +211,18 @@ class VClusterTest(SynchronousTestCase):
         self.assertIn("All 3 nodes are in the cluster.", out)
         self.assertIn("daemons are stopped again", out)
 
+    def test_create_with_start_leaves_the_daemons_running(self):
+        code, out, err = self.create3("--start")
+        self.assertEqual(code, 0, err)
+        self.assertEqual([e for e in self.fake.events if e[0] == "stop"], [])
+        self.assertEqual(set(self.fake.running), {
+            ("node1.x.test", NODED), ("node2.x.test", NODED), ("node3.x.test", NODED),
+            ("node1.x.test", CONFD), ("node1.x.test", MASTERD), ("node1.x.test", RAPI)}
+            | {(n, CONFD) for n in ("node2.x.test", "node3.x.test")
+               if (n, CONFD) in self.fake.running})
+        self.assertIn("All 3 nodes are in the cluster.", out)
+        self.assertNotIn("daemons are stopped again", out)
+
     def test_create_one_node_starts_nothing(self):
         code, out, err = self.run_cli("create", self.dir)
         self.assertEqual(code, 0, err)

@@ -114,11 +114,15 @@ class VirtualCluster:
         return [*argv, "--ip-base", self.ip_base, "--domain", self.domain]
 
     def create(self, start: bool = True) -> VirtualCluster:
-        self.created = run(self.create_argv(), timeout=self.create_timeout)
+        """``ganeti-vcluster create``; with ``start`` its ``--start`` (the daemons stay
+        up, as a later ``start`` would leave them)."""
+        argv = self.create_argv() + (["--start"] if start else [])
+        self.created = run(argv, timeout=self.create_timeout + (self.start_timeout
+                                                                 if start else 0))
         with open(os.path.join(self.dir, "vcluster.json"), encoding="utf-8") as f:
             self.state = json.load(f)
         if start:
-            self.start()
+            self.started = self.created
         return self
 
     def start(self, prefix: Sequence[str] = (), env: dict[str, str] | None = None) -> Any:
@@ -183,6 +187,10 @@ class ClusterCase(SynchronousTestCase):
     #: whether ``ganeti-vcluster start`` runs after ``create``, and its time bound
     START: ClassVar[bool] = True
     START_TIMEOUT: ClassVar[float] = 60
+    #: a class that neither prepares nor starts its cluster its own way gets it from
+    #: ``create --start`` (the daemons stay up: no stop and start again); False: a
+    #: plain ``create`` then ``start``, as an administrator may run them
+    CREATE_RUNNING: ClassVar[bool] = True
     #: whether the class has a cluster of its own (or shares one: ``SHARED``)
     CLUSTER: ClassVar[bool] = True
     SHARED: ClassVar[str | None] = None
@@ -231,10 +239,18 @@ class ClusterCase(SynchronousTestCase):
                                    "start_timeout": cls.START_TIMEOUT}
         options.update(overrides)
         cluster = VirtualCluster(**options)
+        start = cls.START if start is None else start
+        own = (getattr(cls.prepareCluster, "__func__", None)
+               is not getattr(ClusterCase.prepareCluster, "__func__", None)
+               or getattr(cls.startCluster, "__func__", None)
+               is not getattr(ClusterCase.startCluster, "__func__", None))
         try:
+            if start and cls.CREATE_RUNNING and not own:
+                cluster.create(start=True)
+                return cluster
             cluster.create(start=False)
             cls.prepareCluster(cluster)
-            if cls.START if start is None else start:
+            if start:
                 cls.startCluster(cluster)
         except BaseException:
             cluster.destroy()

@@ -27,6 +27,7 @@ def status_rows(out):
 class VClusterNodesTest(ClusterCase):
     """One 3-node cluster for the class; stopped and destroyed whatever happens."""
 
+    CREATE_RUNNING = False  # it checks what a plain create prints
     PREFIX = "ganeti-nodes-"
     NODES = 3
 

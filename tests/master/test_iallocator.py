@@ -12,6 +12,7 @@ import os
 import stat
 import unittest
 
+import pytest
 from twisted.internet import defer, reactor
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase, TestCase
@@ -184,6 +185,7 @@ class FindTest(SynchronousTestCase):
         self.assertEqual(runner.allocator_arguments({"a": "1", "b": None}), ["--a=1", "--b"])
 
 
+@pytest.mark.subprocess
 class RunnerTest(TestCase):
     def setUp(self):
         self.dir = os.path.abspath(self.mktemp())
@@ -244,6 +246,7 @@ class RunnerTest(TestCase):
         self.assertIn("failed: killed: its output exceeded 10000 bytes", str(err))
 
 
+@pytest.mark.subprocess
 class HailTest(TestCase):
     """Debian's hail, unchanged, on inputs built from a small config."""
 

@@ -5,6 +5,7 @@ device records what is done to it, so the order of the walks is checked: childre
 before the parent for create and assemble, the parent before its children for
 remove and shutdown (Ganeti's node daemon)."""
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import constants, storagetypes
@@ -134,6 +135,7 @@ def mirror():
             "params": {}, "iv_name": "disk/0", "children": [lv("data"), lv("meta", 1)]}
 
 
+@pytest.mark.subprocess
 class ChildrenTest(NodeCalls, SynchronousTestCase):
     def setUp(self):
         self.fake = FakeLvm.install(self, vgs={"xenvg": {"size": 100, "pvs": ["/dev/sdb"]}})

@@ -8,6 +8,7 @@ import stat
 from dataclasses import replace
 from types import SimpleNamespace
 
+import pytest
 from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -218,6 +219,7 @@ class FileContractTest(DeviceContract, SynchronousTestCase):
         return os.path.isfile(self.paths.root + disk["logical_id"][1])
 
 
+@pytest.mark.subprocess
 class PlainContractTest(DeviceContract, SynchronousTestCase):
     spindles = 1
 

@@ -6,6 +6,7 @@ import http.server
 import os
 import threading
 
+import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.noded.bdev import image
@@ -52,6 +53,7 @@ class ImageServer(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.subprocess
 class ImageTest(NodeCalls, SynchronousTestCase):
     def setUp(self):
         self.paths = node_paths(self)
