@@ -382,8 +382,9 @@ class DashboardTest(ClusterCase):
                                  self.cluster.ips[1], "default"]])
         self.assertIn("default", self.text("#groups-body"))
         self.wait_live()
-        # job 1 added node 2 (ganeti-vcluster create); it is listed from GET /2/jobs
-        self.assertEqual(self.job_status(1), "success")
+        # job 1 added node 2 (ganeti-vcluster create); it is listed from GET /2/jobs,
+        # which the page asks for beside the feed (it may answer after the feed is live)
+        self.wait(lambda d: self.job_status(1) == "success", "job 1 as succeeded")
 
     def test_a_job_appears_runs_and_shows_its_log_live(self):
         self.wait_live()
