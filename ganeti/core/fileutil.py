@@ -1,14 +1,24 @@
-"""Durable file operations: atomic replace, directory creation, secrets.
+"""Durable file operations: atomic replace, directory creation, secrets; and
+Ganeti's rule for what names a URL rather than a file (:func:`is_url`).
 
-Everything here blocks; reactor code calls it through a thread pool.
+Every file operation here blocks; reactor code calls it through a thread pool.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 from collections.abc import Iterable
+
+#: Ganeti's ``utils.io.URL_RE``: a source that starts like this is a URL, else a path.
+URL_RE = re.compile(r"(https?|ftps?)://")
+
+
+def is_url(source: str) -> bool:
+    """Whether ``source`` names a URL (Ganeti's ``IsUrl``: the scheme prefix only)."""
+    return URL_RE.match(source) is not None
 
 
 def fsync_dir(path: str) -> None:

@@ -305,21 +305,11 @@ class NoClassChecksTest(SynchronousTestCase):
     outside ganeti/noded/bdev/ (the hypervisor table's check, over device classes)."""
 
     def test_no_class_checks_on_devices_outside_their_package(self) -> None:
-        from tests.noded.test_hypervisor_table import ROOT, class_checks
+        from tests.noded.test_hypervisor_table import ROOT, class_checks, class_checks_outside
         classes = {BlockDevice.__name__}
         for cls in devices.DEVICE_CLASSES.values():
             classes.update(k.__name__ for k in cls.__mro__ if issubclass(k, BlockDevice))
         self.assertIn("LogicalVolume", classes)
         self.assertEqual(class_checks("ok = isinstance(d, lvm.LogicalVolume)\n", classes), [1])
-        package = os.path.join(ROOT, "ganeti", "noded", "bdev")
-        found = []
-        for base, _, files in os.walk(os.path.join(ROOT, "ganeti")):
-            if os.path.commonpath([base, package]) == package:
-                continue
-            for name in files:
-                if name.endswith(".py"):
-                    path = os.path.join(base, name)
-                    with open(path, encoding="utf-8") as f:
-                        found += [f"{os.path.relpath(path, ROOT)}:{line}"
-                                  for line in class_checks(f.read(), classes)]
+        found = class_checks_outside(os.path.join(ROOT, "ganeti", "noded", "bdev"), classes)
         self.assertEqual(found, [])

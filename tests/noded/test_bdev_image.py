@@ -9,7 +9,7 @@ import threading
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.noded.bdev import image
+from ganeti.core import fileutil
 from tests.noded.helpers import MemoryNode, node_paths
 from tests.noded.test_bdev_files import NodeCalls, file_disk
 
@@ -144,6 +144,6 @@ class ImageTest(NodeCalls, SynchronousTestCase):
 
     def test_url_rule_is_ganetis(self):
         for url in ("http://h/x", "https://h/x", "ftp://h/x", "ftps://h/x"):
-            self.assertTrue(image.is_url(url), url)
+            self.assertTrue(fileutil.is_url(url), url)
         for path in ("/srv/x.img", "file:///x", "HTTP://h", "x http://h"):
-            self.assertFalse(image.is_url(path), path)
+            self.assertFalse(fileutil.is_url(path), path)

@@ -11,12 +11,12 @@ template built here resyncs, so there is nothing to pause yet.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ganeti.core import constants as c
 from ganeti.core.errors import OpPrereqError
+from ganeti.core.fileutil import is_url
 from ganeti.core.objects import Instance
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.master.lu.base import LogicalUnit
@@ -24,8 +24,6 @@ from ganeti.master.lu.instance_storage import instance_disks
 
 #: The OS parameter naming a disk image to install (Ganeti's ``OS_IMAGE``).
 OS_IMAGE = "os-image"
-#: Ganeti's ``utils.io.URL_RE``.
-URL_RE = re.compile(r"(https?|ftps?)://")
 
 
 def get_os_image(osparams: Mapping[str, Any] | None) -> str | None:
@@ -40,7 +38,7 @@ def check_os_image(osparams: Mapping[str, Any] | None) -> None:
     """Ganeti's CheckOSImage: an ``os-image`` OS parameter must be a URL or an
     absolute path (OpPrereqError without an error code, as Ganeti's)."""
     image = get_os_image(osparams)
-    if image is not None and not (URL_RE.match(image) or posixpath.isabs(image)):
+    if image is not None and not (is_url(image) or posixpath.isabs(image)):
         raise OpPrereqError("OS image must be an absolute path or a URL")
 
 

@@ -16,18 +16,15 @@ neither runs on the reactor.
 from __future__ import annotations
 
 import os
-import re
 import urllib.error
 import urllib.request
 from typing import Any
 
+from ganeti.core.fileutil import is_url
 from ganeti.noded.backend.context import NodeContext
 from ganeti.noded.bdev import convert, devices
 from ganeti.noded.bdev.base import BlockDeviceError, run_program
 from ganeti.noded.bdev.device import BlockDevice
-
-#: Ganeti's ``utils.IsUrl``: what counts as a URL rather than a path.
-URL_RE = re.compile(r"(https?|ftps?)://")
 
 #: Seconds one read of a download may wait for data.
 READ_TIMEOUT = 60.0
@@ -35,10 +32,6 @@ READ_TIMEOUT = 60.0
 _MIB = 1024 * 1024
 _CHUNK = _MIB
 
-
-def is_url(image: str) -> bool:
-    """Whether ``image`` names a URL (Ganeti's rule: the scheme prefix only)."""
-    return URL_RE.match(image) is not None
 
 
 def _iv_name(disk: dict[str, Any]) -> str:
