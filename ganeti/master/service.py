@@ -46,6 +46,8 @@ from ganeti.master.config.configwriter import BlockingRunner, ConfigWriter, Conf
 from ganeti.master.config.nodes import target
 from ganeti.master.config.replication import Replicator
 from ganeti.master.config.reservations import ReservationManager
+from ganeti.master.iallocator.jobs import TextRunner
+from ganeti.master.iallocator.runner import AllocatorRunner
 from ganeti.master.instwatch import InstanceEventWatch
 from ganeti.master.jobs.events import EventBus, subscribe_events_method
 from ganeti.master.jobs.filters import FilterMethods
@@ -183,7 +185,8 @@ class MasterDaemon(DaemonService):
                  process_exit: ProcessExit | None = None,
                  activate_master_ip: bool = False,
                  instance_events: bool = True,
-                 resolver: Resolver | None = None) -> None:
+                 resolver: Resolver | None = None,
+                 allocators: TextRunner | None = None) -> None:
         """``run_blocking`` replaces the I/O thread pool (tests pass a synchronous one);
         ``rpc`` replaces the node RPC client (made from server.pem when first needed);
         ``install_signal`` installs the SIGHUP handler (none on fake reactors);
@@ -191,7 +194,9 @@ class MasterDaemon(DaemonService):
         ``activate_master_ip``: bring the master IP up once started (the real daemon);
         ``instance_events`` False turns the instance event watch off (it runs only
         with the watcher service anyway); ``resolver`` replaces the system's host
-        name resolution (tests resolve from a table of their own)."""
+        name resolution (tests resolve from a table of their own); ``allocators``
+        replaces the runner of instance allocator programs (child processes of this
+        reactor, the search path of Ganeti 3.0 as Debian builds it)."""
         super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.paths = paths
         self.reactor = reactor
@@ -203,6 +208,9 @@ class MasterDaemon(DaemonService):
             ThreadPoolService(pool).setServiceParent(self)
             run_blocking = functools.partial(threads.deferToThreadPool, reactor, pool)
         self.run_blocking = run_blocking
+        self.allocators: TextRunner | None = allocators if allocators is not None else \
+            AllocatorRunner(reactor=reactor, clock=reactor, run_blocking=run_blocking,
+                            tmp_dir=paths.data_dir)
         loaded = cfg.__dict__.pop("_cache_loaded", None)
         self.config_writer = ConfigWriter(paths.config_file, cfg, run_blocking, reactor,
                                           text=loaded.text if loaded else None,
@@ -325,4 +333,5 @@ class MasterDaemon(DaemonService):
                          run_blocking=self.run_blocking, job_texts=self._job_texts,
                          submit_jobs=self.queue.submit_many,
                          queue_health=self.store.health, hooks=self.hooks,
-                         reservations=self.reservations, resolver=self.resolver)
+                         reservations=self.reservations, resolver=self.resolver,
+                         allocators=self.allocators)

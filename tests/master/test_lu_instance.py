@@ -142,7 +142,7 @@ class CreateTest(InstanceCase):
             (create_op(name_check=False, ip_check=True), "wrong_input",
              "Cannot do IP address check without a name check"),
             (create_op(iallocator="hail"), "wrong_input",
-             "Instance allocators are not supported yet: give the primary node (pnode)"),
+             "Do not specify both, iallocator and node"),
             (create_op(no_install=False, os_type=None), "wrong_input",
              "No guest OS or OS image specified"),
             (create_op(instance_name="bad name"), "wrong_input",

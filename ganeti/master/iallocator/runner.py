@@ -30,6 +30,7 @@ from twisted.internet import defer, error, protocol
 from twisted.internet.interfaces import IDelayedCall, IReactorProcess, IReactorTime
 from twisted.python.failure import Failure
 
+import ganeti
 from ganeti.core.errors import OpExecError
 from ganeti.core.placement.wire import AllocatorInput, Answer, parse_answer, render_input
 
@@ -55,6 +56,10 @@ _SETSID = ("import os,sys\n"
            " os._exit(127)\n")
 #: Ganeti's prefix for every failure of the run itself.
 FAILURE = "Failure while running the iallocator script"
+#: The built-in allocator's name: found after the search path (an administrator's
+#: program of that name in the search path wins), run as this Python's module.
+BUILTIN = "ganeti-place"
+BUILTIN_MODULE = "ganeti.cli.place"
 
 BlockingRunner = Callable[..., Awaitable[Any]]
 
@@ -69,6 +74,22 @@ def find_allocator(name: str, search_path: Sequence[str] = SEARCH_PATH) -> str |
         if os.path.isfile(path):
             return path
     return None
+
+
+def allocator_command(name: str, search_path: Sequence[str] = SEARCH_PATH) -> list[str] | None:
+    """The command line (without the input file) that runs allocator ``name``: the
+    program of the search path, else the built-in as ``python -m``; None if neither."""
+    path = find_allocator(name, search_path)
+    if path is not None:
+        return [path]
+    if name == BUILTIN:
+        return [sys.executable, "-m", BUILTIN_MODULE]
+    return None
+
+
+def _package_root() -> str:
+    """The directory holding the ``ganeti`` package (the built-in's PYTHONPATH)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(ganeti.__file__)))
 
 
 def allocator_arguments(params: Mapping[str, str | None]) -> list[str]:
@@ -190,13 +211,14 @@ class AllocatorRunner:
                        params: Mapping[str, str | None] | None = None) -> str:
         """The stdout of allocator ``name`` on ``input_text``; ``OpExecError`` when it
         cannot be found or run, exits non-zero, is killed, or its output is not UTF-8."""
-        script = find_allocator(name, self.search_path)
-        if script is None:
+        command = allocator_command(name, self.search_path)
+        if command is None:
             raise OpExecError(f"{FAILURE}: iallocator module '{name}' not found in the "
                               "search path")
         path = await self.run_blocking(_write_input, input_text, self.tmp_dir)
         try:
-            outcome = await self._spawn(script, [path, *allocator_arguments(params or {})])
+            outcome = await self._spawn(command[0], [*command[1:], path,
+                                                     *allocator_arguments(params or {})])
         finally:
             await self.run_blocking(os.unlink, path)
         reason = outcome.failure(self.timeout, self.max_output)
@@ -218,6 +240,9 @@ class AllocatorRunner:
     async def _spawn(self, script: str, args: list[str]) -> RunOutcome:
         child = _Allocator(self.max_output, self.clock, self.grace)
         env = dict(os.environ, LC_ALL="C")
+        if script == sys.executable:  # the built-in: this interpreter, this package
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         self.reactor.spawnProcess(child, sys.executable,
                                   [sys.executable, "-I", "-S", "-c", _SETSID, script, *args],
                                   env=env)
@@ -234,5 +259,5 @@ class AllocatorRunner:
         child.kill()
 
 
-__all__ = ["DEFAULT_MAX_OUTPUT", "DEFAULT_TIMEOUT", "FAILURE", "SEARCH_PATH",
+__all__ = ["BUILTIN", "BUILTIN_MODULE", "allocator_command", "DEFAULT_MAX_OUTPUT", "DEFAULT_TIMEOUT", "FAILURE", "SEARCH_PATH",
            "AllocatorRunner", "RunOutcome", "allocator_arguments", "find_allocator"]

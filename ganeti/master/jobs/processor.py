@@ -176,6 +176,7 @@ class Processor:
         if handle.cancel_requested:
             raise defer.CancelledError()
         await on_running()
+        await handle.wait(defer.Deferred.fromCoroutine(lu.before_prereq()))
         lu.check_prereq()
         hooks = lu.ctx.hooks
         if hooks is not None:

@@ -12,7 +12,8 @@ and calls, in order:
    :meth:`LogicalUnit.lock_instances_nodes`), then ``needed_locks[level]`` is
    acquired (shared where ``share_locks[level]``, the whole level for
    :data:`ALL_SET`, only the free ones where ``opportunistic_locks[level]``);
-5. :meth:`LogicalUnit.check_prereq` with every lock held, the pre hooks;
+5. :meth:`LogicalUnit.before_prereq` (asynchronous: an allocator's run) and
+   :meth:`LogicalUnit.check_prereq` with every lock held, the pre hooks;
 6. :meth:`LogicalUnit.exec`, then a :class:`ResultWithJobs` is submitted,
    then the post hooks.
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
@@ -50,6 +51,9 @@ from ganeti.master.locking.manager import (
 from ganeti.master.lu.hooks import HooksRunner, NodeHooks
 from ganeti.master.lu.hostnames import Resolver, SystemResolver
 from ganeti.rpc.noderpc import NodeRpc
+
+if TYPE_CHECKING:
+    from ganeti.master.iallocator.jobs import TextRunner
 
 R = TypeVar("R")
 
@@ -92,6 +96,8 @@ class LUContext:
     resolver: Resolver = field(default_factory=SystemResolver)
     #: values the units of the running opcode recorded in it (:meth:`LogicalUnit.record_op`)
     op_updates: dict[str, Any] = field(default_factory=dict)
+    #: runs instance allocator programs (None: this master runs none)
+    allocators: TextRunner | None = None
 
 
 class ResultWithJobs:
@@ -256,6 +262,11 @@ class LogicalUnit:
 
     def declare_locks(self, level: int) -> None:
         """Refine ``needed_locks[level]`` once the previous levels are held."""
+
+    async def before_prereq(self) -> None:
+        """Asynchronous work with every lock held, just before :meth:`check_prereq`
+        (Ganeti runs allocators in CheckPrereq; here they are child processes);
+        the default: none."""
 
     def check_prereq(self) -> None:
         """Check preconditions with the locks held; raise OpPrereqError if unmet."""

@@ -1,4 +1,4 @@
-"""OP_INSTANCE_CREATE: a new instance on explicit nodes (allocators come later).
+"""OP_INSTANCE_CREATE: a new instance on the nodes given or chosen by an allocator.
 
 The order is Ganeti's: check everything, create the disks, add the instance to
 the config, install the OS, start it.  Unlike Ganeti, a failure after the disks
@@ -35,8 +35,16 @@ from ganeti.core.opcodes.views import OpInstanceCreate
 from ganeti.core.params_types import parse_unit
 from ganeti.core.rpcdefs.encoders import InstanceArg
 from ganeti.master.config import nodes as nodesmod
+from ganeti.master.iallocator import jobs as iajobs
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
-from ganeti.master.lu import backup_import, hostnames, instance_policy, osimage, osoutput
+from ganeti.master.lu import (
+    backup_import,
+    hostnames,
+    instance_placement as placement,
+    instance_policy,
+    osimage,
+    osoutput,
+)
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu import instance_storage as storage
 from ganeti.master.lu.base import LogicalUnit
@@ -136,12 +144,9 @@ class LUInstanceCreate(LogicalUnit):
         if op.ip_check and not op.name_check:
             raise OpPrereqError("Cannot do IP address check without a name check",
                                 ECODE_INVAL)
-        if op.iallocator:
-            raise OpPrereqError("Instance allocators are not supported yet: give the "
-                                "primary node (pnode)", ECODE_INVAL)
-        if not op.pnode and not op.pnode_uuid:
-            raise OpPrereqError("One and only one of iallocator and primary node must be "
-                                "given", ECODE_INVAL)
+        if op.iallocator and op.iallocator != iajobs.DEFAULT_SHORTCUT and \
+                (op.pnode or op.pnode_uuid):
+            raise OpPrereqError("Do not specify both, iallocator and node", ECODE_INVAL)
         if op.mode == "remote-import":
             raise OpPrereqError("Remote imports are not supported yet", ECODE_INVAL)
         if op.mode == "import":
@@ -169,10 +174,29 @@ class LUInstanceCreate(LogicalUnit):
         if cfg.instance_by_name(self.name) is not None:
             raise OpPrereqError(f"Instance '{self.name}' is already in the cluster",
                                 ECODE_EXISTS)
-        self.pnode = nodesmod.find_node(cfg, self.op.pnode_uuid or self.op.pnode)
         self.template = self.op.disk_template or (cfg.cluster.enabled_disk_templates or
                                                   [c.DT_DISKLESS])[0]
+        self.allocators = iajobs.allocator_names(
+            cfg, self.op.iallocator, bool(self.op.pnode or self.op.pnode_uuid))
         self.snode = None
+        if self.allocators:
+            placement.expand_for_allocator(self, cfg)
+        else:
+            self._expand_nodes(cfg)
+        if self.op.mode == "import":
+            backup_import.lock_source_node(self, cfg)
+        # Ganeti takes both levels exclusively.  Here the node level is shared unless
+        # volumes are made on the node (LVM), and the node resources are shared when
+        # nothing is accounted on them: no volume group space and no memory (the
+        # instance is not started).  Creations on one node then run side by side;
+        # what must be unique (names, MACs, IPs, LV names) is reserved per job.
+        lvm = self.template in (c.DT_PLAIN, c.DT_DRBD8)
+        self.share_locks[LEVEL_NODE] = not lvm
+        self.share_locks[LEVEL_NODE_RES] = not lvm and not self.start
+
+    def _expand_nodes(self, cfg: ConfigData) -> None:
+        """The user's nodes: resolved, and their locks."""
+        self.pnode = nodesmod.find_node(cfg, self.op.pnode_uuid or self.op.pnode)
         if self.template in DTS_INT_MIRROR:
             if not (self.op.snode or self.op.snode_uuid):
                 raise OpPrereqError("The networked disk templates need a mirror node",
@@ -185,16 +209,10 @@ class LUInstanceCreate(LogicalUnit):
         self.add_locks[LEVEL_INSTANCE] = [self.name]
         self.needed_locks[LEVEL_NODE] = nodes
         self.needed_locks[LEVEL_NODE_RES] = list(nodes)
-        if self.op.mode == "import":
-            backup_import.lock_source_node(self, cfg)
-        # Ganeti takes both levels exclusively.  Here the node level is shared unless
-        # volumes are made on the node (LVM), and the node resources are shared when
-        # nothing is accounted on them: no volume group space and no memory (the
-        # instance is not started).  Creations on one node then run side by side;
-        # what must be unique (names, MACs, IPs, LV names) is reserved per job.
-        lvm = self.template in (c.DT_PLAIN, c.DT_DRBD8)
-        self.share_locks[LEVEL_NODE] = not lvm
-        self.share_locks[LEVEL_NODE_RES] = not lvm and not self.start
+
+    def declare_locks(self, level: int) -> None:
+        if self.allocators:
+            placement.declare_allocator_locks(self, level)
 
     # -- hooks -----------------------------------------------------------------
 
@@ -215,10 +233,26 @@ class LUInstanceCreate(LogicalUnit):
 
     # -- prerequisites ---------------------------------------------------------
 
+    async def before_prereq(self) -> None:
+        """With an allocator: the checks that need no node, then the allocator's run
+        on the locked nodes, which chooses them (Ganeti's _RunAllocator)."""
+        if not self.allocators:
+            return
+        if self.op.mode == "import" and not backup_import.export_read(self):
+            raise OpPrereqError("Importing with an instance allocator is not supported "
+                                "yet: give the primary node", ECODE_INVAL)
+        self._check_params()
+        await placement.choose_nodes(self)
+
     def check_prereq(self) -> None:
         self.instance: Instance | None = None
         if self.op.mode == "import" and not backup_import.export_read(self):
             return  # checked in exec, once the export has filled the opcode
+        self._check_params()
+        self._check_nodes()
+
+    def _check_params(self) -> None:
+        """What needs no node: template, disks, hypervisor, parameters, NICs."""
         cfg = self.ctx.config.config
         cluster = cfg.cluster
         op = self.op
@@ -253,7 +287,13 @@ class LUInstanceCreate(LogicalUnit):
         self.hvparams = dict(op.hvparams)
         if op.identify_defaults:
             self._identify_defaults(cfg)
-        # nodes
+        # NICs (MACs and pool addresses are reserved for the job in exec)
+        self.nics = ic.build_nics(self, cfg, list(op.nics), op.name_check, ic.VALUE_AUTO)
+
+    def _check_nodes(self) -> None:
+        """The nodes (given or chosen), and the policy of the primary's group."""
+        cfg = self.ctx.config.config
+        op = self.op
         for node in [self.pnode] + ([self.snode] if self.snode else []):
             ic.check_node_online(node, "Cannot use offline primary node" if node is self.pnode
                                  else None)
@@ -261,8 +301,6 @@ class LUInstanceCreate(LogicalUnit):
             ic.check_node_vm_capable(node)
         if self.snode is not None and self.snode.uuid == self.pnode.uuid:
             raise OpPrereqError("The secondary node cannot be the primary node", ECODE_INVAL)
-        # NICs (MACs and pool addresses are reserved for the job in exec)
-        self.nics = ic.build_nics(self, cfg, list(op.nics), op.name_check, ic.VALUE_AUTO)
         # the instance policy of the primary node's group
         spec = instance_policy.spec_of(self.be_full, [d.get("size", 0) for d in self.disk_specs],
                                        len(self.nics), [d.get("spindles") for d in
@@ -345,8 +383,8 @@ class LUInstanceCreate(LogicalUnit):
             disks_active=bool(disks) and self.start, tags=list(op.tags), ctime=now,
             mtime=now, serial_no=1)
         self.instance = inst
-        if op.dry_run:
-            return None
+        if op.dry_run:  # the chosen nodes, by name (Ganeti returns their UUIDs)
+            return [n.name for n in (self.pnode, self.snode) if n is not None]
         if disks:
             self.ctx.feedback("message", "* creating instance disks...")
             await storage.create_disks(self, self._with_disks(cfg, inst, disks), inst, disks)
