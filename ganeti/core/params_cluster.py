@@ -13,6 +13,7 @@ import copy
 import os
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,13 +74,25 @@ IALLOCATOR_SEARCH_PATH = ("/usr/local/lib/ganeti/iallocators", "/usr/lib/ganeti/
 _PLUGIN_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
-def find_iallocator(name: str, search_path: tuple[str, ...] = IALLOCATOR_SEARCH_PATH) -> None:
-    """Refuse an allocator name that is no file in the search path (blocking: stats files)."""
-    if _PLUGIN_NAME_RE.match(name):
-        for directory in search_path:
-            if os.path.isfile(os.path.join(directory, name)):
-                return
-    raise OpPrereqError(f"Invalid default iallocator script '{name}' specified", ECODE_INVAL)
+#: The built-in allocator's name (always available: see ganeti.master.iallocator.runner).
+BUILTIN_IALLOCATOR = "ganeti-place"
+
+
+def find_iallocator(value: str, search_path: tuple[str, ...] = IALLOCATOR_SEARCH_PATH,
+                    exists: Callable[[str], bool] | None = None) -> None:
+    """Refuse a default allocator that is not one: each name of the comma-separated list
+    (seed 001: tried in order) must be the built-in or a file in the search path, or
+    satisfy ``exists`` when given (blocking: stats files)."""
+    for name in [n.strip() for n in value.split(",")] or [value]:
+        if _PLUGIN_NAME_RE.match(name):
+            if exists is not None:
+                if exists(name):
+                    continue
+            elif name == BUILTIN_IALLOCATOR or any(
+                    os.path.isfile(os.path.join(d, name)) for d in search_path):
+                continue
+        raise OpPrereqError(f"Invalid default iallocator script '{name}' specified",
+                            ECODE_INVAL)
 
 
 @dataclass

@@ -40,7 +40,8 @@ def _sync(fn: Callable[..., Any], *args: Any) -> defer.Deferred[Any]:
 class InProcessMaster:
     """A master daemon on a fake clock, with the config written under ``tmpdir``."""
 
-    def __init__(self, tmpdir: str, cfg: ConfigData | None = None, rpc: Any = None) -> None:
+    def __init__(self, tmpdir: str, cfg: ConfigData | None = None, rpc: Any = None,
+                 allocators: Any = None) -> None:
         self.paths = node_paths(tmpdir)
         os.makedirs(self.paths.data_dir, exist_ok=True)
         cfg = cfg if cfg is not None else small_config()
@@ -50,7 +51,8 @@ class InProcessMaster:
         self.reactor.advance(START_TIME)
         self.daemon = MasterDaemon(self.reactor, self.paths,
                                    configmod.load_file(self.paths.config_file),
-                                   run_blocking=_sync, durable=False, rpc=rpc)
+                                   run_blocking=_sync, durable=False, rpc=rpc,
+                                   allocators=allocators)
         self.daemon.startService()
         self.dispatcher = self.daemon.luxi.factory.dispatcher
         self.calls: list[tuple[str, tuple[Any, ...]]] = []

@@ -48,6 +48,9 @@ class TextRunner(Protocol):
                        params: Mapping[str, str | None] | None = None) -> str:
         """The program's stdout; ``OpExecError`` when it cannot be run or fails."""
 
+    def exists(self, name: str) -> bool:
+        """Whether allocator ``name`` can be run (blocking: stats files)."""
+
 
 def split_names(value: str | None) -> list[str]:
     """The allocators of a comma-separated list (a cluster's default), in order."""

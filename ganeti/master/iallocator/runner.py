@@ -32,11 +32,11 @@ from twisted.python.failure import Failure
 
 import ganeti
 from ganeti.core.errors import OpExecError
+from ganeti.core.params_cluster import BUILTIN_IALLOCATOR, IALLOCATOR_SEARCH_PATH
 from ganeti.core.placement.wire import AllocatorInput, Answer, parse_answer, render_input
 
 #: Where allocators are looked for (Ganeti 3.0 as Debian builds it).
-SEARCH_PATH: tuple[str, ...] = ("/usr/local/lib/ganeti/iallocators",
-                                "/usr/lib/ganeti/iallocators")
+SEARCH_PATH: tuple[str, ...] = IALLOCATOR_SEARCH_PATH
 #: What an allocator's file name may be (Ganeti's ``EXT_PLUGIN_MASK``).
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 #: Seconds an allocator may run.
@@ -58,7 +58,7 @@ _SETSID = ("import os,sys\n"
 FAILURE = "Failure while running the iallocator script"
 #: The built-in allocator's name: found after the search path (an administrator's
 #: program of that name in the search path wins), run as this Python's module.
-BUILTIN = "ganeti-place"
+BUILTIN = BUILTIN_IALLOCATOR
 BUILTIN_MODULE = "ganeti.cli.place"
 
 BlockingRunner = Callable[..., Awaitable[Any]]
@@ -207,6 +207,10 @@ class AllocatorRunner:
     tmp_dir: str | None = None
     grace: float = DEFAULT_GRACE
 
+    def exists(self, name: str) -> bool:
+        """Whether allocator ``name`` can be run (blocking: stats files)."""
+        return allocator_command(name, self.search_path) is not None
+
     async def run_text(self, name: str, input_text: str,
                        params: Mapping[str, str | None] | None = None) -> str:
         """The stdout of allocator ``name`` on ``input_text``; ``OpExecError`` when it
@@ -259,5 +263,6 @@ class AllocatorRunner:
         child.kill()
 
 
-__all__ = ["BUILTIN", "BUILTIN_MODULE", "allocator_command", "DEFAULT_MAX_OUTPUT", "DEFAULT_TIMEOUT", "FAILURE", "SEARCH_PATH",
-           "AllocatorRunner", "RunOutcome", "allocator_arguments", "find_allocator"]
+__all__ = ["BUILTIN", "BUILTIN_MODULE", "DEFAULT_MAX_OUTPUT", "DEFAULT_TIMEOUT", "FAILURE",
+           "SEARCH_PATH", "AllocatorRunner", "RunOutcome", "allocator_arguments",
+           "allocator_command", "find_allocator"]

@@ -11,6 +11,7 @@ from ganeti.core.errors import ECODE_ENVIRON, OpPrereqError
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterSetParams
 from ganeti.core.params_cluster import (
+    IALLOCATOR_SEARCH_PATH,
     check_vg_size,
     compute_cluster_change,
     find_iallocator,
@@ -84,7 +85,10 @@ class LUClusterSetParams(LogicalUnit):
     async def exec(self) -> Any:
         if self.op.default_iallocator:
             # Ganeti checks this with the prerequisites; it stats files, so off the reactor
-            await self.ctx.run_blocking(find_iallocator, self.op.default_iallocator)
+            runner = self.ctx.allocators
+            await self.ctx.run_blocking(find_iallocator, self.op.default_iallocator,
+                                        IALLOCATOR_SEARCH_PATH,
+                                        runner.exists if runner is not None else None)
         master = self.ctx.config.config.cluster.master_node
         for os_name, params in self.change.os_checks.items():
             # Ganeti's: on the master node, the OS need not exist there

@@ -28,7 +28,7 @@ from ganeti.core.errors import (
     OpPrereqError,
 )
 from ganeti.core.exportinfo import ExportInfo
-from ganeti.core.objects import ConfigData, Disk, Instance
+from ganeti.core.objects import ConfigData, Disk, Instance, Node
 from ganeti.core.opcodes import kinds
 from ganeti.core.opcodes.table_instance import MAX_DISKS, MAX_NICS
 from ganeti.core.opcodes.views import OpInstanceCreate
@@ -40,12 +40,14 @@ from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE
 from ganeti.master.lu import (
     backup_import,
     hostnames,
-    instance_placement as placement,
     instance_policy,
     osimage,
     osoutput,
 )
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import (
+    instance_placement as placement,
+)
 from ganeti.master.lu import instance_storage as storage
 from ganeti.master.lu.base import LogicalUnit
 
@@ -178,7 +180,7 @@ class LUInstanceCreate(LogicalUnit):
                                                   [c.DT_DISKLESS])[0]
         self.allocators = iajobs.allocator_names(
             cfg, self.op.iallocator, bool(self.op.pnode or self.op.pnode_uuid))
-        self.snode = None
+        self.snode: Node | None = None
         if self.allocators:
             placement.expand_for_allocator(self, cfg)
         else:
