@@ -68,7 +68,7 @@ class ChoiceTest(AllocatorCase):
         self.assertEqual(status, "success", result)
         self.assertEqual(result, ["node2.test"])
         self.assertEqual(self.node_of(), "node2.test")
-        self.assertIn("Selected nodes for instance inst1.test via iallocator node2only: "
+        self.assertIn(" - INFO: Selected nodes for instance inst1.test via iallocator node2only: "
                       "node2.test", log)
         request = self.allocators.inputs("node2only")[0]["request"]
         self.assertEqual(request["type"], "allocate")
@@ -113,7 +113,7 @@ class ChoiceTest(AllocatorCase):
         serial = self.config.serial_no
         status, result, log = self.run_logged(alloc_op(iallocator="node2only", dry_run=True))
         self.assertEqual((status, result), ("success", ["node2.test"]))
-        self.assertIn("Selected nodes for instance inst1.test via iallocator node2only: "
+        self.assertIn(" - INFO: Selected nodes for instance inst1.test via iallocator node2only: "
                       "node2.test", log)
         self.assertIsNone(self.instance())
         self.assertEqual(self.config.serial_no, serial)
@@ -219,5 +219,5 @@ class HailTest(AllocatorCase):
         self.assertEqual(len(result), 1)
         self.assertIn(result[0], ("node1.test", "node2.test"))
         self.assertEqual(self.node_of(), result[0])
-        self.assertIn(f"Selected nodes for instance inst1.test via iallocator hail: "
+        self.assertIn(f" - INFO: Selected nodes for instance inst1.test via iallocator hail: "
                       f"{result[0]}", log)

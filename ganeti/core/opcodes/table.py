@@ -227,6 +227,49 @@ OP_TEST_JQUEUE = OpCode(
         opt("fail", kinds.BOOL, "Fail the opcode at the end", False),
     ))
 
+#: OP_TEST_ALLOCATOR's modes: Ganeti's five, and our capacity and balance requests.
+IALLOCATOR_TEST_MODES = ("allocate", "multi-allocate", "relocate", "node-evacuate",
+                         "change-group", "capacity", "balance")
+
+OP_TEST_ALLOCATOR = OpCode(
+    "OP_TEST_ALLOCATOR", "Show an allocator's input, or run it (gnt-debug allocator)",
+    (
+        req("direction", kinds.one_of(("in", "out"), "a direction:"),
+            "in: the allocator's input; out: run the allocator, its output"),
+        req("mode", kinds.one_of(IALLOCATOR_TEST_MODES, "a mode:"), "The request type"),
+        req("name", kinds.NON_EMPTY_STRING,
+            "The new instance (allocate), the instance (relocate); ignored otherwise"),
+        opt("nics", kinds.maybe(kinds.list_of(kinds.OBJECT, name="a list of NIC objects")),
+            "NICs of the new instance"),
+        opt("disks", kinds.maybe(kinds.list_of(kinds.ANY, name="a list of disks")),
+            "Disks of the new instance ([{\"size\": MiB, \"mode\": \"rw\"}, ...])"),
+        opt("hypervisor", kinds.maybe(kinds.one_of(c.HYPER_TYPES, "a hypervisor:")),
+            "Hypervisor of the new instance"),
+        opt("iallocator", kinds.maybe(kinds.STRING), "The allocator to run (direction out)"),
+        opt("tags", kinds.list_of(kinds.NON_EMPTY_STRING, name="a list of non-empty strings"),
+            "Tags of the new instance", []),
+        opt("memory", kinds.maybe(kinds.int_range(0)), "Memory of the new instance (MiB)"),
+        opt("vcpus", kinds.maybe(kinds.int_range(0)), "VCPUs of the new instance"),
+        opt("os", kinds.maybe(kinds.STRING), "OS of the new instance"),
+        opt("disk_template", kinds.maybe(kinds.one_of(c.DISK_TEMPLATES, "a disk template:")),
+            "Disk template of the new instance"),
+        opt("instances", kinds.maybe(NAME_LIST), "Instances (node-evacuate, change-group)"),
+        opt("evac_mode", kinds.maybe(kinds.one_of(("primary-only", "secondary-only", "all"),
+                                                  "an evacuation mode:")),
+            "Evacuation mode (node-evacuate)"),
+        opt("target_groups", kinds.maybe(NAME_LIST),
+            "Destination groups, names or UUIDs (change-group; default: all but the "
+            "current one)"),
+        opt("spindle_use", kinds.int_range(0), "Spindle use of the new instance", 1),
+        opt("count", kinds.int_range(0), "How many instances (multi-allocate); the most "
+            "moves (balance, 0: until no gain)", 1),
+        opt("group_name", kinds.maybe(kinds.STRING),
+            "Node group (allocate, capacity, balance)"),
+        opt("min_gain", kinds.float_kind(0.0),
+            "Smallest score gain of a move (balance; an extension)", 0.0),
+    ),
+    summary_param="iallocator")
+
 OP_TEST_OS_PARAMS = OpCode(
     "OP_TEST_OS_PARAMS", "Test secret OS parameters (gnt-debug test-osparams)",
     (
@@ -431,6 +474,7 @@ OP_GROUP_VERIFY_DISKS = OpCode(
 CORE: tuple[OpCode, ...] = (
     OP_CLUSTER_QUERY, OP_CLUSTER_SET_PARAMS, OP_QUERY, OP_QUERY_FIELDS, OP_TAGS_GET,
     OP_TAGS_SEARCH, OP_TAGS_SET, OP_TAGS_DEL, OP_TEST_DELAY, OP_TEST_JQUEUE, OP_TEST_OS_PARAMS,
+    OP_TEST_ALLOCATOR,
     OP_CLUSTER_REDIST_CONF, OP_CLUSTER_ACTIVATE_MASTER_IP, OP_CLUSTER_DEACTIVATE_MASTER_IP,
     OP_CLUSTER_VERIFY, OP_CLUSTER_VERIFY_CONFIG, OP_CLUSTER_VERIFY_GROUP,
     OP_CLUSTER_VERIFY_DISKS, OP_GROUP_VERIFY_DISKS,

@@ -176,7 +176,7 @@ OP_INSTANCE_CREATE = OpCode(
         opt("hypervisor", kinds.maybe(HYPERVISOR),
             "Hypervisor (default: the cluster's first enabled one)"),
         opt("iallocator", kinds.maybe(kinds.STRING),
-            "Instance allocator choosing the nodes (not supported yet: give pnode)"),
+            "Instance allocator choosing the nodes ('.': the cluster's default)"),
         opt("identify_defaults", kinds.BOOL,
             "Drop instance parameters equal to the cluster's defaults", False),
         opt("ip_check", kinds.BOOL, "Whether to check the instance's IP is not in use", True),
@@ -338,9 +338,22 @@ OP_INSTANCE_GROW_DISK = _instance_op(
     opt("ignore_ipolicy", kinds.BOOL, "Whether to ignore instance policy violations", False))
 
 #: The opcodes of this part, in the order of the reference.
+OP_INSTANCE_MULTI_ALLOC = OpCode(
+    "OP_INSTANCE_MULTI_ALLOC", "Create several instances on nodes an allocator chooses",
+    (
+        opt("opportunistic_locking", kinds.BOOL,
+            "Whether to take only free node locks (with an allocator)", False),
+        opt("iallocator", kinds.maybe(kinds.STRING),
+            "Instance allocator choosing the nodes (default: the cluster's)"),
+        opt("instances", kinds.list_of(kinds.OBJECT, name="a list of OP_INSTANCE_CREATE "
+                                                          "opcodes"),
+            "The instance create opcodes", []),
+    ))
+
 OPCODES: tuple[OpCode, ...] = (
     OP_INSTANCE_CREATE, OP_INSTANCE_REINSTALL, OP_INSTANCE_REMOVE, OP_INSTANCE_RENAME,
     OP_INSTANCE_STARTUP, OP_INSTANCE_SHUTDOWN, OP_INSTANCE_REBOOT, OP_INSTANCE_CONSOLE,
     OP_INSTANCE_ACTIVATE_DISKS, OP_INSTANCE_DEACTIVATE_DISKS, OP_INSTANCE_RECREATE_DISKS,
     OP_INSTANCE_QUERY_DATA, OP_INSTANCE_SET_PARAMS, OP_INSTANCE_GROW_DISK,
+    OP_INSTANCE_MULTI_ALLOC,
 )

@@ -374,6 +374,37 @@ class OpTagsSet(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpTestAllocator(OpView):
+    """OP_TEST_ALLOCATOR: Show an allocator's input, or run it (gnt-debug allocator)."""
+
+    OP_ID: ClassVar[str] = "OP_TEST_ALLOCATOR"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"direction", "mode", "name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "count", "direction", "min_gain", "mode", "name", "priority", "reason", "spindle_use",
+        "tags"
+    })
+    direction: str
+    mode: str
+    name: str
+    nics: list[dict[str, Any]] | None = None
+    disks: list[Any] | None = None
+    hypervisor: str | None = None
+    iallocator: str | None = None
+    tags: list[str] = field(default_factory=lambda: [])
+    memory: int | None = None
+    vcpus: int | None = None
+    os: str | None = None
+    disk_template: str | None = None
+    instances: list[str] | None = None
+    evac_mode: str | None = None
+    target_groups: list[str] | None = None
+    spindle_use: int = 1
+    count: int = 1
+    group_name: str | None = None
+    min_gain: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpTestDelay(OpView):
     """OP_TEST_DELAY: Sleep for a while (for testing)."""
 

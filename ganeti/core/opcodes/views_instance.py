@@ -121,6 +121,20 @@ class OpInstanceGrowDisk(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpInstanceMultiAlloc(OpView):
+    """OP_INSTANCE_MULTI_ALLOC: Create several instances on nodes an allocator chooses."""
+
+    OP_ID: ClassVar[str] = "OP_INSTANCE_MULTI_ALLOC"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "instances", "opportunistic_locking", "priority", "reason"
+    })
+    opportunistic_locking: bool = False
+    iallocator: str | None = None
+    instances: list[dict[str, Any]] = field(default_factory=lambda: [])
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpInstanceQueryData(OpView):
     """OP_INSTANCE_QUERY_DATA: Return the configuration and run-time state of instances."""
 

@@ -82,8 +82,8 @@ async def choose_nodes(lu: LUInstanceCreate) -> None:
     shown = ",".join(lu.allocators)
     if not answer.success:
         if skipped:
-            lu.ctx.feedback("message", f"IAllocator '{shown}' failed on opportunistically "
-                                       f"acquired nodes: {answer.info}")
+            lu.ctx.feedback("message", f" - INFO: IAllocator '{shown}' failed on "
+                                       f"opportunistically acquired nodes: {answer.info}")
         raise OpPrereqError(f"Can't compute nodes using iallocator '{shown}': {answer.info}",
                             ECODE_TEMP_NORES if skipped else ECODE_NORES)
     chosen: list[Node] = [n for n in map(cfg.node_by_name, answer.result) if n is not None]
@@ -98,8 +98,8 @@ async def choose_nodes(lu: LUInstanceCreate) -> None:
     lu.record_op(pnode=lu.pnode.name, pnode_uuid=lu.pnode.uuid, iallocator=name,
                  **({"snode": lu.snode.name, "snode_uuid": lu.snode.uuid}
                     if lu.snode is not None else {}))
-    lu.ctx.feedback("message", f"Selected nodes for instance {lu.name} via iallocator "
-                               f"{name}: {', '.join(n.name for n in chosen)}")
+    lu.ctx.feedback("message", f" - INFO: Selected nodes for instance {lu.name} via "
+                               f"iallocator {name}: {', '.join(n.name for n in chosen)}")
     keep = [n.uuid for n in chosen] + ([lu.src_node_uuid] if lu.src_node_uuid else [])
     lu.release_locks(LEVEL_NODE, keep=keep)
     lu.release_locks(LEVEL_NODE_RES, keep=keep)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ganeti.master.lu import backup, instance, masterip, network, os_lu, storage
+from ganeti.master.lu.allocator_debug import LUTestAllocator
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.cluster import LUClusterQuery, LUClusterSetParams
 from ganeti.master.lu.group import (
@@ -12,6 +13,7 @@ from ganeti.master.lu.group import (
     LUGroupRename,
     LUGroupSetParams,
 )
+from ganeti.master.lu.instance_multi_alloc import LUInstanceMultiAlloc
 from ganeti.master.lu.node import LUNodeAdd, LUNodeRemove
 from ganeti.master.lu.node_modify import LUNodeSetParams
 from ganeti.master.lu.oob import LUOobCommand
@@ -33,7 +35,8 @@ _UNITS: tuple[type[LogicalUnit], ...] = (
     LUNodeRemove, LUNodeSetParams,
     LUGroupAdd, LUGroupRemove, LUGroupRename, LUGroupSetParams, LUGroupAssignNodes,
     LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
-    LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand,
+    LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand, LUTestAllocator,
+    LUInstanceMultiAlloc,
     *instance.LUS, *network.LUS, *os_lu.LUS, *storage.LUS, *backup.LUS, *masterip.LUS,
 )
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in _UNITS}
