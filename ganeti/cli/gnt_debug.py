@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ganeti.cli import gnt_debug_allocator as allocator
 from ganeti.cli import gnt_debug_checks as checks
 from ganeti.cli import jobs, table
 from ganeti.cli.framework import Command, Context, UsageError, format_error, run_tool
@@ -16,8 +17,8 @@ from ganeti.core import errors, serializer
 
 DESCRIPTION = ("Ganeti debugging commands: delay (OP_TEST_DELAY), submit-job (jobs from "
                "JSON files), test-jobqueue (Ganeti's job queue test), test-osparams "
-               "(secret OS parameters), locks (the lock monitor), wconfd (the master "
-               "daemon's WConfD socket).")
+               "(secret OS parameters), iallocator (an allocator's input or output), locks "
+               "(the lock monitor), wconfd (the master daemon's WConfD socket).")
 
 #: The most bytes read from one opcode file of ``submit-job``.
 MAX_OPCODE_FILE = 16 * 1024 * 1024
@@ -237,6 +238,14 @@ COMMANDS = [
             "Call the WConfD socket, which the master daemon serves: echo TEXT, "
             "cleanuplocks, listlocks JOB_ID, listalllocks, listalllocksowners, "
             "flushconfig (write and distribute the configuration again)."),
+    Command("iallocator", allocator.cmd_iallocator, "Run an instance allocator test",
+            allocator.setup,
+            "Submit OP_TEST_ALLOCATOR: --dir in prints the input an allocator gets for "
+            "the request (-m allocate, multi-allocate, relocate, node-evacuate, "
+            "change-group, and our capacity and balance), --dir out runs the allocator "
+            "(-I NAME) and prints its output."),
+    Command("allocator", allocator.cmd_iallocator,
+            "Run an instance allocator test (same as iallocator)", allocator.setup),
     Command("locks", cmd_locks, "Show the locks of the master daemon", _setup_locks,
             "List the locks that are held or waited for (as Ganeti, not the idle ones), "
             "with their owners and pending acquisitions (job ids)."),

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ganeti.cli import gnt_instance_batch as batch
 from ganeti.cli import gnt_instance_info as info
 from ganeti.cli import gnt_instance_multi as multi
 from ganeti.cli import gnt_instance_opts as iopts
@@ -222,8 +223,12 @@ def add_opcode(opts: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_add(ctx: Context, opts: argparse.Namespace) -> int:
-    """Create an instance (OP_INSTANCE_CREATE) and wait for the job."""
-    jobs.submit_or_send(ctx, opts, add_opcode(opts))
+    """Create an instance (OP_INSTANCE_CREATE) and wait for the job; with --dry-run,
+    print the nodes it would be created on."""
+    result = jobs.submit_or_send(ctx, opts, add_opcode(opts))
+    if getattr(opts, "dry_run", False) and isinstance(result, list):
+        ctx.out(f"Dry run: instance {opts.instance_name} would be created on "
+                f"{', '.join(map(str, result))}")
     return c.EXIT_SUCCESS
 
 
@@ -606,6 +611,11 @@ COMMANDS = [
             "Create an instance (OP_INSTANCE_CREATE): gnt-instance add -t TEMPLATE "
             "-n PNODE[:SNODE] -o OS [--disk N:size=SIZE | -s SIZE] ... INSTANCE. Without "
             "--net the instance gets one NIC with the cluster's parameters."),
+    Command("batch-create", batch.cmd_batch_create,
+            "Create a bunch of instances based on specs in the file", batch.setup,
+            "Create instances from a JSON file (a list of OP_INSTANCE_CREATE parameter "
+            "objects) in one OP_INSTANCE_MULTI_ALLOC: the allocator (-I, or the "
+            "cluster's default) places what fits, one creation job per placed instance."),
     Command("remove", cmd_remove, "Shut down the instance and remove it", _setup_remove,
             "Remove an instance and all its disks (OP_INSTANCE_REMOVE); asks for "
             "confirmation unless -f."),
