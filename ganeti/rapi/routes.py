@@ -23,6 +23,7 @@ from ganeti.rapi.resources import (
     jobs,
     networks,
     nodes,
+    placement,
     query,
     storage,
 )
@@ -38,6 +39,7 @@ ROUTES: list[Route] = [
     *groups.ROUTES,
     *networks.ROUTES,
     *instances.ROUTES,
+    *placement.ROUTES,
     *exports.ROUTES,
     *osres.ROUTES,
     *jobs.ROUTES,
