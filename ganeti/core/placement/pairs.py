@@ -66,41 +66,17 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
     sc = oc.copy()
     p_ok = np.zeros(g, dtype=bool)
     s_ok = np.zeros(g, dtype=bool)
-    for i in range(g):
-        p, s = prim[i], sec[i]
+    for k in range(g):
+        p, s = prim[k], sec[k]
         if isinstance(p, NodeState):
-            pc[i] = _numeric(p.components())
-            p_ok[i] = True
+            pc[k] = _numeric(p.components())
+            p_ok[k] = True
         else:
             result.count(str(p), g - 1)
         if isinstance(s, NodeState):
-            sc[i] = _numeric(s.components())
-            s_ok[i] = True
-    total = np.zeros((g, g))
-    for col, t in enumerate(_NUMERIC):
-        term = metric.TERMS[t]
-        if not term.online:
-            total += term.weight * stats.value(t)
-            continue
-        d1 = pc[:, col] - oc[:, col]
-        d2 = sc[:, col] - oc[:, col]
-        if term.kind == metric.SUM:
-            val = stats.sums[t] + d1[:, None] + d2[None, :]
-        else:
-            n, s_sum, var = stats.count[t], stats.sums[t], stats.var[t]
-            dss1 = pc[:, col] ** 2 - oc[:, col] ** 2
-            var1 = np.maximum(0.0, var + ((n * dss1 - 2 * s_sum * d1) - d1 * d1) / (n * n))
-            if not d2.any():
-                val = np.sqrt(var1)[:, None]
-            else:
-                s1 = s_sum + d1
-                dss2 = sc[:, col] ** 2 - oc[:, col] ** 2
-                var2 = var1[:, None] + ((n * dss2[None, :] - 2 * s1[:, None] * d2[None, :])
-                                        - (d2 * d2)[None, :]) / (n * n)
-                val = np.sqrt(np.maximum(0.0, var2))
-        total += term.weight * val
-    total += metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * stats.value(
-        metric.T_LOCATION_EXCLUSION)
+            sc[k] = _numeric(s.components())
+            s_ok[k] = True
+    total = _combine(stats, oc[:, None, :], pc[:, None, :], oc[None, :, :], sc[None, :, :])
     valid = p_ok[:, None] & s_ok[None, :]
     np.fill_diagonal(valid, False)
     # secondaries failing, counted once per valid primary (hail's order of checks)
@@ -108,24 +84,62 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
         if not s_ok[j]:
             result.count(str(sec[j]), int(p_ok.sum()) - int(p_ok[j]))
     scores = np.where(valid, total, np.inf)
-    # pairs whose secondary already mirrors that primary: exact, one by one
+    # pairs whose secondary already mirrors that primary: its reserved memory sums
     where = {c: i for i, c in enumerate(cands)}
+    rows_p: list[int] = []
+    rows_s: list[int] = []
+    new_s: list[list[float]] = []
     for j, node in enumerate(old):
         for peer in node.peers:
-            found = where.get(peer)
-            if found is None or found == j or not p_ok[found]:
+            i = where.get(peer, j)
+            if i == j or not p_ok[i]:
                 continue
-            i = found
             if not s_ok[j]:
                 result.count(str(sec[j]), -1)
-            changes = state.placement(inst, cands[i], cands[j], force)
-            if isinstance(changes, str):
-                result.count(changes)
+            exact = node.add_sec(inst, peer, force)
+            if isinstance(exact, str):
+                result.count(exact)
                 scores[i, j] = np.inf
-            else:
-                scores[i, j] = state.score_with(changes, stats)
+                continue
+            rows_p.append(i)
+            rows_s.append(j)
+            new_s.append(_numeric(exact.components()))
+    if rows_p:
+        ip, js = np.array(rows_p), np.array(rows_s)
+        scores[ip, js] = _combine(stats, oc[ip], pc[ip], oc[js], np.array(new_s))
     result.scores = scores
     return result
+
+
+def _combine(stats: metric.Statistics, old_p: np.ndarray, new_p: np.ndarray,
+             old_s: np.ndarray, new_s: np.ndarray) -> np.ndarray:
+    """Scores of ``stats`` with a primary's components replaced, then a secondary's
+    (htools' ``updateClusterStatisticsTwice``); the arrays broadcast against each
+    other, their last axis being the numeric terms."""
+    total: np.ndarray | float = 0.0
+    for col, t in enumerate(_NUMERIC):
+        term = metric.TERMS[t]
+        if not term.online:
+            total = total + term.weight * stats.value(t)
+            continue
+        o1, n1, o2, n2 = old_p[..., col], new_p[..., col], old_s[..., col], new_s[..., col]
+        d1, d2 = n1 - o1, n2 - o2
+        if term.kind == metric.SUM:
+            val = stats.sums[t] + d1 + d2
+        else:
+            n, s_sum, var = stats.count[t], stats.sums[t], stats.var[t]
+            var1 = np.maximum(0.0, var + ((n * (n1 * n1 - o1 * o1) - 2 * s_sum * d1)
+                                          - d1 * d1) / (n * n))
+            if not d2.any():
+                val = np.sqrt(var1) + 0 * d2
+            else:
+                s1 = s_sum + d1
+                var2 = var1 + ((n * (n2 * n2 - o2 * o2) - 2 * s1 * d2) - d2 * d2) / (n * n)
+                val = np.sqrt(np.maximum(0.0, var2))
+        total = total + term.weight * val
+    total = total + metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * stats.value(
+        metric.T_LOCATION_EXCLUSION)
+    return np.asarray(total)
 
 
 def _scalar(state: ClusterState, inst: Inst, cands: list[int], stats: metric.Statistics,
