@@ -60,7 +60,7 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
     if any(n.loc_tags for n in old):
         return _scalar(state, inst, cands, stats, force, policy, result)
     prim = [policy[c] or n.add_pri(inst, force) for c, n in zip(cands, old, strict=True)]
-    sec = [n.add_sec(inst, _NO_PEER, force) for n in old]
+    sec = [n.add_sec(inst, _NO_PEER) for n in old]  # strict, as hail's addSec
     oc = np.array([_numeric(n.components()) for n in old])
     pc = oc.copy()
     sc = oc.copy()
@@ -96,7 +96,7 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
                 continue
             if not s_ok[j]:
                 result.count(str(sec[j]), -1)
-            exact = node.add_sec(inst, peer, force)
+            exact = node.add_sec(inst, peer)
             if isinstance(exact, str):
                 result.count(exact)
                 scores[i, j] = np.inf

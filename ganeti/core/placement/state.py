@@ -42,7 +42,7 @@ from dataclasses import replace
 
 from ganeti.core import constants
 from ganeti.core.placement import metric
-from ganeti.core.placement.model import Cluster, Group, Instance, Node
+from ganeti.core.placement.model import DRBD_META_SIZE, Cluster, Group, Instance, Node
 from ganeti.core.placement.nodestate import (
     DESIRED_LOCATION_PREFIX,
     EX_TAGS_PREFIX,
@@ -134,13 +134,14 @@ class ClusterState:
                   spindle_use: int, tags: Sequence[str],
                   run: str = constants.ADMINST_UP) -> Inst:
         """An :class:`Inst` with its exclusion and desired-location tags resolved."""
-        return Inst(name=name, mem=memory, dsk=dsk, vcpus=vcpus, template=template, run=run,
-                    spindle_use=spindle_use, disk_sizes=tuple(disk_sizes),
-                    disk_spindles=tuple(disk_spindles),
-                    excl_tags=tuple(t for t in tags
-                                    if any(t.startswith(p) for p in self.ex_prefixes)),
-                    dsrd_loc=frozenset(t for t in tags
-                                       if any(t.startswith(p) for p in self.dsrd_prefixes)))
+        excl: tuple[str, ...] = ()
+        dsrd: frozenset[str] = frozenset()
+        if tags and self.ex_prefixes:
+            excl = tuple(t for t in tags if any(t.startswith(p) for p in self.ex_prefixes))
+        if tags and self.dsrd_prefixes:
+            dsrd = frozenset(t for t in tags if any(t.startswith(p) for p in self.dsrd_prefixes))
+        return Inst(name, memory, dsk, vcpus, template, run, spindle_use, tuple(disk_sizes),
+                    tuple(disk_spindles), excl, dsrd)
 
     def inst_from_request(self, req: Allocate) -> Inst:
         """The instance an allocate request describes (not placed)."""
@@ -149,8 +150,12 @@ class ClusterState:
                               [d.spindles for d in req.disks], req.spindle_use, req.tags)
 
     def _load_instance(self, model: Instance) -> None:
+        sizes = [d.size for d in model.disks]
+        dsk = sum(sizes)  # Ganeti's disk_space_total: drbd adds its metadata volumes
+        if model.disk_template == constants.DT_DRBD8:
+            dsk += DRBD_META_SIZE * len(sizes)
         inst = self.make_inst(model.name, model.memory, model.vcpus, model.disk_template,
-                              model.disk_space_total, [d.size for d in model.disks],
+                              dsk, sizes,
                               [d.spindles for d in model.disks], model.spindle_use,
                               model.tags, run=model.admin_state)
         inst.pnode = self.index[model.nodes[0]]
@@ -237,7 +242,9 @@ class ClusterState:
 
     def placement(self, inst: Inst, pdx: int, sdx: int = NO_NODE,
                   force: bool = False) -> dict[int, NodeState] | str:
-        """The nodes after placing ``inst`` on ``pdx`` (and ``sdx``), or why not."""
+        """The nodes after placing ``inst`` on ``pdx`` (and ``sdx``), or why not.
+
+        ``force`` ignores the soft rules on the primary only, as hail does."""
         if pdx == sdx:
             return FAIL_INTERNAL
         p = self.nodes[pdx]
@@ -250,7 +257,7 @@ class ClusterState:
         if s is None:
             self.pending[inst.name] = replace(inst, pnode=pdx, snode=NO_NODE)
             return {pdx: new_p}
-        new_s = s.add_sec(inst, pdx, force)
+        new_s = s.add_sec(inst, pdx)  # hail's addSec: strict even when ignoring soft errors
         if isinstance(new_s, str):
             return new_s
         self.pending[inst.name] = replace(inst, pnode=pdx, snode=sdx)
