@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ganeti.core import constants
 from ganeti.core.placement import metric
@@ -39,9 +38,11 @@ from ganeti.core.placement.nodestate import (
     NodeState,
     policy_failure,
 )
-from ganeti.core.placement.pairs import pair_scores
 from ganeti.core.placement.requests import Allocate, MultiAllocate, Relocate
 from ganeti.core.placement.state import ClusterState
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: How many of the best pairs are sorted at a time while looking for one that
 #: passes the global N+1 check.
@@ -147,6 +148,8 @@ class Allocator:
         if len(cands) < 2:
             sol.error = "Not enough online nodes"
             return sol
+        from ganeti.core.placement.pairs import pair_scores  # numpy: only for pairs
+
         pairs = pair_scores(state, inst, cands, stats, force, policy)
         for reason, times in pairs.failures.items():
             sol.fail(reason, times)
@@ -166,6 +169,8 @@ class Allocator:
 
     def _pick_pairs(self, inst: Inst, sol: Solution, cands: list[int], scores: np.ndarray,
                     stats: metric.Statistics) -> Solution:
+        import numpy as np
+
         g = len(cands)
         flat = scores.ravel()
         valid = np.flatnonzero(np.isfinite(flat))
