@@ -4,7 +4,7 @@
 :class:`ganeti.master.iallocator.runner.AllocatorRunner` does: a name mapped to
 a Python function (the parsed input -> the answer, a dict or raw text) is
 answered by it; any other name runs the program found on the search path (the
-built-in ``ganeti-place`` as ``python -m``) synchronously, with the runner's
+built-in ``ganeti-place`` by this Python) synchronously, with the runner's
 error wording.  Every call is recorded with its input.
 """
 

@@ -18,6 +18,8 @@ from tests.fakes.nodes import FakeNodeNet
 from tests.master.test_lu_instance import InstanceCase, create_op
 
 HAIL_DIR = "/usr/lib/ganeti/iallocators"
+#: Every node's free memory (MiB) in these tests.
+FREE_MEMORY = 8000
 
 
 def alloc_op(name="inst1.test", **params):
@@ -46,6 +48,14 @@ class AllocatorCase(InstanceCase):
         self.net.add("node2.test", "127.0.1.2")
         self.run_ok({"OP_ID": "OP_NODE_ADD", "node_name": "node2.test",
                      "primary_ip": "127.0.1.2"})
+        # the nodes' memory as a fixed machine's, not this host's (which varies)
+        real = self.net.handlers["node_info"]
+
+        async def node_info(ctx, *args):
+            info = dict(await real(ctx, *args))
+            info.update(memory_total=8192, memory_free=FREE_MEMORY, memory_dom0=192)
+            return info
+        self.net.handlers["node_info"] = node_info
 
     def run_logged(self, *ops):
         status, results, log = self.master.finish(self.master.submit(*ops))
@@ -221,3 +231,33 @@ class HailTest(AllocatorCase):
         self.assertEqual(self.node_of(), result[0])
         self.assertIn(f" - INFO: Selected nodes for instance inst1.test via iallocator hail: "
                       f"{result[0]}", log)
+
+
+@pytest.mark.subprocess
+class BuiltinTest(AllocatorCase):
+    """The built-in ganeti-place, run as a program (``python -m ganeti.cli.place``): the
+    default when no node, no allocator and no cluster default are given."""
+
+    def test_default_create_and_multi_allocation_place_what_fits(self):
+        status, result, log = self.run_logged(alloc_op())
+        self.assertEqual(status, "success", result)
+        self.assertIn(f" - INFO: Selected nodes for instance inst1.test via iallocator "
+                      f"ganeti-place: {result[0]}", log)
+        size = FREE_MEMORY // 2 - 200  # two fit on each node
+        ops = [dict(alloc_op(f"m{i}.test", beparams={"maxmem": size, "minmem": size}),
+                    OP_ID="OP_INSTANCE_CREATE") for i in range(5)]
+        result = self.run_ok({"OP_ID": "OP_INSTANCE_MULTI_ALLOC", "instances": ops})
+        # five do not fit in the two nodes' memory: some are placed, the rest named
+        self.assertEqual(sorted(result["allocatable"] + result["failed"]),
+                         [f"m{i}.test" for i in range(5)])
+        self.assertTrue(result["allocatable"] and result["failed"], result)
+        self.assertEqual(len(result["jobs"]), len(result["allocatable"]))
+        for _ok, job_id in result["jobs"]:
+            self.assertEqual(self.master.finish(job_id)[0], "success")
+        used: dict[str, int] = {}
+        for name in result["allocatable"]:
+            node = self.node_of(name)
+            used[node] = used.get(node, 0) + size
+        self.assertTrue(all(total <= FREE_MEMORY for total in used.values()), used)
+        for name in result["failed"]:
+            self.assertIsNone(self.instance(name))

@@ -78,12 +78,13 @@ def find_allocator(name: str, search_path: Sequence[str] = SEARCH_PATH) -> str |
 
 def allocator_command(name: str, search_path: Sequence[str] = SEARCH_PATH) -> list[str] | None:
     """The command line (without the input file) that runs allocator ``name``: the
-    program of the search path, else the built-in as ``python -m``; None if neither."""
+    program of the search path, else the built-in run by this Python; None if neither."""
     path = find_allocator(name, search_path)
     if path is not None:
         return [path]
     if name == BUILTIN:
-        return [sys.executable, "-m", BUILTIN_MODULE]
+        return [sys.executable, "-c", f"import sys; from {BUILTIN_MODULE} import main; "
+                                      "sys.exit(main(sys.argv[1:]))"]
     return None
 
 
