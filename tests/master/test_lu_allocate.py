@@ -261,3 +261,38 @@ class BuiltinTest(AllocatorCase):
         self.assertTrue(all(total <= FREE_MEMORY for total in used.values()), used)
         for name in result["failed"]:
             self.assertIsNone(self.instance(name))
+
+
+class RecreateDisksTest(AllocatorCase):
+    programs = {"two": always(["node2.test"]), "full": always([], False, "FailDisk: 2")}
+
+    def test_an_allocator_chooses_the_new_nodes(self):
+        self.run_ok(create_op(disk_template=c.DT_FILE, disks=[{"size": 1024}]))
+        self.assertEqual(self.node_of(), "node1.test")
+        status, result, log = self.run_logged({
+            "OP_ID": "OP_INSTANCE_RECREATE_DISKS", "instance_name": "inst1.test",
+            "iallocator": "two"})
+        self.assertEqual(status, "success", result)
+        self.assertIn(" - INFO: Selected nodes for instance inst1.test via iallocator two: "
+                      "node2.test", log)
+        self.assertEqual(self.node_of(), "node2.test")
+        request = self.allocators.inputs("two")[0]["request"]
+        self.assertEqual((request["type"], request["name"], request["disk_template"],
+                          request["disks"][0]["size"], request["nics"]),
+                         ("allocate", "inst1.test", "file", 1024, [{}]))
+
+    def test_refusals_change_nothing(self):
+        self.run_ok(create_op(disk_template=c.DT_FILE, disks=[{"size": 1024}]))
+        serial = self.config.serial_no
+        cls, msg, code = self.run_error({
+            "OP_ID": "OP_INSTANCE_RECREATE_DISKS", "instance_name": "inst1.test",
+            "iallocator": "full"})
+        self.assertEqual((cls, code, msg), ("OpPrereqError", "insufficient_resources",
+                                            "Can't compute nodes using iallocator 'full': "
+                                            "FailDisk: 2"))
+        cls, msg, code = self.run_error({
+            "OP_ID": "OP_INSTANCE_RECREATE_DISKS", "instance_name": "inst1.test",
+            "iallocator": "two", "nodes": ["node1.test"]})
+        self.assertEqual(msg, "Do not specify both, iallocator and node")
+        self.assertEqual(self.config.serial_no, serial)
+        self.assertEqual(self.node_of(), "node1.test")

@@ -288,7 +288,7 @@ OP_INSTANCE_RECREATE_DISKS = _instance_op(
     opt("nodes", NAME_LIST, "New nodes of the instance (relocation)", []),
     opt("node_uuids", kinds.maybe(NAME_LIST), "UUIDs of the new nodes"),
     opt("iallocator", kinds.maybe(kinds.STRING),
-        "Instance allocator choosing new nodes (not supported yet)"))
+        "Instance allocator choosing new nodes ('.': the cluster's default)"))
 
 OP_INSTANCE_QUERY_DATA = OpCode(
     "OP_INSTANCE_QUERY_DATA", "Return the configuration and run-time state of instances",

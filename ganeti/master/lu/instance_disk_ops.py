@@ -16,6 +16,7 @@ from ganeti.core.opcodes.views import (
     OpInstanceRecreateDisks,
 )
 from ganeti.master.config import nodes as nodesmod
+from ganeti.master.iallocator import jobs as iajobs
 from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu import instance_storage
@@ -26,6 +27,7 @@ from ganeti.master.lu.instance_ops import (
     check_admin_state,
     check_not_running,
 )
+from ganeti.master.lu.instance_placement import recreate_nodes
 
 #: What recreating a disk may change (Ganeti's LUInstanceRecreateDisks._MODIFYABLE).
 _RECREATE_MODIFIABLE = frozenset({"size", "mode", "spindles"})
@@ -147,9 +149,6 @@ class LUInstanceRecreateDisks(InstanceLU):
                                 f"{', '.join(map(str, duplicates))}", ECODE_INVAL)
         if (op.nodes or op.node_uuids) and op.iallocator:
             raise OpPrereqError("Do not specify both, iallocator and node", ECODE_INVAL)
-        if op.iallocator:
-            raise OpPrereqError("Recreating disks on nodes an allocator chooses is not "
-                                "supported yet", ECODE_INVAL)
         for idx, params in items:
             unknown = set(params) - _RECREATE_MODIFIABLE
             if unknown:
@@ -164,15 +163,32 @@ class LUInstanceRecreateDisks(InstanceLU):
         wanted = self.op.node_uuids or self.op.nodes or []
         found = [nodesmod.find_node(cfg, n) for n in wanted]
         self.new_nodes = [node.uuid for node in found]
+        # Ganeti's: the cluster's default only with "-I ." (no default without -I)
+        self.allocators = iajobs.allocator_names(cfg, self.op.iallocator, bool(wanted)) \
+            if self.op.iallocator else []
         if found:  # Ganeti's GetWantedNodes result, in the job's opcode
             self.record_op(node_uuids=self.new_nodes, nodes=[node.name for node in found])
 
     def declare_locks(self, level: int) -> None:
-        if self.new_nodes and level in self.NODE_LEVELS:  # Ganeti: only the new nodes
+        if self.allocators and level in self.NODE_LEVELS:
+            # Ganeti's: every node of the group of the instance's primary node
+            cfg = self.ctx.config.config
+            inst = ic.find_instance(cfg, self.name)
+            group = cfg.nodegroups[cfg.nodes[inst.primary_node].group]
+            self.needed_locks[level] = sorted(set(group.members) | set(
+                nodesmod.instance_nodes(cfg, inst)))
+            self.recalculate_locks.pop(level, None)
+        elif self.new_nodes and level in self.NODE_LEVELS:  # Ganeti: only the new nodes
             self.needed_locks[level] = sorted(set(self.new_nodes))
             self.recalculate_locks.pop(level, None)
         else:
             super().declare_locks(level)
+
+    async def before_prereq(self) -> None:
+        """With an allocator: an allocate request for the instance as it is (Ganeti's
+        _RunAllocator of recreate-disks), whose answer are the new nodes."""
+        if self.allocators:
+            self.new_nodes = await recreate_nodes(self)
 
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config

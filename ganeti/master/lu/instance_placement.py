@@ -15,12 +15,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ganeti.core import constants as c
+from ganeti.core import params_fill
 from ganeti.core.errors import ECODE_NORES, ECODE_TEMP_NORES, OpPrereqError
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.placement.model import Disk
 from ganeti.core.placement.requests import Allocate
 from ganeti.master.iallocator import jobs as iajobs
 from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE_RES
+from ganeti.master.query.instancequeries import disk_template
 
 if TYPE_CHECKING:
     from ganeti.master.lu.instance_create import LUInstanceCreate
@@ -105,5 +107,33 @@ async def choose_nodes(lu: LUInstanceCreate) -> None:
     lu.release_locks(LEVEL_NODE_RES, keep=keep)
 
 
-__all__ = ["allocate_request", "choose_nodes", "declare_allocator_locks",
+async def recreate_nodes(lu: Any) -> list[str]:
+    """OP_INSTANCE_RECREATE_DISKS with an allocator (Ganeti's): an allocate request for
+    the instance as it is (its disks, memory, vCPUs, OS, tags, one default NIC), run;
+    the chosen nodes' UUIDs, as many as the instance has."""
+    cfg = lu.ctx.config.config
+    inst = lu.instance
+    be = params_fill.fill_instance_be(cfg.cluster, inst)
+    template = disk_template(cfg, inst) or c.DT_DISKLESS
+    disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
+    request = Allocate(
+        name=inst.name, memory=int(be[c.BE_MAXMEM]), vcpus=int(be[c.BE_VCPUS]),
+        disk_template=template,
+        disks=tuple(Disk(size=d.size, mode=d.mode, spindles=d.spindles) for d in disks),
+        nics=({},), os=inst.os or "", hypervisor=inst.hypervisor, tags=tuple(inst.tags),
+        spindle_use=int(be.get(c.BE_SPINDLE_USE, 1)))
+    ialloc = await iajobs.build_input(lu, request)
+    name, answer = await iajobs.run(lu, lu.allocators, ialloc)
+    if not answer.success:
+        raise OpPrereqError(f"Can't compute nodes using iallocator "
+                            f"'{','.join(lu.allocators)}': {answer.info}", ECODE_NORES)
+    chosen = [n for n in map(cfg.node_by_name, answer.result) if n is not None]
+    names = [n.name for n in chosen]
+    lu.record_op(node_uuids=[n.uuid for n in chosen], nodes=names, iallocator=name)
+    lu.ctx.feedback("message", f" - INFO: Selected nodes for instance {inst.name} via "
+                               f"iallocator {name}: {', '.join(names)}")
+    return [n.uuid for n in chosen]
+
+
+__all__ = ["allocate_request", "recreate_nodes", "choose_nodes", "declare_allocator_locks",
            "expand_for_allocator", "nic_dicts"]
