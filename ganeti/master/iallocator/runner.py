@@ -23,7 +23,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.internet import defer, error, protocol
@@ -207,6 +207,8 @@ class AllocatorRunner:
     max_output: int = DEFAULT_MAX_OUTPUT
     tmp_dir: str | None = None
     grace: float = DEFAULT_GRACE
+    #: the programs running now (what a test driving a fake clock waits for)
+    active: set[_Allocator] = field(default_factory=set)
 
     def exists(self, name: str) -> bool:
         """Whether allocator ``name`` can be run (blocking: stats files)."""
@@ -252,9 +254,11 @@ class AllocatorRunner:
                                   [sys.executable, "-I", "-S", "-c", _SETSID, script, *args],
                                   env=env)
         timer: IDelayedCall = self.clock.callLater(self.timeout, self._expire, child)
+        self.active.add(child)
         try:
             return await child.ended
         finally:
+            self.active.discard(child)
             if timer.active():
                 timer.cancel()
 
