@@ -91,6 +91,22 @@ class AllocatorTest(ClusterCase):
 
     def test_5_missing_allocator_is_named(self):
         r = self.add("none.vcluster.test", "-I", "nosuchallocator")
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("iallocator module 'nosuchallocator' not found in the search path",
-                      r.stderr)
+        # real Ganeti 3.0's words and exit status (real_cluster_up.sh, gnt-debug allocator)
+        self.assertEqual((r.returncode, r.stderr), (1, (
+            "Failure: command execution error:\nFailure while running the iallocator "
+            "script: iallocator module 'nosuchallocator' not found in the search path\n")))
+
+    def test_6_batch_create_with_debians_client(self):
+        spec = [{"instance_name": f"b{i}.vcluster.test", "disk_template": "diskless",
+                 "disks": [], "nics": [{}], "os_type": "busybox", "mode": "create",
+                 "hypervisor": "fake", "name_check": False, "ip_check": False,
+                 "no_install": True, "beparams": {"maxmem": 128, "minmem": 128}}
+                for i in range(2)]
+        path = os.path.join(self.cluster.dir, "batch.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(spec, f)
+        r = self.gnt("gnt-instance", "batch-create", "-I", "hail", path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("All instances created successfully.", r.stdout)
+        for i in range(2):
+            self.assertIn(self.primary(f"b{i}.vcluster.test"), self.cluster.nodes)

@@ -386,6 +386,8 @@ class LUInstanceCreate(LogicalUnit):
             mtime=now, serial_no=1)
         self.instance = inst
         if op.dry_run:  # the chosen nodes, by name (Ganeti returns their UUIDs)
+            self.ctx.feedback("message", " - INFO: dry-run mode requested, not actually "
+                                         "executing the operation")
             return [n.name for n in (self.pnode, self.snode) if n is not None]
         if disks:
             self.ctx.feedback("message", "* creating instance disks...")

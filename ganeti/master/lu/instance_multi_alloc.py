@@ -91,14 +91,12 @@ class LUInstanceMultiAlloc(LogicalUnit):
         request = MultiAllocate(instances=tuple(
             allocate_request(self._sub_unit(op), whitelist) for op in self.op.instances))
         ialloc = await iajobs.build_input(self, request)
-        name, answer = await iajobs.run(self, self.allocators, ialloc)
+        _name, answer = await iajobs.run(self, self.allocators, ialloc)
         if not answer.success:
             raise OpPrereqError(f"Can't compute nodes using iallocator "
                                 f"'{','.join(self.allocators)}': {answer.info}", ECODE_NORES)
         placed = [(n, tuple(nodes)) for n, nodes in answer.result.placed]
-        self.ia_result = (placed, list(answer.result.failed))
-        self.ctx.feedback("message", f" - INFO: Instances placed by iallocator {name}: "
-                                     f"{len(placed)} of {len(self.op.instances)}")
+        self.ia_result = (placed, list(answer.result.failed))  # (Ganeti logs nothing)
 
     def _partial(self) -> dict[str, Any]:
         if self.ia_result is not None:
