@@ -110,3 +110,16 @@ class AllocatorTest(ClusterCase):
         self.assertIn("All instances created successfully.", r.stdout)
         for i in range(2):
             self.assertIn(self.primary(f"b{i}.vcluster.test"), self.cluster.nodes)
+
+    def test_7_debug_allocator_refusals_as_real_ganeti(self):
+        """Debian's gnt-debug on our cluster prints what it prints on a real Ganeti 3.0
+        cluster (real_cluster_up.sh) for the same arguments."""
+        prereq = ("Failure: prerequisites not met for this operation:\nerror type: {}, "
+                  "error details:\n{}\n")
+        r = self.gnt("gnt-debug", "iallocator", "--mode", "relocate", "nosuch.vcluster.test")
+        self.assertEqual((r.returncode, r.stderr), (1, prereq.format(
+            "unknown_entity", "Instance 'nosuch.vcluster.test' not known")))
+        r = self.gnt("gnt-debug", "iallocator", "--dir", "out", "--mode", "allocate", "-o",
+                     "busybox", "-t", "file", "new.vcluster.test")
+        self.assertEqual((r.returncode, r.stderr), (1, prereq.format(
+            "wrong_input", "Missing allocator name")))

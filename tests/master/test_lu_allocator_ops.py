@@ -43,6 +43,14 @@ class TestAllocatorTest(AllocatorCase):
         self.assertEqual(json.loads(out), answer(["node2.test"]))
         self.assertEqual(self.allocators.inputs("two")[0]["request"]["name"], "new.test")
 
+    def test_relocating_a_diskless_instance_gives_its_input_as_ganeti(self):
+        # Ganeti's check is "every disk mirrored", which an instance without disks passes
+        self.run_ok(alloc_op("taken.test", iallocator="two"))
+        data = json.loads(self.run_ok(debug_op(mode="relocate", name="taken.test")))
+        self.assertEqual(data["request"], {"name": "taken.test", "disk_space_total": 0,
+                                           "required_nodes": 1, "relocate_from": [],
+                                           "type": "relocate"})
+
     def test_multi_allocate_names_count_instances(self):
         data = json.loads(self.run_ok(debug_op(mode="multi-allocate", count=3)))
         self.assertEqual([i["name"] for i in data["request"]["instances"]],
@@ -62,6 +70,8 @@ class TestAllocatorTest(AllocatorCase):
 
     def test_refusals(self):
         self.run_ok(alloc_op("taken.test", iallocator="two"))
+        self.run_ok(alloc_op("filed.test", iallocator="two", disk_template="file",
+                             disks=[{"size": 1024}]))
         cases = [
             (debug_op("out"), "OpPrereqError", "wrong_input", "Missing allocator name"),
             (debug_op(name="taken.test"), "OpPrereqError", "already_exists",
@@ -72,8 +82,10 @@ class TestAllocatorTest(AllocatorCase):
              "Request parameter 'memory' has invalid type <class 'NoneType'>/value None"),
             (debug_op(mode="node-evacuate"), "OpPrereqError", "wrong_input",
              "Missing instances"),
-            (debug_op(mode="relocate", name="taken.test"), "OpPrereqError", "wrong_input",
+            (debug_op(mode="relocate", name="filed.test"), "OpPrereqError", "wrong_input",
              "Can't relocate non-mirrored instances"),
+            (debug_op(mode="relocate", name="nosuch.test"), "OpPrereqError",
+             "unknown_entity", "Instance 'nosuch.test' not known"),
             (debug_op("out", iallocator="nosuch"), "OpExecError", None,
              "Failure while running the iallocator script: iallocator module 'nosuch' not "
              "found in the search path"),

@@ -160,7 +160,7 @@ def relocate_request(cfg: ConfigData, inst: Instance, relocate_from: list[str]) 
     """A relocate request for a mirrored instance, off the nodes (UUIDs) ``relocate_from``
     (Ganeti's checks and figures)."""
     disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
-    if not disks or not all(d.dev_type in model.MIRRORED for d in disks):
+    if not all(d.dev_type in model.MIRRORED for d in disks):  # (diskless passes, as Ganeti)
         raise OpPrereqError("Can't relocate non-mirrored instances", ECODE_INVAL)
     if any(d.dev_type in model.INTERNALLY_MIRRORED for d in disks) and \
             len(secondary_nodes(cfg, inst)) != 1:
