@@ -145,7 +145,8 @@ def setup_add(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--node", metavar="PNODE[:SNODE]",
                    help="primary node and, for mirrored templates, secondary node")
     p.add_argument("-I", "--iallocator", metavar="NAME",
-                   help="choose the nodes with this allocator")
+                   help="choose the nodes with this allocator ('.': the cluster's "
+                        "default)")
     p.add_argument("-g", "--node-group", dest="nodegroup", metavar="GROUP",
                    help="node group for the allocator (name or UUID)")
     p.add_argument("-o", "--os-type", dest="os", metavar="OS",
@@ -609,8 +610,10 @@ _SELECTION_HELP = (" The arguments are instance names unless a selection option 
 COMMANDS = [
     Command("add", cmd_add, "Create and add a new instance to the cluster", setup_add,
             "Create an instance (OP_INSTANCE_CREATE): gnt-instance add -t TEMPLATE "
-            "-n PNODE[:SNODE] -o OS [--disk N:size=SIZE | -s SIZE] ... INSTANCE. Without "
-            "--net the instance gets one NIC with the cluster's parameters."),
+            "{-n PNODE[:SNODE] | -I ALLOCATOR} -o OS [--disk N:size=SIZE | -s SIZE] ... "
+            "INSTANCE. Without -n and -I the cluster's default allocator (or the built-in "
+            "ganeti-place) chooses the nodes; -I . is the default. Without --net the "
+            "instance gets one NIC with the cluster's parameters."),
     Command("batch-create", batch.cmd_batch_create,
             "Create a bunch of instances based on specs in the file", batch.setup,
             "Create instances from a JSON file (a list of OP_INSTANCE_CREATE parameter "
