@@ -11,7 +11,7 @@ import pytest
 
 from ganeti.core import constants as c
 from ganeti.master.locking.manager import BGL, LEVEL_CLUSTER, LEVEL_NODE
-from tests.fakes.allocators import InlineAllocators, always, emptiest
+from tests.fakes.allocators import InlineAllocators, always, answer, emptiest
 from tests.fakes.configs import small_config
 from tests.fakes.masterd import InProcessMaster
 from tests.fakes.nodes import FakeNodeNet
@@ -157,6 +157,31 @@ class LockTest(AllocatorCase):
         self.assertEqual((cls, code), ("OpPrereqError", "insufficient_resources"))
         self.assertIn("not locked by this job: node1.test", msg)
         self.assertIsNone(self.instance())
+
+    def test_no_answer_on_the_free_nodes_falls_back_to_waiting_for_all(self):
+        def needs1(data):  # only node1 will do
+            allowed = data["request"].get("restrict-to-nodes")
+            if allowed is not None and "node1.test" not in allowed:
+                return answer([], False, "FailMem: 1")
+            return answer(["node1.test"])
+        self.allocators.programs["needs1"] = needs1
+        locks = self.master.daemon.locks
+        node1 = self.config.node_by_name("node1.test").uuid
+        self.master.run_until(locks.acquire("other", LEVEL_CLUSTER, [BGL], shared=True))
+        self.master.run_until(locks.acquire("other", LEVEL_NODE, [node1]))
+        job = self.master.submit(alloc_op(iallocator="needs1"))
+        self.master.reactor.advance(5)
+        self.assertFalse(self.master.daemon.queue.visible[job].finalized)  # it waits
+        locks.release("other", LEVEL_NODE)
+        locks.release("other", LEVEL_CLUSTER)
+        status, result, log = self.master.finish(job)
+        self.assertEqual((status, result[-1]), ("success", ["node1.test"]))
+        self.assertIn(" - INFO: IAllocator 'needs1' failed on opportunistically acquired "
+                      "nodes: FailMem: 1", log)
+        self.assertIn("* falling back to full lock allocation", log)
+        requests = [d["request"] for d in self.allocators.inputs("needs1")]
+        self.assertEqual([r.get("restrict-to-nodes") for r in requests],
+                         [["node2.test"], None])
 
     def test_only_the_chosen_node_stays_locked(self):
         locks = self.master.daemon.locks

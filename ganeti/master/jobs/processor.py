@@ -28,6 +28,7 @@ from twisted.logger import Logger
 from ganeti.core.errors import (
     ECODE_ENVIRON,
     ECODE_NOTUNIQUE,
+    ECODE_TEMP_NORES,
     GenericError,
     LockError,
     OpExecError,
@@ -42,6 +43,11 @@ from ganeti.master.lu.hooks import HooksRunner
 
 #: Makes the logical unit of the opcode being run; called once per lock attempt.
 LUFactory = Callable[[], LogicalUnit]
+
+
+def _is_temp_nores(err: OpPrereqError) -> bool:
+    """Whether a unit failed for want of resources on opportunistically locked nodes."""
+    return len(err.args) > 1 and err.args[1] == ECODE_TEMP_NORES
 
 #: How often in a row an attempt may find a lock gone before the opcode fails.
 MAX_GONE_RETRIES = 5
@@ -135,6 +141,27 @@ class Processor:
 
     async def _execute(self, factory: LUFactory, handle: JobHandle, priority: int,
                        on_running: Callable[[], Awaitable[None]]) -> Any:
+        try:
+            return await self._execute_once(factory, handle, priority, on_running)
+        except OpPrereqError as err:
+            if not _is_temp_nores(err):
+                raise
+        # Ganeti's PrepareRetry: a unit that failed for want of resources on the locks it
+        # took opportunistically runs once more, waiting for every lock it asks for
+        self.locks.release_all(handle.owner)
+        announced: list[bool] = []
+
+        def waiting() -> LogicalUnit:
+            lu = factory()
+            lu.opportunistic_allowed = False
+            if not announced:
+                announced.append(True)
+                lu.ctx.feedback("message", "* falling back to full lock allocation")
+            return lu
+        return await self._execute_once(waiting, handle, priority, on_running)
+
+    async def _execute_once(self, factory: LUFactory, handle: JobHandle, priority: int,
+                            on_running: Callable[[], Awaitable[None]]) -> Any:
         lu = factory()
         lu.check_arguments()
         if lu.uses_locks:

@@ -186,6 +186,10 @@ class LogicalUnit:
         self.needed_locks: dict[int, list[str] | None] = {LEVEL_CLUSTER: [BGL]}
         self.share_locks: dict[int, bool] = {LEVEL_CLUSTER: not self.REQ_BGL}
         self.opportunistic_locks: dict[int, bool] = {}
+        #: False when the processor runs the opcode again after it failed with
+        #: ECODE_TEMP_NORES on opportunistic locks (Ganeti's PrepareRetry): the unit
+        #: then waits for every lock it asks for
+        self.opportunistic_allowed = True
         #: level -> LOCKS_REPLACE / LOCKS_APPEND, for :meth:`lock_instances_nodes`
         self.recalculate_locks: dict[int, str] = {}
         self.tasklets: list[Tasklet] | None = None

@@ -18,7 +18,7 @@ import copy
 from typing import Any
 
 from ganeti.core import constants as c
-from ganeti.core.errors import ECODE_INVAL, ECODE_NORES, OpPrereqError
+from ganeti.core.errors import ECODE_INVAL, ECODE_NORES, ECODE_TEMP_NORES, OpPrereqError
 from ganeti.core.opcodes.views import OpInstanceMultiAlloc
 from ganeti.core.placement.requests import MultiAllocate
 from ganeti.master.iallocator import jobs as iajobs
@@ -66,8 +66,8 @@ class LUInstanceMultiAlloc(LogicalUnit):
         if self.allocators:
             self.needed_locks[LEVEL_NODE] = sorted(cfg.nodes)
             self.needed_locks[LEVEL_NODE_RES] = sorted(cfg.nodes)
-            self.opportunistic_locks[LEVEL_NODE] = True
-            self.opportunistic_locks[LEVEL_NODE_RES] = True
+            self.opportunistic_locks[LEVEL_NODE] = self.opportunistic_allowed
+            self.opportunistic_locks[LEVEL_NODE_RES] = self.opportunistic_allowed
         self.ia_result: tuple[list[tuple[str, tuple[str, ...]]], list[str]] | None = None
 
     def _sub_unit(self, op: dict[str, Any]) -> LUInstanceCreate:
@@ -87,14 +87,16 @@ class LUInstanceMultiAlloc(LogicalUnit):
         cfg = self.ctx.config.config
         held = self.owned_locks(LEVEL_NODE) & self.owned_locks(LEVEL_NODE_RES)
         candidates = sorted(cfg.nodes[u].name for u in held if u in cfg.nodes)
-        whitelist = candidates if len(candidates) < len(cfg.nodes) else None
+        skipped = len(candidates) < len(cfg.nodes)
+        whitelist = candidates if skipped else None
         request = MultiAllocate(instances=tuple(
             allocate_request(self._sub_unit(op), whitelist) for op in self.op.instances))
         ialloc = await iajobs.build_input(self, request)
         _name, answer = await iajobs.run(self, self.allocators, ialloc)
         if not answer.success:
             raise OpPrereqError(f"Can't compute nodes using iallocator "
-                                f"'{','.join(self.allocators)}': {answer.info}", ECODE_NORES)
+                                f"'{','.join(self.allocators)}': {answer.info}",
+                                ECODE_TEMP_NORES if skipped else ECODE_NORES)
         placed = [(n, tuple(nodes)) for n, nodes in answer.result.placed]
         self.ia_result = (placed, list(answer.result.failed))  # (Ganeti logs nothing)
 

@@ -6,8 +6,9 @@ those free at once, so a create never waits for the nodes another job holds;
 the allocator sees only the nodes held at both levels (``restrict-to-nodes``)
 and the unit keeps just the chosen nodes' locks, so what it chose stays
 reserved for the job.  When the allocator finds nothing while some nodes were
-skipped as busy, the error says so (``ECODE_TEMP_NORES``, Ganeti's code for
-"try again").
+skipped as busy, the unit fails with ``ECODE_TEMP_NORES`` and the processor runs
+it once more waiting for every node lock (Ganeti's PrepareRetry, "* falling back
+to full lock allocation").
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def expand_for_allocator(lu: LUInstanceCreate, cfg: ConfigData) -> None:
     lu.add_locks[LEVEL_INSTANCE] = [lu.name]
     lu.needed_locks[LEVEL_NODE] = sorted(cfg.nodes)
     lu.needed_locks[LEVEL_NODE_RES] = sorted(cfg.nodes)
-    lu.opportunistic_locks[LEVEL_NODE] = True
-    lu.opportunistic_locks[LEVEL_NODE_RES] = True
+    lu.opportunistic_locks[LEVEL_NODE] = lu.opportunistic_allowed
+    lu.opportunistic_locks[LEVEL_NODE_RES] = lu.opportunistic_allowed
 
 
 def declare_allocator_locks(lu: LUInstanceCreate, level: int) -> None:
