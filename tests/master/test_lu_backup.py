@@ -23,6 +23,7 @@ from ganeti.core import exportinfo
 from ganeti.master.locking.manager import LEVEL_INSTANCE
 from ganeti.noded.bdev.paths import device_path
 from ganeti.noded.procs import ProcessOutcome
+from tests.fakes.allocators import InlineAllocators, always
 from tests.master.test_lu_instance import InstanceCase, create_op
 from tests.noded.test_osdefs import make_os
 
@@ -227,6 +228,21 @@ class ImportTest(BackupCase):
         self.assertEqual(self.entries("node1.test"), [])  # the copied dump is gone
         script, env = next(r for r in self.scripts.runs if r[0] == "import")
         self.assertEqual((env["IMPORT_INDEX"], env["INSTANCE_NAME"]), ("0", "inst2.test"))
+
+    def test_import_with_an_allocator(self):
+        allocators = InlineAllocators({"two": always(["node2.test"])})
+        self.master.daemon.allocators = allocators
+        self.make_instance(content=b"root fs of inst1")
+        self.run_ok(self.export())
+        status, results, log = self.master.finish(self.master.submit(
+            self.import_op(pnode=None, iallocator="two")))
+        self.assertEqual((status, results[-1]), ("success", ["node2.test"]), results)
+        self.assertIn(" - INFO: Selected nodes for instance inst2.test via iallocator two: "
+                      "node2.test", log)
+        request = allocators.inputs("two")[0]["request"]
+        self.assertEqual([d["size"] for d in request["disks"]], [4])  # from the export
+        with open(self.disk_file("inst2.test"), "rb") as f:
+            self.assertEqual(f.read(16), b"root fs of inst1")
 
     def test_import_finds_the_source_node(self):
         self.make_instance()

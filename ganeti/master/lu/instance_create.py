@@ -240,9 +240,8 @@ class LUInstanceCreate(LogicalUnit):
         on the locked nodes, which chooses them (Ganeti's _RunAllocator)."""
         if not self.allocators:
             return
-        if self.op.mode == "import" and not backup_import.export_read(self):
-            raise OpPrereqError("Importing with an instance allocator is not supported "
-                                "yet: give the primary node", ECODE_INVAL)
+        if self.op.mode == "import":  # the export fills the opcode first (as Ganeti)
+            await backup_import.read_export(self)
         self._check_params()
         await placement.choose_nodes(self)
 
