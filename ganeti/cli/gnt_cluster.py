@@ -29,6 +29,7 @@ from ganeti.cli.framework import (
 )
 from ganeti.core import bootstrap, constants, errors, params, ssconf, uidpool
 from ganeti.core import config as configmod
+from ganeti.core.params_cluster import IALLOCATOR_SEARCH_PATH, find_iallocator
 
 DESCRIPTION = ("Ganeti cluster administration: init, info, modify, verify, verify-disks, "
                "redist-conf, activate-master-ip, deactivate-master-ip, "
@@ -74,8 +75,10 @@ def _setup_init(p: argparse.ArgumentParser) -> None:
                    help="number of master candidates to keep (default: %(default)s)")
     p.add_argument("--uid-pool", default="", metavar="UIDS",
                    help="user-id pool, e.g. 1000-1009,2000 (default: empty)")
-    p.add_argument("-I", "--default-iallocator", default="", metavar="NAME",
-                   help="default instance allocator")
+    p.add_argument("-I", "--default-iallocator", default=None, metavar="NAME",
+                   help="default instance allocator, or a comma-separated list tried in "
+                        "order (default: hail if it is installed, as Ganeti; without a "
+                        "default the built-in ganeti-place is used)")
     p.add_argument("--enabled-disk-templates", default="drbd,plain",
                    help="comma-separated disk templates (default: %(default)s)")
     p.add_argument("--file-storage-dir", default=constants.DEFAULT_FILE_STORAGE_DIR,
@@ -94,9 +97,27 @@ def _setup_init(p: argparse.ArgumentParser) -> None:
                         "(default: %(default)s)")
 
 
+#: Ganeti's IALLOC_HAIL: the default allocator of a new cluster where it is installed.
+IALLOC_HAIL = "hail"
+
+
+def default_iallocator(given: str | None,
+                       search_path: tuple[str, ...] = IALLOCATOR_SEARCH_PATH) -> str:
+    """The cluster's default allocator at init (Ganeti's): the one given, which must
+    exist; else hail if it is on the search path; else none (blocking: stats files)."""
+    if given:
+        find_iallocator(given, search_path)
+        return given
+    if given is None and any(os.path.isfile(os.path.join(d, IALLOC_HAIL))
+                             for d in search_path):
+        return IALLOC_HAIL
+    return ""
+
+
 def cmd_init(ctx: Context, opts: argparse.Namespace) -> int:
     """Initialise a new cluster with this node as its master."""
     try:
+        opts.default_iallocator = default_iallocator(opts.default_iallocator)
         init = bootstrap.InitOptions(
             cluster_name=opts.cluster_name, primary_ip=opts.primary_ip,
             secondary_ip=opts.secondary_ip, master_ip=opts.master_ip,

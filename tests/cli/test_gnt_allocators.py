@@ -7,7 +7,11 @@ import io
 import json
 import os
 
+from twisted.trial.unittest import SynchronousTestCase
+
 from ganeti.cli import gnt_debug, gnt_instance, jobs
+from ganeti.cli.gnt_cluster import default_iallocator
+from ganeti.core.errors import OpPrereqError
 from tests.fakes.allocators import answer
 from tests.fakes.clirun import Run
 from tests.master.test_lu_allocate import AllocatorCase
@@ -88,3 +92,24 @@ class AllocatorCliTest(AllocatorCase):
                       "allocate", "-o", "busybox", "-t", "file", "new.test")
         self.assertEqual(r.code, 0, r.err)
         self.assertEqual(json.loads(r.out), answer(["node2.test"]))
+
+
+class InitDefaultTest(SynchronousTestCase):
+    """gnt-cluster init's default allocator, as Ganeti's bootstrap chooses it."""
+
+    def test_hail_when_installed_else_none_and_a_given_one_must_exist(self):
+        with_hail = self.mktemp()
+        os.makedirs(with_hail)
+        open(os.path.join(with_hail, "hail"), "w").close()
+        empty = self.mktemp()
+        os.makedirs(empty)
+        self.assertEqual(default_iallocator(None, (empty, with_hail)), "hail")
+        self.assertEqual(default_iallocator(None, (empty,)), "")
+        self.assertEqual(default_iallocator("", (with_hail,)), "")  # -I '': none
+        self.assertEqual(default_iallocator("ganeti-place", (empty,)), "ganeti-place")
+        self.assertEqual(default_iallocator("hail,ganeti-place", (with_hail,)),
+                         "hail,ganeti-place")
+        with self.assertRaises(OpPrereqError) as caught:
+            default_iallocator("nosuch", (with_hail,))
+        self.assertEqual(caught.exception.args[0],
+                         "Invalid default iallocator script 'nosuch' specified")
