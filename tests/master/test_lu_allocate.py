@@ -115,9 +115,10 @@ class ChoiceTest(AllocatorCase):
         self.assertEqual(self.allocators.calls, [])
 
     def test_both_allocator_and_node_are_refused(self):
-        cls, msg, code = self.run_error(create_op(iallocator="stub"))
-        self.assertEqual((cls, code, msg), ("OpPrereqError", "wrong_input",
-                                            "Do not specify both, iallocator and node"))
+        for name in ("stub", "."):
+            cls, msg, code = self.run_error(create_op(iallocator=name))
+            self.assertEqual((cls, code, msg), ("OpPrereqError", "wrong_input",
+                                                "Do not specify both, iallocator and node"))
 
     def test_dry_run_returns_the_nodes_and_creates_nothing(self):
         serial = self.config.serial_no

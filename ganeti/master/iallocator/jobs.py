@@ -60,11 +60,11 @@ def split_names(value: str | None) -> list[str]:
 def allocator_names(cfg: ConfigData, given: str | None, nodes_given: bool) -> list[str]:
     """The allocators an opcode uses, in the order they are tried (empty: none, the
     user's nodes are used).  Both an allocator and nodes: Ganeti's refusal."""
-    if given and given != DEFAULT_SHORTCUT and nodes_given:
+    if given and nodes_given:  # (the shortcut "." too, as Ganeti)
         raise OpPrereqError("Do not specify both, iallocator and node", ECODE_INVAL)
     if given and given != DEFAULT_SHORTCUT:
         return [given]
-    if nodes_given and not given:
+    if nodes_given:
         return []
     return split_names(cfg.cluster.default_iallocator) or [BUILTIN]
 

@@ -146,8 +146,7 @@ class LUInstanceCreate(LogicalUnit):
         if op.ip_check and not op.name_check:
             raise OpPrereqError("Cannot do IP address check without a name check",
                                 ECODE_INVAL)
-        if op.iallocator and op.iallocator != iajobs.DEFAULT_SHORTCUT and \
-                (op.pnode or op.pnode_uuid):
+        if op.iallocator and (op.pnode or op.pnode_uuid):  # "." too, as Ganeti
             raise OpPrereqError("Do not specify both, iallocator and node", ECODE_INVAL)
         if op.mode == "remote-import":
             raise OpPrereqError("Remote imports are not supported yet", ECODE_INVAL)
