@@ -20,7 +20,7 @@ from ganeti.core import constants as c
 from ganeti.core import storagetypes as st
 from ganeti.core.errors import ECODE_INVAL, ECODE_STATE, OpExecError, OpPrereqError
 from ganeti.core.objects import ConfigData, Instance, NodeGroup
-from ganeti.core.params_fill import fill_instance_be, fill_instance_nic, fill_ipolicy, fill_nd
+from ganeti.core.params_fill import fill_be, fill_ipolicy, fill_nd, fill_nic
 from ganeti.core.placement import model
 from ganeti.core.placement.requests import MODE_RELOC, AnyRequest, Relocate
 from ganeti.core.placement.wire import AllocatorInput, ipolicy_from_wire
@@ -81,11 +81,14 @@ def _storage(name: str, live: LiveNode, template: str) -> tuple[int, int, int, i
     return total, free, spindles[0], spindles[1]
 
 
-def _instance(cfg: ConfigData, inst: Instance) -> model.Instance:
-    be = fill_instance_be(cfg.cluster, inst)
+def _instance(cfg: ConfigData, inst: Instance, be_base: Mapping[str, Any],
+              nic_base: Mapping[str, Any]) -> model.Instance:
+    # the cluster's flat defaults, filled once per input (Ganeti's FillBE/FillNIC
+    # layers; only read here, so no copies)
+    be = {**be_base, **inst.beparams}
     nics = []
     for nic in inst.nics:
-        params = fill_instance_nic(cfg.cluster, nic)
+        params = {**nic_base, **nic.nicparams}
         bridged = params.get(c.NIC_MODE) == c.NIC_MODE_BRIDGED
         nics.append(model.Nic(mac=nic.mac, ip=nic.ip, mode=params.get(c.NIC_MODE),
                               link=params.get(c.NIC_LINK),
@@ -115,7 +118,11 @@ def build_cluster(cfg: ConfigData, live: Mapping[str, LiveNode | None],
     request's; default the cluster's first enabled one)."""
     cluster = cfg.cluster
     template = template or (cluster.enabled_disk_templates or [c.DT_DISKLESS])[0]
-    instances = {i.name: _instance(cfg, i) for i in cfg.instances.values()}
+    be_base, nic_base = fill_be(cluster, {}), fill_nic(cluster, {})
+    instances = {i.name: _instance(cfg, i, be_base, nic_base) for i in cfg.instances.values()}
+    by_primary: dict[str, list[Instance]] = {}
+    for inst in cfg.instances.values():
+        by_primary.setdefault(inst.primary_node, []).append(inst)
     nodes: dict[str, model.Node] = {}
     for uuid, node in cfg.nodes.items():
         group = cfg.nodegroups.get(node.group)
@@ -126,9 +133,7 @@ def build_cluster(cfg: ConfigData, live: Mapping[str, LiveNode | None],
                 raise OpExecError(f"Can't get data for node {node.name}")
             mem_free, pri_mem, pri_up_mem = figures.memory_free, 0, 0
             node_running = running.get(uuid, {})
-            for inst in cfg.instances.values():
-                if inst.primary_node != uuid:
-                    continue
+            for inst in by_primary.get(uuid, ()):
                 maxmem = instances[inst.name].memory
                 pri_mem += maxmem
                 if inst.admin_state == c.ADMINST_UP and not inst.forthcoming:

@@ -137,16 +137,28 @@ async def live_node_data(lu: LogicalUnit, template: str | None
 
 
 async def build_input(lu: LogicalUnit, request: Any) -> AllocatorInput:
-    """The input of ``request`` on the cluster as it is now (live node data included)."""
+    """The input of ``request`` on the cluster as it is now (live node data included).
+
+    The model is built in the master's I/O pool, off the reactor (a second or more
+    at a thousand nodes); the config is copy-on-write, so the snapshot read there
+    does not change under it."""
     cfg = lu.ctx.config.config
     template = build.request_template(cfg, request)
     live, running = await live_node_data(lu, template)
-    return build.build_input(cfg, request, live, running)
+    ialloc: AllocatorInput = await lu.ctx.run_blocking(build.build_input, cfg, request,
+                                                       live, running)
+    return ialloc
 
 
 def input_text(ialloc: AllocatorInput) -> str:
     """The input file's text (Ganeti's serializer: JSON)."""
     return json.dumps(render_input(ialloc))
+
+
+async def render(lu: LogicalUnit, ialloc: AllocatorInput) -> str:
+    """:func:`input_text`, in the master's I/O pool (megabytes at a thousand nodes)."""
+    text: str = await lu.ctx.run_blocking(input_text, ialloc)
+    return text
 
 
 def _runner(lu: LogicalUnit) -> TextRunner:
@@ -168,7 +180,7 @@ async def run(lu: LogicalUnit, names: Sequence[str], ialloc: AllocatorInput
     """Run the allocators ``names`` in order on ``ialloc`` until one answers successfully:
     that one's name and answer.  A failure of all of them: the last one's error, or its
     unsuccessful answer; each earlier failure is logged in the job."""
-    text = input_text(ialloc)
+    text = await render(lu, ialloc)
     last: tuple[str, Answer] | None = None
     for index, name in enumerate(names):
         try:
@@ -191,5 +203,5 @@ async def run(lu: LogicalUnit, names: Sequence[str], ialloc: AllocatorInput
 
 
 __all__ = ["DEFAULT_SHORTCUT", "TextRunner", "allocator_names", "build_input", "input_text",
-           "live_node_data", "run", "run_text", "split_names"]
+           "live_node_data", "render", "run", "run_text", "split_names"]
 

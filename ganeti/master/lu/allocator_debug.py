@@ -111,7 +111,7 @@ class LUTestAllocator(LogicalUnit):
     async def exec(self) -> Any:
         request = self.request()
         ialloc = await iajobs.build_input(self, request)
-        text = iajobs.input_text(ialloc)
+        text = await iajobs.render(self, ialloc)
         if self.op.direction == "in":
             return text
         return await iajobs.run_text(self, str(self.op.iallocator), text)
