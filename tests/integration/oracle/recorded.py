@@ -64,8 +64,6 @@ DIFFS: dict[str, str] = {
         "step 0 stderr:\n-Group 'rack5' not empty, has the following nodes: node2.example.com\n+Group 'rack5' not empty, has the following nodes: <uuid:1>",
     'job-autoarchive-all':
         'step 0 stdout:\n-Archived <masked> jobs, 0 unchecked left\n+Archived 0 jobs, 0 unchecked left',
-    'debug-iallocator-relocate-unknown':
-        "step 0 stderr:\n-Unhandled protocol error while talking to the master daemon:\n-Failed to parse request: SubmitJob: Unknown opcode OP_TEST_ALLOCATOR\n+Failure: prerequisites not met for this operation:\n+error type: unknown_entity, error details:\n+Instance 'inst1.example.com' not known",
     'debug-iallocator-allocate-in':
         'step 0 stderr:\n-Unhandled protocol error while talking to the master daemon:\n-Failed to parse request: SubmitJob: Unknown opcode OP_TEST_ALLOCATOR\n+Unhandled Ganeti error: Opcode result does not match String: b\'{"version": 2, "cluster_name": "cluster.example.com", "cluster_tags": [], "...',
     'filter-replace-rate-limit':
