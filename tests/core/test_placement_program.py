@@ -67,6 +67,10 @@ class ProgramTest(SynchronousTestCase):
             "not json": self.write("garbage.json", "{not json"),
             "wrong shape": self.write("shape.json", json.dumps({"version": 2})),
             "wrong version": self.write("v1.json", json.dumps({"version": 1})),
+            "disks not objects": self.write("disks.json", json.dumps(
+                {**json.loads((DATA / "allocate.in.json").read_text()),
+                 "instances": {"i": {"disk_template": "plain", "disks": [1], "nodes": ["x"],
+                                     "memory": 1, "vcpus": 1}}})),
             "bad node": self.write("node.json", json.dumps(
                 {**json.loads((DATA / "allocate.in.json").read_text()),
                  "nodes": {"n": {"group": 1}}})),

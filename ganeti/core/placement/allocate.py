@@ -173,15 +173,19 @@ class Allocator:
 
         g = len(cands)
         flat = scores.ravel()
-        valid = np.flatnonzero(np.isfinite(flat))
-        sol.successes = int(valid.size)
-        if not valid.size:
-            return sol
-        # best first; ties as hail breaks them (the later primary, then secondary)
-        order = valid[np.lexsort((-valid, flat[valid]))]
+        finite = np.isfinite(flat)
+        total = sol.successes = int(finite.sum())
         force = self.options.ignore_soft_errors
-        for start in range(0, order.size, _BATCH):
-            for k in order[start:start + _BATCH]:
+        tried = 0
+        while tried < total:
+            # the next best ones (all pairs tied with the last), best first; ties as
+            # hail breaks them (the later primary, then the later secondary)
+            want = min(tried + _BATCH, total)
+            masked = np.where(finite, flat, np.inf)
+            limit = np.partition(masked, want - 1)[want - 1]
+            batch = np.flatnonzero(finite & (flat <= limit))
+            batch = batch[np.lexsort((-batch, flat[batch]))][tried:]
+            for k in batch:
                 p, s = cands[int(k) // g], cands[int(k) % g]
                 changes = self.state.placement(inst, p, s, force)
                 if isinstance(changes, str):  # pragma: no cover - scored as valid
@@ -192,6 +196,9 @@ class Allocator:
                     return sol
                 sol.fail(FAIL_N1)
                 sol.successes -= 1
+            tried += len(batch)
+            if not len(batch):  # pragma: no cover - defensive
+                break
         return sol
 
     def _redundant_after(self, inst: Inst, nodes: tuple[int, ...],
