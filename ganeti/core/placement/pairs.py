@@ -115,7 +115,7 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
 
 
 def _combine(stats: metric.Statistics, old_p: np.ndarray, new_p: np.ndarray,
-             old_s: np.ndarray, new_s: np.ndarray, outer: bool) -> np.ndarray:
+             old_s: np.ndarray, new_s: np.ndarray, outer: bool = False) -> np.ndarray:
     """Scores of ``stats`` with a primary's components replaced, then a secondary's
     (htools' ``updateClusterStatisticsTwice``).  Rows are nodes, columns the numeric
     terms; ``outer``: every primary with every secondary (a matrix), else row by
