@@ -225,9 +225,16 @@ class RelocateTest(SynchronousTestCase):
 class DispatchTest(SynchronousTestCase):
     def test_unsupported_types_fail_cleanly(self):
         cl = cluster(node("a"))
-        answer = run(cl, requests.AllocateSecondary("x"))
+        saved = solve.SOLVERS.pop(requests.MODE_ALLOC_SECONDARY)
+        try:
+            answer = run(cl, requests.AllocateSecondary("x"))
+        finally:
+            solve.register(requests.MODE_ALLOC_SECONDARY, saved)
         self.assertFalse(answer.success)
-        self.assertTrue(answer.info.startswith("Request failed: "))
+        self.assertEqual(answer.info, "Request failed: request type 'allocate-secondary' is "
+                                      "not supported by this allocator")
+        answer = run(cl, requests.AllocateSecondary("x"))
+        self.assertEqual(answer.info, "Request failed: Unknown instance 'x'")
 
     def test_every_solver_is_in_the_table(self):
         for mode in (requests.MODE_ALLOC, requests.MODE_MULTI_ALLOC, requests.MODE_RELOC):
@@ -243,7 +250,8 @@ class HailComparisonTest(SynchronousTestCase):
     """On the recorded inputs: hail's answer, or a score at least as good."""
 
     CASES = ("allocate.in.json", "multi-allocate.in.json", "gen10-allocate-drbd.in.json.gz",
-             "gen10-allocate-plain.in.json.gz", "gen10-relocate.in.json.gz")
+             "gen10-allocate-plain.in.json.gz", "gen10-relocate.in.json.gz",
+             "gen10-allocate-secondary.in.json.gz")
 
     def test_same_answers_as_hail(self):
         for name in self.CASES:

@@ -23,7 +23,7 @@ fit placed and the rest named (hail's is all-or-nothing).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ganeti.core import constants
@@ -38,7 +38,7 @@ from ganeti.core.placement.nodestate import (
     NodeState,
     policy_failure,
 )
-from ganeti.core.placement.requests import Allocate, MultiAllocate, Relocate
+from ganeti.core.placement.requests import Allocate, AllocateSecondary, MultiAllocate, Relocate
 from ganeti.core.placement.state import ClusterState
 
 if TYPE_CHECKING:
@@ -275,6 +275,38 @@ class Allocator:
             placed.append((entry.name, tuple(self.state.nodes[i].name
                                              for i in sol.nodes or ())))
         return placed, failed, reasons
+
+    def allocate_secondary(self, req: AllocateSecondary) -> tuple[str, str]:
+        """A secondary for a plain instance becoming drbd (hail's
+        ``tryAllocateSecondary``): hail's info line and the node's name."""
+        state = self.state
+        inst = state.insts.get(req.name)
+        if inst is None:
+            raise AllocationError(f"Unknown instance '{req.name}'")
+        if inst.snode != NO_NODE:
+            raise AllocationError("Instance already has a secondary")
+        pdx = inst.pnode
+        group = state.groups[state.nodes[pdx].group]
+        state.remove(inst.name)
+        drbd = replace(inst, template=constants.DT_DRBD8, pnode=NO_NODE, snode=NO_NODE)
+        sol = Solution(group)
+        force = self.options.ignore_soft_errors
+        ranked: list[tuple[float, int, tuple[int, ...], dict[int, NodeState]]] = []
+        for sdx in state.group_positions(group.uuid):
+            if sdx == pdx:
+                continue
+            changes = (policy_failure(drbd, group, state.nodes[pdx].excl)
+                       or state.placement(drbd, pdx, sdx, force))
+            if isinstance(changes, str):
+                sol.fail(changes)
+            else:
+                ranked.append((state.score_with(changes), -sdx, (pdx, sdx), changes))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        self._pick(drbd, sol, ranked)
+        line = sol.describe(state).split(": ", 1)[1]  # hail: no group prefix here
+        if sol.nodes is None:
+            raise AllocationError(line)
+        return line, state.nodes[sol.nodes[1]].name
 
     def relocate(self, req: Relocate) -> str:
         """The new node for the instance (hail's ``processRelocate``)."""
