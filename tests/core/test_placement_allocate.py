@@ -133,6 +133,22 @@ class HardRulesTest(SynchronousTestCase):
         self.assertFalse(answer.success)
 
 
+class ExclusiveStorageTest(SynchronousTestCase):
+    def test_spindles_are_a_resource(self):
+        data = load("gen10-excl.in.json.gz")
+        ialloc = wire.parse_input(data)
+        self.assertTrue(solve.answer(ialloc).success)
+        # a disk of unknown spindles cannot go on exclusive storage; too many neither
+        for spindles, reason in ((None, "FailSpindles: 10"), (13, "FailSpindles")):
+            disks = [{**d, "spindles": spindles} for d in data["request"]["disks"]]
+            if spindles is None:
+                disks = [{k: v for k, v in d.items() if k != "spindles"} for d in disks]
+            changed = {**data, "request": {**data["request"], "disks": disks}}
+            answer = solve.answer(wire.parse_input(changed), Options(capacity_checks=False))
+            self.assertFalse(answer.success)
+            self.assertIn(reason, answer.info)
+
+
 class SoftRulesTest(SynchronousTestCase):
     def test_vcpu_ratio_unless_ignored(self):
         cl = cluster(node("a", cpus=1), node("b", cpus=1))
