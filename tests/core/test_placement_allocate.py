@@ -277,6 +277,14 @@ class HailComparisonTest(SynchronousTestCase):
             self.assertEqual(ours["result"], hail["result"], name)
             self.assertEqual(ours["info"], hail["info"], name)
 
+    def test_two_groups_like_hail_without_capacity_checks(self):
+        ialloc = wire.parse_input(load("gen40-groups-allocate-drbd.in.json.gz"))
+        hail = json.loads((DATA / "gen40-groups-allocate-drbd.hail-nocap.json").read_text())
+        ours = json.loads(wire.render_answer(solve.answer(ialloc, Options(
+            capacity_checks=False))))
+        self.assertEqual(ours, hail)
+        self.assertIn("Selected group: group2", ours["info"])
+
     def test_scores_at_least_as_good_with_tags(self):
         ialloc = wire.parse_input(load("gen10-tags.in.json.gz"))
         ours = solve.answer(ialloc, Options(capacity_checks=False))
