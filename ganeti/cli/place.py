@@ -86,3 +86,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 __all__ = ["main", "run"]
+
+if __name__ == "__main__":
+    sys.exit(main())

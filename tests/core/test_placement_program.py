@@ -54,6 +54,14 @@ class ProgramTest(SynchronousTestCase):
         hail = json.loads((DATA / "allocate.hail.json").read_text())
         self.assertEqual(answer, hail)
 
+    def test_as_a_module(self):
+        done = subprocess.run([sys.executable, "-m", "ganeti.cli.place",
+                               str(DATA / "allocate.in.json")], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout),
+                         json.loads((DATA / "allocate.hail.json").read_text()))
+
     def test_options(self):
         path = str(DATA / "allocate.in.json")
         done = program("--no-capacity-checks", "--ignore-soft-errors", path)
