@@ -205,6 +205,9 @@ class Allocator:
                          changes: dict[int, NodeState]) -> bool:
         if not self.options.capacity_checks:
             return True
+        # the plans read the instance being tried from the state's pending ones
+        self.state.pending[inst.name] = replace(
+            inst, pnode=nodes[0], snode=nodes[1] if len(nodes) > 1 else NO_NODE)
         return self.redundancy.ok_after(changes)
 
     # -- requests ---------------------------------------------------------------------------
