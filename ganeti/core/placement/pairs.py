@@ -9,8 +9,10 @@ each node's components as a new primary and as a new secondary, and numpy
 combines them into the G x G score matrix with htools' own incremental
 variance formula.  The exception -- a secondary that already holds drbd
 instances of that primary, whose reserved memory then sums -- is computed
-pair by pair, as is everything when location tags are in play (the
-instance's location score then depends on the pair).
+apart.  Location tags add a pair term (the locations both nodes share: a
+matrix product) and a primary term (exclusion tags already in its locations).
+:func:`pair_scores_scalar` does the same pair by pair with the state's own
+operations: the reference the tests hold this module to.
 """
 
 from __future__ import annotations
@@ -57,8 +59,7 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
     if g < 2:
         return result
     old: list[NodeState] = [state.nodes[c] for c in cands]
-    if any(n.loc_tags for n in old):
-        return _scalar(state, inst, cands, stats, force, policy, result)
+    inst.loc_score = 0  # the pair's shared locations are added below, as a matrix
     prim = [policy[c] or n.add_pri(inst, force) for c, n in zip(cands, old, strict=True)]
     sec = [n.add_sec(inst, _NO_PEER) for n in old]  # strict, as hail's addSec
     oc = np.array([_numeric(n.components()) for n in old])
@@ -110,8 +111,34 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
     if rows_p:
         ip, js = np.array(rows_p), np.array(rows_s)
         scores[ip, js] = _combine(stats, oc[ip], pc[ip], oc[js], np.array(new_s), outer=False)
+    if any(n.loc_tags for n in old):
+        scores = scores + _locations(stats, inst, old)
     result.scores = scores
     return result
+
+
+def _locations(stats: metric.Statistics, inst: Inst, old: list[NodeState]) -> np.ndarray:
+    """What the locations add to each pair's score: the locations the two nodes
+    share (the instance's location score, on the primary) and, per primary, the
+    exclusion tags already present in its locations."""
+    tags = sorted({t for n in old for t in n.loc_tags})
+    where = {t: k for k, t in enumerate(tags)}
+    onehot = np.zeros((len(old), len(tags)))
+    for i, n in enumerate(old):
+        for t in n.loc_tags:
+            onehot[i, where[t]] = 1.0
+    shared = onehot @ onehot.T
+    extra = metric.WEIGHTS[metric.T_LOCATION] * shared
+    if inst.excl_tags:
+        per_primary = np.zeros(len(old))
+        for i, n in enumerate(old):
+            counts = dict(stats.pairs)
+            for loc in sorted(n.loc_tags):
+                for tag in inst.excl_tags:
+                    per_primary[i] += 1.0 if counts.get((loc, tag), 0) > 0 else 0.0
+                    counts[(loc, tag)] = counts.get((loc, tag), 0) + 1
+        extra += metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * per_primary[:, None]
+    return np.asarray(extra)
 
 
 def _combine(stats: metric.Statistics, old_p: np.ndarray, new_p: np.ndarray,
@@ -185,9 +212,13 @@ def _both(n: float, s_sum: float, var: float, o1: np.ndarray, n1: np.ndarray,
     return np.asarray(np.sqrt(np.maximum(0.0, var2)))
 
 
-def _scalar(state: ClusterState, inst: Inst, cands: list[int], stats: metric.Statistics,
-            force: bool, policy: dict[int, str | None], result: PairScores) -> PairScores:
-    """Pair by pair (location tags make the instance depend on the pair)."""
+def pair_scores_scalar(state: ClusterState, inst: Inst, cands: list[int],
+                       stats: metric.Statistics, force: bool,
+                       policy: dict[int, str | None]) -> PairScores:
+    """The same, pair by pair with the state's own operations (the reference the
+    vectorised version is tested against; G^2 placements, slow)."""
+    g = len(cands)
+    result = PairScores(cands, np.full((g, g), np.inf))
     for i, p in enumerate(cands):
         for j, s in enumerate(cands):
             if i == j:
@@ -200,4 +231,4 @@ def _scalar(state: ClusterState, inst: Inst, cands: list[int], stats: metric.Sta
     return result
 
 
-__all__ = ["PairScores", "pair_scores"]
+__all__ = ["PairScores", "pair_scores", "pair_scores_scalar"]
