@@ -25,6 +25,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, exiting 1 with one line on bad usage."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Bad usage: one line on stderr, exit 1."""
         sys.stderr.write(f"ganeti-place: {message}\n")
         raise SystemExit(1)
 
