@@ -78,7 +78,10 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     try:
         answer = run(data, options)
-    except (ParseError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except ParseError as err:
+        sys.stderr.write(f"ganeti-place: {err}\n")
+        return 1
+    except (ValueError, KeyError, TypeError, AttributeError, ArithmeticError) as err:
         # what a malformed input raises past the parser's own checks
         sys.stderr.write(f"ganeti-place: invalid input: {str(err) or type(err).__name__}\n")
         return 1
