@@ -133,6 +133,22 @@ class HardRulesTest(SynchronousTestCase):
         self.assertFalse(answer.success)
 
 
+class ExclusiveStorageTest(SynchronousTestCase):
+    def test_spindles_are_a_resource(self):
+        data = load("gen10-excl.in.json.gz")
+        ialloc = wire.parse_input(data)
+        self.assertTrue(solve.answer(ialloc).success)
+        # a disk of unknown spindles cannot go on exclusive storage; too many neither
+        for spindles, reason in ((None, "FailSpindles: 10"), (13, "FailSpindles")):
+            disks = [{**d, "spindles": spindles} for d in data["request"]["disks"]]
+            if spindles is None:
+                disks = [{k: v for k, v in d.items() if k != "spindles"} for d in disks]
+            changed = {**data, "request": {**data["request"], "disks": disks}}
+            answer = solve.answer(wire.parse_input(changed), Options(capacity_checks=False))
+            self.assertFalse(answer.success)
+            self.assertIn(reason, answer.info)
+
+
 class SoftRulesTest(SynchronousTestCase):
     def test_vcpu_ratio_unless_ignored(self):
         cl = cluster(node("a", cpus=1), node("b", cpus=1))
@@ -225,9 +241,16 @@ class RelocateTest(SynchronousTestCase):
 class DispatchTest(SynchronousTestCase):
     def test_unsupported_types_fail_cleanly(self):
         cl = cluster(node("a"))
-        answer = run(cl, requests.AllocateSecondary("x"))
+        saved = solve.SOLVERS.pop(requests.MODE_ALLOC_SECONDARY)
+        try:
+            answer = run(cl, requests.AllocateSecondary("x"))
+        finally:
+            solve.register(requests.MODE_ALLOC_SECONDARY, saved)
         self.assertFalse(answer.success)
-        self.assertTrue(answer.info.startswith("Request failed: "))
+        self.assertEqual(answer.info, "Request failed: request type 'allocate-secondary' is "
+                                      "not supported by this allocator")
+        answer = run(cl, requests.AllocateSecondary("x"))
+        self.assertEqual(answer.info, "Request failed: Unknown instance 'x'")
 
     def test_every_solver_is_in_the_table(self):
         for mode in (requests.MODE_ALLOC, requests.MODE_MULTI_ALLOC, requests.MODE_RELOC):
@@ -243,7 +266,8 @@ class HailComparisonTest(SynchronousTestCase):
     """On the recorded inputs: hail's answer, or a score at least as good."""
 
     CASES = ("allocate.in.json", "multi-allocate.in.json", "gen10-allocate-drbd.in.json.gz",
-             "gen10-allocate-plain.in.json.gz", "gen10-relocate.in.json.gz")
+             "gen10-allocate-plain.in.json.gz", "gen10-relocate.in.json.gz",
+             "gen10-allocate-secondary.in.json.gz")
 
     def test_same_answers_as_hail(self):
         for name in self.CASES:
@@ -252,6 +276,14 @@ class HailComparisonTest(SynchronousTestCase):
             ours = json.loads(wire.render_answer(solve.answer(wire.parse_input(load(name)))))
             self.assertEqual(ours["result"], hail["result"], name)
             self.assertEqual(ours["info"], hail["info"], name)
+
+    def test_two_groups_like_hail_without_capacity_checks(self):
+        ialloc = wire.parse_input(load("gen40-groups-allocate-drbd.in.json.gz"))
+        hail = json.loads((DATA / "gen40-groups-allocate-drbd.hail-nocap.json").read_text())
+        ours = json.loads(wire.render_answer(solve.answer(ialloc, Options(
+            capacity_checks=False))))
+        self.assertEqual(ours, hail)
+        self.assertIn("Selected group: group2", ours["info"])
 
     def test_scores_at_least_as_good_with_tags(self):
         ialloc = wire.parse_input(load("gen10-tags.in.json.gz"))

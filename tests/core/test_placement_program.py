@@ -54,6 +54,14 @@ class ProgramTest(SynchronousTestCase):
         hail = json.loads((DATA / "allocate.hail.json").read_text())
         self.assertEqual(answer, hail)
 
+    def test_as_a_module(self):
+        done = subprocess.run([sys.executable, "-m", "ganeti.cli.place",
+                               str(DATA / "allocate.in.json")], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout),
+                         json.loads((DATA / "allocate.hail.json").read_text()))
+
     def test_options(self):
         path = str(DATA / "allocate.in.json")
         done = program("--no-capacity-checks", "--ignore-soft-errors", path)
@@ -67,6 +75,10 @@ class ProgramTest(SynchronousTestCase):
             "not json": self.write("garbage.json", "{not json"),
             "wrong shape": self.write("shape.json", json.dumps({"version": 2})),
             "wrong version": self.write("v1.json", json.dumps({"version": 1})),
+            "disks not objects": self.write("disks.json", json.dumps(
+                {**json.loads((DATA / "allocate.in.json").read_text()),
+                 "instances": {"i": {"disk_template": "plain", "disks": [1], "nodes": ["x"],
+                                     "memory": 1, "vcpus": 1}}})),
             "bad node": self.write("node.json", json.dumps(
                 {**json.loads((DATA / "allocate.in.json").read_text()),
                  "nodes": {"n": {"group": 1}}})),
