@@ -315,7 +315,7 @@ def make_request(cluster: dict[str, Any], kind: str, seed: int = 29) -> dict[str
         return {"instances": _instances_of(cluster, node, mode), "evac_mode": mode,
                 "type": "node-evacuate"}
     if kind == "change-group":
-        first = sorted(cluster["nodegroups"])[0]
+        first = next(u for u, g in cluster["nodegroups"].items() if g["name"] == "default")
         movable = sorted(n for n, i in cluster["instances"].items()
                          if cluster["nodes"][i["nodes"][0]]["group"] == first
                          and i["disk_template"] in ("drbd", "diskless"))
