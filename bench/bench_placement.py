@@ -40,7 +40,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from bench import placement_gen  # noqa: E402
 from tests import placement_check, placement_htools  # noqa: E402

@@ -74,8 +74,8 @@ def _uuid(rng: random.Random) -> str:
 
 
 def _mac(rng: random.Random) -> str:
-    return "aa:00:00:%02x:%02x:%02x" % (rng.randrange(256), rng.randrange(256),
-                                         rng.randrange(256))
+    a, b, c = rng.randrange(256), rng.randrange(256), rng.randrange(256)
+    return f"aa:00:00:{a:02x}:{b:02x}:{c:02x}"
 
 
 def disk_space(template: str, disks: list[dict[str, Any]]) -> int:
