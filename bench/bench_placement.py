@@ -17,7 +17,8 @@ Every answer is checked by ``tests/placement_check.py``, which shares no code wi
 allocator (hard rules, applied in order), and the cluster before and after the answer is
 scored by htools itself (``hinfo -t`` on the text form of the input, see
 ``tests/placement_htools.py``).  The table shows wall time (the whole program, input
-parsing included), valid?, placed/requested, score before/after; then the ratios ours/hail
+parsing included), valid? (hard rules), soft (hail's soft rules newly broken: N+1, vCPU
+ratio), placed/requested, score before/after; then the ratios ours/hail
 and ours/hail-nocap (time, and the difference of the scores after).
 
 Run: .venv/bin/python bench/bench_placement.py [--sizes 10,40] [--requests allocate-drbd,...]
@@ -76,6 +77,7 @@ class Row:
     wall: float | None = None
     valid: bool | None = None
     errors: int = 0
+    soft: int = 0
     placed: int = 0
     requested: int = 0
     success: bool | None = None
@@ -114,8 +116,8 @@ def bench_one(size: int, request: str, program: str, path: Path, data: dict[str,
         row.first_error = out
         return row
     report = placement_check.check(data, out)
-    row.valid, row.errors = report.valid, len(report.errors)
-    row.first_error = report.errors[0] if report.errors else ""
+    row.valid, row.errors, row.soft = report.valid, len(report.errors), len(report.soft)
+    row.first_error = (report.errors or report.soft or [""])[0]
     row.placed, row.requested, row.success = report.placed, report.requested, report.success
     if not args.no_score and report.after:
         row.after = placement_htools.score(report.after) if report.placed else before
@@ -129,14 +131,16 @@ def _fmt(value: float | None, spec: str) -> str:
 def print_table(rows: list[Row]) -> None:
     """The results, then the ratios."""
     print(f"{'size':>5} {'request':<19} {'program':<10} {'wall s':>9} {'valid':>5} "
-          f"{'placed':>7} {'before':>10} {'after':>10}  note")
+          f"{'soft':>4} {'placed':>7} {'before':>10} {'after':>10}  note")
     for r in rows:
         wall = r.status if r.status != "ok" else _fmt(r.wall, ".3f")
         valid = "-" if r.valid is None else ("yes" if r.valid else "NO")
         placed = "-" if r.status != "ok" else f"{r.placed}/{r.requested}"
         note = r.first_error[:70] if r.first_error else ""
+        soft = "-" if r.valid is None else str(r.soft)
         print(f"{r.size:>5} {r.request:<19} {r.program:<10} {wall:>9} {valid:>5} "
-              f"{placed:>7} {_fmt(r.before, '.4f'):>10} {_fmt(r.after, '.4f'):>10}  {note}")
+              f"{soft:>4} {placed:>7} {_fmt(r.before, '.4f'):>10} "
+              f"{_fmt(r.after, '.4f'):>10}  {note}")
     by_key = {(r.size, r.request, r.program): r for r in rows}
     ratios = []
     for r in rows:

@@ -43,6 +43,9 @@ class Report:
     """What :func:`check` found."""
 
     errors: list[str] = field(default_factory=list)
+    #: hail's soft rules the answer breaks (not counted in ``valid``): a node newly
+    #: failing N+1, a node newly above the group's vCPU ratio.
+    soft: list[str] = field(default_factory=list)
     requested: int = 0
     placed: int = 0
     success: bool = False
@@ -383,4 +386,45 @@ def check(data: Mapping[str, Any], answer: str | Mapping[str, Any]) -> Report:
         report.requested = len(req.get("instances", [None]))
     st.data.pop("request", None)
     report.after = st.data
+    if report.placed:
+        report.soft = soft_violations(data, st.data)
     return report
+
+
+def _n1_failing(data: Mapping[str, Any]) -> set[str]:
+    """Nodes htools finds N+1 failing: free memory below what the drbd instances of
+    their busiest peer need on failover (instances not offline count)."""
+    need: dict[tuple[str, str], int] = {}
+    for inst in data["instances"].values():
+        nodes = inst["nodes"]
+        if inst["disk_template"] in MIRRORED and len(nodes) == 2 \
+                and inst.get("admin_state") != "offline":
+            key = (nodes[1], nodes[0])
+            need[key] = need.get(key, 0) + inst["memory"]
+    worst: dict[str, int] = {}
+    for (sec, _), mem in need.items():
+        worst[sec] = max(worst.get(sec, 0), mem)
+    return {n for n, mem in worst.items() if data["nodes"][n]["free_memory"] < mem}
+
+
+def _vcpu_over(data: Mapping[str, Any]) -> set[str]:
+    """Nodes whose primaries' vCPUs (plus the node's own) exceed the group's ratio."""
+    used = {n: v.get("reserved_cpus", 0) for n, v in data["nodes"].items()}
+    for inst in data["instances"].values():
+        if inst.get("admin_state") != "offline":
+            used[inst["nodes"][0]] += inst["vcpus"]
+    over = set()
+    for name, node in data["nodes"].items():
+        ratio = data["nodegroups"][node["group"]]["ipolicy"]["vcpu-ratio"]
+        if node.get("total_cpus") and used[name] / node["total_cpus"] > ratio:
+            over.add(name)
+    return over
+
+
+def soft_violations(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """hail's soft rules broken between ``before`` and ``after`` (nodes newly failing)."""
+    out = [f"node {n} newly N+1 failing"
+           for n in sorted(_n1_failing(after) - _n1_failing(before))]
+    out += [f"node {n} newly above the vCPU ratio"
+            for n in sorted(_vcpu_over(after) - _vcpu_over(before))]
+    return out

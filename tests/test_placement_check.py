@@ -270,3 +270,24 @@ def test_handlers_cover_every_request_type_of_the_generator() -> None:
     kinds = {placement_gen.make_request(_cluster(), k)["type"]
              for k in placement_gen.REQUESTS if k != "change-group"}
     assert kinds | {"change-group"} == set(placement_check.HANDLERS)
+
+
+def test_soft_rules_reported_apart() -> None:
+    """A node newly failing N+1 or above the vCPU ratio is a soft violation: listed in
+    ``soft``, the answer still valid."""
+    data = _alloc(template="plain", memory=2048)
+    a = _nodes(data)[0]
+    need: dict[str, int] = {}
+    for inst in data["instances"].values():
+        if inst["disk_template"] == "drbd" and inst["nodes"][1] == a:
+            need[inst["nodes"][0]] = need.get(inst["nodes"][0], 0) + inst["memory"]
+    assert need, "the node holds no drbd secondary"
+    data["nodes"][a]["free_memory"] = max(need.values()) + 1024   # happy, 2048 tips it
+    report = check(data, _ok([a]))
+    assert report.valid, report.errors
+    assert report.soft == [f"node {a} newly N+1 failing"]
+    data = _alloc(template="plain", memory=128, vcpus=4)
+    used = data["nodes"][a]["reserved_cpus"] + sum(
+        i["vcpus"] for i in data["instances"].values() if i["nodes"][0] == a)
+    data["nodes"][a]["total_cpus"] = -(-used // 4)      # at most the ratio of 4 now
+    assert check(data, _ok([a])).soft == [f"node {a} newly above the vCPU ratio"]
