@@ -338,6 +338,11 @@ def _evacuation(st: _State, req: Mapping[str, Any], result: Any) -> None:
         st.report.placed += 1
     if not all(isinstance(job, list) for job in jobs):
         st.err(f"{kind}: jobs are not lists of opcodes")
+    moved_names = {e[0] for e in moved if isinstance(e, list) and e}
+    for job in jobs:
+        for op in job if isinstance(job, list) else []:
+            if isinstance(op, dict) and op.get("instance_name") not in moved_names:
+                st.err(f"{kind}: an opcode for {op.get('instance_name')!r}, not moved")
     _named_once(st, kind, named, wanted)
 
 

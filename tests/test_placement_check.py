@@ -217,6 +217,9 @@ def test_node_evacuate_secondary() -> None:
     bad_op[0][0]["OP_ID"] = "OP_INSTANCE_REMOVE"
     assert "unknown opcode" in _errors(data, [moved, [], bad_op])
     assert "neither moved nor failed" in _errors(data, [moved[1:], [], jobs[1:]])
+    failed = [[moved[0][0], "no"]]
+    assert f"an opcode for '{moved[0][0]}', not moved" in _errors(
+        data, [moved[1:], failed, jobs])
     assert "not [moved, failed, jobs]" in _errors(data, [moved, []])
     assert "bad move entry" in _errors(data, [[["nosuch", "default", []]], [], []])
 
