@@ -23,7 +23,7 @@ and ours/hail-nocap (time, and the difference of the scores after).
 
 Run: .venv/bin/python bench/bench_placement.py [--sizes 10,40] [--requests allocate-drbd,...]
 [--programs ours,hail,hail-nocap] [--quick] [--timeout S] [--force-hail] [--no-score]
-[--inputs DIR] [--json FILE].  Input files are generated under DIR (default
+[--inputs DIR] [--json FILE] [--place-root TREE].  Input files are generated under DIR (default
 /tmp/placement-inputs) when missing.  Never part of the test run.
 """
 
@@ -91,10 +91,11 @@ class Row:
 
 def run_program(cmd: list[str], path: Path, timeout: float) -> tuple[str, float, str]:
     """(status, wall seconds, stdout) of one allocator run."""
+    env = dict(os.environ, PYTHONPATH=str(Path(cmd[-1]).parent.parent))
     start = time.perf_counter()
     try:
         proc = subprocess.run([*cmd, str(path)], capture_output=True, text=True,
-                              timeout=timeout, check=False)
+                              timeout=timeout, check=False, env=env)
     except subprocess.TimeoutExpired:
         return "timeout", time.perf_counter() - start, ""
     wall = time.perf_counter() - start
@@ -178,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-score", action="store_true", help="skip hinfo scoring")
     parser.add_argument("--inputs", type=Path, default=placement_gen.DEFAULT_OUT)
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    parser.add_argument("--place-root", type=Path, default=ROOT,
+                        help="the source tree whose bin/ganeti-place is 'ours' "
+                             "(e.g. a `git archive` of another branch)")
     args = parser.parse_args(argv)
+    PROGRAMS["ours"] = [sys.executable, str(args.place_root / "bin" / "ganeti-place")]
     if args.quick:
         args.sizes, args.timeout = "10,40", min(args.timeout, 30.0)
     sizes = [int(s) for s in args.sizes.split(",")]
