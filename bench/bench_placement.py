@@ -23,8 +23,10 @@ and ours/hail-nocap (time, and the difference of the scores after).
 
 Run: .venv/bin/python bench/bench_placement.py [--sizes 10,40] [--requests allocate-drbd,...]
 [--programs ours,hail,hail-nocap] [--quick] [--timeout S] [--force-hail] [--no-score]
-[--inputs DIR] [--json FILE] [--place-root TREE].  Input files are generated under DIR (default
-/tmp/placement-inputs) when missing.  Never part of the test run.
+[--inputs DIR] [--json FILE] [--place-root TREE] [--load FILE ...].  Input files are
+generated under DIR (default /tmp/placement-inputs) when missing.  ``--load`` prints the
+table of rows saved by earlier runs (``--json``), e.g. hail's slow runs once and ours
+after each change.  Never part of the test run.
 """
 
 from __future__ import annotations
@@ -156,13 +158,18 @@ def print_table(rows: list[Row]) -> None:
                 continue
             speed = f"{o.wall / r.wall:8.1f}x" if o.status == "ok" else \
                 f">{o.wall / r.wall:7.1f}x"
-            dscore = "-" if r.after is None or o.after is None else \
-                f"{r.after - o.after:+.4f}"
+            if o.status != "ok" or r.after is None or o.after is None:
+                dscore = "-"
+            elif r.placed != o.placed:
+                dscore = "n/a (placed differ)"
+            else:
+                dscore = f"{r.after - o.after:+.4f}"
             ratios.append(f"{r.size:>5} {r.request:<19} vs {other:<10} faster {speed}  "
                           f"placed {r.placed}/{o.placed if o.status == 'ok' else '-'}  "
                           f"score after ours-theirs {dscore}")
     if ratios:
-        print("\nours / hail (speed-up = their wall / ours; a lower score is better):")
+        print("\nours / hail (speed-up = their wall / ours; a lower score is better; "
+              "scores compared when both placed as many):")
         print("\n".join(ratios))
 
 
@@ -182,7 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--place-root", type=Path, default=ROOT,
                         help="the source tree whose bin/ganeti-place is 'ours' "
                              "(e.g. a `git archive` of another branch)")
+    parser.add_argument("--load", type=Path, action="append", default=[],
+                        help="print the table of rows saved with --json (repeatable; "
+                             "later files win) instead of running")
     args = parser.parse_args(argv)
+    if args.load:
+        loaded: dict[tuple[int, str, str], Row] = {}
+        for path in args.load:
+            for item in json.loads(path.read_text()):
+                row = Row(**item)
+                loaded[(row.size, row.request, row.program)] = row
+        print_table(sorted(loaded.values(), key=lambda r: (
+            r.size, placement_gen.REQUESTS.index(r.request), list(PROGRAMS).index(r.program))))
+        return 0
     PROGRAMS["ours"] = [sys.executable, str(args.place_root / "bin" / "ganeti-place")]
     if args.quick:
         args.sizes, args.timeout = "10,40", min(args.timeout, 30.0)
