@@ -62,6 +62,7 @@ _HAIL_FINE_AT_200 = frozenset({"allocate-plain", "relocate"})
 
 def hail_known_slow(size: int, request: str) -> bool:
     """Whether hail with capacity checks is skipped for ``request`` at ``size`` nodes."""
+    request = request.removesuffix(placement_gen.TIGHT).replace("-big", "")
     if request == "multi-allocate":
         return size >= 40
     if request == "relocate":

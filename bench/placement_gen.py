@@ -32,7 +32,19 @@ DEFAULT_OUT = Path("/tmp/placement-inputs")
 SIZES = (10, 40, 200, 1000)
 #: Request kinds, each one file per size.
 REQUESTS = ("allocate-drbd", "allocate-plain", "multi-allocate", "relocate",
-            "evacuate-primary", "evacuate-secondary", "evacuate-all", "change-group")
+            "evacuate-primary", "evacuate-secondary", "evacuate-all", "change-group",
+            "allocate-drbd-big", "allocate-drbd-tight", "relocate-tight")
+#: Suffix of the request kinds on a tight cluster: each node's memory is what its running
+#: primaries and the failover of its busiest peer need, plus a random slack (MiB) in
+#: ``TIGHT_SLACK`` on some nodes, so N+1 redundancy rules out many targets ...
+TIGHT = "-tight"
+TIGHT_SLACK = (0, 2048)
+#: ... on 30 % of the nodes; the others have a slack in this range.  At 10 nodes the
+#: cluster stays globally N+1 redundant as hail sees it; from 40 nodes on it is not (some
+#: node's instances cannot all move elsewhere), so hail with its capacity checks refuses
+#: every allocation there.  ("allocate-drbd-big", a 16 GiB drbd instance on the usual
+#: cluster, is the case where local N+1 rules out targets on a redundant cluster.)
+TIGHT_SPARE = (8192, 16384)
 
 INSTANCES_PER_NODE = 15
 DRBD_META = 128  # MiB of metadata per drbd disk (Ganeti's DRBD_META_SIZE)
@@ -149,15 +161,37 @@ def _n1_victims(instances: dict[str, dict[str, Any]], free: dict[str, int]) -> l
     return victims
 
 
+def _tighten(spec: dict[str, tuple[int, int, int, int]], instances: dict[str, Any],
+             mem_used: dict[str, int], rng: random.Random
+             ) -> dict[str, tuple[int, int, int, int]]:
+    """Node models whose memory is dom0 + running primaries + the memory the drbd
+    instances of the busiest peer need on failover + a slack (MiB, 512 steps)."""
+    need: dict[tuple[str, str], int] = {}
+    for inst in instances.values():
+        if inst["disk_template"] == "drbd":
+            key = (inst["nodes"][1], inst["nodes"][0])
+            need[key] = need.get(key, 0) + inst["memory"]
+    worst = dict.fromkeys(spec, 0)
+    for (sec, _), mem in need.items():
+        worst[sec] = max(worst[sec], mem)
+    out = {}
+    for n, (_, dom0, vg, cpus) in spec.items():
+        low, high = TIGHT_SLACK if rng.random() < 0.3 else TIGHT_SPARE
+        slack = rng.randrange(low, high + 1, 512)
+        out[n] = (dom0 + mem_used[n] + worst[n] + slack, dom0, vg, cpus)
+    return out
+
+
 def make_cluster(nodes: int, groups: int = 1, seed: int = 29,
                  per_node: int = INSTANCES_PER_NODE,
-                 fill_groups: int | None = None) -> dict[str, Any]:
+                 fill_groups: int | None = None, tight: bool = False) -> dict[str, Any]:
     """An iallocator input (without request) of ``nodes`` nodes in ``groups`` groups.
 
     Instances are placed in the first ``fill_groups`` groups (default: all); a drbd
     instance's secondary is in its primary's group.  Nodes are filled to leave
     ``HEADROOM`` of their memory free, so a node's free memory is about what one of its
-    peers' mirrored instances need on failover."""
+    peers' mirrored instances need on failover; ``tight`` sizes each node's memory to
+    that need plus a slack of ``TIGHT_SLACK``."""
     rng = random.Random(f"{seed}/{nodes}/{groups}/{per_node}")
     gids = [_uuid(rng) for _ in range(groups)]
     gnames = ["default"] + [f"group{i + 1}" for i in range(1, groups)]
@@ -228,6 +262,8 @@ def make_cluster(nodes: int, groups: int = 1, seed: int = 29,
             mem_used[pnode] -= inst["memory"]
         for n in inst["nodes"]:
             disk_used[n] -= inst["disk_space_total"]
+    if tight:
+        spec = _tighten(spec, instances, mem_used, random.Random(f"{seed}/tight/{nodes}"))
     node_data: dict[str, dict[str, Any]] = {}
     for i, n in enumerate(node_names):
         total_mem, dom0, vg, cpus = spec[n]
@@ -287,9 +323,13 @@ def _busiest(cluster: dict[str, Any]) -> str:
 
 def make_request(cluster: dict[str, Any], kind: str, seed: int = 29) -> dict[str, Any]:
     """The ``request`` dict of ``kind`` for ``cluster`` (see REQUESTS)."""
+    kind = kind.removesuffix(TIGHT)
     rng = random.Random(f"{seed}/{kind}/{len(cluster['nodes'])}")
     if kind == "allocate-drbd":
         return {**alloc_request("new-drbd.example.com", "drbd", 4096, 2, [20480]),
+                "type": "allocate"}
+    if kind == "allocate-drbd-big":
+        return {**alloc_request("new-big.example.com", "drbd", 16384, 4, [51200]),
                 "type": "allocate"}
     if kind == "allocate-plain":
         return {**alloc_request("new-plain.example.com", "plain", 4096, 2, [20480]),
@@ -329,6 +369,8 @@ def make_input(nodes: int, kind: str, seed: int = 29) -> dict[str, Any]:
     empty, for change-group) and its request."""
     if kind == "change-group":
         cluster = make_cluster(nodes, groups=2, seed=seed, fill_groups=1)
+    elif kind.endswith(TIGHT):
+        cluster = make_cluster(nodes, seed=seed, tight=True)
     else:
         cluster = make_cluster(nodes, seed=seed)
     cluster["request"] = make_request(cluster, kind, seed)
@@ -343,7 +385,7 @@ def write_inputs(sizes: list[int], kinds: list[str], out: Path = DEFAULT_OUT,
         (out / str(size)).mkdir(parents=True, exist_ok=True)
         base = make_cluster(size, seed=seed)
         for kind in kinds:
-            if kind == "change-group":
+            if kind == "change-group" or kind.endswith(TIGHT):
                 data = make_input(size, kind, seed)
             else:
                 data = dict(base)

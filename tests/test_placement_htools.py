@@ -1,8 +1,8 @@
 """htools as the benchmark's independent scorer (tests/placement_htools.py), and the
 generated inputs as htools reads them.
 
-- the text form of a generated cluster loads without htools' "inconsistent data"
-  warnings and is N+1 happy (the generator's promise);
+- the text form of a generated cluster (usual, tight, two groups) loads without htools'
+  "inconsistent data" warnings and is N+1 happy (the generator's promise);
 - the cluster after hail's own answer, scored by ``hinfo -t``, has exactly the score hail
   reports for its choice: the text conversion and the validator's after-state are what
   hail computes on;
@@ -26,8 +26,9 @@ HAIL = "/usr/lib/ganeti/iallocators/hail"
 pytestmark = pytest.mark.subprocess
 
 
-def test_generated_cluster_is_consistent_and_n1_happy() -> None:
-    data = placement_gen.make_input(10, "allocate-drbd")
+@pytest.mark.parametrize("kind", ["allocate-drbd", "allocate-drbd-tight", "change-group"])
+def test_generated_cluster_is_consistent_and_n1_happy(kind: str) -> None:
+    data = placement_gen.make_input(10, kind)
     assert placement_htools.warnings(data) == []
     assert placement_htools.n1_happy(data)
     counts = re.search(r"Loaded (\d+) nodes, (\d+) instances",
@@ -36,7 +37,8 @@ def test_generated_cluster_is_consistent_and_n1_happy() -> None:
     assert (int(counts.group(1)), int(counts.group(2))) == (10, len(data["instances"]))
 
 
-@pytest.mark.parametrize("kind", ["allocate-drbd", "allocate-plain"])
+@pytest.mark.parametrize("kind", ["allocate-drbd", "allocate-plain", "allocate-drbd-big",
+                                  "allocate-drbd-tight"])
 def test_after_state_scores_as_hail_reports(kind: str, tmp_path: Path) -> None:
     data = placement_gen.make_input(10, kind)
     path = tmp_path / "in.json"
@@ -65,3 +67,19 @@ def test_hinfo_ialloc_source_counts_instances_twice(tmp_path: Path) -> None:
     for inst in data["instances"].values():
         primaries[inst["nodes"][0]] += 1
     assert pcnt == [2 * primaries[n] for n in sorted(primaries)]
+
+
+def test_n1_rules_out_targets_of_the_big_and_tight_requests(tmp_path: Path) -> None:
+    """The generator's promise that N+1 matters: hail finds memory failures among the
+    candidate pairs of the big and the tight drbd allocations, none for the usual one."""
+    fails = {}
+    for kind in ("allocate-drbd", "allocate-drbd-big", "allocate-drbd-tight"):
+        path = tmp_path / f"{kind}.json"
+        path.write_text(json.dumps(placement_gen.make_input(10, kind)))
+        info = json.loads(subprocess.run([HAIL, str(path)], capture_output=True, text=True,
+                                         timeout=120, check=True).stdout)["info"]
+        found = re.search(r"failures (\d+)", info)
+        assert found is not None, info
+        fails[kind] = int(found.group(1))
+    assert fails["allocate-drbd"] == 0
+    assert fails["allocate-drbd-big"] > 0 and fails["allocate-drbd-tight"] > 0
