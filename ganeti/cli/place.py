@@ -25,6 +25,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, exiting 1 with one line on bad usage."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Bad usage: one line on stderr, exit 1."""
         sys.stderr.write(f"ganeti-place: {message}\n")
         raise SystemExit(1)
 
@@ -77,7 +78,10 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     try:
         answer = run(data, options)
-    except (ParseError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except ParseError as err:
+        sys.stderr.write(f"ganeti-place: {err}\n")
+        return 1
+    except (ValueError, KeyError, TypeError, AttributeError, ArithmeticError) as err:
         # what a malformed input raises past the parser's own checks
         sys.stderr.write(f"ganeti-place: invalid input: {str(err) or type(err).__name__}\n")
         return 1
