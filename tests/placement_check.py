@@ -10,6 +10,8 @@ once, and (node-evacuate, change-group) opcodes that are well formed and lead ex
 nodes the answer claims.  It also returns the after-state as an iallocator input, so that
 htools (``placement_htools.score``) can score before and after.
 
+``python -m tests.placement_check INPUT [ANSWER]`` checks one answer from the shell.
+
 Deliberately written from Ganeti's documented behaviour, on the raw JSON: it imports
 nothing from ``ganeti.core.placement`` so that a bug in the allocator's rules cannot hide
 in the checker too.
@@ -433,3 +435,32 @@ def soft_violations(before: Mapping[str, Any], after: Mapping[str, Any]) -> list
     out += [f"node {n} newly above the vCPU ratio"
             for n in sorted(_vcpu_over(after) - _vcpu_over(before))]
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.placement_check INPUT [ANSWER]``: check an answer (a file, or
+    stdin) against an input file; print the broken rules; exit 1 if any hard one."""
+    import sys
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) not in (1, 2):
+        print("usage: python -m tests.placement_check INPUT [ANSWER]", file=sys.stderr)
+        return 2
+    with open(args[0]) as fh:
+        data = json.load(fh)
+    if len(args) == 2:
+        with open(args[1]) as fh:
+            text = fh.read()
+    else:
+        text = sys.stdin.read()
+    report = check(data, text)
+    for err in report.errors:
+        print(f"hard: {err}")
+    for soft in report.soft:
+        print(f"soft: {soft}")
+    print(f"{'valid' if report.valid else 'INVALID'}: placed {report.placed}/"
+          f"{report.requested}, success {report.success}")
+    return 0 if report.valid else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
