@@ -294,3 +294,18 @@ def test_soft_rules_reported_apart() -> None:
         i["vcpus"] for i in data["instances"].values() if i["nodes"][0] == a)
     data["nodes"][a]["total_cpus"] = -(-used // 4)      # at most the ratio of 4 now
     assert check(data, _ok([a])).soft == [f"node {a} newly above the vCPU ratio"]
+
+
+def test_the_validator_and_scorer_share_no_code_with_ganeti() -> None:
+    """Independence: neither module imports anything from the ganeti package."""
+    import ast
+    from pathlib import Path
+    here = Path(__file__).parent
+    for name in ("placement_check.py", "placement_htools.py"):
+        tree = ast.parse((here / name).read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for alias in node.names}
+        imported |= {node.module or "" for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)}
+        assert imported, name
+        assert not [m for m in imported if m.split(".")[0] == "ganeti"], (name, imported)
