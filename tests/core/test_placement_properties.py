@@ -170,7 +170,7 @@ def _answer(data: dict[str, Any]) -> str:
     return wire.render_answer(solve.answer(wire.parse_input(fresh)))
 
 
-PROPERTY = settings(max_examples=150, deadline=None,
+PROPERTY = settings(max_examples=80, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
