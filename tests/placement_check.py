@@ -144,15 +144,19 @@ class _State:
 
 # -- per request type ----------------------------------------------------------------------
 
-def _node_list(st: _State, nodes: Any, count: int, template: str, what: str) -> bool:
-    """A well-formed, usable node list for an instance of ``template``."""
+def _node_list(st: _State, nodes: Any, count: int, template: str, what: str,
+               kept: frozenset[str] = frozenset()) -> bool:
+    """A well-formed, usable node list for an instance of ``template``; nodes in
+    ``kept`` (the instance's own, for a move) need only exist: a drbd failover to a
+    drained secondary, or keeping a drained node as secondary, is what Ganeti does."""
     if not isinstance(nodes, list):
         st.err(f"{what}: node list is not a list: {nodes!r}")
         return False
     if len(nodes) != count:
         st.err(f"{what}: {len(nodes)} nodes given, {count} required")
         return False
-    if not all([st.target_ok(n, what) for n in nodes]):
+    if not all([st.target_ok(n, what) if n not in kept else n in st.nodes
+                for n in nodes]):
         return False
     if len(set(nodes)) != len(nodes):
         st.err(f"{what}: the same node twice: {nodes}")
@@ -317,7 +321,8 @@ def _evacuation(st: _State, req: Mapping[str, Any], result: Any) -> None:
         what = f"{kind} {name}"
         inst = st.insts[name]
         old = list(inst["nodes"])
-        if not _node_list(st, nodes, len(old), inst["disk_template"], what):
+        if not _node_list(st, nodes, len(old), inst["disk_template"], what,
+                          frozenset(old)):
             continue
         if st.group_name(nodes[0]) != group:
             st.err(f"{what}: group {group!r} is not the nodes' group")

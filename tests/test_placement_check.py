@@ -204,6 +204,10 @@ def test_node_evacuate_secondary() -> None:
     report = check(data, _ok([moved, [], jobs]))
     assert report.valid, report.errors
     assert report.placed == report.requested == len(moved)
+    # a new secondary that is drained
+    data["nodes"][moved[0][2][1]]["drained"] = True
+    assert f"node {moved[0][2][1]} is drained" in _errors(data, [moved, [], jobs])
+    data["nodes"][moved[0][2][1]]["drained"] = False
     # back onto the evacuated node: the node is still used
     back_moved, back_jobs = _secondary_moves(data, node, lambda inst: node)
     assert f"the evacuated node {node} is still used" in \
@@ -237,6 +241,12 @@ def test_node_evacuate_primary_failover() -> None:
     report = check(data, _ok([[[name, "default", [sec, pri]]], failed, [failover]]))
     assert report.valid, report.errors
     assert report.after["instances"][name]["nodes"] == [sec, pri]
+    # both nodes drained (the evacuated one, as usual, and the secondary): a drbd
+    # failover has no other target, and Ganeti (hail) does it
+    for node_name in (pri, sec):
+        data["nodes"][node_name]["drained"] = True
+    assert check(data, _ok([[[name, "default", [sec, pri]]], failed, [failover]])).valid
+    data["nodes"][pri]["drained"] = data["nodes"][sec]["drained"] = False
     stay = [{"OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": name,
              "mode": "replace_new_secondary",
              "remote_node": next(n for n in _nodes(data) if n not in (pri, sec))}]
