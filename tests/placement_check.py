@@ -434,11 +434,15 @@ def _vcpu_over(data: Mapping[str, Any]) -> set[str]:
 
 
 def soft_violations(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    """hail's soft rules broken between ``before`` and ``after`` (nodes newly failing)."""
+    """hail's soft rules broken between ``before`` and ``after``: online, undrained
+    nodes newly failing N+1 or newly above the vCPU ratio (htools treats a drained node
+    as offline and checks neither there).  hail enforces them when it allocates; its
+    relocations and evacuations can break them (a failover has one possible target)."""
+    live = {n for n, v in after["nodes"].items() if not v["offline"] and not v["drained"]}
     out = [f"node {n} newly N+1 failing"
-           for n in sorted(_n1_failing(after) - _n1_failing(before))]
+           for n in sorted((_n1_failing(after) - _n1_failing(before)) & live)]
     out += [f"node {n} newly above the vCPU ratio"
-            for n in sorted(_vcpu_over(after) - _vcpu_over(before))]
+            for n in sorted((_vcpu_over(after) - _vcpu_over(before)) & live)]
     return out
 
 
