@@ -17,7 +17,8 @@ Every answer is checked by ``tests/placement_check.py``, which shares no code wi
 allocator (hard rules, applied in order), and the cluster before and after the answer is
 scored by htools itself (``hinfo -t`` on the text form of the input, see
 ``tests/placement_htools.py``).  The table shows wall time (the whole program, input
-parsing included), valid? (hard rules), soft (hail's soft rules newly broken: N+1, vCPU
+parsing included) and its CPU time (user + system: the wall time on a machine shared
+with others' builds is noisy), valid? (hard rules), soft (hail's soft rules newly broken: N+1, vCPU
 ratio), placed/requested, score before/after; then the ratios ours/hail
 and ours/hail-nocap (time, and the difference of the scores after).
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -81,6 +83,7 @@ class Row:
     program: str
     status: str = "ok"          # ok | timeout | skipped | error | missing
     wall: float | None = None
+    cpu: float | None = None
     valid: bool | None = None
     errors: int = 0
     soft: int = 0
@@ -92,19 +95,26 @@ class Row:
     first_error: str = ""
 
 
-def run_program(cmd: list[str], path: Path, timeout: float) -> tuple[str, float, str]:
-    """(status, wall seconds, stdout) of one allocator run."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_program(cmd: list[str], path: Path, timeout: float
+                ) -> tuple[str, float, float | None, str]:
+    """(status, wall seconds, CPU seconds, stdout) of one allocator run (the CPU time
+    of a run that timed out is not known)."""
     env = dict(os.environ, PYTHONPATH=str(Path(cmd[-1]).parent.parent))
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), _children_cpu()
     try:
         proc = subprocess.run([*cmd, str(path)], capture_output=True, text=True,
                               timeout=timeout, check=False, env=env)
     except subprocess.TimeoutExpired:
-        return "timeout", time.perf_counter() - start, ""
-    wall = time.perf_counter() - start
+        return "timeout", time.perf_counter() - start, None, ""
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu0
     if proc.returncode != 0:
-        return "error", wall, (proc.stderr or proc.stdout)[-300:]
-    return "ok", wall, proc.stdout
+        return "error", wall, cpu, (proc.stderr or proc.stdout)[-300:]
+    return "ok", wall, cpu, proc.stdout
 
 
 def bench_one(size: int, request: str, program: str, path: Path, data: dict[str, Any],
@@ -118,7 +128,7 @@ def bench_one(size: int, request: str, program: str, path: Path, data: dict[str,
     if program == "hail" and not args.force_hail and hail_known_slow(size, request):
         row.status = "skipped"
         return row
-    row.status, row.wall, out = run_program(cmd, path, args.timeout)
+    row.status, row.wall, row.cpu, out = run_program(cmd, path, args.timeout)
     if row.status != "ok":
         row.first_error = out
         return row
@@ -137,7 +147,7 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def print_table(rows: list[Row]) -> None:
     """The results, then the ratios."""
-    print(f"{'size':>5} {'request':<19} {'program':<10} {'wall s':>9} {'valid':>5} "
+    print(f"{'size':>5} {'request':<19} {'program':<10} {'wall s':>9} {'cpu s':>7} {'valid':>5} "
           f"{'soft':>4} {'placed':>7} {'before':>10} {'after':>10}  note")
     for r in rows:
         wall = r.status if r.status != "ok" else _fmt(r.wall, ".3f")
@@ -145,7 +155,8 @@ def print_table(rows: list[Row]) -> None:
         placed = "-" if r.status != "ok" else f"{r.placed}/{r.requested}"
         note = r.first_error[:70] if r.first_error else ""
         soft = "-" if r.valid is None else str(r.soft)
-        print(f"{r.size:>5} {r.request:<19} {r.program:<10} {wall:>9} {valid:>5} "
+        print(f"{r.size:>5} {r.request:<19} {r.program:<10} {wall:>9} "
+              f"{_fmt(r.cpu, '.3f'):>7} {valid:>5} "
               f"{soft:>4} {placed:>7} {_fmt(r.before, '.4f'):>10} "
               f"{_fmt(r.after, '.4f'):>10}  {note}")
     by_key = {(r.size, r.request, r.program): r for r in rows}
