@@ -16,8 +16,10 @@ runs; :func:`move_opcodes` renders a move as the opcodes hail emits for it
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+from ganeti.core.placement.nodestate import FAIL_INTERNAL, NO_NODE, Inst, NodeState
 
 FAILOVER = "failover"
 FAILOVER_TO_ANY = "failover-to-any"
@@ -99,6 +101,127 @@ def move_opcodes(instance: str, kind: str, target: str | None) -> list[dict[str,
     return step_opcodes(instance, MOVES[kind].steps(target))
 
 
-__all__ = ["FAILOVER", "FAILOVER_AND_REPLACE", "FAILOVER_TO_ANY", "MOVES", "REPLACE_AND_FAILOVER",
-           "REPLACE_PRIMARY", "REPLACE_SECONDARY", "MoveKind", "Step", "migrate_opcode",
-           "move_opcodes", "replace_opcode", "step_opcodes"]
+
+
+# -- applying a move to the nodes (htools' applyMoveEx) -------------------------------------
+
+#: Position -> the node as it stands (the state's, or an earlier step's).
+Lookup = Callable[[int], NodeState]
+#: The replaced nodes and the instance after the move, or the failure reason.
+Outcome = tuple[dict[int, NodeState], Inst] | str
+
+
+def _loc_score(p: NodeState, s: NodeState) -> int:
+    return len(p.loc_tags & s.loc_tags)
+
+
+def _failover(node: Lookup, inst: Inst, target: int, force: bool) -> Outcome:
+    p, s = inst.pnode, inst.snode
+    old_p, old_s = node(p), node(s)
+    force_p = old_p.offline or force
+    new_p = old_s.remove_sec(inst).add_pri(inst, force_p)
+    if isinstance(new_p, str):
+        return new_p
+    moved = replace(inst, pnode=s, snode=p)
+    new_s = old_p.remove_pri(inst).add_sec(moved, s, force_p, ignore_disks=old_p.offline)
+    if isinstance(new_s, str):
+        return new_s
+    return {p: new_s, s: new_p}, moved
+
+
+def _failover_to_any(node: Lookup, inst: Inst, target: int, force: bool) -> Outcome:
+    p = inst.pnode
+    old_p = node(p)
+    new_t = node(target).add_pri(inst, old_p.offline or force)
+    if isinstance(new_t, str):
+        return new_t
+    return {p: old_p.remove_pri(inst), target: new_t}, replace(inst, pnode=target)
+
+
+def _replace_primary(node: Lookup, inst: Inst, target: int, force: bool) -> Outcome:
+    p, s = inst.pnode, inst.snode
+    old_p, tgt = node(p), node(target)
+    int_s = node(s).remove_sec(inst)
+    moved = replace(inst, pnode=target, loc_score=_loc_score(tgt, int_s))
+    force_p = old_p.offline or force
+    tmp_s = int_s.add_pri(moved, force_p)  # the secondary runs it during the moves
+    if isinstance(tmp_s, str):
+        return tmp_s
+    new_p = tgt.add_pri(moved, force_p)
+    if isinstance(new_p, str):
+        return new_p
+    new_s = tmp_s.remove_pri(moved).add_sec(moved, target, force_p)
+    if isinstance(new_s, str):
+        return new_s
+    return {p: old_p.remove_pri(inst), s: new_s, target: new_p}, moved
+
+
+def _replace_secondary(node: Lookup, inst: Inst, target: int, force: bool) -> Outcome:
+    p, s = inst.pnode, inst.snode
+    pnode, old_s, tgt = node(p), node(s), node(target)
+    moved = replace(inst, snode=target, loc_score=_loc_score(pnode, tgt))
+    new_s = tgt.add_sec(moved, p, old_s.offline or force)
+    if isinstance(new_s, str):
+        return new_s
+    new_p = pnode.remove_pri(inst).add_pri(moved, True)
+    if isinstance(new_p, str):  # pragma: no cover - forced, only hard limits on a node it left
+        return new_p
+    return {p: new_p, target: new_s, s: old_s.remove_sec(inst)}, moved
+
+
+def _replace_and_failover(node: Lookup, inst: Inst, target: int, force: bool) -> Outcome:
+    p, s = inst.pnode, inst.snode
+    old_s, tgt = node(s), node(target)
+    int_p = node(p).remove_pri(inst)
+    moved = replace(inst, pnode=target, snode=p, loc_score=_loc_score(tgt, int_p))
+    new_p = tgt.add_pri(moved, force)
+    if isinstance(new_p, str):
+        return new_p
+    new_s = int_p.add_sec(moved, target, old_s.offline or force)
+    if isinstance(new_s, str):
+        return new_s
+    return {target: new_p, p: new_s, s: old_s.remove_sec(inst)}, moved
+
+
+def _failover_and_replace(node: Lookup, inst: Inst, target: int, force: bool) -> Outcome:
+    p, s = inst.pnode, inst.snode
+    old_p, tgt = node(p), node(target)
+    int_s = node(s).remove_sec(inst)
+    moved = replace(inst, pnode=s, snode=target, loc_score=_loc_score(int_s, tgt))
+    force_p = old_p.offline or force
+    new_p = int_s.add_pri(moved, force_p)
+    if isinstance(new_p, str):
+        return new_p
+    new_s = tgt.add_sec(moved, s, force_p)
+    if isinstance(new_s, str):
+        return new_s
+    return {target: new_s, s: new_p, p: old_p.remove_pri(inst)}, moved
+
+
+_APPLY: dict[str, Callable[[Lookup, Inst, int, bool], Outcome]] = {
+    FAILOVER: _failover, FAILOVER_TO_ANY: _failover_to_any,
+    REPLACE_PRIMARY: _replace_primary, REPLACE_SECONDARY: _replace_secondary,
+    REPLACE_AND_FAILOVER: _replace_and_failover, FAILOVER_AND_REPLACE: _failover_and_replace}
+#: Kinds that need a secondary (drbd); the others move a one-node instance.
+NEEDS_SECONDARY = frozenset({FAILOVER, REPLACE_PRIMARY, REPLACE_SECONDARY,
+                             REPLACE_AND_FAILOVER, FAILOVER_AND_REPLACE})
+
+
+def apply_move(node: Lookup, inst: Inst, kind: str, target: int = NO_NODE,
+               force: bool = False) -> Outcome:
+    """The nodes ``kind`` of move to ``target`` changes and the instance after it, or
+    htools' failure reason; nothing is changed (htools' ``applyMoveEx``).
+
+    ``force`` ignores the soft rules where htools does (it always does so for a
+    move off an offline node)."""
+    if (kind in NEEDS_SECONDARY) != (inst.snode != NO_NODE):
+        return FAIL_INTERNAL
+    if kind != FAILOVER and target in (NO_NODE, inst.pnode, inst.snode):
+        return FAIL_INTERNAL
+    return _APPLY[kind](node, inst, target, force)
+
+
+__all__ = ["FAILOVER", "FAILOVER_AND_REPLACE", "FAILOVER_TO_ANY", "MOVES", "NEEDS_SECONDARY",
+           "REPLACE_AND_FAILOVER", "REPLACE_PRIMARY", "REPLACE_SECONDARY", "Lookup", "MoveKind",
+           "Outcome", "Step", "apply_move", "migrate_opcode", "move_opcodes", "replace_opcode",
+           "step_opcodes"]

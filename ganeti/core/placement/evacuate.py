@@ -1,0 +1,386 @@
+"""Node evacuation and group change, as hail answers them, moving all it validly can.
+
+Node-evacuate (hail's ``tryNodeEvac``): the instances of the request in order,
+each moved on the state the previous moves left, within its primary's group:
+
+* ``primary-only``: a drbd instance fails over to its secondary; an instance
+  on shared or external storage (diskless, sharedfile, blockdev, rbd, ext,
+  gluster) migrates to the best other node;
+* ``secondary-only``: a drbd instance gets the best new secondary;
+* ``all``: a drbd instance whose primary is evacuated moves its primary (to
+  its secondary and a new secondary, or to a new node keeping the secondary);
+  one whose secondary is evacuated gets a new secondary; one whose two nodes
+  are evacuated moves to a new pair (hail's replace-secondary, failover,
+  replace-secondary); shared storage migrates as above;
+* plain and file instances cannot move ("Instances of type plain cannot be
+  relocated"), nor can anything but drbd change its secondary.
+
+"Best" is the lowest htools score of the group after the move (ties: the
+later node, as hail breaks them); a move must pass the node rules
+(:func:`~ganeti.core.placement.moves.apply_move`).  An instance that cannot
+move goes to the failed list with hail's reason; the rest are moved, each
+with one job of the opcodes hail writes.
+
+**Difference from hail**: in ``all`` mode hail excludes as targets every node
+of every instance of the request (the evacuated node and all its drbd peers),
+so on a small cluster nothing can move.  Here only the evacuated node is
+excluded: the node every instance of the request lives on (the intersection
+of their nodes; when the request has no common node, hail's set).  The other
+modes exclude what hail does (the evacuated primaries, or secondaries).
+
+Change-group (hail's ``tryChangeGroup``): for each instance the best target
+group is chosen as an allocation of the instance would choose it (the target
+groups of the request, any group but the instances' own when none), then it
+moves there as in ``all`` mode: shared storage migrates, drbd moves to a new
+pair of that group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ganeti.core import constants
+from ganeti.core.placement import metric
+from ganeti.core.placement.allocate import AllocationError, Allocator, Options
+from ganeti.core.placement.moves import (
+    FAILOVER,
+    FAILOVER_AND_REPLACE,
+    FAILOVER_TO_ANY,
+    MOVES,
+    REPLACE_PRIMARY,
+    REPLACE_SECONDARY,
+    Outcome,
+    Step,
+    apply_move,
+    step_opcodes,
+)
+from ganeti.core.placement.nodestate import NO_NODE, Inst, NodeState
+from ganeti.core.placement.requests import (
+    MODE_CHG_GROUP,
+    MODE_NODE_EVAC,
+    ChangeGroup,
+    EvacuationResult,
+    Moved,
+    NodeEvacuate,
+)
+from ganeti.core.placement.state import ClusterState
+
+PRIMARY_ONLY = "primary-only"
+SECONDARY_ONLY = "secondary-only"
+ALL = "all"
+
+#: Templates whose instances cannot leave their node (htools' MirrorNone).
+_NOT_MOVABLE = frozenset({constants.DT_PLAIN, constants.DT_FILE})
+#: How many first steps of a pair move are followed to every final secondary.
+_PAIR_WIDTH = 6
+
+
+class _Failure(Exception):
+    """One instance cannot move; the message is hail's reason."""
+
+
+class Evacuation:
+    """Moves instances on one :class:`ClusterState`, keeping per-group statistics."""
+
+    def __init__(self, state: ClusterState, options: Options) -> None:
+        self.state = state
+        self.options = options
+        self._group_stats: dict[str, metric.Statistics] = {}
+        self.moved: list[Moved] = []
+        self.failed: list[tuple[str, str | None]] = []
+        self.jobs: list[tuple[dict[str, Any], ...]] = []
+
+    # -- scores and commits -------------------------------------------------------------------
+
+    def group_stats(self, group: str) -> metric.Statistics:
+        """The running statistics of a group's nodes."""
+        stats = self._group_stats.get(group)
+        if stats is None:
+            stats = self.state.stats_of(self.state.group_positions(group))
+            self._group_stats[group] = stats
+        return stats
+
+    def group_score(self, group: str, changes: dict[int, NodeState]) -> float:
+        """The group's score with ``changes`` (only its own nodes count)."""
+        nodes = self.state.nodes
+        own = {pos: node for pos, node in changes.items() if nodes[pos].group == group}
+        return self.state.score_with(own, self.group_stats(group))
+
+    def commit(self, changes: dict[int, NodeState], inst: Inst) -> None:
+        """Make a move real: the nodes, the cluster and group statistics, the instance."""
+        nodes = self.state.nodes
+        for pos, node in changes.items():
+            old = nodes[pos]
+            stats = self._group_stats.get(old.group)
+            if stats is not None:
+                stats.update(old.components(), node.components(), not old.offline)
+        self.state.apply(changes)
+        self.state.insts[inst.name] = inst
+
+    def node(self, pos: int) -> NodeState:
+        """The node at ``pos`` as it stands."""
+        return self.state.nodes[pos]
+
+    # -- one instance -------------------------------------------------------------------------
+
+    def best_single(self, inst: Inst, kinds: Sequence[str], group: str,
+                    avail: Iterable[int]) -> tuple[dict[int, NodeState], Inst, list[Step]]:
+        """The best move of one of ``kinds`` to one of ``avail`` (hail's
+        ``evacOneNodeOnly``); ``_Failure`` with hail's text when none is valid."""
+        force = self.options.ignore_soft_errors
+        best: tuple[float, dict[int, NodeState], Inst, list[Step]] | None = None
+        message = ""
+        for target in avail:
+            for kind in kinds:
+                outcome = apply_move(self.node, inst, kind, target, force)
+                if isinstance(outcome, str):
+                    if best is None:
+                        message += f" Node {self.state.nodes[target].name} failed: {outcome};"
+                    continue
+                changes, moved = outcome
+                score = self.group_score(group, changes)
+                if best is None or not best[0] < score:
+                    steps = list(_steps(kind, self.state.nodes[target].name))
+                    best = (score, changes, moved, steps)
+        if best is None:
+            raise _Failure(f"Can't find any good node: {message}")
+        return best[1], best[2], best[3]
+
+    def best_pair(self, inst: Inst, group: str, avail: Sequence[int],
+                  final_secondaries: Sequence[int] | None = None
+                  ) -> tuple[dict[int, NodeState], Inst, list[Step]]:
+        """A new (primary, secondary) for a drbd instance by hail's steps: replace the
+        secondary with the new primary, fail over, replace the secondary with the new
+        secondary.  The first two steps are scored for every new primary; the
+        best few are followed to every new secondary (hail tries every pair)."""
+        force = self.options.ignore_soft_errors
+        names = self.state.nodes
+        offline_primary = self.node(inst.pnode).offline
+        firsts: list[tuple[float, int, dict[int, NodeState], Inst, list[Step]]] = []
+        message = "no nodes available"
+        for target in avail:
+            overlay: dict[int, NodeState] = {}
+            current, steps = inst, []
+            if offline_primary:  # hail fails over first when the primary is offline
+                outcome = apply_move(self.node, current, FAILOVER, NO_NODE, force)
+                if isinstance(outcome, str):
+                    raise _Failure(f"Can't find any good nodes for relocation: Allocation "
+                                   f"failed: Failing over to the secondary: {outcome}")
+                overlay.update(outcome[0])
+                current, steps = outcome[1], [("migrate", None)]
+            look = _overlay(self.node, overlay)
+            reason, outcome = "Changing secondary to new primary", apply_move(
+                look, current, REPLACE_SECONDARY, target, force)
+            if not isinstance(outcome, str):
+                overlay2 = {**overlay, **outcome[0]}
+                reason, outcome2 = "Failing over to new primary", apply_move(
+                    _overlay(self.node, overlay2), outcome[1], FAILOVER, NO_NODE, force)
+                if not isinstance(outcome2, str):
+                    changes = {**overlay2, **outcome2[0]}
+                    firsts.append((self.group_score(group, changes), target, changes,
+                                   outcome2[1], [*steps, ("replace", names[target].name),
+                                                 ("migrate", None)]))
+                    continue
+                outcome = outcome2
+            if not firsts:
+                message = f"Allocation failed: {reason}: {outcome}"
+        firsts.sort(key=lambda f: (f[0], -f[1]))
+        best: tuple[float, int, dict[int, NodeState], Inst, list[Step]] | None = None
+        seconds = avail if final_secondaries is None else final_secondaries
+        for _, primary, overlay, current, steps in firsts[:_PAIR_WIDTH]:
+            look = _overlay(self.node, overlay)
+            for target in seconds:
+                if target == primary:
+                    continue
+                outcome = apply_move(look, current, REPLACE_SECONDARY, target, force)
+                if isinstance(outcome, str):
+                    if best is None:
+                        message = (f"Allocation failed: Changing secondary to final "
+                                   f"secondary: {outcome}")
+                    continue
+                changes = {**overlay, **outcome[0]}
+                score = self.group_score(group, changes)
+                if best is None or not best[0] < score:
+                    best = (score, target, changes, outcome[1],
+                            [*steps, ("replace", names[target].name)])
+        if best is None:
+            raise _Failure(f"Can't find any good nodes for relocation: {message}")
+        return best[2], best[3], best[4]
+
+    def evacuate_one(self, inst: Inst, mode: str, group: str, avail: list[int],
+                     evacuated: frozenset[int]) -> tuple[dict[int, NodeState], Inst, list[Step]]:
+        """How ``inst`` leaves its evacuated node(s) (hail's ``nodeEvacInstance``)."""
+        template = inst.template
+        if template in _NOT_MOVABLE:
+            raise _Failure(f"Instances of type {template} cannot be relocated")
+        if not inst.mirrored:
+            if mode == SECONDARY_ONLY:
+                raise _Failure(f"Instances with disk template '{template}' can't execute "
+                               f"change secondary")
+            return self.best_single(inst, (FAILOVER_TO_ANY,), group, avail)
+        if mode == PRIMARY_ONLY:
+            outcome = apply_move(self.node, inst, FAILOVER, NO_NODE,
+                                 self.options.ignore_soft_errors)
+            if isinstance(outcome, str):
+                raise _Failure(outcome)
+            return outcome[0], outcome[1], [("migrate", None)]
+        if mode == SECONDARY_ONLY or inst.pnode not in evacuated:
+            return self.best_single(inst, (REPLACE_SECONDARY,), group, avail)
+        if inst.snode not in evacuated:  # the primary leaves, the secondary may stay
+            try:
+                return self.best_single(inst, (FAILOVER_AND_REPLACE, REPLACE_PRIMARY), group,
+                                        avail)
+            except _Failure:
+                return self.best_pair(inst, group, avail, [*avail, inst.snode])
+        return self.best_pair(inst, group, avail)
+
+    def record(self, name: str, work: Any) -> None:
+        """Run ``work()`` for one instance and record its move or failure."""
+        try:
+            changes, moved, steps = work()
+        except _Failure as err:
+            self.failed.append((name, str(err)))
+            return
+        self.commit(changes, moved)
+        nodes = self.state.nodes
+        names = tuple(nodes[i].name for i in (moved.pnode, moved.snode) if i != NO_NODE)
+        self.moved.append(Moved(name, self.state.groups[nodes[moved.pnode].group].name, names))
+        self.jobs.append(tuple(step_opcodes(name, tuple(steps))))
+
+    def result(self) -> tuple[str, EvacuationResult]:
+        """hail's info text and the answer."""
+        info = (f"{len(self.failed)} instances failed to move and {len(self.moved)} were "
+                f"moved successfully")
+        return info, EvacuationResult(tuple(self.moved), tuple(self.failed), tuple(self.jobs))
+
+
+def _steps(kind: str, target: str) -> tuple[Step, ...]:
+    return MOVES[kind].steps(target)
+
+
+def _overlay(base: Any, overlay: dict[int, NodeState]) -> Any:
+    def look(pos: int) -> NodeState:
+        node = overlay.get(pos)
+        return base(pos) if node is None else node
+    return look
+
+
+def _instances(state: ClusterState, names: Iterable[str]) -> list[Inst]:
+    missing = [n for n in names if n not in state.insts]
+    if missing:
+        raise AllocationError(f"Unknown instance(s): {', '.join(missing)}")
+    return [state.insts[n] for n in names]
+
+
+def evacuated_nodes(insts: Sequence[Inst], mode: str) -> frozenset[int]:
+    """The nodes the request empties: hail's set for ``primary-only`` and
+    ``secondary-only``; for ``all`` the node common to every instance (see the
+    module docstring), or hail's set when there is none."""
+    primaries = {i.pnode for i in insts}
+    secondaries = {i.snode for i in insts if i.mirrored and i.snode != NO_NODE}
+    if mode == PRIMARY_ONLY:
+        return frozenset(primaries)
+    if mode == SECONDARY_ONLY:
+        return frozenset(secondaries)
+    common: set[int] | None = None
+    for inst in insts:
+        nodes = {inst.pnode} | ({inst.snode} if inst.mirrored else set())
+        common = nodes if common is None else common & nodes
+    return frozenset(common or (primaries | secondaries))
+
+
+def node_evacuate(state: ClusterState, req: NodeEvacuate,
+                  options: Options) -> tuple[str, EvacuationResult]:
+    """The node-evacuate answer (see the module docstring)."""
+    insts = _instances(state, req.instances)
+    evacuated = evacuated_nodes(insts, req.evac_mode)
+    excluded = evacuated | {i for i, n in enumerate(state.nodes) if n.offline}
+    evac = Evacuation(state, options)
+    online = {g: state.candidates(g) for g in state.groups}
+    for inst in insts:
+        current = state.insts[inst.name]
+        group = state.nodes[current.pnode].group
+        avail = [i for i in online.get(group, ()) if i not in excluded and i != current.pnode]
+        evac.record(inst.name, lambda c=current, g=group, a=avail:
+                    evac.evacuate_one(c, req.evac_mode, g, a, evacuated))
+    return evac.result()
+
+
+def change_group(state: ClusterState, req: ChangeGroup,
+                 options: Options) -> tuple[str, EvacuationResult]:
+    """The change-group answer (see the module docstring)."""
+    insts = _instances(state, req.instances)
+    own = {state.nodes[i.pnode].group for i in insts}
+    by_name = {g.name: uuid for uuid, g in state.groups.items()}
+    wanted = [by_name.get(g, g) for g in req.target_groups] or list(state.groups)
+    targets = [g for g in wanted if g not in own and g in state.groups]
+    evac = Evacuation(state, options)
+    strict = Evacuation(state, replace(options, ignore_soft_errors=False))
+    strict._group_stats = evac._group_stats  # one set of running statistics
+    allocator = Allocator(state, options)
+    for inst in insts:
+        current = state.insts[inst.name]
+        evac.record(inst.name, lambda c=current: _change_one(state, allocator, strict, c,
+                                                            targets))
+    return evac.result()
+
+
+def _change_one(state: ClusterState, allocator: Allocator, evac: Evacuation, inst: Inst,
+                targets: list[str]) -> tuple[dict[int, NodeState], Inst, list[Step]]:
+    group = _best_group(state, allocator, inst, targets)
+    avail = state.candidates(group)
+    if inst.template in _NOT_MOVABLE:
+        raise _Failure(f"Instances of type {inst.template} cannot be relocated")
+    if not inst.mirrored:
+        return evac.best_single(inst, (FAILOVER_TO_ANY,), group, avail)
+    return evac.best_pair(inst, group, avail)
+
+
+def _best_group(state: ClusterState, allocator: Allocator, inst: Inst,
+                targets: list[str]) -> str:
+    """The group an allocation of ``inst`` would choose among ``targets`` (hail's
+    ``findBestAllocGroup``); ``_Failure`` with hail's text when none fits."""
+    count = 2 if inst.mirrored else 1
+    probe = replace(inst, pnode=NO_NODE, snode=NO_NODE)
+    lines: list[str] = []
+    good = []
+    for uuid in targets:
+        group = state.groups[uuid]
+        if not state.group_positions(uuid):
+            continue
+        sol = allocator.solve_group(probe, count, group, state.stats)
+        state.pending.pop(probe.name, None)
+        lines.append(sol.describe(state))
+        if sol.nodes is not None and group.allocable:
+            good.append((_POLICY_RANK.get(group.alloc_policy, 3), sol.score, uuid))
+    if not good:
+        if not targets:
+            raise _Failure("no groups for evacuation: no other group to move to")
+        raise _Failure(", ".join(lines))
+    return min(good)[2]
+
+
+_POLICY_RANK = {constants.ALLOC_POLICY_PREFERRED: 0, constants.ALLOC_POLICY_LAST_RESORT: 1}
+
+
+def _node_evacuate(state: ClusterState, req: NodeEvacuate,
+                   options: Options) -> tuple[str, Any]:
+    return node_evacuate(state, req, options)
+
+
+def _change_group(state: ClusterState, req: ChangeGroup, options: Options) -> tuple[str, Any]:
+    return change_group(state, req, options)
+
+
+def _register() -> None:
+    from ganeti.core.placement import solve
+    solve.register(MODE_NODE_EVAC, _node_evacuate)
+    solve.register(MODE_CHG_GROUP, _change_group)
+
+
+_register()
+
+__all__ = ["ALL", "PRIMARY_ONLY", "SECONDARY_ONLY", "Evacuation", "Outcome", "change_group",
+           "evacuated_nodes", "node_evacuate"]
