@@ -157,4 +157,16 @@ def _scalar(state: ClusterState, inst: Inst, cands: list[int], stats: metric.Sta
     return result
 
 
-__all__ = ["PairScores", "pair_scores"]
+
+
+
+def replacement_scores(stats: metric.Statistics, old: Sequence[NodeState],
+                       new: Sequence[NodeState]) -> np.ndarray:
+    """The score of ``stats`` with ``old[k]`` replaced by ``new[k]``, for each ``k`` on
+    its own (one node changing; no location tags in play), vectorised."""
+    if not old:
+        return np.zeros(0)
+    oc = np.array([_numeric(n.components()) for n in old])
+    nc = np.array([_numeric(n.components()) for n in new])
+    return _combine(stats, oc, nc, oc, oc)
+__all__ = ["PairScores", "pair_scores", "replacement_scores"]
