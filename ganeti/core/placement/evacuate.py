@@ -41,6 +41,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from ganeti.core import constants
 from ganeti.core.placement import metric
 from ganeti.core.placement.allocate import AllocationError, Allocator, Options
@@ -49,14 +51,15 @@ from ganeti.core.placement.moves import (
     FAILOVER_AND_REPLACE,
     FAILOVER_TO_ANY,
     MOVES,
-    REPLACE_PRIMARY,
     REPLACE_SECONDARY,
+    SPLIT,
     Outcome,
     Step,
     apply_move,
     step_opcodes,
 )
-from ganeti.core.placement.nodestate import NO_NODE, Inst, NodeState
+from ganeti.core.placement.nodestate import NO_NODE, Inst, NodeState, policy_failure
+from ganeti.core.placement.pairs import replacement_scores
 from ganeti.core.placement.requests import (
     MODE_CHG_GROUP,
     MODE_NODE_EVAC,
@@ -125,25 +128,96 @@ class Evacuation:
 
     # -- one instance -------------------------------------------------------------------------
 
-    def best_single(self, inst: Inst, kinds: Sequence[str], group: str,
-                    avail: Iterable[int]) -> tuple[dict[int, NodeState], Inst, list[Step]]:
+    def _stats_with(self, group: str, base: dict[int, NodeState]) -> metric.Statistics:
+        """The group's statistics with ``base`` applied (a copy when ``base`` is not empty)."""
+        stats = self.group_stats(group)
+        if not base:
+            return stats
+        stats = stats.copy()
+        nodes = self.state.nodes
+        for pos, node in base.items():
+            old = nodes[pos]
+            if old.group == group:
+                stats.update(old.components(), node.components(), not old.offline)
+        return stats
+
+    def _has_locations(self, avail: Iterable[int]) -> bool:
+        nodes = self.state.nodes
+        return any(nodes[i].loc_tags for i in avail)
+
+    def best_single(self, inst: Inst, kinds: Sequence[str], group: str, avail: Sequence[int],
+                    base: dict[int, NodeState] | None = None
+                    ) -> tuple[dict[int, NodeState], Inst, list[Step]]:
         """The best move of one of ``kinds`` to one of ``avail`` (hail's
-        ``evacOneNodeOnly``); ``_Failure`` with hail's text when none is valid."""
+        ``evacOneNodeOnly``), on the state with ``base`` applied; ``_Failure`` with
+        hail's text when none is valid.
+
+        Candidates are scored at once (the instance's own nodes change alike for
+        every target); the best few are scored again exactly, ties going to the
+        later node as in hail."""
+        base = base or {}
+        look = _overlay(self.node, base)
         force = self.options.ignore_soft_errors
+        targets = [t for t in avail if t != inst.pnode and t != inst.snode]
+        if self._has_locations(targets) or any(k not in SPLIT for k in kinds):
+            return self._best_exact(inst, kinds, group, targets, base)
+        shortlist: list[tuple[float, int, str]] = []
+        failures: dict[int, str] = {}
+        for kind in kinds:
+            split = SPLIT[kind](look, inst, force)
+            if isinstance(split, str):
+                failures.update((t, split) for t in targets if t not in failures)
+                continue
+            fixed, side = split
+            stats = self._stats_with(group, {**base, **fixed})
+            olds: list[NodeState] = []
+            news: list[NodeState] = []
+            where: list[int] = []
+            for target in targets:
+                old = look(target)
+                new = side(old)
+                if isinstance(new, str):
+                    failures.setdefault(target, new)
+                    continue
+                olds.append(old)
+                news.append(new)
+                where.append(target)
+            if not where:
+                continue
+            scores = replacement_scores(stats, olds, news)
+            low = float(scores.min())
+            near = np.flatnonzero(scores <= low + 1e-9 * max(1.0, abs(low)))
+            shortlist.extend((low, where[int(k)], kind) for k in near)
+        if not shortlist:
+            names = self.state.nodes
+            message = "".join(f" Node {names[t].name} failed: {failures[t]};"
+                              for t in targets if t in failures)
+            raise _Failure(f"Can't find any good node: {message}")
+        low = min(score for score, _, _ in shortlist)
+        near_targets = {t for score, t, _ in shortlist if score <= low + 1e-9 * max(1.0, abs(low))}
+        near_kinds = {k for score, _, k in shortlist if score <= low + 1e-9 * max(1.0, abs(low))}
+        return self._best_exact(inst, [k for k in kinds if k in near_kinds], group,
+                                [t for t in targets if t in near_targets], base)
+
+    def _best_exact(self, inst: Inst, kinds: Sequence[str], group: str, targets: list[int],
+                    base: dict[int, NodeState]) -> tuple[dict[int, NodeState], Inst, list[Step]]:
+        """:meth:`best_single` move by move (location tags; and the shortlist)."""
+        force = self.options.ignore_soft_errors
+        look = _overlay(self.node, base)
         best: tuple[float, dict[int, NodeState], Inst, list[Step]] | None = None
         message = ""
-        for target in avail:
+        for target in targets:
             for kind in kinds:
-                outcome = apply_move(self.node, inst, kind, target, force)
+                outcome = apply_move(look, inst, kind, target, force)
                 if isinstance(outcome, str):
                     if best is None:
                         message += f" Node {self.state.nodes[target].name} failed: {outcome};"
                     continue
-                changes, moved = outcome
+                changes = {**base, **outcome[0]}
                 score = self.group_score(group, changes)
                 if best is None or not best[0] < score:
                     steps = list(_steps(kind, self.state.nodes[target].name))
-                    best = (score, changes, moved, steps)
+                    best = (score, changes, outcome[1], steps)
         if best is None:
             raise _Failure(f"Can't find any good node: {message}")
         return best[1], best[2], best[3]
@@ -153,61 +227,71 @@ class Evacuation:
                   ) -> tuple[dict[int, NodeState], Inst, list[Step]]:
         """A new (primary, secondary) for a drbd instance by hail's steps: replace the
         secondary with the new primary, fail over, replace the secondary with the new
-        secondary.  The first two steps are scored for every new primary; the
-        best few are followed to every new secondary (hail tries every pair)."""
+        secondary.  hail tries every pair; here the new primaries are ranked by the
+        group's score with the instance on them alone, and the best few are followed
+        through the steps to every new secondary."""
         force = self.options.ignore_soft_errors
         names = self.state.nodes
-        offline_primary = self.node(inst.pnode).offline
-        firsts: list[tuple[float, int, dict[int, NodeState], Inst, list[Step]]] = []
+        seconds = list(avail if final_secondaries is None else final_secondaries)
+        overlay: dict[int, NodeState] = {}
+        current, steps0 = inst, []
+        if self.node(inst.pnode).offline:  # hail fails over first when the primary is offline
+            outcome = apply_move(self.node, current, FAILOVER, NO_NODE, force)
+            if isinstance(outcome, str):
+                raise _Failure(f"Can't find any good nodes for relocation: Allocation "
+                               f"failed: Failing over to the secondary: {outcome}")
+            overlay, current, steps0 = outcome[0], outcome[1], [("migrate", None)]
+        look = _overlay(self.node, overlay)
+        firsts = [t for t in avail if t not in (current.pnode, current.snode)]
+        # rank the new primaries: the instance off its nodes, on the candidate alone
+        alone = {current.pnode: look(current.pnode).remove_pri(current),
+                 current.snode: look(current.snode).remove_sec(current)}
+        stats = self._stats_with(group, {**overlay, **alone})
+        olds, news, where = [], [], []
         message = "no nodes available"
-        for target in avail:
-            overlay: dict[int, NodeState] = {}
-            current, steps = inst, []
-            if offline_primary:  # hail fails over first when the primary is offline
-                outcome = apply_move(self.node, current, FAILOVER, NO_NODE, force)
-                if isinstance(outcome, str):
-                    raise _Failure(f"Can't find any good nodes for relocation: Allocation "
-                                   f"failed: Failing over to the secondary: {outcome}")
-                overlay.update(outcome[0])
-                current, steps = outcome[1], [("migrate", None)]
-            look = _overlay(self.node, overlay)
-            reason, outcome = "Changing secondary to new primary", apply_move(
-                look, current, REPLACE_SECONDARY, target, force)
-            if not isinstance(outcome, str):
-                overlay2 = {**overlay, **outcome[0]}
-                reason, outcome2 = "Failing over to new primary", apply_move(
-                    _overlay(self.node, overlay2), outcome[1], FAILOVER, NO_NODE, force)
-                if not isinstance(outcome2, str):
-                    changes = {**overlay2, **outcome2[0]}
-                    firsts.append((self.group_score(group, changes), target, changes,
-                                   outcome2[1], [*steps, ("replace", names[target].name),
-                                                 ("migrate", None)]))
-                    continue
-                outcome = outcome2
-            if not firsts:
-                message = f"Allocation failed: {reason}: {outcome}"
-        firsts.sort(key=lambda f: (f[0], -f[1]))
-        best: tuple[float, int, dict[int, NodeState], Inst, list[Step]] | None = None
-        seconds = avail if final_secondaries is None else final_secondaries
-        for _, primary, overlay, current, steps in firsts[:_PAIR_WIDTH]:
-            look = _overlay(self.node, overlay)
-            for target in seconds:
-                if target == primary:
-                    continue
-                outcome = apply_move(look, current, REPLACE_SECONDARY, target, force)
-                if isinstance(outcome, str):
-                    if best is None:
-                        message = (f"Allocation failed: Changing secondary to final "
-                                   f"secondary: {outcome}")
-                    continue
-                changes = {**overlay, **outcome[0]}
-                score = self.group_score(group, changes)
-                if best is None or not best[0] < score:
-                    best = (score, target, changes, outcome[1],
-                            [*steps, ("replace", names[target].name)])
+        for target in firsts:
+            new = look(target).add_pri(current, force)
+            if isinstance(new, str):
+                message = f"Allocation failed: Changing secondary to new primary: {new}"
+                continue
+            olds.append(look(target))
+            news.append(new)
+            where.append(target)
+        scores = replacement_scores(stats, olds, news)
+        order = sorted(range(len(where)), key=lambda k: (float(scores[k]), -where[k]))
+        best: tuple[float, dict[int, NodeState], Inst, list[Step]] | None = None
+        tried = 0
+        for k in order:
+            if tried >= _PAIR_WIDTH:
+                break
+            primary = where[k]
+            outcome = apply_move(look, current, REPLACE_SECONDARY, primary, force)
+            if isinstance(outcome, str):
+                message = f"Allocation failed: Changing secondary to new primary: {outcome}"
+                continue
+            step1 = {**overlay, **outcome[0]}
+            outcome2 = apply_move(_overlay(self.node, step1), outcome[1], FAILOVER, NO_NODE,
+                                  force)
+            if isinstance(outcome2, str):
+                message = f"Allocation failed: Failing over to new primary: {outcome2}"
+                continue
+            tried += 1
+            step2 = {**step1, **outcome2[0]}
+            try:
+                changes, moved, steps3 = self.best_single(
+                    outcome2[1], (REPLACE_SECONDARY,), group,
+                    [t for t in seconds if t != primary], step2)
+            except _Failure as err:
+                message = f"Allocation failed: Changing secondary to final secondary: {err}"
+                continue
+            score = self.group_score(group, changes)
+            if best is None or not best[0] < score:
+                best = (score, changes, moved,
+                        [*steps0, ("replace", names[primary].name), ("migrate", None),
+                         *steps3])
         if best is None:
             raise _Failure(f"Can't find any good nodes for relocation: {message}")
-        return best[2], best[3], best[4]
+        return best[1], best[2], best[3]
 
     def evacuate_one(self, inst: Inst, mode: str, group: str, avail: list[int],
                      evacuated: frozenset[int]) -> tuple[dict[int, NodeState], Inst, list[Step]]:
@@ -230,20 +314,22 @@ class Evacuation:
             return self.best_single(inst, (REPLACE_SECONDARY,), group, avail)
         if inst.snode not in evacuated:  # the primary leaves, the secondary may stay
             try:
-                return self.best_single(inst, (FAILOVER_AND_REPLACE, REPLACE_PRIMARY), group,
-                                        avail)
+                return self.best_single(inst, (FAILOVER_AND_REPLACE,), group, avail)
             except _Failure:
                 return self.best_pair(inst, group, avail, [*avail, inst.snode])
         return self.best_pair(inst, group, avail)
 
-    def record(self, name: str, work: Any) -> None:
-        """Run ``work()`` for one instance and record its move or failure."""
+    def record(self, name: str, work: Any, after: Any = None) -> None:
+        """Run ``work()`` for one instance and record its move or failure; ``after``
+        is called with the changed positions once the move is made."""
         try:
             changes, moved, steps = work()
         except _Failure as err:
             self.failed.append((name, str(err)))
             return
         self.commit(changes, moved)
+        if after is not None:
+            after(changes)
         nodes = self.state.nodes
         names = tuple(nodes[i].name for i in (moved.pnode, moved.snode) if i != NO_NODE)
         self.moved.append(Moved(name, self.state.groups[nodes[moved.pnode].group].name, names))
@@ -315,51 +401,72 @@ def change_group(state: ClusterState, req: ChangeGroup,
     own = {state.nodes[i.pnode].group for i in insts}
     by_name = {g.name: uuid for uuid, g in state.groups.items()}
     wanted = [by_name.get(g, g) for g in req.target_groups] or list(state.groups)
-    targets = [g for g in wanted if g not in own and g in state.groups]
+    targets = [g for g in wanted
+               if g not in own and g in state.groups and state.group_positions(g)]
     evac = Evacuation(state, options)
+    # hail moves with its default options whatever it was told (nodeEvacInstance
+    # defaultOptions); the group is chosen with the request's
     strict = Evacuation(state, replace(options, ignore_soft_errors=False))
     strict._group_stats = evac._group_stats  # one set of running statistics
     allocator = Allocator(state, options)
+
+    def after(changes: dict[int, NodeState]) -> None:
+        allocator.redundancy.commit(changes)
+
     for inst in insts:
         current = state.insts[inst.name]
         evac.record(inst.name, lambda c=current: _change_one(state, allocator, strict, c,
-                                                            targets))
+                                                            targets),
+                    after if options.capacity_checks else None)
     return evac.result()
 
 
 def _change_one(state: ClusterState, allocator: Allocator, evac: Evacuation, inst: Inst,
                 targets: list[str]) -> tuple[dict[int, NodeState], Inst, list[Step]]:
-    group = _best_group(state, allocator, inst, targets)
-    avail = state.candidates(group)
+    """The best move of ``inst`` into one of the ``targets`` groups.
+
+    hail first allocates a copy of the instance in every target group to pick
+    one (policy, then score), then moves it there; here the move itself is
+    computed in every target group and the best (allocation policy, then
+    cluster score after it) that passes the group's policy and, with capacity
+    checks, hail's global N+1 check is kept."""
     if inst.template in _NOT_MOVABLE:
         raise _Failure(f"Instances of type {inst.template} cannot be relocated")
-    if not inst.mirrored:
-        return evac.best_single(inst, (FAILOVER_TO_ANY,), group, avail)
-    return evac.best_pair(inst, group, avail)
-
-
-def _best_group(state: ClusterState, allocator: Allocator, inst: Inst,
-                targets: list[str]) -> str:
-    """The group an allocation of ``inst`` would choose among ``targets`` (hail's
-    ``findBestAllocGroup``); ``_Failure`` with hail's text when none fits."""
-    count = 2 if inst.mirrored else 1
-    probe = replace(inst, pnode=NO_NODE, snode=NO_NODE)
+    if not targets:
+        raise _Failure("no groups for evacuation: no other group to move to")
     lines: list[str] = []
-    good = []
+    best: tuple[tuple[int, float], tuple[dict[int, NodeState], Inst, list[Step]]] | None = None
     for uuid in targets:
         group = state.groups[uuid]
-        if not state.group_positions(uuid):
+        head = f"Group {group.name} ({group.alloc_policy}): "
+        avail = state.candidates(uuid)
+        if not avail:
+            lines.append(head + "error No online nodes")
             continue
-        sol = allocator.solve_group(probe, count, group, state.stats)
-        state.pending.pop(probe.name, None)
-        lines.append(sol.describe(state))
-        if sol.nodes is not None and group.allocable:
-            good.append((_POLICY_RANK.get(group.alloc_policy, 3), sol.score, uuid))
-    if not good:
-        if not targets:
-            raise _Failure("no groups for evacuation: no other group to move to")
+        reason = policy_failure(inst, group, state.nodes[avail[0]].excl)
+        if reason is not None:
+            lines.append(head + f"No valid allocation solutions, failure reasons: {reason}: 1")
+            continue
+        try:
+            if inst.mirrored:
+                found = evac.best_pair(inst, uuid, avail)
+            else:
+                found = evac.best_single(inst, (FAILOVER_TO_ANY,), uuid, avail)
+        except _Failure as err:
+            lines.append(head + str(err))
+            continue
+        if (allocator.options.capacity_checks
+                and not allocator.redundancy.ok_after(found[0])):
+            lines.append(head + "No valid allocation solutions, failure reasons: FailN1: 1")
+            continue
+        if not group.allocable:
+            continue
+        key = (_POLICY_RANK.get(group.alloc_policy, 3), state.score_with(found[0]))
+        if best is None or key < best[0]:
+            best = (key, found)
+    if best is None:
         raise _Failure(", ".join(lines))
-    return min(good)[2]
+    return best[1]
 
 
 _POLICY_RANK = {constants.ALLOC_POLICY_PREFERRED: 0, constants.ALLOC_POLICY_LAST_RESORT: 1}

@@ -221,7 +221,52 @@ def apply_move(node: Lookup, inst: Inst, kind: str, target: int = NO_NODE,
     return _APPLY[kind](node, inst, target, force)
 
 
+# -- one-target moves split: what does not depend on the target, and the target ------------
+
+#: The target node after the move, or why it cannot take the instance.
+TargetSide = Callable[[NodeState], NodeState | str]
+#: The changes of the instance's own nodes, and the target's side; or a failure reason.
+Split = tuple[dict[int, NodeState], TargetSide] | str
+
+
+def _split_failover_to_any(node: Lookup, inst: Inst, force: bool) -> Split:
+    old_p = node(inst.pnode)
+    force_p = old_p.offline or force
+    return {inst.pnode: old_p.remove_pri(inst)}, lambda t: t.add_pri(inst, force_p)
+
+
+def _split_replace_secondary(node: Lookup, inst: Inst, force: bool) -> Split:
+    p, s = inst.pnode, inst.snode
+    old_s = node(s)
+    moved = replace(inst, snode=NO_NODE, loc_score=0)
+    new_p = node(p).remove_pri(inst).add_pri(moved, True)
+    if isinstance(new_p, str):  # pragma: no cover - forced, on a node it left
+        return new_p
+    force_s = old_s.offline or force
+    return ({p: new_p, s: old_s.remove_sec(inst)},
+            lambda t: t.add_sec(moved, p, force_s))
+
+
+def _split_failover_and_replace(node: Lookup, inst: Inst, force: bool) -> Split:
+    p, s = inst.pnode, inst.snode
+    old_p = node(p)
+    moved = replace(inst, pnode=s, snode=NO_NODE, loc_score=0)
+    force_p = old_p.offline or force
+    new_p = node(s).remove_sec(inst).add_pri(moved, force_p)
+    if isinstance(new_p, str):
+        return new_p
+    return ({s: new_p, p: old_p.remove_pri(inst)},
+            lambda t: t.add_sec(moved, s, force_p))
+
+
+#: The kinds that move an instance to one target node, split (without location tags the
+#: instance's own nodes change the same way whatever the target).
+SPLIT: dict[str, Callable[[Lookup, Inst, bool], Split]] = {
+    FAILOVER_TO_ANY: _split_failover_to_any, REPLACE_SECONDARY: _split_replace_secondary,
+    FAILOVER_AND_REPLACE: _split_failover_and_replace}
+
+
 __all__ = ["FAILOVER", "FAILOVER_AND_REPLACE", "FAILOVER_TO_ANY", "MOVES", "NEEDS_SECONDARY",
-           "REPLACE_AND_FAILOVER", "REPLACE_PRIMARY", "REPLACE_SECONDARY", "Lookup", "MoveKind",
-           "Outcome", "Step", "apply_move", "migrate_opcode", "move_opcodes", "replace_opcode",
-           "step_opcodes"]
+           "REPLACE_AND_FAILOVER", "REPLACE_PRIMARY", "REPLACE_SECONDARY", "SPLIT", "Lookup",
+           "MoveKind", "Outcome", "Split", "Step", "TargetSide", "apply_move", "migrate_opcode",
+           "move_opcodes", "replace_opcode", "step_opcodes"]
