@@ -59,7 +59,7 @@ from ganeti.core.placement.moves import (
     step_opcodes,
 )
 from ganeti.core.placement.nodestate import NO_NODE, Inst, NodeState, policy_failure
-from ganeti.core.placement.pairs import replacement_scores
+from ganeti.core.placement.pairs import numeric_components, replacement_scores
 from ganeti.core.placement.requests import (
     MODE_CHG_GROUP,
     MODE_NODE_EVAC,
@@ -77,7 +77,7 @@ ALL = "all"
 #: Templates whose instances cannot leave their node (htools' MirrorNone).
 _NOT_MOVABLE = frozenset({constants.DT_PLAIN, constants.DT_FILE})
 #: How many first steps of a pair move are followed to every final secondary.
-_PAIR_WIDTH = 6
+_PAIR_WIDTH = 3
 
 
 class _Failure(Exception):
@@ -94,6 +94,8 @@ class Evacuation:
         self.moved: list[Moved] = []
         self.failed: list[tuple[str, str | None]] = []
         self.jobs: list[tuple[dict[str, Any], ...]] = []
+        #: position -> (the node, its numeric components) for the state's nodes
+        self._comps: dict[int, tuple[NodeState, np.ndarray]] = {}
 
     # -- scores and commits -------------------------------------------------------------------
 
@@ -141,6 +143,16 @@ class Evacuation:
                 stats.update(old.components(), node.components(), not old.offline)
         return stats
 
+    def components(self, pos: int, node: NodeState) -> np.ndarray:
+        """The numeric components of ``node`` (at ``pos``), cached for the state's nodes."""
+        cached = self._comps.get(pos)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        row = numeric_components(node)
+        if node is self.state.nodes[pos]:
+            self._comps[pos] = (node, row)
+        return row
+
     def _has_locations(self, avail: Iterable[int]) -> bool:
         nodes = self.state.nodes
         return any(nodes[i].loc_tags for i in avail)
@@ -170,7 +182,7 @@ class Evacuation:
                 continue
             fixed, side = split
             stats = self._stats_with(group, {**base, **fixed})
-            olds: list[NodeState] = []
+            olds: list[np.ndarray] = []
             news: list[NodeState] = []
             where: list[int] = []
             for target in targets:
@@ -179,12 +191,12 @@ class Evacuation:
                 if isinstance(new, str):
                     failures.setdefault(target, new)
                     continue
-                olds.append(old)
+                olds.append(self.components(target, old))
                 news.append(new)
                 where.append(target)
             if not where:
                 continue
-            scores = replacement_scores(stats, olds, news)
+            scores = replacement_scores(stats, np.array(olds), news)
             low = float(scores.min())
             near = np.flatnonzero(scores <= low + 1e-9 * max(1.0, abs(low)))
             shortlist.extend((low, where[int(k)], kind) for k in near)
@@ -247,17 +259,19 @@ class Evacuation:
         alone = {current.pnode: look(current.pnode).remove_pri(current),
                  current.snode: look(current.snode).remove_sec(current)}
         stats = self._stats_with(group, {**overlay, **alone})
-        olds, news, where = [], [], []
+        olds: list[np.ndarray] = []
+        news: list[NodeState] = []
+        where: list[int] = []
         message = "no nodes available"
         for target in firsts:
             new = look(target).add_pri(current, force)
             if isinstance(new, str):
                 message = f"Allocation failed: Changing secondary to new primary: {new}"
                 continue
-            olds.append(look(target))
+            olds.append(self.components(target, look(target)))
             news.append(new)
             where.append(target)
-        scores = replacement_scores(stats, olds, news)
+        scores = replacement_scores(stats, np.array(olds), news) if where else np.zeros(0)
         order = sorted(range(len(where)), key=lambda k: (float(scores[k]), -where[k]))
         best: tuple[float, dict[int, NodeState], Inst, list[Step]] | None = None
         tried = 0
