@@ -1,0 +1,327 @@
+"""Balancing: the moves that lower htools' cluster score, chosen as hbal chooses them.
+
+hbal's algorithm (``Cluster.hs``: ``tryBalance``, ``checkMove``,
+``checkInstanceMove``, ``possibleMoves``): at each step every move of every
+movable instance to every online node of its group is tried -- a drbd
+instance can fail over, replace its secondary, replace its primary
+(failover, new secondary, failover), replace its secondary and fail over, or
+fail over and replace its secondary (the last three only when its secondary
+is online); an instance on shared storage can migrate to any node; plain and
+file instances cannot move -- and the one move giving the lowest score is
+made, if it lowers the score (by at least ``min_gain``).  Steps repeat until
+no move gains, or ``max_moves`` are made.  Every move passes the node rules
+(:func:`~ganeti.core.placement.moves.apply_move`: memory, disk, and unless
+told to ignore soft errors the vCPU and spindle ratios, the disk reserve, no
+node newly failing N+1).
+
+Speed: a move changes the instance's own nodes (the same way whatever the
+target) and one target node, whose new figures depend only on the target and
+the instance's size.  Those figures are computed once per (node, instance
+shape) and kept until the node changes; every step then scores all moves of
+an instance with one vectorised formula, and the best few of the step are
+checked and scored again exactly.  Where location or exclusion tags are in
+play every move is computed exactly (slower, same result).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ganeti.core import constants
+from ganeti.core.placement import metric
+from ganeti.core.placement.allocate import AllocationError, Options
+from ganeti.core.placement.moves import (
+    FAILOVER,
+    FAILOVER_AND_REPLACE,
+    FAILOVER_TO_ANY,
+    REPLACE_AND_FAILOVER,
+    REPLACE_PRIMARY,
+    REPLACE_SECONDARY,
+    apply_move,
+)
+from ganeti.core.placement.nodestate import NO_NODE, Inst, NodeState
+from ganeti.core.placement.pairs import numeric_components, replacement_scores
+from ganeti.core.placement.requests import MODE_BALANCE, Balance, BalanceMove, BalanceResult
+from ganeti.core.placement.state import ClusterState
+
+#: Templates that cannot move at all (htools' MirrorNone).
+_FIXED_TEMPLATES = frozenset({constants.DT_PLAIN, constants.DT_FILE})
+#: A peer key no node has: the target's figures without an existing mirror pairing.
+_NO_PEER = -2
+#: How many of a step's best moves are checked exactly.
+_SHORTLIST = 8
+_PRI, _SEC = "pri", "sec"
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A move as ranked: the vectorised score, hbal's order, the move."""
+
+    score: float
+    order: tuple[int, int, int]
+    instance: str
+    kind: str
+    target: int
+
+
+def _shape(inst: Inst, force: bool) -> tuple[object, ...]:
+    return (inst.mem, inst.dsk, inst.vcpus, inst.template, inst.run, inst.spindle_use,
+            inst.disk_spindles, force)
+
+
+class _Sides:
+    """A node's figures with one more primary or secondary of a given shape, per node,
+    kept until the node changes."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        #: (side, shape) -> (rows, validity, positions to recompute)
+        self.rows: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray, set[int]]] = {}
+        self.old = np.array([numeric_components(node) for node in state.nodes])
+        self._old_nodes: list[NodeState] = list(state.nodes)
+
+    def refresh(self, positions: list[int]) -> None:
+        """Forget what the nodes at ``positions`` had (they changed)."""
+        nodes = self.state.nodes
+        for pos in positions:
+            if nodes[pos] is not self._old_nodes[pos]:
+                self._old_nodes[pos] = nodes[pos]
+                self.old[pos] = numeric_components(nodes[pos])
+                for _, _, dirty in self.rows.values():
+                    dirty.add(pos)
+
+    def side(self, side: str, inst: Inst, force: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and validity of every node with ``inst`` added as ``side``."""
+        key = (side, *_shape(inst, force))
+        entry = self.rows.get(key)
+        nodes = self.state.nodes
+        if entry is None:
+            entry = (np.zeros_like(self.old), np.zeros(len(nodes), dtype=bool),
+                     set(range(len(nodes))))
+            self.rows[key] = entry
+        rows, valid, dirty = entry
+        for pos in dirty:
+            node = nodes[pos]
+            new = node.add_pri(inst, force) if side == _PRI else node.add_sec(
+                inst, _NO_PEER, force)
+            if isinstance(new, str):
+                valid[pos] = False
+            else:
+                rows[pos] = numeric_components(new)
+                valid[pos] = True
+        dirty.clear()
+        return rows, valid
+
+
+class Balancer:
+    """hbal's greedy balancing on one :class:`ClusterState` (see the module docstring)."""
+
+    def __init__(self, state: ClusterState, options: Options, group: str | None = None) -> None:
+        self.state = state
+        self.options = options
+        self.group = group
+        positions = (state.group_positions(group) if group is not None
+                     else range(len(state.nodes)))
+        self.stats = state.stats_of(positions)
+        self.online = {g: state.candidates(g) for g in state.groups}
+        if group is not None:
+            self.online = {group: self.online.get(group, [])}
+        self.exact = any(n.loc_tags or n.p_tags for n in state.nodes) or any(
+            i.excl_tags or i.dsrd_loc for i in state.insts.values())
+        self.sides = _Sides(state)
+
+    def score(self) -> float:
+        """The current score (of the group, or the cluster)."""
+        return self.stats.score()
+
+    def _look(self, pos: int) -> NodeState:
+        return self.state.nodes[pos]
+
+    def _kinds(self, inst: Inst, targets: set[int]) -> tuple[str, ...]:
+        """hbal's ``possibleMoves`` for an instance (no restricted migration)."""
+        if inst.template in _FIXED_TEMPLATES:
+            return ()
+        if not inst.mirrored:
+            return (FAILOVER_TO_ANY,)
+        if inst.snode in targets:
+            return (REPLACE_SECONDARY, REPLACE_AND_FAILOVER, REPLACE_PRIMARY,
+                    FAILOVER_AND_REPLACE)
+        return (REPLACE_SECONDARY, REPLACE_AND_FAILOVER)
+
+    def _fixed(self, inst: Inst, kind: str, force: bool
+               ) -> tuple[dict[int, NodeState], str, bool] | str:
+        """The instance's own nodes after a move of ``kind`` (the target not yet known:
+        a new mirror pairing is assumed), the side the target takes, and its force."""
+        look = self._look
+        p, s = inst.pnode, inst.snode
+        old_p = look(p)
+        force_p = old_p.offline or force
+        if kind == FAILOVER_TO_ANY:
+            return {p: old_p.remove_pri(inst)}, _PRI, force_p
+        old_s = look(s)
+        int_p, int_s = old_p.remove_pri(inst), old_s.remove_sec(inst)
+        plain = replace(inst, loc_score=0)
+        if kind == REPLACE_SECONDARY:
+            new_p = int_p.add_pri(plain, True)
+            if isinstance(new_p, str):
+                return new_p
+            return {p: new_p, s: int_s}, _SEC, old_s.offline or force
+        if kind == FAILOVER_AND_REPLACE:
+            new_p = int_s.add_pri(plain, force_p)
+            if isinstance(new_p, str):
+                return new_p
+            return {s: new_p, p: int_p}, _SEC, force_p
+        if kind == REPLACE_AND_FAILOVER:
+            new_s = int_p.add_sec(plain, _NO_PEER, old_s.offline or force)
+            if isinstance(new_s, str):
+                return new_s
+            return {p: new_s, s: int_s}, _PRI, force
+        # REPLACE_PRIMARY: the secondary runs it in between, then mirrors the new primary
+        tmp = int_s.add_pri(plain, force_p)
+        if isinstance(tmp, str):
+            return tmp
+        new_s = tmp.remove_pri(plain).add_sec(plain, _NO_PEER, force_p)
+        if isinstance(new_s, str):
+            return new_s
+        return {p: int_p, s: new_s}, _PRI, force_p
+
+    def _stats_with(self, changes: dict[int, NodeState]) -> metric.Statistics:
+        stats = self.stats.copy()
+        nodes = self.state.nodes
+        for pos, node in changes.items():
+            old = nodes[pos]
+            if self.group is None or old.group == self.group:
+                stats.update(old.components(), node.components(), not old.offline)
+        return stats
+
+    def exact_score(self, changes: dict[int, NodeState]) -> float:
+        """The score with ``changes`` (only the balanced nodes count)."""
+        nodes = self.state.nodes
+        own = {pos: node for pos, node in changes.items()
+               if self.group is None or nodes[pos].group == self.group}
+        return self.state.score_with(own, self.stats)
+
+    def candidates(self) -> list[_Candidate]:
+        """Every instance's best moves of this step, ranked."""
+        force = self.options.ignore_soft_errors
+        found: list[_Candidate] = []
+        nodes = self.state.nodes
+        for number, inst in enumerate(self.state.insts.values()):
+            if inst.pnode == NO_NODE:
+                continue
+            group = nodes[inst.pnode].group
+            online = self.online.get(group)
+            if not online:
+                continue
+            targets = [t for t in online if t != inst.pnode and t != inst.snode]
+            target_set = set(online)
+            if inst.mirrored and inst.snode in target_set:
+                outcome = apply_move(self._look, inst, FAILOVER, NO_NODE, force)
+                if not isinstance(outcome, str):
+                    found.append(_Candidate(self.exact_score(outcome[0]), (number, 0, 0),
+                                            inst.name, FAILOVER, NO_NODE))
+            for k, kind in enumerate(self._kinds(inst, target_set)):
+                found.extend(self._scored(number, inst, kind, k, targets, force))
+        found.sort(key=lambda c: (c.score, c.order))
+        return found
+
+    def _scored(self, number: int, inst: Inst, kind: str, k: int, targets: list[int],
+                force: bool) -> list[_Candidate]:
+        if self.exact:
+            out = []
+            for t in targets:
+                outcome = apply_move(self._look, inst, kind, t, force)
+                if not isinstance(outcome, str):
+                    out.append(_Candidate(self.exact_score(outcome[0]), (number, t + 1, k),
+                                          inst.name, kind, t))
+            return out
+        fixed = self._fixed(inst, kind, force)
+        if isinstance(fixed, str) or not targets:
+            return []
+        changes, side, side_force = fixed
+        rows, valid = self.sides.side(side, inst, side_force)
+        idx = np.array(targets)
+        ok = idx[valid[idx]]
+        if not ok.size:
+            return []
+        scores = replacement_scores(self._stats_with(changes), self.sides.old[ok], rows[ok])
+        best = int(np.argmin(scores))
+        return [_Candidate(float(scores[best]), (number, int(ok[best]) + 1, k), inst.name,
+                           kind, int(ok[best]))]
+
+    def step(self, current: float, min_gain: float) -> BalanceMove | None:
+        """Make the best move of this step, if it gains; the move, or ``None``."""
+        force = self.options.ignore_soft_errors
+        ranked = self.candidates()
+        best: tuple[float, tuple[int, int, int], _Candidate,
+                    tuple[dict[int, NodeState], Inst]] | None = None
+        for cand in ranked[:_SHORTLIST]:
+            inst = self.state.insts[cand.instance]
+            outcome = apply_move(self._look, inst, cand.kind, cand.target, force)
+            if isinstance(outcome, str):
+                continue
+            score = self.exact_score(outcome[0])
+            if best is None or (score, cand.order) < (best[0], best[1]):
+                best = (score, cand.order, cand, outcome)
+        if best is None:
+            return None
+        score, _, cand, (changes, moved) = best
+        if not score < current or current - score < min_gain:
+            return None
+        self.commit(changes, moved)
+        nodes = self.state.nodes
+        names = tuple(nodes[i].name for i in (moved.pnode, moved.snode) if i != NO_NODE)
+        return BalanceMove(cand.instance, names, cand.kind, score)
+
+    def commit(self, changes: dict[int, NodeState], moved: Inst) -> None:
+        """Make a move real."""
+        nodes = self.state.nodes
+        for pos, node in changes.items():
+            old = nodes[pos]
+            if self.group is None or old.group == self.group:
+                self.stats.update(old.components(), node.components(), not old.offline)
+        self.state.apply(changes)
+        self.state.insts[moved.name] = moved
+        self.sides.refresh(list(changes))
+
+    def run(self, max_moves: int, min_gain: float,
+            progress: Callable[[BalanceMove], None] | None = None) -> BalanceResult:
+        """Steps until no move gains or ``max_moves`` (0: no limit) were made."""
+        initial = current = self.score()
+        moves: list[BalanceMove] = []
+        while not max_moves or len(moves) < max_moves:
+            move = self.step(current, min_gain)
+            if move is None:
+                break
+            moves.append(move)
+            current = move.score
+            if progress is not None:
+                progress(move)
+        return BalanceResult(initial_score=initial, final_score=current, moves=tuple(moves))
+
+
+def balance(state: ClusterState, req: Balance, options: Options) -> tuple[str, BalanceResult]:
+    """The balance answer: hbal's moves and the scores before and after."""
+    group = req.group
+    if group is not None and group not in state.groups:
+        by_name = {g.name: uuid for uuid, g in state.groups.items()}
+        if group not in by_name:
+            raise AllocationError(f"Unknown group '{group}'")
+        group = by_name[group]
+    result = Balancer(state, options, group).run(req.max_moves, req.min_gain)
+    info = (f"{len(result.moves)} moves, cluster score improved from "
+            f"{result.initial_score:.8f} to {result.final_score:.8f}")
+    return info, result
+
+
+def _register() -> None:
+    from ganeti.core.placement import solve
+    solve.register(MODE_BALANCE, balance)
+
+
+_register()
+
+__all__ = ["Balancer", "balance"]
