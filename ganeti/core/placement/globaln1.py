@@ -99,7 +99,7 @@ class Redundancy:
         targets: set[int] = set()
         others = []
         for name in failing.plist:
-            inst = state.insts.get(name) or state.pending[name]
+            inst = state.pending.get(name) or state.insts[name]
             if inst.template != constants.DT_DRBD8:
                 others.append(inst)
                 continue

@@ -194,7 +194,7 @@ class NodeState:
     def components(self) -> tuple[Any, ...]:
         """The node's component vector for :mod:`metric` (htools' ``compDetailedCVNode``)."""
         npri, nsec = float(len(self.plist)), float(len(self.slist))
-        if self.offline and self.t_mem == 0:
+        if self.t_mem == 0:  # offline (no live data); htools would divide by zero
             mem = rem = cpu = mem_f = 0.0
         else:
             mem = self.unallocated_mem() / self.t_mem

@@ -9,8 +9,10 @@ each node's components as a new primary and as a new secondary, and numpy
 combines them into the G x G score matrix with htools' own incremental
 variance formula.  The exception -- a secondary that already holds drbd
 instances of that primary, whose reserved memory then sums -- is computed
-pair by pair, as is everything when location tags are in play (the
-instance's location score then depends on the pair).
+apart.  Location tags add a pair term (the locations both nodes share: a
+matrix product) and a primary term (exclusion tags already in its locations).
+:func:`pair_scores_scalar` does the same pair by pair with the state's own
+operations: the reference the tests hold this module to.
 """
 
 from __future__ import annotations
@@ -57,8 +59,7 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
     if g < 2:
         return result
     old: list[NodeState] = [state.nodes[c] for c in cands]
-    if any(n.loc_tags for n in old):
-        return _scalar(state, inst, cands, stats, force, policy, result)
+    inst.loc_score = 0  # the pair's shared locations are added below, as a matrix
     prim = [policy[c] or n.add_pri(inst, force) for c, n in zip(cands, old, strict=True)]
     sec = [n.add_sec(inst, _NO_PEER) for n in old]  # strict, as hail's addSec
     oc = np.array([_numeric(n.components()) for n in old])
@@ -76,7 +77,7 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
         if isinstance(s, NodeState):
             sc[k] = _numeric(s.components())
             s_ok[k] = True
-    total = _combine(stats, oc[:, None, :], pc[:, None, :], oc[None, :, :], sc[None, :, :])
+    total = _combine(stats, oc, pc, oc, sc, outer=True)
     valid = p_ok[:, None] & s_ok[None, :]
     np.fill_diagonal(valid, False)
     # secondaries failing, counted once per valid primary (hail's order of checks)
@@ -84,15 +85,18 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
         if not s_ok[j]:
             result.count(str(sec[j]), int(p_ok.sum()) - int(p_ok[j]))
     scores = np.where(valid, total, np.inf)
-    # pairs whose secondary already mirrors that primary: its reserved memory sums
+    # a secondary that already mirrors that primary reserves the sum of both: where
+    # that raises its reserved memory, the pair is computed exactly
+    sec_mem = inst.mem if inst.online else 0
     where = {c: i for i, c in enumerate(cands)}
     rows_p: list[int] = []
     rows_s: list[int] = []
     new_s: list[list[float]] = []
     for j, node in enumerate(old):
-        for peer in node.peers:
+        generic = max(node.r_mem, sec_mem)
+        for peer, held in node.peers.items():
             i = where.get(peer, j)
-            if i == j or not p_ok[i]:
+            if i == j or not p_ok[i] or held + sec_mem <= generic:
                 continue
             if not s_ok[j]:
                 result.count(str(sec[j]), -1)
@@ -106,45 +110,115 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
             new_s.append(_numeric(exact.components()))
     if rows_p:
         ip, js = np.array(rows_p), np.array(rows_s)
-        scores[ip, js] = _combine(stats, oc[ip], pc[ip], oc[js], np.array(new_s))
+        scores[ip, js] = _combine(stats, oc[ip], pc[ip], oc[js], np.array(new_s), outer=False)
+    if any(n.loc_tags for n in old):
+        scores = scores + _locations(stats, inst, old)
     result.scores = scores
     return result
 
 
+def _locations(stats: metric.Statistics, inst: Inst, old: list[NodeState]) -> np.ndarray:
+    """What the locations add to each pair's score: the locations the two nodes
+    share (the instance's location score, on the primary) and, per primary, the
+    exclusion tags already present in its locations."""
+    tags = sorted({t for n in old for t in n.loc_tags})
+    where = {t: k for k, t in enumerate(tags)}
+    onehot = np.zeros((len(old), len(tags)))
+    for i, n in enumerate(old):
+        for t in n.loc_tags:
+            onehot[i, where[t]] = 1.0
+    shared = onehot @ onehot.T
+    extra = metric.WEIGHTS[metric.T_LOCATION] * shared
+    if inst.excl_tags:
+        per_primary = np.zeros(len(old))
+        for i, n in enumerate(old):
+            counts = dict(stats.pairs)
+            for loc in sorted(n.loc_tags):
+                for tag in inst.excl_tags:
+                    per_primary[i] += 1.0 if counts.get((loc, tag), 0) > 0 else 0.0
+                    counts[(loc, tag)] = counts.get((loc, tag), 0) + 1
+        extra += metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * per_primary[:, None]
+    return np.asarray(extra)
+
+
 def _combine(stats: metric.Statistics, old_p: np.ndarray, new_p: np.ndarray,
-             old_s: np.ndarray, new_s: np.ndarray) -> np.ndarray:
+             old_s: np.ndarray, new_s: np.ndarray, outer: bool = False) -> np.ndarray:
     """Scores of ``stats`` with a primary's components replaced, then a secondary's
-    (htools' ``updateClusterStatisticsTwice``); the arrays broadcast against each
-    other, their last axis being the numeric terms."""
-    total: np.ndarray | float = 0.0
-    for col, t in enumerate(_NUMERIC):
+    (htools' ``updateClusterStatisticsTwice``).  Rows are nodes, columns the numeric
+    terms; ``outer``: every primary with every secondary (a matrix), else row by
+    row.  Terms only one side changes are summed per side and broadcast; only the
+    terms both change are computed per pair (once for identical columns)."""
+    const = 0.0
+    row = np.zeros(len(old_p))
+    col = np.zeros(len(old_s))
+    both: list[tuple[float, np.ndarray]] = []
+    seen: list[tuple[tuple[float, float, float], np.ndarray, np.ndarray, np.ndarray]] = []
+    for c, t in enumerate(_NUMERIC):
         term = metric.TERMS[t]
+        w = term.weight
         if not term.online:
-            total = total + term.weight * stats.value(t)
+            const += w * stats.value(t)
             continue
-        o1, n1, o2, n2 = old_p[..., col], new_p[..., col], old_s[..., col], new_s[..., col]
+        o1, n1, o2, n2 = old_p[:, c], new_p[:, c], old_s[:, c], new_s[:, c]
         d1, d2 = n1 - o1, n2 - o2
         if term.kind == metric.SUM:
-            val = stats.sums[t] + d1 + d2
+            const += w * stats.sums[t]
+            row += w * d1
+            col += w * d2
+            continue
+        n, s_sum, var = stats.count[t], stats.sums[t], stats.var[t]
+        nz1, nz2 = bool(d1.any()), bool(d2.any())
+        if not nz1 and not nz2:
+            const += w * stats.value(t)
+        elif not nz2:
+            row += w * np.sqrt(np.maximum(0.0, var + ((n * (n1 * n1 - o1 * o1) - 2 * s_sum * d1)
+                                                      - d1 * d1) / (n * n)))
+        elif not nz1:
+            col += w * np.sqrt(np.maximum(0.0, var + ((n * (n2 * n2 - o2 * o2) - 2 * s_sum * d2)
+                                                      - d2 * d2) / (n * n)))
         else:
-            n, s_sum, var = stats.count[t], stats.sums[t], stats.var[t]
-            var1 = np.maximum(0.0, var + ((n * (n1 * n1 - o1 * o1) - 2 * s_sum * d1)
-                                          - d1 * d1) / (n * n))
-            if not d2.any():
-                val = np.sqrt(var1) + 0 * d2
+            key = (n, s_sum, var)
+            for k, a, b, value in seen:
+                if k == key and np.array_equal(a, d1) and np.array_equal(b, d2):
+                    both.append((w, value))
+                    break
             else:
-                s1 = s_sum + d1
-                var2 = var1 + ((n * (n2 * n2 - o2 * o2) - 2 * s1 * d2) - d2 * d2) / (n * n)
-                val = np.sqrt(np.maximum(0.0, var2))
-        total = total + term.weight * val
-    total = total + metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * stats.value(
+                value = _both(n, s_sum, var, o1, n1, o2, n2, outer)
+                seen.append((key, d1, d2, value))
+                both.append((w, value))
+    if outer:
+        total = row[:, None] + col[None, :] + const
+    else:
+        total = row + col + const
+    for w, value in both:
+        total += w * value
+    const_map = metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * stats.value(
         metric.T_LOCATION_EXCLUSION)
-    return np.asarray(total)
+    return np.asarray(total + const_map)
 
 
-def _scalar(state: ClusterState, inst: Inst, cands: list[int], stats: metric.Statistics,
-            force: bool, policy: dict[int, str | None], result: PairScores) -> PairScores:
-    """Pair by pair (location tags make the instance depend on the pair)."""
+def _both(n: float, s_sum: float, var: float, o1: np.ndarray, n1: np.ndarray,
+          o2: np.ndarray, n2: np.ndarray, outer: bool) -> np.ndarray:
+    """A standard deviation after both updates, per pair."""
+    d1, d2 = n1 - o1, n2 - o2
+    var1 = np.maximum(0.0, var + ((n * (n1 * n1 - o1 * o1) - 2 * s_sum * d1) - d1 * d1)
+                      / (n * n))
+    s1 = s_sum + d1
+    dss2 = n2 * n2 - o2 * o2
+    if outer:
+        var1, s1 = var1[:, None], s1[:, None]
+        d2, dss2 = d2[None, :], dss2[None, :]
+    var2 = var1 + ((n * dss2 - 2 * s1 * d2) - d2 * d2) / (n * n)
+    return np.asarray(np.sqrt(np.maximum(0.0, var2)))
+
+
+def pair_scores_scalar(state: ClusterState, inst: Inst, cands: list[int],
+                       stats: metric.Statistics, force: bool,
+                       policy: dict[int, str | None]) -> PairScores:
+    """The same, pair by pair with the state's own operations (the reference the
+    vectorised version is tested against; G^2 placements, slow)."""
+    g = len(cands)
+    result = PairScores(cands, np.full((g, g), np.inf))
     for i, p in enumerate(cands):
         for j, s in enumerate(cands):
             if i == j:
@@ -155,9 +229,6 @@ def _scalar(state: ClusterState, inst: Inst, cands: list[int], stats: metric.Sta
             else:
                 result.scores[i, j] = state.score_with(changes, stats)
     return result
-
-
-
 
 
 def numeric_components(node: NodeState) -> np.ndarray:
@@ -177,4 +248,7 @@ def replacement_scores(stats: metric.Statistics, old: Sequence[NodeState] | np.n
     nc = new if isinstance(new, np.ndarray) else np.array(
         [_numeric(n.components()) for n in new])
     return _combine(stats, oc, nc, oc, oc)
-__all__ = ["PairScores", "numeric_components", "pair_scores", "replacement_scores"]
+
+
+__all__ = ["PairScores", "numeric_components", "pair_scores", "pair_scores_scalar",
+           "replacement_scores"]

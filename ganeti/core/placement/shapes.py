@@ -79,7 +79,7 @@ def get(data: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:
     if type(data) is dict:  # the common case, without the ABC check
         value = data.get(key, _MISSING)
         if type(value) is kind:
-            return value  # type: ignore[return-value]
+            return value
     if not isinstance(data, Mapping):
         raise bad(f"{where}: not an object")
     if key not in data:

@@ -96,8 +96,13 @@ class ClusterState:
         self.insts: dict[str, Inst] = {}
         #: Instances being tried somewhere by :meth:`placement` (not placed yet).
         self.pending: dict[str, Inst] = {}
+        self._plists: list[list[str]] = [[] for _ in self.nodes]
+        self._slists: list[list[str]] = [[] for _ in self.nodes]
         for inst in cluster.instances.values():
             self._load_instance(inst)
+        for state, plist, slist in zip(self.nodes, self._plists, self._slists, strict=True):
+            state.plist, state.slist = tuple(plist), tuple(slist)
+        del self._plists, self._slists
         for state in self.nodes:
             self._build_peers(state)
             self._update_missing(state)
@@ -155,35 +160,39 @@ class ClusterState:
     def _load_instance(self, model: Instance) -> None:
         sizes = [d.size for d in model.disks]
         dsk = sum(sizes)  # Ganeti's disk_space_total: drbd adds its metadata volumes
-        if model.disk_template == constants.DT_DRBD8:
+        template = model.disk_template
+        if template == constants.DT_DRBD8:
             dsk += DRBD_META_SIZE * len(sizes)
-        inst = self.make_inst(model.name, model.memory, model.vcpus, model.disk_template,
-                              dsk, sizes,
+        inst = self.make_inst(model.name, model.memory, model.vcpus, template, dsk, sizes,
                               [d.spindles for d in model.disks], model.spindle_use,
                               model.tags, run=model.admin_state)
-        inst.pnode = self.index[model.nodes[0]]
-        inst.snode = self.index[model.nodes[1]] if len(model.nodes) > 1 else NO_NODE
-        p = self.nodes[inst.pnode]
-        if inst.snode != NO_NODE:
-            inst.loc_score = len(p.loc_tags & self.nodes[inst.snode].loc_tags)
+        nodes = model.nodes
+        pdx = inst.pnode = self.index[nodes[0]]
+        sdx = inst.snode = self.index[nodes[1]] if len(nodes) > 1 else NO_NODE
+        p = self.nodes[pdx]
+        local = template in LOCAL_STORAGE
+        if sdx != NO_NODE and p.loc_tags:
+            inst.loc_score = len(p.loc_tags & self.nodes[sdx].loc_tags)
         self.insts[inst.name] = inst
-        # setPri
-        p.plist = (*p.plist, inst.name)
-        if inst.online:
+        # setPri (the lists become tuples once every instance is in)
+        self._plists[pdx].append(inst.name)
+        if inst.run != constants.ADMINST_OFFLINE:
             p.u_cpu += inst.vcpus
-        if inst.local and not p.excl:
+        if local and not p.excl:
             p.inst_spindles += inst.spindle_use
-        p.loc_score += inst.loc_score + len(inst.dsrd_loc) - len(inst.dsrd_loc & p.loc_tags)
+        if inst.loc_score or inst.dsrd_loc:
+            p.loc_score += (inst.loc_score + len(inst.dsrd_loc)
+                            - len(inst.dsrd_loc & p.loc_tags))
         for tag in inst.excl_tags:
             p.p_tags[tag] = p.p_tags.get(tag, 0) + 1
             for loc in p.loc_tags:
                 p.inst_map[(loc, tag)] = p.inst_map.get((loc, tag), 0) + 1
-        if not inst.uses_memory:
+        if inst.run != constants.ADMINST_UP:
             p.f_mem_forth -= inst.mem
-        if inst.snode != NO_NODE:  # setSec
-            s = self.nodes[inst.snode]
-            s.slist = (*s.slist, inst.name)
-            if inst.local and not s.excl:
+        if sdx != NO_NODE:  # setSec
+            s = self.nodes[sdx]
+            self._slists[sdx].append(inst.name)
+            if local and not s.excl:
                 s.inst_spindles += inst.spindle_use
 
     def _build_peers(self, state: NodeState) -> None:
