@@ -43,7 +43,7 @@ from ganeti.core.placement.moves import (
     apply_move,
 )
 from ganeti.core.placement.nodestate import NO_NODE, Inst, NodeState
-from ganeti.core.placement.pairs import numeric_components, replacement_scores
+from ganeti.core.placement.pairs import numeric_components
 from ganeti.core.placement.requests import MODE_BALANCE, Balance, BalanceMove, BalanceResult
 from ganeti.core.placement.state import ClusterState
 
@@ -54,6 +54,55 @@ _NO_PEER = -2
 #: How many of a step's best moves are checked exactly.
 _SHORTLIST = 8
 _PRI, _SEC = "pri", "sec"
+
+
+#: The numeric terms aggregated over online nodes, and their kinds and weights.
+_ONLINE = [i for i, t in enumerate(metric.TERMS) if t.kind != metric.MAP]
+_COLUMN = {t: c for c, t in enumerate(_ONLINE)}
+_IS_STD = np.array([metric.TERMS[t].kind == metric.STDDEV and metric.TERMS[t].online
+                    for t in _ONLINE])
+_IS_SUM = np.array([metric.TERMS[t].kind == metric.SUM and metric.TERMS[t].online
+                    for t in _ONLINE])
+_W = np.array([metric.TERMS[t].weight for t in _ONLINE])
+
+
+class _Arrays:
+    """A :class:`~ganeti.core.placement.metric.Statistics` as arrays over the numeric
+    terms, for htools' incremental update applied to many rows at once."""
+
+    __slots__ = ("n", "s", "var", "const")
+
+    def __init__(self, n: np.ndarray, s: np.ndarray, var: np.ndarray, const: float) -> None:
+        self.n, self.s, self.var, self.const = n, s, var, const
+
+    @classmethod
+    def of(cls, stats: metric.Statistics) -> _Arrays:
+        const = sum(metric.TERMS[t].weight * stats.value(t) for t in _ONLINE
+                    if not metric.TERMS[t].online)
+        const += metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * stats.value(
+            metric.T_LOCATION_EXCLUSION)
+        n = np.array([stats.count[t] or 1.0 for t in _ONLINE])
+        return cls(n, np.array([stats.sums[t] for t in _ONLINE]),
+                   np.nan_to_num(np.array([stats.var[t] for t in _ONLINE])), const)
+
+    def updated(self, old: np.ndarray, new: np.ndarray) -> _Arrays:
+        """With one node's row ``old`` replaced by ``new`` (offline terms untouched:
+        balancing moves between online nodes)."""
+        d = new - old
+        var = np.where(_IS_STD, np.maximum(
+            0.0, self.var + ((self.n * (new * new - old * old) - 2 * self.s * d) - d * d)
+            / (self.n * self.n)), self.var)
+        s = np.where(_IS_STD | _IS_SUM, self.s + d, self.s)
+        return _Arrays(self.n, s, var, self.const)
+
+    def scores(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """The score with ``old[k]`` replaced by ``new[k]``, for each row ``k``."""
+        d = new - old
+        var = self.var + ((self.n * (new * new - old * old) - 2 * self.s * d) - d * d) / (
+            self.n * self.n)
+        std = np.sqrt(np.maximum(0.0, var))
+        values = np.where(_IS_STD, std, np.where(_IS_SUM, self.s + d, 0.0))
+        return values @ _W + self.const
 
 
 @dataclass(frozen=True)
@@ -207,6 +256,7 @@ class Balancer:
     def candidates(self) -> list[_Candidate]:
         """Every instance's best moves of this step, ranked."""
         force = self.options.ignore_soft_errors
+        self.arrays = _Arrays.of(self.stats)
         found: list[_Candidate] = []
         nodes = self.state.nodes
         for number, inst in enumerate(self.state.insts.values()):
@@ -247,7 +297,10 @@ class Balancer:
         ok = idx[valid[idx]]
         if not ok.size:
             return []
-        scores = replacement_scores(self._stats_with(changes), self.sides.old[ok], rows[ok])
+        arrays = self.arrays
+        for pos, node in changes.items():
+            arrays = arrays.updated(self.sides.old[pos], numeric_components(node))
+        scores = arrays.scores(self.sides.old[ok], rows[ok])
         best = int(np.argmin(scores))
         return [_Candidate(float(scores[best]), (number, int(ok[best]) + 1, k), inst.name,
                            kind, int(ok[best]))]
