@@ -215,7 +215,7 @@ class ChangeGroupTest(SynchronousTestCase):
         ialloc, ours = answer_of(data)
         moved, failed, _ = ours["result"]
         self.assertTrue(moved)
-        for name, group, nodes in moved:
+        for _name, group, nodes in moved:
             self.assertEqual(group, "group1")
             self.assertTrue(all(data["nodes"][n]["group"] != group0 for n in nodes))
         self.assertEqual(violations(ialloc.cluster, {m[0]: m[2] for m in moved}), [])

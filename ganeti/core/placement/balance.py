@@ -102,7 +102,7 @@ class _Arrays:
             self.n * self.n)
         std = np.sqrt(np.maximum(0.0, var))
         values = np.where(_IS_STD, std, np.where(_IS_SUM, self.s + d, 0.0))
-        return values @ _W + self.const
+        return np.asarray(values @ _W + self.const)
 
 
 @dataclass(frozen=True)
