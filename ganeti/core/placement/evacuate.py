@@ -37,7 +37,7 @@ pair of that group.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -327,10 +327,20 @@ class Evacuation:
         if mode == SECONDARY_ONLY or inst.pnode not in evacuated:
             return self.best_single(inst, (REPLACE_SECONDARY,), group, avail)
         if inst.snode not in evacuated:  # the primary leaves, the secondary may stay
-            try:
-                return self.best_single(inst, (FAILOVER_AND_REPLACE,), group, avail)
-            except _Failure:
-                return self.best_pair(inst, group, avail, [*avail, inst.snode])
+            found: list[tuple[dict[int, NodeState], Inst, list[Step]]] = []
+            failure: _Failure | None = None
+            attempts: list[Callable[[], tuple[dict[int, NodeState], Inst, list[Step]]]] = [
+                lambda: self.best_single(inst, (FAILOVER_AND_REPLACE,), group, avail),
+                lambda: self.best_pair(inst, group, avail, [*avail, inst.snode])]
+            for attempt in attempts:
+                try:
+                    found.append(attempt())
+                except _Failure as err:
+                    failure = err
+            if not found:
+                assert failure is not None
+                raise failure
+            return min(found, key=lambda f: self.group_score(group, f[0]))
         return self.best_pair(inst, group, avail)
 
     def record(self, name: str, work: Any, after: Any = None) -> None:
