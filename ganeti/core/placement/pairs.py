@@ -29,6 +29,8 @@ from ganeti.core.placement.state import ClusterState
 #: A primary position that is no node's peer (the secondary's view without one).
 _NO_PEER = -2
 _NUMERIC = [i for i, t in enumerate(metric.TERMS) if t.kind != metric.MAP]
+#: Term -> its column among the numeric ones.
+_COL = {t: c for c, t in enumerate(_NUMERIC)}
 
 
 @dataclass
@@ -86,31 +88,39 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
             result.count(str(sec[j]), int(p_ok.sum()) - int(p_ok[j]))
     scores = np.where(valid, total, np.inf)
     # a secondary that already mirrors that primary reserves the sum of both: where
-    # that raises its reserved memory, the pair is computed exactly
+    # that raises its reserved memory, the pair differs from the generic secondary
+    # in the N+1 figures only (add_sec's other checks do not depend on the primary)
     sec_mem = inst.mem if inst.online else 0
     where = {c: i for i, c in enumerate(cands)}
     rows_p: list[int] = []
     rows_s: list[int] = []
-    new_s: list[list[float]] = []
+    rmem: list[int] = []
     for j, node in enumerate(old):
+        if not s_ok[j]:
+            continue  # fails for a reason of its own, with any primary
         generic = max(node.r_mem, sec_mem)
         for peer, held in node.peers.items():
             i = where.get(peer, j)
-            if i == j or not p_ok[i] or held + sec_mem <= generic:
-                continue
-            if not s_ok[j]:
-                result.count(str(sec[j]), -1)
-            exact = node.add_sec(inst, peer)
-            if isinstance(exact, str):
-                result.count(exact)
-                scores[i, j] = np.inf
-                continue
-            rows_p.append(i)
-            rows_s.append(j)
-            new_s.append(_numeric(exact.components()))
+            if i != j and p_ok[i] and held + sec_mem > generic:
+                rows_p.append(i)
+                rows_s.append(j)
+                rmem.append(held + sec_mem)
     if rows_p:
         ip, js = np.array(rows_p), np.array(rows_s)
-        scores[ip, js] = _combine(stats, oc[ip], pc[ip], oc[js], np.array(new_s), outer=False)
+        new_rmem = np.array(rmem, dtype=float)
+        t_mem = np.array([old[j].t_mem for j in rows_s])
+        free = np.array([old[j].unallocated_mem() for j in rows_s], dtype=float)
+        was_failing = np.array([old[j].fail_n1 for j in rows_s])
+        failn1 = free <= new_rmem
+        newly = failn1 & ~was_failing  # hail's addSec: FailMem
+        result.count("FailMem", int(newly.sum()))
+        exact = sc[js].copy()
+        n_items = np.array([len(old[j].plist) + len(old[j].slist) + 1 for j in rows_s])
+        exact[:, _COL[metric.T_N1]] = np.where(failn1, n_items, 0.0)
+        exact[:, _COL[metric.T_RESERVED_MEM]] = new_rmem / t_mem
+        exact[:, _COL[metric.T_RESERVED_MEM_RTOTAL]] = new_rmem / t_mem
+        scores[ip, js] = np.where(newly, np.inf, _combine(stats, oc[ip], pc[ip], oc[js], exact,
+                                                          outer=False))
     if any(n.loc_tags for n in old):
         scores = scores + _locations(stats, inst, old)
     result.scores = scores
@@ -186,30 +196,35 @@ def _combine(stats: metric.Statistics, old_p: np.ndarray, new_p: np.ndarray,
                 value = _both(n, s_sum, var, o1, n1, o2, n2, outer)
                 seen.append((key, d1, d2, value))
                 both.append((w, value))
+    const += metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * stats.value(
+        metric.T_LOCATION_EXCLUSION)
     if outer:
-        total = row[:, None] + col[None, :] + const
+        total = np.add.outer(row + const, col)
     else:
         total = row + col + const
-    for w, value in both:
-        total += w * value
-    const_map = metric.WEIGHTS[metric.T_LOCATION_EXCLUSION] * stats.value(
-        metric.T_LOCATION_EXCLUSION)
-    return np.asarray(total + const_map)
+    for w, value in both:  # (a value may serve two identical terms: not changed here)
+        total += value if w == 1.0 else w * value
+    return np.asarray(total)
 
 
 def _both(n: float, s_sum: float, var: float, o1: np.ndarray, n1: np.ndarray,
           o2: np.ndarray, n2: np.ndarray, outer: bool) -> np.ndarray:
-    """A standard deviation after both updates, per pair."""
+    """A standard deviation after both updates, per pair (htools' formula, twice)."""
     d1, d2 = n1 - o1, n2 - o2
     var1 = np.maximum(0.0, var + ((n * (n1 * n1 - o1 * o1) - 2 * s_sum * d1) - d1 * d1)
                       / (n * n))
     s1 = s_sum + d1
     dss2 = n2 * n2 - o2 * o2
-    if outer:
-        var1, s1 = var1[:, None], s1[:, None]
-        d2, dss2 = d2[None, :], dss2[None, :]
-    var2 = var1 + ((n * dss2 - 2 * s1 * d2) - d2 * d2) / (n * n)
-    return np.asarray(np.sqrt(np.maximum(0.0, var2)))
+    if not outer:
+        var2 = var1 + ((n * dss2 - 2 * s1 * d2) - d2 * d2) / (n * n)
+        return np.asarray(np.sqrt(np.maximum(0.0, var2)))
+    # var1 + ((n dss2 - 2 s1 d2) - d2^2) / n^2, as few passes over G x G as numpy allows
+    out = np.multiply.outer(s1 * (-2.0 / (n * n)), d2)
+    out += var1[:, None]
+    out += ((n * dss2 - d2 * d2) / (n * n))[None, :]
+    np.maximum(out, 0.0, out=out)
+    np.sqrt(out, out=out)
+    return np.asarray(out)
 
 
 def pair_scores_scalar(state: ClusterState, inst: Inst, cands: list[int],
