@@ -181,6 +181,8 @@ class Balancer:
         self.exact = any(n.loc_tags or n.p_tags for n in state.nodes) or any(
             i.excl_tags or i.dsrd_loc for i in state.insts.values())
         self.sides = _Sides(state)
+        self._fixed_cache: dict[tuple[str, str], tuple[
+            tuple[object, ...], tuple[list[tuple[int, np.ndarray]], str, bool] | str]] = {}
 
     def score(self) -> float:
         """The current score (of the group, or the cluster)."""
@@ -237,6 +239,27 @@ class Balancer:
             return new_s
         return {p: int_p, s: new_s}, _PRI, force_p
 
+    def _fixed_rows(self, inst: Inst, kind: str, force: bool
+                    ) -> tuple[list[tuple[int, np.ndarray]], str, bool] | str:
+        """:meth:`_fixed` as component rows, kept while the instance and its nodes are
+        unchanged (most instances, from one step to the next)."""
+        nodes = self.state.nodes
+        key = (inst.name, kind)
+        ident = (inst, nodes[inst.pnode], nodes[inst.snode] if inst.snode != NO_NODE else None)
+        cached = self._fixed_cache.get(key)
+        if cached is not None and all(a is b for a, b in zip(cached[0], ident, strict=True)):
+            return cached[1]
+        fixed = self._fixed(inst, kind, force)
+        result: tuple[list[tuple[int, np.ndarray]], str, bool] | str
+        if isinstance(fixed, str):
+            result = fixed
+        else:
+            changes, side, side_force = fixed
+            result = ([(pos, numeric_components(node)) for pos, node in changes.items()],
+                      side, side_force)
+        self._fixed_cache[key] = (ident, result)
+        return result
+
     def _stats_with(self, changes: dict[int, NodeState]) -> metric.Statistics:
         stats = self.stats.copy()
         nodes = self.state.nodes
@@ -288,18 +311,18 @@ class Balancer:
                     out.append(_Candidate(self.exact_score(outcome[0]), (number, t + 1, k),
                                           inst.name, kind, t))
             return out
-        fixed = self._fixed(inst, kind, force)
+        fixed = self._fixed_rows(inst, kind, force)
         if isinstance(fixed, str) or not targets:
             return []
-        changes, side, side_force = fixed
+        new_rows, side, side_force = fixed
         rows, valid = self.sides.side(side, inst, side_force)
         idx = np.array(targets)
         ok = idx[valid[idx]]
         if not ok.size:
             return []
         arrays = self.arrays
-        for pos, node in changes.items():
-            arrays = arrays.updated(self.sides.old[pos], numeric_components(node))
+        for pos, row in new_rows:
+            arrays = arrays.updated(self.sides.old[pos], row)
         scores = arrays.scores(self.sides.old[ok], rows[ok])
         best = int(np.argmin(scores))
         return [_Candidate(float(scores[best]), (number, int(ok[best]) + 1, k), inst.name,
