@@ -260,15 +260,6 @@ class Balancer:
         self._fixed_cache[key] = (ident, result)
         return result
 
-    def _stats_with(self, changes: dict[int, NodeState]) -> metric.Statistics:
-        stats = self.stats.copy()
-        nodes = self.state.nodes
-        for pos, node in changes.items():
-            old = nodes[pos]
-            if self.group is None or old.group == self.group:
-                stats.update(old.components(), node.components(), not old.offline)
-        return stats
-
     def exact_score(self, changes: dict[int, NodeState]) -> float:
         """The score with ``changes`` (only the balanced nodes count)."""
         nodes = self.state.nodes

@@ -53,7 +53,6 @@ from ganeti.core.placement.moves import (
     MOVES,
     REPLACE_SECONDARY,
     SPLIT,
-    Outcome,
     Step,
     apply_move,
     step_opcodes,
@@ -513,5 +512,5 @@ def _register() -> None:
 
 _register()
 
-__all__ = ["ALL", "PRIMARY_ONLY", "SECONDARY_ONLY", "Evacuation", "Outcome", "change_group",
+__all__ = ["ALL", "PRIMARY_ONLY", "SECONDARY_ONLY", "Evacuation", "change_group",
            "evacuated_nodes", "node_evacuate"]
