@@ -1,9 +1,9 @@
 """An independent check of placements against Ganeti's hard rules, for the placement tests.
 
 It shares nothing with the allocator: from the model alone it says whether the
-instances, moved to new nodes, still fit (nodes online, not drained,
-vm_capable, distinct, a drbd pair within one group, memory for the running
-primaries, disk for local storage).
+instances, moved to new nodes, still fit (the nodes an instance newly uses online,
+not drained, vm_capable; distinct nodes, a drbd pair within one group, memory for
+the running primaries, disk for local storage).
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ def violations(cluster: model.Cluster, moved: Mapping[str, Sequence[str]]) -> li
             problems.append(f"{name}: {len(nodes)} nodes for {inst.disk_template}")
         for node_name in nodes:
             node = cluster.nodes[node_name]
-            if node.offline or node.drained or not node.vm_capable:
+            # a node the instance keeps may be one being emptied (a failover off an
+            # offline primary leaves it the secondary); a new one must take instances
+            if node_name not in inst.nodes and (node.offline or node.drained
+                                                or not node.vm_capable):
                 problems.append(f"{name}: {node_name} cannot take instances")
         if len({cluster.nodes[n].group for n in nodes}) > 1:
             problems.append(f"{name}: nodes in different groups")
