@@ -25,7 +25,7 @@ play every move is computed exactly (slower, same result).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -292,32 +292,53 @@ class Balancer:
         found.sort(key=lambda c: (c.score, c.order))
         return found
 
+    def _exact(self, number: int, inst: Inst, kind: str, k: int, targets: Iterable[int],
+               force: bool) -> list[_Candidate]:
+        out = []
+        for t in targets:
+            outcome = apply_move(self._look, inst, kind, t, force)
+            if not isinstance(outcome, str):
+                out.append(_Candidate(self.exact_score(outcome[0]), (number, t + 1, k),
+                                      inst.name, kind, t))
+        return out
+
+    def _paired(self, inst: Inst, kind: str, targets: list[int]) -> set[int]:
+        """Targets already mirrored with the node the move pairs them with: their figures
+        depend on the pairing, so they are computed exactly."""
+        nodes = self.state.nodes
+        if kind == REPLACE_SECONDARY:
+            return {t for t in targets if inst.pnode in nodes[t].peers}
+        if kind == FAILOVER_AND_REPLACE:
+            return {t for t in targets if inst.snode in nodes[t].peers}
+        if kind == REPLACE_AND_FAILOVER:
+            return set(nodes[inst.pnode].peers) & set(targets)
+        if kind == REPLACE_PRIMARY:
+            return set(nodes[inst.snode].peers) & set(targets)
+        return set()
+
     def _scored(self, number: int, inst: Inst, kind: str, k: int, targets: list[int],
                 force: bool) -> list[_Candidate]:
         if self.exact:
-            out = []
-            for t in targets:
-                outcome = apply_move(self._look, inst, kind, t, force)
-                if not isinstance(outcome, str):
-                    out.append(_Candidate(self.exact_score(outcome[0]), (number, t + 1, k),
-                                          inst.name, kind, t))
-            return out
+            return self._exact(number, inst, kind, k, targets, force)
         fixed = self._fixed_rows(inst, kind, force)
         if isinstance(fixed, str) or not targets:
             return []
+        paired = self._paired(inst, kind, targets)
+        out = self._exact(number, inst, kind, k, sorted(paired), force) if paired else []
         new_rows, side, side_force = fixed
         rows, valid = self.sides.side(side, inst, side_force)
-        idx = np.array(targets)
-        ok = idx[valid[idx]]
+        idx = np.array([t for t in targets if t not in paired])
+        ok = idx[valid[idx]] if idx.size else idx
         if not ok.size:
-            return []
+            return out
         arrays = self.arrays
         for pos, row in new_rows:
             arrays = arrays.updated(self.sides.old[pos], row)
         scores = arrays.scores(self.sides.old[ok], rows[ok])
         best = int(np.argmin(scores))
-        return [_Candidate(float(scores[best]), (number, int(ok[best]) + 1, k), inst.name,
-                           kind, int(ok[best]))]
+        out.append(_Candidate(float(scores[best]), (number, int(ok[best]) + 1, k), inst.name,
+                              kind, int(ok[best])))
+        return out
 
     def step(self, current: float, min_gain: float) -> BalanceMove | None:
         """Make the best move of this step, if it gains; the move, or ``None``."""
