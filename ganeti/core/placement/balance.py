@@ -105,6 +105,11 @@ class _Arrays:
         return np.asarray(values @ _W + self.const)
 
 
+#: For the moves whose target becomes the new secondary: its new primary.
+_PEER_OF: dict[str, Callable[[Inst], int]] = {
+    REPLACE_SECONDARY: lambda inst: inst.pnode, FAILOVER_AND_REPLACE: lambda inst: inst.snode}
+
+
 @dataclass(frozen=True)
 class _Candidate:
     """A move as ranked: the vectorised score, hbal's order, the move."""
@@ -324,17 +329,34 @@ class Balancer:
         if isinstance(fixed, str) or not targets:
             return []
         paired = self._paired(inst, kind, targets)
-        out = self._exact(number, inst, kind, k, sorted(paired), force) if paired else []
         new_rows, side, side_force = fixed
+        out: list[_Candidate] = []
+        peer = _PEER_OF.get(kind)
+        if paired and peer is None:  # the instance's own nodes depend on the target
+            out = self._exact(number, inst, kind, k, sorted(paired), force)
         rows, valid = self.sides.side(side, inst, side_force)
-        idx = np.array([t for t in targets if t not in paired])
+        idx = np.array([t for t in targets if t not in paired or peer is not None])
         ok = idx[valid[idx]] if idx.size else idx
+        new = rows[ok]
+        if peer is not None and paired:  # the target's figures with the real pairing
+            nodes = self.state.nodes
+            pdx = peer(inst)
+            keep = np.ones(ok.size, dtype=bool)
+            new = new.copy()
+            for i, t in enumerate(ok.tolist()):
+                if t in paired:
+                    exact = nodes[t].add_sec(inst, pdx, side_force)
+                    if isinstance(exact, str):
+                        keep[i] = False
+                    else:
+                        new[i] = numeric_components(exact)
+            ok, new = ok[keep], new[keep]
         if not ok.size:
             return out
         arrays = self.arrays
         for pos, row in new_rows:
             arrays = arrays.updated(self.sides.old[pos], row)
-        scores = arrays.scores(self.sides.old[ok], rows[ok])
+        scores = arrays.scores(self.sides.old[ok], new)
         best = int(np.argmin(scores))
         out.append(_Candidate(float(scores[best]), (number, int(ok[best]) + 1, k), inst.name,
                               kind, int(ok[best])))
