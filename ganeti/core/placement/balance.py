@@ -335,7 +335,7 @@ class Balancer:
         if paired and peer is None:  # the instance's own nodes depend on the target
             out = self._exact(number, inst, kind, k, sorted(paired), force)
         rows, valid = self.sides.side(side, inst, side_force)
-        idx = np.array([t for t in targets if t not in paired or peer is not None])
+        idx = np.array([t for t in targets if t not in paired or peer is not None], dtype=int)
         ok = idx[valid[idx]] if idx.size else idx
         new = rows[ok]
         if peer is not None and paired:  # the target's figures with the real pairing
