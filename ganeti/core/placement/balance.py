@@ -6,10 +6,10 @@ movable instance to every online node of its group is tried -- a drbd
 instance can fail over, replace its secondary, replace its primary
 (failover, new secondary, failover), replace its secondary and fail over, or
 fail over and replace its secondary (the last three only when its secondary
-is online); an instance on shared storage can migrate to any node; plain and
-file instances cannot move -- and the one move giving the lowest score is
-made, if it lowers the score (by at least ``min_gain``).  Steps repeat until
-no move gains, or ``max_moves`` are made.  Every move passes the node rules
+is online); an instance on shared storage can migrate to any node; plain, file
+and diskless instances are not moved (htools' movable templates) -- and the one
+move giving the lowest score is made, if it lowers the score (by at least
+``min_gain``).  Steps repeat until no move gains, or ``max_moves`` are made.  Every move passes the node rules
 (:func:`~ganeti.core.placement.moves.apply_move`: memory, disk, and unless
 told to ignore soft errors the vCPU and spindle ratios, the disk reserve, no
 node newly failing N+1).
@@ -47,8 +47,9 @@ from ganeti.core.placement.pairs import numeric_components
 from ganeti.core.placement.requests import MODE_BALANCE, Balance, BalanceMove, BalanceResult
 from ganeti.core.placement.state import ClusterState
 
-#: Templates that cannot move at all (htools' MirrorNone).
-_FIXED_TEMPLATES = frozenset({constants.DT_PLAIN, constants.DT_FILE})
+#: Templates hbal moves (htools' movableDiskTemplates: not plain or file, nor diskless).
+_MOVABLE = frozenset({constants.DT_DRBD8, constants.DT_BLOCK, constants.DT_SHARED_FILE,
+                      constants.DT_GLUSTER, constants.DT_RBD, constants.DT_EXT})
 #: A peer key no node has: the target's figures without an existing mirror pairing.
 _NO_PEER = -2
 #: How many of a step's best moves are checked exactly.
@@ -198,7 +199,7 @@ class Balancer:
 
     def _kinds(self, inst: Inst, targets: set[int]) -> tuple[str, ...]:
         """hbal's ``possibleMoves`` for an instance (no restricted migration)."""
-        if inst.template in _FIXED_TEMPLATES:
+        if inst.template not in _MOVABLE:
             return ()
         if not inst.mirrored:
             return (FAILOVER_TO_ANY,)
