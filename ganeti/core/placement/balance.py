@@ -9,8 +9,8 @@ fail over and replace its secondary (the last three only when its secondary
 is online); an instance on shared storage can migrate to any node; plain, file
 and diskless instances are not moved (htools' movable templates) -- and the one
 move giving the lowest score is made, if it lowers the score (by at least
-``min_gain``).  Steps repeat until no move gains, or ``max_moves`` are made.  Every move passes the node rules
-(:func:`~ganeti.core.placement.moves.apply_move`: memory, disk, and unless
+``min_gain``).  Steps repeat until no move gains, or ``max_moves`` are made.
+Every move passes the node rules (:func:`~ganeti.core.placement.moves.apply_move`: memory, disk, and unless
 told to ignore soft errors the vCPU and spindle ratios, the disk reserve, no
 node newly failing N+1).
 
