@@ -10,9 +10,10 @@ is online); an instance on shared storage can migrate to any node; plain, file
 and diskless instances are not moved (htools' movable templates) -- and the one
 move giving the lowest score is made, if it lowers the score (by at least
 ``min_gain``).  Steps repeat until no move gains, or ``max_moves`` are made.
-Every move passes the node rules (:func:`~ganeti.core.placement.moves.apply_move`: memory, disk, and unless
-told to ignore soft errors the vCPU and spindle ratios, the disk reserve, no
-node newly failing N+1).
+Every move passes the node rules
+(:func:`~ganeti.core.placement.moves.apply_move`: memory, disk, and unless told
+to ignore soft errors the vCPU and spindle ratios, the disk reserve, no node
+newly failing N+1).
 
 Speed: a move changes the instance's own nodes (the same way whatever the
 target) and one target node, whose new figures depend only on the target and
