@@ -246,4 +246,24 @@ def pair_scores_scalar(state: ClusterState, inst: Inst, cands: list[int],
     return result
 
 
-__all__ = ["PairScores", "pair_scores", "pair_scores_scalar"]
+def numeric_components(node: NodeState) -> np.ndarray:
+    """A node's numeric components (every term but the map one), as an array row."""
+    return np.array(_numeric(node.components()))
+
+
+def replacement_scores(stats: metric.Statistics, old: Sequence[NodeState] | np.ndarray,
+                       new: Sequence[NodeState] | np.ndarray) -> np.ndarray:
+    """The score of ``stats`` with ``old[k]`` replaced by ``new[k]``, for each ``k`` on
+    its own (one node changing; no location tags in play), vectorised; ``old`` and
+    ``new`` are nodes or rows of :func:`numeric_components`."""
+    if not len(old):
+        return np.zeros(0)
+    oc = old if isinstance(old, np.ndarray) else np.array(
+        [_numeric(n.components()) for n in old])
+    nc = new if isinstance(new, np.ndarray) else np.array(
+        [_numeric(n.components()) for n in new])
+    return _combine(stats, oc, nc, oc, oc)
+
+
+__all__ = ["PairScores", "numeric_components", "pair_scores", "pair_scores_scalar",
+           "replacement_scores"]

@@ -23,6 +23,7 @@ from ganeti.core.placement.shapes import (
     NODE_LIST,
     STRING,
     Shape,
+    as_float,
     as_int,
     as_str,
     as_str_list,
@@ -36,6 +37,11 @@ MODE_MULTI_ALLOC = "multi-allocate"
 MODE_RELOC = "relocate"
 MODE_NODE_EVAC = "node-evacuate"
 MODE_CHG_GROUP = "change-group"
+MODE_BALANCE = "balance"
+
+#: hbal's move kinds, as a balance answer names them.
+MOVE_KINDS = frozenset({"failover", "failover-to-any", "replace-primary", "replace-secondary",
+                        "replace-and-failover", "failover-and-replace"})
 
 
 @dataclass(frozen=True)
@@ -341,12 +347,102 @@ class ChangeGroup:
         return _evacuation(result, cluster)
 
 
-AnyRequest = Allocate | AllocateSecondary | MultiAllocate | Relocate | NodeEvacuate | ChangeGroup
+@dataclass(frozen=True)
+class BalanceMove:
+    """One move of a balance answer: the instance, its new nodes (primary first), hbal's
+    kind of move and the cluster score after it."""
+
+    instance: str
+    nodes: tuple[str, ...]
+    kind: str
+    score: float
+
+    def to_wire(self) -> list[Any]:
+        """``[instance, [nodes], kind, score_after]``."""
+        return [self.instance, list(self.nodes), self.kind, self.score]
+
+
+@dataclass(frozen=True)
+class BalanceResult:
+    """A balance answer: the scores before and after, and the moves in order."""
+
+    initial_score: float
+    final_score: float
+    moves: tuple[BalanceMove, ...]
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"initial_score", "final_score", "moves"}``."""
+        return {"initial_score": self.initial_score, "final_score": self.final_score,
+                "moves": [m.to_wire() for m in self.moves]}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _balance_move(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 4 and STRING.check(value[0])
+            and NODE_LIST.check(value[1]) and bool(value[1]) and value[2] in MOVE_KINDS
+            and _number(value[3]))
+
+
+BALANCE_RESULT = Shape(
+    '{"initial_score": number, "final_score": number, '
+    '"moves": [[instance, [node, ...], move kind, score after], ...]}',
+    lambda value: (isinstance(value, dict) and _number(value.get("initial_score"))
+                   and _number(value.get("final_score"))
+                   and isinstance(value.get("moves"), list)
+                   and all(_balance_move(m) for m in value["moves"])))
+
+
+@dataclass(frozen=True)
+class Balance:
+    """Moves that lower the cluster score, as hbal computes them (``balance``, ours).
+
+    ``max_moves`` 0 means until no move gains ``min_gain``; ``group`` None means
+    every group."""
+
+    MODE: ClassVar[str] = MODE_BALANCE
+    max_moves: int = 0
+    group: str | None = None
+    min_gain: float = 0.0
+
+    def to_wire(self) -> dict[str, Any]:
+        """The request dict."""
+        return {"max_moves": self.max_moves, "group": self.group, "min_gain": self.min_gain,
+                "type": self.MODE}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> Balance:
+        """From a request dict (every key but ``type`` optional)."""
+        max_moves = as_int(data, "max_moves", "request") if "max_moves" in data else 0
+        if max_moves < 0:
+            raise bad(f"request.max_moves: {max_moves} is negative")
+        group = data.get("group")
+        if group is not None and not isinstance(group, str):
+            raise bad(f"request.group: {group!r} is not a str")
+        min_gain = as_float(data, "min_gain", "request") if "min_gain" in data else 0.0
+        return cls(max_moves=max_moves, group=group, min_gain=min_gain)
+
+    def check_result(self, result: Any, cluster: Cluster) -> BalanceResult:
+        """The scores and known moves; a move names a known instance and known nodes."""
+        _checked(BALANCE_RESULT, result)
+        moves = []
+        for name, nodes, kind, score in result["moves"]:
+            if name not in cluster.instances:
+                raise ResultValidationError(f"iallocator returned unknown instance {name}")
+            moves.append(BalanceMove(name, _known_nodes(nodes, cluster), kind, float(score)))
+        return BalanceResult(initial_score=float(result["initial_score"]),
+                             final_score=float(result["final_score"]), moves=tuple(moves))
+
+
+AnyRequest = (Allocate | AllocateSecondary | MultiAllocate | Relocate | NodeEvacuate
+              | ChangeGroup | Balance)
 
 #: Wire name -> request class.
 REQUEST_TYPES: dict[str, type[AnyRequest]] = {
     cls.MODE: cls for cls in (Allocate, AllocateSecondary, MultiAllocate, Relocate,
-                              NodeEvacuate, ChangeGroup)}
+                              NodeEvacuate, ChangeGroup, Balance)}
 
 
 def request_from_wire(data: Mapping[str, Any]) -> AnyRequest:
@@ -358,8 +454,9 @@ def request_from_wire(data: Mapping[str, Any]) -> AnyRequest:
     return cls.from_wire(data)
 
 
-__all__ = ["MODE_ALLOC", "MODE_ALLOC_SECONDARY", "MODE_CHG_GROUP", "MODE_MULTI_ALLOC",
-           "MODE_NODE_EVAC", "MODE_RELOC", "REQUEST_TYPES", "Allocate", "AllocateSecondary",
-           "AnyRequest", "ChangeGroup", "EvacuationResult", "Moved", "MultiAllocate",
-           "MultiAllocationResult", "NodeEvacuate", "Relocate", "Request",
+__all__ = ["BALANCE_RESULT", "MODE_ALLOC", "MODE_ALLOC_SECONDARY", "MODE_BALANCE",
+           "MODE_CHG_GROUP", "MODE_MULTI_ALLOC", "MODE_NODE_EVAC", "MODE_RELOC", "MOVE_KINDS",
+           "REQUEST_TYPES", "Allocate", "AllocateSecondary", "AnyRequest", "Balance",
+           "BalanceMove", "BalanceResult", "ChangeGroup", "EvacuationResult", "Moved",
+           "MultiAllocate", "MultiAllocationResult", "NodeEvacuate", "Relocate", "Request",
            "request_from_wire"]
