@@ -1,4 +1,4 @@
-"""ganeti.core.placement.score: htools' terms on small models built by hand."""
+"""ganeti.core.placement.score: htools' score of small models built by hand."""
 
 from __future__ import annotations
 
@@ -61,9 +61,14 @@ class ScoreTest(SynchronousTestCase):
         mirrored = base.with_instance(inst("big", "a", "b", memory=2048, template="drbd"))
         self.assertEqual(score.reserved_memory(mirrored, "b"), 2048)
         self.assertEqual(score.n1_failures(mirrored), 1)
+        # htools reserves memory for stopped instances too, not for offline ones
         stopped = base.with_instance(inst("big", "a", "b", memory=2048, template="drbd",
                                           running=False))
-        self.assertEqual(score.n1_failures(stopped), 0)
+        self.assertEqual(score.n1_failures(stopped), 1)
+        offline = replace(stopped, instances={"big": replace(stopped.instances["big"],
+                                                             admin_state="offline")})
+        self.assertEqual(score.reserved_memory(offline, "b"), 0)
+        self.assertEqual(score.n1_failures(offline), 0)
 
     def test_offline_and_drained_nodes(self):
         base = cluster(node("a"), node("b"), node("c"))
@@ -73,5 +78,5 @@ class ScoreTest(SynchronousTestCase):
                                       "b": replace(placed.nodes["b"], offline=True),
                                       "c": replace(placed.nodes["c"], drained=True)})
         terms = score.score_terms(gone)
-        self.assertEqual((terms["off_all_cnt"], terms["off_pri_cnt"]), (2.0, 1.0))
+        self.assertEqual((terms["offline_all_cnt"], terms["offline_pri_cnt"]), (2.0, 1.0))
         self.assertGreater(score.score(gone), score.score(placed))
