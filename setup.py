@@ -29,6 +29,7 @@ BIN_SCRIPTS = [
     "bin/ganeti-vcluster",
     "bin/ganeti-confd-query",
     "bin/ganeti-watcher",
+    "bin/ganeti-place",
     # the daemons under Ganeti's program names (twistd plugins; luxid and wconfd: masterd)
     "bin/ganeti-masterd",
     "bin/ganeti-noded",
@@ -59,6 +60,7 @@ setup(
         "pyasn1>=0.5",
         "pyasn1-modules>=0.3",
         "cryptography>=41",
+        "numpy>=1.24",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "ruff>=0.4", "mypy>=1.8", "mypy-zope>=1.0",

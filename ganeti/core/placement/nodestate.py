@@ -15,6 +15,7 @@ failing N+1, exclusion tags.  :class:`Inst` is htools' ``Instance``;
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,7 @@ DESIRED_LOCATION_PREFIX = "htools:desiredlocation:"
 NO_NODE = -1
 
 
-@dataclass
+@dataclass(slots=True)
 class Inst:
     """An instance as the allocator tracks it (htools' ``Instance``)."""
 
@@ -101,7 +102,7 @@ def _counter_add(counts: dict[Any, int], keys: Iterable[Any], sign: int) -> dict
     return new
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeState:
     """A node as htools tracks it (``Node``); sizes in MiB."""
 
@@ -138,7 +139,7 @@ class NodeState:
 
     def copy(self) -> NodeState:
         """A copy sharing nothing mutable."""
-        new = NodeState(**{k: getattr(self, k) for k in self.__dataclass_fields__})
+        new = copy.copy(self)
         new.peers = dict(self.peers)
         return new
 

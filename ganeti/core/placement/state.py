@@ -38,6 +38,7 @@ API (stable; evacuation and balance build on it):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from ganeti.core import constants
 from ganeti.core.placement import metric
@@ -90,6 +91,8 @@ class ClusterState:
             self.index[name] = len(self.nodes)
             self.nodes.append(self._node(node, loc_prefixes))
         self.insts: dict[str, Inst] = {}
+        #: Instances being tried somewhere by :meth:`placement` (not placed yet).
+        self.pending: dict[str, Inst] = {}
         for inst in cluster.instances.values():
             self._load_instance(inst)
         for state in self.nodes:
@@ -245,10 +248,12 @@ class ClusterState:
         if isinstance(new_p, str):
             return new_p
         if s is None:
+            self.pending[inst.name] = replace(inst, pnode=pdx, snode=NO_NODE)
             return {pdx: new_p}
         new_s = s.add_sec(inst, pdx, force)
         if isinstance(new_s, str):
             return new_s
+        self.pending[inst.name] = replace(inst, pnode=pdx, snode=sdx)
         return {pdx: new_p, sdx: new_s}
 
     def place(self, inst: Inst, pdx: int, sdx: int = NO_NODE, force: bool = False,
@@ -260,6 +265,7 @@ class ClusterState:
         inst.pnode, inst.snode = pdx, sdx
         self.apply(changes, extra_stats)
         self.insts[inst.name] = inst
+        self.pending.pop(inst.name, None)
         return None
 
     def remove(self, name: str, extra_stats: Iterable[metric.Statistics] = ()) -> Inst:
