@@ -176,3 +176,15 @@ class CapacityWireTest(SynchronousTestCase):
         capacity(state, replace(spec("plain", 1000)), Options(capacity_checks=False))
         self.assertEqual(len([n for n in state.insts if n.startswith("new-")]), 8)
         self.assertNotEqual(state.score(), before)
+
+
+class NotRedundantTest(SynchronousTestCase):
+    def test_a_cluster_already_not_n1_redundant_takes_nothing_with_the_check(self):
+        # a's plain instance (3000 MiB) fits on no other node: hspace's group is "bad"
+        base = cluster(node("a"), node("b", memory=2048))
+        inst = model.Instance(name="big", nodes=("a",), memory=3000, vcpus=1,
+                              disk_template="plain", disks=(model.Disk(1000),),
+                              admin_state="up")
+        full = base.with_instance(inst)
+        self.assertEqual(fill(full, spec("plain", 128)), CapacityResult(0, (), "FailN1"))
+        self.assertGreater(fill(full, spec("plain", 128), checks=False).count, 0)

@@ -14,7 +14,8 @@ modes), as hspace's "most likely failure reason".
 As hspace: candidates are the online nodes of the allocable groups (or of the
 request's group), a drbd pair lies in one group, the global N+1 check applies
 to templates other than drbd (``--no-capacity-checks`` turns it off), and a
-cluster with a node already failing N+1 takes nothing (``FailN1``).  Unlike
+cluster with a node already failing N+1, or (with the check) a node whose
+instances could not move elsewhere, takes nothing (``FailN1``).  Unlike
 hspace the spec's disk takes the space Ganeti really uses on the nodes (drbd
 metadata included); hspace counts the bare disk size.
 
@@ -87,6 +88,10 @@ def capacity(state: ClusterState, req: Capacity, options: Options | None = None,
     if any(n.fail_n1 and not n.offline and n.group in uuids for n in state.nodes):
         return CapacityResult(count=0, allocations=(), limit=FAIL_N1)
     allocator = Allocator(state, options)
+    if options.capacity_checks and any(
+            plan is None for pos, plan in allocator.redundancy.plans.items()
+            if state.nodes[pos].group in uuids):
+        return CapacityResult(count=0, allocations=(), limit=FAIL_N1)  # hspace: no group
     count = req.required_nodes
     allocations: list[tuple[str, ...]] = []
     while max_count is None or len(allocations) < max_count:
