@@ -3,11 +3,15 @@ capacity is counted by hand; the capacity request's wire form and result check."
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 from dataclasses import replace
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from ganeti.cli import place
 from ganeti.core.errors import ParseError, ResultValidationError
 from ganeti.core.placement import model, solve, wire
 from ganeti.core.placement.allocate import AllocationError, Options
@@ -188,3 +192,23 @@ class NotRedundantTest(SynchronousTestCase):
         full = base.with_instance(inst)
         self.assertEqual(fill(full, spec("plain", 128)), CapacityResult(0, (), "FailN1"))
         self.assertGreater(fill(full, spec("plain", 128), checks=False).count, 0)
+
+
+class ProgramTest(SynchronousTestCase):
+    def test_ganeti_place_answers_a_capacity_input(self):
+        c = cluster(node("a"), node("b"), node("c"))
+        path = os.path.join(self.mktemp())
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(wire.render_input(wire.AllocatorInput(c, spec("plain", 1000))), f)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(place.main(["--no-capacity-checks", path]), 0)
+        answer = json.loads(out.getvalue())
+        self.assertTrue(answer["success"], answer)
+        self.assertEqual((answer["result"]["count"], answer["result"]["limit"]),
+                         (12, "FailMem"))
+        self.assertEqual(len(answer["result"]["allocations"]), 12)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(place.main([path]), 0)  # with the global N+1 check
+        self.assertEqual(json.loads(out.getvalue())["result"]["count"], 8)

@@ -127,7 +127,7 @@ class HtoolsOverLuxiTest(ClusterCase):
         check = self.htool("hcheck", f"-L{self.cluster.socket}", codes=(0, 1))
         self.assertIn("Instances having the primary node offline: 0", check)
         space = self.htool("hspace", f"-L{self.cluster.socket}")
-        self.assertIn(f"The cluster has 3 nodes", space)
+        self.assertIn("The cluster has 3 nodes", space)
         self.assertIn(f"There are {len(INSTANCES)} initial instances on the cluster", space)
 
     def test_hspace_count_is_our_capacity(self):

@@ -443,8 +443,8 @@ def request_from_wire(data: Mapping[str, Any]) -> AnyRequest:
     return cls.from_wire(data)
 
 
-__all__ = ["MODE_ALLOC", "MODE_ALLOC_SECONDARY", "MODE_CAPACITY", "MODE_CHG_GROUP", "MODE_MULTI_ALLOC",
-           "MODE_NODE_EVAC", "MODE_RELOC", "REQUEST_TYPES", "Allocate", "AllocateSecondary",
-           "AnyRequest", "Capacity", "CapacityResult", "ChangeGroup", "EvacuationResult", "Moved", "MultiAllocate",
-           "MultiAllocationResult", "NodeEvacuate", "Relocate", "Request",
-           "request_from_wire"]
+__all__ = ["MODE_ALLOC", "MODE_ALLOC_SECONDARY", "MODE_CAPACITY", "MODE_CHG_GROUP",
+           "MODE_MULTI_ALLOC", "MODE_NODE_EVAC", "MODE_RELOC", "REQUEST_TYPES", "Allocate",
+           "AllocateSecondary", "AnyRequest", "Capacity", "CapacityResult", "ChangeGroup",
+           "EvacuationResult", "Moved", "MultiAllocate", "MultiAllocationResult",
+           "NodeEvacuate", "Relocate", "Request", "request_from_wire"]

@@ -125,6 +125,6 @@ def as_str_list(data: Mapping[str, Any], key: str, where: str) -> list[str]:
     return values
 
 
-__all__ = ["CAPACITY_RESULT", "EVAC_MODES", "EVAC_OPCODES", "EVAC_RESULT", "MULTI_ALLOC_RESULT", "NODE_LIST",
-           "STRING", "Shape", "as_bool", "as_float", "as_int", "as_str", "as_str_list", "bad",
-           "get"]
+__all__ = ["CAPACITY_RESULT", "EVAC_MODES", "EVAC_OPCODES", "EVAC_RESULT",
+           "MULTI_ALLOC_RESULT", "NODE_LIST", "STRING", "Shape", "as_bool", "as_float",
+           "as_int", "as_str", "as_str_list", "bad", "get"]
