@@ -23,9 +23,8 @@ fit placed and the rest named (hail's is all-or-nothing).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-
-import numpy as np
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ganeti.core import constants
 from ganeti.core.placement import metric
@@ -39,9 +38,11 @@ from ganeti.core.placement.nodestate import (
     NodeState,
     policy_failure,
 )
-from ganeti.core.placement.pairs import pair_scores
-from ganeti.core.placement.requests import Allocate, MultiAllocate, Relocate
+from ganeti.core.placement.requests import Allocate, AllocateSecondary, MultiAllocate, Relocate
 from ganeti.core.placement.state import ClusterState
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: How many of the best pairs are sorted at a time while looking for one that
 #: passes the global N+1 check.
@@ -147,6 +148,8 @@ class Allocator:
         if len(cands) < 2:
             sol.error = "Not enough online nodes"
             return sol
+        from ganeti.core.placement.pairs import pair_scores  # numpy: only for pairs
+
         pairs = pair_scores(state, inst, cands, stats, force, policy)
         for reason, times in pairs.failures.items():
             sol.fail(reason, times)
@@ -166,17 +169,23 @@ class Allocator:
 
     def _pick_pairs(self, inst: Inst, sol: Solution, cands: list[int], scores: np.ndarray,
                     stats: metric.Statistics) -> Solution:
+        import numpy as np
+
         g = len(cands)
         flat = scores.ravel()
-        valid = np.flatnonzero(np.isfinite(flat))
-        sol.successes = int(valid.size)
-        if not valid.size:
-            return sol
-        # best first; ties as hail breaks them (the later primary, then secondary)
-        order = valid[np.lexsort((-valid, flat[valid]))]
+        finite = np.isfinite(flat)
+        total = sol.successes = int(finite.sum())
         force = self.options.ignore_soft_errors
-        for start in range(0, order.size, _BATCH):
-            for k in order[start:start + _BATCH]:
+        tried = 0
+        while tried < total:
+            # the next best ones (all pairs tied with the last), best first; ties as
+            # hail breaks them (the later primary, then the later secondary)
+            want = min(tried + _BATCH, total)
+            masked = np.where(finite, flat, np.inf)
+            limit = np.partition(masked, want - 1)[want - 1]
+            batch = np.flatnonzero(finite & (flat <= limit))
+            batch = batch[np.lexsort((-batch, flat[batch]))][tried:]
+            for k in batch:
                 p, s = cands[int(k) // g], cands[int(k) % g]
                 changes = self.state.placement(inst, p, s, force)
                 if isinstance(changes, str):  # pragma: no cover - scored as valid
@@ -187,12 +196,18 @@ class Allocator:
                     return sol
                 sol.fail(FAIL_N1)
                 sol.successes -= 1
+            tried += len(batch)
+            if not len(batch):  # pragma: no cover - defensive
+                break
         return sol
 
     def _redundant_after(self, inst: Inst, nodes: tuple[int, ...],
                          changes: dict[int, NodeState]) -> bool:
         if not self.options.capacity_checks:
             return True
+        # the plans read the instance being tried from the state's pending ones
+        self.state.pending[inst.name] = replace(
+            inst, pnode=nodes[0], snode=nodes[1] if len(nodes) > 1 else NO_NODE)
         return self.redundancy.ok_after(changes)
 
     # -- requests ---------------------------------------------------------------------------
@@ -263,6 +278,38 @@ class Allocator:
             placed.append((entry.name, tuple(self.state.nodes[i].name
                                              for i in sol.nodes or ())))
         return placed, failed, reasons
+
+    def allocate_secondary(self, req: AllocateSecondary) -> tuple[str, str]:
+        """A secondary for a plain instance becoming drbd (hail's
+        ``tryAllocateSecondary``): hail's info line and the node's name."""
+        state = self.state
+        inst = state.insts.get(req.name)
+        if inst is None:
+            raise AllocationError(f"Unknown instance '{req.name}'")
+        if inst.snode != NO_NODE:
+            raise AllocationError("Instance already has a secondary")
+        pdx = inst.pnode
+        group = state.groups[state.nodes[pdx].group]
+        state.remove(inst.name)
+        drbd = replace(inst, template=constants.DT_DRBD8, pnode=NO_NODE, snode=NO_NODE)
+        sol = Solution(group)
+        force = self.options.ignore_soft_errors
+        ranked: list[tuple[float, int, tuple[int, ...], dict[int, NodeState]]] = []
+        for sdx in state.group_positions(group.uuid):
+            if sdx == pdx:
+                continue
+            changes = (policy_failure(drbd, group, state.nodes[pdx].excl)
+                       or state.placement(drbd, pdx, sdx, force))
+            if isinstance(changes, str):
+                sol.fail(changes)
+            else:
+                ranked.append((state.score_with(changes), -sdx, (pdx, sdx), changes))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        self._pick(drbd, sol, ranked)
+        line = sol.describe(state).split(": ", 1)[1]  # hail: no group prefix here
+        if sol.nodes is None:
+            raise AllocationError(line)
+        return line, state.nodes[sol.nodes[1]].name
 
     def relocate(self, req: Relocate) -> str:
         """The new node for the instance (hail's ``processRelocate``)."""

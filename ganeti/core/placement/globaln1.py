@@ -27,11 +27,11 @@ API: ``Redundancy(state, positions)`` plans every node at ``positions``;
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 
 from ganeti.core import constants
 from ganeti.core.placement.model import MIRRORED
-from ganeti.core.placement.nodestate import NodeState
+from ganeti.core.placement.nodestate import Inst, NodeState
 from ganeti.core.placement.state import ClusterState
 
 #: Templates whose instances can start on another node (htools' diskTemplateMovable).
@@ -75,63 +75,93 @@ class Redundancy:
         for pos in self._affected(changed) + [p for p in changed if p in self.plans]:
             self.plans[pos] = self._plan(pos, {})
 
-    def _by_free(self, group: str, base: list[int], view: Mapping[int, NodeState],
-                 pos: int) -> Iterator[int]:
-        """The group's online nodes but ``pos`` by decreasing unallocated memory: the
-        changed ones (in ``view``) merged into the others in their base order."""
-        nodes = self.state.nodes
-        touched = sorted((i for i, n in view.items()
-                          if i != pos and n.group == group and not n.offline),
-                         key=lambda i: (-view[i].unallocated_mem(), i))
-        t = 0
-        for i in base:
-            if i == pos or i in view:
-                continue
-            key = (-nodes[i].unallocated_mem(), i)
-            while t < len(touched) and (-view[touched[t]].unallocated_mem(), touched[t]) <= key:
-                yield touched[t]
-                t += 1
-            yield i
-        yield from touched[t:]
-
     # -- one node's plan ---------------------------------------------------------------------
 
     def _plan(self, pos: int, changes: Mapping[int, NodeState]) -> frozenset[int] | None:
+        """The nodes that would take ``pos``'s primaries, or None if some cannot go.
+
+        Only the three limits that bind when soft errors are ignored are tracked,
+        per node: unallocated memory, free disk and (exclusive storage) free
+        spindles; ``left`` holds the nodes whose figures the plan changed."""
         state = self.state
-        view: dict[int, NodeState] = dict(changes)
+        nodes = state.nodes
+        left: dict[int, list[int]] = {
+            i: [n.unallocated_mem(), n.f_dsk, n.f_spindles] for i, n in changes.items()}
 
-        def node(i: int) -> NodeState:
-            return view.get(i) or state.nodes[i]
+        def free(i: int) -> list[int]:
+            got = left.get(i)
+            if got is None:
+                n = nodes[i]
+                got = left[i] = [n.unallocated_mem(), n.f_dsk, n.f_spindles]
+            return got
 
-        failing = node(pos)
-        insts = [state.insts.get(name) or state.pending[name] for name in failing.plist]
+        failing = changes.get(pos) or nodes[pos]
         targets: set[int] = set()
-        mirrored = [i for i in insts if i.template == constants.DT_DRBD8]
-        others = [i for i in insts if i.template != constants.DT_DRBD8]
-        for inst in mirrored:
+        others = []
+        for name in failing.plist:
+            inst = state.pending.get(name) or state.insts[name]
+            if inst.template != constants.DT_DRBD8:
+                others.append(inst)
+                continue
+            # failover: the secondary runs it (its disk space stays where it is)
             sdx = inst.snode
             if sdx < 0:
                 return None
-            sec = node(sdx).remove_sec(inst)
-            moved = sec.add_pri(inst, force=True)
-            if isinstance(moved, str):
+            fig = free(sdx)
+            if inst.uses_memory:
+                fig[0] -= inst.mem
+            if fig[0] <= 0 or (inst.local and fig[1] <= 0) or nodes[sdx].offline:
                 return None
-            view[sdx] = moved
             targets.add(sdx)
-        movable = [i for i in others if i.template in MOVABLE]
-        fixed = sorted((i for i in others if i.template not in MOVABLE),
-                       key=lambda i: -i.mem)
-        base = self._order.get(failing.group, [])
-        for inst in movable + fixed:
-            for cand in self._by_free(failing.group, base, view, pos):
-                moved = node(cand).add_pri(inst, force=True)
-                if not isinstance(moved, str):
-                    view[cand] = moved
-                    targets.add(cand)
-                    break
-            else:
+        others.sort(key=lambda i: (i.template not in MOVABLE, -i.mem))
+        order = self._order.get(failing.group, [])
+        for inst in others:
+            cand = self._target(inst, order, pos, left)
+            if cand is None:
                 return None
+            fig = free(cand)
+            if inst.uses_memory:
+                fig[0] -= inst.mem
+            if inst.local:
+                fig[1] -= inst.dsk
+                total = inst.total_spindles
+                fig[2] -= total or 0
+            targets.add(cand)
         return frozenset(targets)
+
+    def _target(self, inst: Inst, order: list[int], pos: int,
+                left: dict[int, list[int]]) -> int | None:
+        """The node with the most unallocated memory that takes ``inst`` (``order``:
+        the group by decreasing memory before the plan; a plan only lowers memory)."""
+        nodes = self.state.nodes
+        need = inst.mem if inst.uses_memory else 0
+        best: int | None = None
+        best_mem = 0
+        for i in order:
+            if i == pos:
+                continue
+            fig = left.get(i)
+            if fig is not None:
+                if fig[0] > best_mem and self._fits(inst, i, fig, need):
+                    best, best_mem = i, fig[0]
+                continue
+            n = nodes[i]
+            fig = [n.unallocated_mem(), n.f_dsk, n.f_spindles]
+            if self._fits(inst, i, fig, need):
+                return best if best is not None and best_mem >= fig[0] else i
+        return best
+
+    def _fits(self, inst: Inst, i: int, fig: list[int], need: int) -> bool:
+        if fig[0] - need <= 0:
+            return False
+        if inst.local:
+            if fig[1] - inst.dsk <= 0:
+                return False
+            if self.state.nodes[i].excl:
+                total = inst.total_spindles
+                if total is None or fig[2] - total < 0:
+                    return False
+        return True
 
 
 __all__ = ["MOVABLE", "Redundancy"]

@@ -145,7 +145,8 @@ class Allocate:
             "name": self.name, "disk_template": self.disk_template,
             "group_name": self.group_name, "tags": list(self.tags), "os": self.os,
             "vcpus": self.vcpus, "memory": self.memory, "spindle_use": self.spindle_use,
-            "disks": [{"size": d.size, "mode": d.mode, "dev_type": d.dev_type}
+            "disks": [{"size": d.size, "mode": d.mode, "dev_type": d.dev_type,
+                       **({} if d.spindles is None else {"spindles": d.spindles})}
                       for d in self.disks],
             "disk_space_total": self.disk_space_total,
             "nics": [dict(n) for n in self.nics],
@@ -165,7 +166,8 @@ class Allocate:
             vcpus=as_int(data, "vcpus", where),
             disk_template=as_str(data, "disk_template", where),
             disks=tuple(Disk(size=as_int(d, "size", f"{where}.disks[{i}]"),
-                             mode=d.get("mode", "rw"), dev_type=d.get("dev_type"))
+                             mode=d.get("mode", "rw"), dev_type=d.get("dev_type"),
+                             spindles=d.get("spindles"))
                         for i, d in enumerate(disks)),
             nics=tuple(dict(n) for n in get(data, "nics", list, where)),
             os=data.get("os") or "", hypervisor=data.get("hypervisor") or "",

@@ -78,8 +78,15 @@ CAPACITY_RESULT = Shape(
                    and isinstance(value.get("limit"), str)))
 
 
+_MISSING = object()
+
+
 def get(data: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:
     """``data[key]``, which must be a ``kind``."""
+    if type(data) is dict:  # the common case, without the ABC check
+        value = data.get(key, _MISSING)
+        if type(value) is kind:
+            return value
     if not isinstance(data, Mapping):
         raise bad(f"{where}: not an object")
     if key not in data:
@@ -92,6 +99,10 @@ def get(data: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:
 
 def as_int(data: Mapping[str, Any], key: str, where: str) -> int:
     """An integer (a float with an integral value is accepted, as JSON may carry one)."""
+    if type(data) is dict:
+        value = data.get(key)
+        if type(value) is int:
+            return value
     value = data.get(key) if isinstance(data, Mapping) else None
     if isinstance(value, float) and value.is_integer():
         return int(value)

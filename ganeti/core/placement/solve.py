@@ -52,7 +52,7 @@ def _allocate(state: ClusterState, req: Allocate, options: Options) -> tuple[str
 
 def _allocate_secondary(state: ClusterState, req: AllocateSecondary,
                         options: Options) -> tuple[str, Any]:
-    raise AllocationError("allocate-secondary is not supported by this allocator")
+    return Allocator(state, options).allocate_secondary(req)
 
 
 def _multi_allocate(state: ClusterState, req: MultiAllocate,

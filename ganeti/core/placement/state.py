@@ -29,8 +29,11 @@ API (stable; evacuation and balance build on it):
   other statistics passed.  ``place(inst, pdx, sdx=NO_NODE, force=False)``,
   ``remove(name)``, ``move(name, pdx, sdx=NO_NODE, force=False)``: each returns
   ``None`` on success or the failure reason, and changes nothing on failure.
-* ``placement(inst, pdx, sdx, force)``: the replaced nodes of a placement, or
-  the reason it fails (nothing changes); ``inst_from_request(allocate)``.
+  ``force`` ignores the soft rules on the primary (hail's ``addPriEx``); the
+  secondary's are always checked (hail's ``addSec``) unless ``force_secondary``.
+* ``placement(inst, pdx, sdx, force, force_secondary)``: the replaced nodes of
+  a placement, or the reason it fails (nothing changes);
+  ``inst_from_request(allocate)``; ``pending``: instances being tried.
 * ``candidates(group_uuid, restrict=None)``: positions of the group's online
   nodes (htools' ``getOnline``), in input order.
 """
@@ -42,7 +45,7 @@ from dataclasses import replace
 
 from ganeti.core import constants
 from ganeti.core.placement import metric
-from ganeti.core.placement.model import Cluster, Group, Instance, Node
+from ganeti.core.placement.model import DRBD_META_SIZE, Cluster, Group, Instance, Node
 from ganeti.core.placement.nodestate import (
     DESIRED_LOCATION_PREFIX,
     EX_TAGS_PREFIX,
@@ -93,8 +96,13 @@ class ClusterState:
         self.insts: dict[str, Inst] = {}
         #: Instances being tried somewhere by :meth:`placement` (not placed yet).
         self.pending: dict[str, Inst] = {}
+        self._plists: list[list[str]] = [[] for _ in self.nodes]
+        self._slists: list[list[str]] = [[] for _ in self.nodes]
         for inst in cluster.instances.values():
             self._load_instance(inst)
+        for state, plist, slist in zip(self.nodes, self._plists, self._slists, strict=True):
+            state.plist, state.slist = tuple(plist), tuple(slist)
+        del self._plists, self._slists
         for state in self.nodes:
             self._build_peers(state)
             self._update_missing(state)
@@ -134,13 +142,14 @@ class ClusterState:
                   spindle_use: int, tags: Sequence[str],
                   run: str = constants.ADMINST_UP) -> Inst:
         """An :class:`Inst` with its exclusion and desired-location tags resolved."""
-        return Inst(name=name, mem=memory, dsk=dsk, vcpus=vcpus, template=template, run=run,
-                    spindle_use=spindle_use, disk_sizes=tuple(disk_sizes),
-                    disk_spindles=tuple(disk_spindles),
-                    excl_tags=tuple(t for t in tags
-                                    if any(t.startswith(p) for p in self.ex_prefixes)),
-                    dsrd_loc=frozenset(t for t in tags
-                                       if any(t.startswith(p) for p in self.dsrd_prefixes)))
+        excl: tuple[str, ...] = ()
+        dsrd: frozenset[str] = frozenset()
+        if tags and self.ex_prefixes:
+            excl = tuple(t for t in tags if any(t.startswith(p) for p in self.ex_prefixes))
+        if tags and self.dsrd_prefixes:
+            dsrd = frozenset(t for t in tags if any(t.startswith(p) for p in self.dsrd_prefixes))
+        return Inst(name, memory, dsk, vcpus, template, run, spindle_use, tuple(disk_sizes),
+                    tuple(disk_spindles), excl, dsrd)
 
     def inst_from_request(self, req: Allocate) -> Inst:
         """The instance an allocate request describes (not placed)."""
@@ -149,33 +158,41 @@ class ClusterState:
                               [d.spindles for d in req.disks], req.spindle_use, req.tags)
 
     def _load_instance(self, model: Instance) -> None:
-        inst = self.make_inst(model.name, model.memory, model.vcpus, model.disk_template,
-                              model.disk_space_total, [d.size for d in model.disks],
+        sizes = [d.size for d in model.disks]
+        dsk = sum(sizes)  # Ganeti's disk_space_total: drbd adds its metadata volumes
+        template = model.disk_template
+        if template == constants.DT_DRBD8:
+            dsk += DRBD_META_SIZE * len(sizes)
+        inst = self.make_inst(model.name, model.memory, model.vcpus, template, dsk, sizes,
                               [d.spindles for d in model.disks], model.spindle_use,
                               model.tags, run=model.admin_state)
-        inst.pnode = self.index[model.nodes[0]]
-        inst.snode = self.index[model.nodes[1]] if len(model.nodes) > 1 else NO_NODE
-        p = self.nodes[inst.pnode]
-        if inst.snode != NO_NODE:
-            inst.loc_score = len(p.loc_tags & self.nodes[inst.snode].loc_tags)
+        nodes = model.nodes
+        pdx = inst.pnode = self.index[nodes[0]]
+        sdx = inst.snode = self.index[nodes[1]] if len(nodes) > 1 else NO_NODE
+        p = self.nodes[pdx]
+        local = template in LOCAL_STORAGE
+        if sdx != NO_NODE and p.loc_tags:
+            inst.loc_score = len(p.loc_tags & self.nodes[sdx].loc_tags)
         self.insts[inst.name] = inst
-        # setPri
-        p.plist = (*p.plist, inst.name)
-        if inst.online:
+        # setPri (the lists become tuples once every instance is in)
+        self._plists[pdx].append(inst.name)
+        if inst.run != constants.ADMINST_OFFLINE:
             p.u_cpu += inst.vcpus
-        if inst.local and not p.excl:
+        if local and not p.excl:
             p.inst_spindles += inst.spindle_use
-        p.loc_score += inst.loc_score + len(inst.dsrd_loc) - len(inst.dsrd_loc & p.loc_tags)
+        if inst.loc_score or inst.dsrd_loc:
+            p.loc_score += (inst.loc_score + len(inst.dsrd_loc)
+                            - len(inst.dsrd_loc & p.loc_tags))
         for tag in inst.excl_tags:
             p.p_tags[tag] = p.p_tags.get(tag, 0) + 1
             for loc in p.loc_tags:
                 p.inst_map[(loc, tag)] = p.inst_map.get((loc, tag), 0) + 1
-        if not inst.uses_memory:
+        if inst.run != constants.ADMINST_UP:
             p.f_mem_forth -= inst.mem
-        if inst.snode != NO_NODE:  # setSec
-            s = self.nodes[inst.snode]
-            s.slist = (*s.slist, inst.name)
-            if inst.local and not s.excl:
+        if sdx != NO_NODE:  # setSec
+            s = self.nodes[sdx]
+            self._slists[sdx].append(inst.name)
+            if local and not s.excl:
                 s.inst_spindles += inst.spindle_use
 
     def _build_peers(self, state: NodeState) -> None:
@@ -235,9 +252,12 @@ class ClusterState:
                 stats.update(before, after, not old.offline)
             self.nodes[pos] = node
 
-    def placement(self, inst: Inst, pdx: int, sdx: int = NO_NODE,
-                  force: bool = False) -> dict[int, NodeState] | str:
-        """The nodes after placing ``inst`` on ``pdx`` (and ``sdx``), or why not."""
+    def placement(self, inst: Inst, pdx: int, sdx: int = NO_NODE, force: bool = False,
+                  force_secondary: bool = False) -> dict[int, NodeState] | str:
+        """The nodes after placing ``inst`` on ``pdx`` (and ``sdx``), or why not.
+
+        ``force`` ignores the soft rules on the primary only, as hail does;
+        ``force_secondary`` on the secondary too."""
         if pdx == sdx:
             return FAIL_INTERNAL
         p = self.nodes[pdx]
@@ -250,16 +270,19 @@ class ClusterState:
         if s is None:
             self.pending[inst.name] = replace(inst, pnode=pdx, snode=NO_NODE)
             return {pdx: new_p}
-        new_s = s.add_sec(inst, pdx, force)
+        new_s = s.add_sec(inst, pdx, force_secondary)  # hail's addSec: strict by default
         if isinstance(new_s, str):
             return new_s
         self.pending[inst.name] = replace(inst, pnode=pdx, snode=sdx)
         return {pdx: new_p, sdx: new_s}
 
     def place(self, inst: Inst, pdx: int, sdx: int = NO_NODE, force: bool = False,
-              extra_stats: Iterable[metric.Statistics] = ()) -> str | None:
-        """Place a new instance; ``None`` or the failure reason (then nothing changed)."""
-        changes = self.placement(inst, pdx, sdx, force)
+              extra_stats: Iterable[metric.Statistics] = (),
+              force_secondary: bool = False) -> str | None:
+        """Place a new instance; ``None`` or the failure reason (then nothing changed).
+        ``force`` ignores the soft rules on the primary (the secondary's are hail's
+        ``addSec``: always checked)."""
+        changes = self.placement(inst, pdx, sdx, force, force_secondary)
         if isinstance(changes, str):
             return changes
         inst.pnode, inst.snode = pdx, sdx
@@ -279,17 +302,18 @@ class ClusterState:
         return inst
 
     def move(self, name: str, pdx: int, sdx: int = NO_NODE, force: bool = False,
-             extra_stats: Iterable[metric.Statistics] = ()) -> str | None:
+             extra_stats: Iterable[metric.Statistics] = (),
+             force_secondary: bool = False) -> str | None:
         """Move an instance to new nodes; ``None`` or the failure reason (nothing changed)."""
         inst = self.insts[name]
         old = (inst.pnode, inst.snode)
+        saved = {i: self.nodes[i] for i in old if i != NO_NODE}
         extra = list(extra_stats)
         self.remove(name, extra)
-        reason = self.place(inst, pdx, sdx, force, extra)
-        if reason is not None:
-            restored = self.place(inst, *old, force=True, extra_stats=extra)
-            if restored is not None:  # pragma: no cover - removing then re-adding fits
-                raise AssertionError(f"cannot restore {name}: {restored}")
+        reason = self.place(inst, pdx, sdx, force, extra, force_secondary)
+        if reason is not None:  # put the nodes back as they were
+            self.apply(saved, extra)
+            inst.pnode, inst.snode = old
         return reason
 
     # -- candidates ------------------------------------------------------------------------
