@@ -217,9 +217,11 @@ class QueryTest(NodesTestCase):
         self.assertEqual(list(rows), [MASTER, "node2.test", "node3.test"])
         master = rows[MASTER]
         self.assertEqual(master[1], [c.RS_NORMAL, "M"])
-        for i in range(3, 10):
+        for i in range(3, 9):
             self.assertEqual(master[i][0], c.RS_NORMAL, fields[i])
             self.assertIsInstance(master[i][1], int)
+        # no LVM template enabled: no lvm-pv report, so no spindle figures (as Ganeti)
+        self.assertEqual(master[9], [c.RS_NODATA, None])
         self.assertGreater(master[3][1], 0)
         self.assertEqual(rows["node2.test"][3], [c.RS_NODATA, None])  # unreachable
         self.assertEqual(rows["node3.test"][3], [c.RS_OFFLINE, None])  # offline

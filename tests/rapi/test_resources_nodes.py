@@ -32,8 +32,10 @@ class NodesTest(RapiTestCase):
             self.assertEqual(list(node), list(N_FIELDS))
             for name in HTOOLS_NODE_FIELDS:
                 self.assertIn(name, node)
-            for name in ("mtotal", "mfree", "dtotal", "dfree", "ctotal", "cnos", "sptotal"):
+            for name in ("mtotal", "mfree", "dtotal", "dfree", "ctotal", "cnos"):
                 self.assertIsInstance(node[name], int, name)
+            # no LVM template: no spindle report, null as in Ganeti (htools take 0)
+            self.assertEqual((node["sptotal"], node["spfree"]), (None, None))
             self.assertIn("exclusive_storage", node["ndparams"])
             self.assertIn("spindle_count", node["ndparams"])
         self.assertEqual([n["role"] for n in nodes], ["M", "C"])

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol
 from ganeti.core.errors import ResultValidationError
 from ganeti.core.placement.model import Cluster, Disk, disk_space, required_nodes
 from ganeti.core.placement.shapes import (
+    CAPACITY_RESULT,
     EVAC_MODES,
     EVAC_RESULT,
     MULTI_ALLOC_RESULT,
@@ -42,6 +43,8 @@ MODE_BALANCE = "balance"
 #: hbal's move kinds, as a balance answer names them.
 MOVE_KINDS = frozenset({"failover", "failover-to-any", "replace-primary", "replace-secondary",
                         "replace-and-failover", "failover-and-replace"})
+#: Our extension: how many instances of one spec fit, and where (as ``hspace``).
+MODE_CAPACITY = "capacity"
 
 
 @dataclass(frozen=True)
@@ -436,13 +439,95 @@ class Balance:
                              final_score=float(result["final_score"]), moves=tuple(moves))
 
 
+class CapacityResult:
+    """A capacity answer: how many fit, each one's nodes in allocation order, and why
+    the next one did not (an htools failure mode such as ``FailMem``)."""
+
+    count: int
+    allocations: tuple[tuple[str, ...], ...]
+    limit: str
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"count", "allocations", "limit"}``."""
+        return {"count": self.count, "allocations": [list(a) for a in self.allocations],
+                "limit": self.limit}
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How many instances of one spec the cluster (or one group) still takes (our
+    extension, ``capacity``; hail answers it with a failure)."""
+
+    MODE: ClassVar[str] = MODE_CAPACITY
+    disk_template: str
+    memory: int
+    vcpus: int
+    disks: tuple[Disk, ...] = ()
+    spindle_use: int = 1
+    nics: tuple[Mapping[str, Any], ...] = ()
+    group: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "disks", tuple(
+            d if d.dev_type else replace(d, dev_type=self.disk_template) for d in self.disks))
+
+    @property
+    def required_nodes(self) -> int:
+        """Nodes each instance takes (2 for drbd)."""
+        return required_nodes(self.disk_template)
+
+    @property
+    def disk_space_total(self) -> int:
+        """The disk space each instance takes on each of its nodes."""
+        return disk_space((self.disk_template, d.size) for d in self.disks)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The request's keys."""
+        return {"disk_template": self.disk_template, "memory": self.memory,
+                "vcpus": self.vcpus,
+                "disks": [{"size": d.size, "mode": d.mode} for d in self.disks],
+                "spindle_use": self.spindle_use, "nics": [dict(n) for n in self.nics],
+                "group": self.group, "type": self.MODE}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> Capacity:
+        """From a request dict."""
+        where = "request"
+        group = data.get("group")
+        if group is not None and not isinstance(group, str):
+            raise bad(f"{where}.group: {group!r} is not a str or null")
+        disks = get(data, "disks", list, where)
+        return cls(disk_template=as_str(data, "disk_template", where),
+                   memory=as_int(data, "memory", where), vcpus=as_int(data, "vcpus", where),
+                   disks=tuple(Disk(size=as_int(d, "size", f"{where}.disks[{i}]"),
+                                    mode=d.get("mode", "rw"))
+                               for i, d in enumerate(disks)),
+                   spindle_use=int(data.get("spindle_use", 1)),
+                   nics=tuple(dict(n) for n in data.get("nics") or ()), group=group)
+
+    def check_result(self, result: Any, cluster: Cluster) -> CapacityResult:
+        """``{"count": N, "allocations": [[node, ...] * N], "limit": reason}``."""
+        _checked(CAPACITY_RESULT, result)
+        allocations = tuple(_known_nodes(nodes, cluster) for nodes in result["allocations"])
+        if result["count"] != len(allocations):
+            raise ResultValidationError(
+                f"iallocator returned a capacity count ({result['count']}) that differs "
+                f"from its allocations ({len(allocations)})")
+        wrong = [nodes for nodes in allocations if len(nodes) != self.required_nodes]
+        if wrong:
+            raise ResultValidationError(f"iallocator returned invalid number of nodes "
+                                        f"({len(wrong[0])}), required {self.required_nodes}")
+        return CapacityResult(count=len(allocations), allocations=allocations,
+                              limit=result["limit"])
+
+
 AnyRequest = (Allocate | AllocateSecondary | MultiAllocate | Relocate | NodeEvacuate
-              | ChangeGroup | Balance)
+              | ChangeGroup | Balance | Capacity)
 
 #: Wire name -> request class.
 REQUEST_TYPES: dict[str, type[AnyRequest]] = {
     cls.MODE: cls for cls in (Allocate, AllocateSecondary, MultiAllocate, Relocate,
-                              NodeEvacuate, ChangeGroup, Balance)}
+                              NodeEvacuate, ChangeGroup, Balance, Capacity)}
 
 
 def request_from_wire(data: Mapping[str, Any]) -> AnyRequest:
@@ -455,8 +540,9 @@ def request_from_wire(data: Mapping[str, Any]) -> AnyRequest:
 
 
 __all__ = ["BALANCE_RESULT", "MODE_ALLOC", "MODE_ALLOC_SECONDARY", "MODE_BALANCE",
-           "MODE_CHG_GROUP", "MODE_MULTI_ALLOC", "MODE_NODE_EVAC", "MODE_RELOC", "MOVE_KINDS",
-           "REQUEST_TYPES", "Allocate", "AllocateSecondary", "AnyRequest", "Balance",
-           "BalanceMove", "BalanceResult", "ChangeGroup", "EvacuationResult", "Moved",
-           "MultiAllocate", "MultiAllocationResult", "NodeEvacuate", "Relocate", "Request",
+           "MODE_CAPACITY", "MODE_CHG_GROUP", "MODE_MULTI_ALLOC", "MODE_NODE_EVAC",
+           "MODE_RELOC", "MOVE_KINDS", "REQUEST_TYPES", "Allocate", "AllocateSecondary",
+           "AnyRequest", "Balance", "BalanceMove", "BalanceResult", "Capacity",
+           "CapacityResult", "ChangeGroup", "EvacuationResult", "Moved", "MultiAllocate",
+           "MultiAllocationResult", "NodeEvacuate", "Relocate", "Request",
            "request_from_wire"]

@@ -70,6 +70,13 @@ EVAC_RESULT = Shape(
            _list_of(_items(_nonempty_string, _maybe_string)),
            _list_of(_list_of(_evac_opcode))))
 
+CAPACITY_RESULT = Shape(
+    '{"count": N, "allocations": [[node, ...], ...], "limit": reason}',
+    lambda value: (isinstance(value, dict) and isinstance(value.get("count"), int)
+                   and not isinstance(value.get("count"), bool)
+                   and _list_of(_list_of(_nonempty_string))(value.get("allocations"))
+                   and isinstance(value.get("limit"), str)))
+
 
 _MISSING = object()
 
@@ -129,6 +136,6 @@ def as_str_list(data: Mapping[str, Any], key: str, where: str) -> list[str]:
     return values
 
 
-__all__ = ["EVAC_MODES", "EVAC_OPCODES", "EVAC_RESULT", "MULTI_ALLOC_RESULT", "NODE_LIST",
-           "STRING", "Shape", "as_bool", "as_float", "as_int", "as_str", "as_str_list", "bad",
-           "get"]
+__all__ = ["CAPACITY_RESULT", "EVAC_MODES", "EVAC_OPCODES", "EVAC_RESULT",
+           "MULTI_ALLOC_RESULT", "NODE_LIST", "STRING", "Shape", "as_bool", "as_float",
+           "as_int", "as_str", "as_str_list", "bad", "get"]

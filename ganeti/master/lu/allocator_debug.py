@@ -9,7 +9,7 @@ unchecked (an allocator that fails to run fails the opcode).  Multi-allocate
 asks for ``count`` instances named ``<name>0``, ``<name>1``, ...
 
 Beyond Ganeti: the modes ``capacity`` and ``balance``
-(:mod:`ganeti.master.iallocator.extensions`); ``count`` is balance's
+(:mod:`ganeti.core.placement.requests`); ``count`` is balance's
 ``max_moves`` and ``min_gain`` its smallest gain; ``group_name`` their group.
 No lock but the BGL, shared (Ganeti's takes it exclusively): nothing changes.
 """
@@ -33,7 +33,7 @@ from ganeti.core.placement.shapes import EVAC_MODES
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.iallocator import build
 from ganeti.master.iallocator import jobs as iajobs
-from ganeti.master.iallocator.extensions import Balance, Capacity
+from ganeti.core.placement.requests import Balance, Capacity
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu.base import LogicalUnit
 

@@ -115,12 +115,31 @@ def _mnode(item: NodeItem, live: dict[str, Any]) -> Any:
     return None if total is None or free is None else max(0, total - free)
 
 
+#: Templates on LVM: only with one enabled does Ganeti ask a node for its lvm-pv unit.
+_LVM_TEMPLATES = frozenset({c.DT_PLAIN, c.DT_DRBD8})
+
+
+def _spindle_report(item: NodeItem) -> bool | None:
+    """What the node's lvm-pv report holds, as Ganeti's: None (no LVM template enabled,
+    no report: the fields have no data), False (LVM without exclusive storage: zero
+    spindles), True (exclusive storage: its spindles, from ``spindle_count`` here)."""
+    if not _LVM_TEMPLATES & set(item.cfg.cluster.enabled_disk_templates):
+        return None
+    return bool(merged_ndparams(item.cfg, item.node).get(c.ND_EXCLUSIVE_STORAGE, False))
+
+
 def _sptotal(item: NodeItem, live: dict[str, Any]) -> Any:
+    report = _spindle_report(item)
+    if not report:
+        return None if report is None else 0
     return int(merged_ndparams(item.cfg, item.node).get(c.ND_SPINDLE_COUNT, 1))
 
 
 def _spfree(item: NodeItem, live: dict[str, Any]) -> Any:
-    return max(0, _sptotal(item, live) - _spindles_used(item))
+    total = _sptotal(item, live)
+    if not total:
+        return total
+    return max(0, total - _spindles_used(item))
 
 
 def _group_name(item: NodeItem) -> Any:

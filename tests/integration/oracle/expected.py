@@ -28,8 +28,6 @@ NO_INSTANCES = ("not built yet: the instance operations, OS definitions and the 
                 "migration)")
 NO_INSTANCE_CHECKS = ("not built yet: cluster verify and cluster modify do not look at "
                       "instances yet (non-redundant instances, instance policy violations)")
-NO_STORAGE = ("not built yet: spindle reports from LVM; we report spindles from ndparams "
-              "where Ganeti, without LVM exclusive storage, reports none")
 NO_CONFIG_WARNINGS = ("not built yet: Ganeti verifies the whole config on every write and "
                       "prints 'Configuration data is not consistent: ...' as job feedback")
 
@@ -93,11 +91,6 @@ REASONS: dict[str, str] = {
     "cluster-verify": NO_INSTANCE_CHECKS,
     "cluster-verify-ignore-sysrq": NO_INSTANCE_CHECKS,
     "cluster-modify-ipolicy-disk-templates": NO_INSTANCE_CHECKS,
-    "node-list-field-spfree": NO_STORAGE,
-    "node-list-field-sptotal": NO_STORAGE,
-    "rapi-nodes-bulk": NO_STORAGE,
-    "rapi-node": NO_STORAGE,
-    "rapi-modify-node-ndparams": NO_STORAGE,
     "node-modify-demote-candidate": NO_CONFIG_WARNINGS,
     "node-modify-promote-candidate": NO_CONFIG_WARNINGS,
     # Ganeti bugs and quirks
