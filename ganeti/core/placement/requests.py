@@ -439,6 +439,7 @@ class Balance:
                              final_score=float(result["final_score"]), moves=tuple(moves))
 
 
+@dataclass(frozen=True)
 class CapacityResult:
     """A capacity answer: how many fit, each one's nodes in allocation order, and why
     the next one did not (an htools failure mode such as ``FailMem``)."""

@@ -25,6 +25,8 @@ from ganeti.core.opcodes.views import OpTestAllocator
 from ganeti.core.placement.model import Disk
 from ganeti.core.placement.requests import (
     Allocate,
+    Balance,
+    Capacity,
     ChangeGroup,
     MultiAllocate,
     NodeEvacuate,
@@ -33,7 +35,6 @@ from ganeti.core.placement.shapes import EVAC_MODES
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.iallocator import build
 from ganeti.master.iallocator import jobs as iajobs
-from ganeti.core.placement.requests import Balance, Capacity
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu.base import LogicalUnit
 
