@@ -143,9 +143,10 @@ def _show_rapi(ctx: Context, vc: vcluster.VCluster) -> int:
     return 0
 
 
-#: The demo's instances: (short name, node index) -- fake hypervisor, a file disk,
-#: our busybox OS definition (share/os/busybox).
-DEMO_INSTANCES = (("web1", 1), ("web2", 2))
+#: The demo's instances: (short name, node index, or None: placed by the built-in
+#: allocator ganeti-place) -- fake hypervisor, a file disk, our busybox OS definition
+#: (share/os/busybox).
+DEMO_INSTANCES: tuple[tuple[str, int | None], ...] = (("web1", 1), ("web2", None))
 
 
 def instance_commands(vc: vcluster.VCluster, existing: set[str]) -> list[tuple[list[str], int]]:
@@ -155,7 +156,8 @@ def instance_commands(vc: vcluster.VCluster, existing: set[str]) -> list[tuple[l
     for (short, index), name in zip(DEMO_INSTANCES, names, strict=True):
         if name in existing:
             continue
-        node = vc.nodes[min(index, len(vc.nodes) - 1)].name
+        where = (["-I", "ganeti-place"] if index is None
+                 else ["-n", vc.nodes[min(index, len(vc.nodes) - 1)].name])
         # without busybox-static (make install-os needs root) the OS is not installed
         install = [] if _os_tools_installed() else ["--no-install"]
         # a namespaced cluster's default hypervisor is kvm: these stay on the fake one
@@ -163,7 +165,7 @@ def instance_commands(vc: vcluster.VCluster, existing: set[str]) -> list[tuple[l
         commands.append((["gnt-instance", "add", "-t", "file", "-o", "busybox", *fake,
                           "--disk", "0:size=1G", "--no-name-check", "--no-ip-check",
                           "-B", "maxmem=128M", "-O", f"marker=hello from {short}",
-                          *install, "-n", node, name], 0))
+                          *install, *where, name], 0))
     first = names[0]
     return commands + [
         (["gnt-instance", "list"], 0),
@@ -172,6 +174,9 @@ def instance_commands(vc: vcluster.VCluster, existing: set[str]) -> list[tuple[l
         (["gnt-instance", "list", "-o", "name,status,oper_state,pnode", first], 0),
         (["gnt-instance", "start", first], 0),
         (["gnt-instance", "list", "-o", "name,status,oper_ram,disk.sizes,nic.macs"], 0),
+        # how many more of a spec fit, and where (as hspace answers)
+        (["gnt-debug", "iallocator", "--dir", "out", "-m", "capacity", "-t", "file", "-p", "4",
+          "--memory", "512", "--disks", "1024", "-I", "ganeti-place", "spec"], 6),
     ]
 
 

@@ -467,7 +467,12 @@ class VClusterTest(SynchronousTestCase):
         commands = vcluster_demo.instance_commands(vc, {"web1.vcluster.test"})
         adds = [argv for argv, _ in commands if argv[:2] == ["gnt-instance", "add"]]
         self.assertEqual([argv[-1] for argv in adds], ["web2.vcluster.test"])
-        self.assertEqual(adds[0][adds[0].index("-n") + 1], "node3.vcluster.test")
+        # web2 is placed by the built-in allocator, not on a named node
+        self.assertEqual(adds[0][adds[0].index("-I") + 1], "ganeti-place")
+        self.assertNotIn("-n", adds[0])
+        commands = vcluster_demo.instance_commands(vc, set())
+        adds = [argv for argv, _ in commands if argv[:2] == ["gnt-instance", "add"]]
+        self.assertEqual(adds[0][adds[0].index("-n") + 1], "node2.vcluster.test")
 
     def test_demo_reports_failed_commands(self):
         self.patch(vcluster_demo, "_run_shown",

@@ -5,6 +5,7 @@ behind (nothing)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -287,6 +288,32 @@ class BuiltinTest(AllocatorCase):
         self.assertTrue(all(total <= FREE_MEMORY for total in used.values()), used)
         for name in result["failed"]:
             self.assertIsNone(self.instance(name))
+
+
+    def test_capacity_and_balance_through_gnt_debug_allocator(self):
+        # OP_TEST_ALLOCATOR's capacity mode, run by the built-in: a diskless spec of half a
+        # node's free memory less a little fits twice per node by memory, but a diskless
+        # instance fails over to any node, and hspace's global N+1 check keeps room for
+        # that: one per node, then FailN1
+        size = FREE_MEMORY // 2 - 200
+        op = {"OP_ID": "OP_TEST_ALLOCATOR", "direction": "out", "mode": "capacity",
+              "name": "spec", "memory": size, "vcpus": 1, "disk_template": "diskless",
+              "disks": [], "nics": [], "iallocator": "ganeti-place"}
+        answer = json.loads(self.run_ok(op))
+        self.assertTrue(answer["success"], answer)
+        self.assertEqual((answer["result"]["count"], answer["result"]["limit"]),
+                         (2, "FailN1"), answer)
+        self.assertEqual(sorted(n for nodes in answer["result"]["allocations"]
+                                for n in nodes), ["node1.test", "node2.test"])
+        # balance: a well-formed answer whose score never rises; nothing is changed
+        serial = self.config.serial_no
+        op = {"OP_ID": "OP_TEST_ALLOCATOR", "direction": "out", "mode": "balance",
+              "name": "any", "count": 0, "iallocator": "ganeti-place"}
+        answer = json.loads(self.run_ok(op))
+        self.assertTrue(answer["success"], answer)
+        result = answer["result"]
+        self.assertLessEqual(result["final_score"], result["initial_score"])
+        self.assertEqual(self.config.serial_no, serial, answer)
 
 
 class RecreateDisksTest(AllocatorCase):
