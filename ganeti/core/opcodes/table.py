@@ -227,6 +227,14 @@ OP_TEST_JQUEUE = OpCode(
         opt("fail", kinds.BOOL, "Fail the opcode at the end", False),
     ))
 
+#: A NIC of OP_TEST_ALLOCATOR: an object, stored without its null values (luxid's
+#: optional fields: gnt-debug's {"mac": m, "ip": None, "bridge": None} is {"mac": m}).
+def _nic_spec_check(value: Any) -> Any:
+    return {k: v for k, v in kinds.OBJECT.check(value).items() if v is not None}
+
+
+_NIC_SPEC = Kind("a NIC object", _nic_spec_check, py="dict[str, Any]")
+
 #: OP_TEST_ALLOCATOR's modes: Ganeti's five, and our capacity and balance requests.
 IALLOCATOR_TEST_MODES = ("allocate", "multi-allocate", "relocate", "node-evacuate",
                          "change-group", "capacity", "balance")
@@ -239,8 +247,8 @@ OP_TEST_ALLOCATOR = OpCode(
         req("mode", kinds.one_of(IALLOCATOR_TEST_MODES, "a mode:"), "The request type"),
         req("name", kinds.NON_EMPTY_STRING,
             "The new instance (allocate), the instance (relocate); ignored otherwise"),
-        opt("nics", kinds.maybe(kinds.list_of(kinds.OBJECT, name="a list of NIC objects")),
-            "NICs of the new instance"),
+        opt("nics", kinds.maybe(kinds.list_of(_NIC_SPEC, name="a list of NIC objects")),
+            "NICs of the new instance (null values dropped, as luxid stores them)"),
         opt("disks", kinds.maybe(kinds.list_of(kinds.ANY, name="a list of disks")),
             "Disks of the new instance ([{\"size\": MiB, \"mode\": \"rw\"}, ...])"),
         opt("hypervisor", kinds.maybe(kinds.one_of(c.HYPER_TYPES, "a hypervisor:")),
@@ -265,10 +273,11 @@ OP_TEST_ALLOCATOR = OpCode(
             "moves (balance, 0: until no gain)", 1),
         opt("group_name", kinds.maybe(kinds.STRING),
             "Node group (allocate, capacity, balance)"),
-        opt("min_gain", kinds.float_kind(0.0),
-            "Smallest score gain of a move (balance; an extension)", 0.0),
+        opt("min_gain", kinds.maybe(kinds.float_kind(0.0)),
+            "Smallest score gain of a move (balance; an extension; null: 0)"),
     ),
-    summary_param="iallocator")
+    # luxid shows the missing allocator as None: TEST_ALLOCATOR(None)
+    summary_param="iallocator", summary_format=str)
 
 OP_TEST_OS_PARAMS = OpCode(
     "OP_TEST_OS_PARAMS", "Test secret OS parameters (gnt-debug test-osparams)",

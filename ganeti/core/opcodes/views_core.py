@@ -380,8 +380,7 @@ class OpTestAllocator(OpView):
     OP_ID: ClassVar[str] = "OP_TEST_ALLOCATOR"
     REQUIRED: ClassVar[frozenset[str]] = frozenset({"direction", "mode", "name"})
     NOT_NULL: ClassVar[frozenset[str]] = frozenset({
-        "count", "direction", "min_gain", "mode", "name", "priority", "reason", "spindle_use",
-        "tags"
+        "count", "direction", "mode", "name", "priority", "reason", "spindle_use", "tags"
     })
     direction: str
     mode: str
@@ -401,7 +400,7 @@ class OpTestAllocator(OpView):
     spindle_use: int = 1
     count: int = 1
     group_name: str | None = None
-    min_gain: float = 0.0
+    min_gain: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -81,6 +81,11 @@ class LUTestAllocator(LogicalUnit):
                                         ECODE_INVAL)
             if self.hypervisor is None:
                 self.hypervisor = (cfg.cluster.enabled_hypervisors or [c.HT_FAKE])[0]
+            if op.mode != "capacity":
+                # as Ganeti's unit and request (which type the opcode's own disks): the
+                # job's opcode shows the hypervisor and each disk's type
+                self.record_op(hypervisor=self.hypervisor, disks=[
+                    {**row, "dev_type": op.disk_template} for row in op.disks or []])
         elif op.mode == "relocate":
             self.instance = ic.find_instance(cfg, op.name)
         elif op.mode in ("change-group", "node-evacuate"):
@@ -151,7 +156,7 @@ _BUILDERS: dict[str, Callable[[LUTestAllocator], Any]] = {
     "change-group": _change_group,
     "capacity": _capacity,
     "balance": lambda lu: Balance(max_moves=lu.op.count, group=lu._group(),
-                                  min_gain=lu.op.min_gain),
+                                  min_gain=lu.op.min_gain or 0.0),
 }
 
 
