@@ -119,12 +119,15 @@ def build_cluster(cfg: ConfigData, live: Mapping[str, LiveNode | None],
     cluster = cfg.cluster
     template = template or (cluster.enabled_disk_templates or [c.DT_DISKLESS])[0]
     be_base, nic_base = fill_be(cluster, {}), fill_nic(cluster, {})
-    instances = {i.name: _instance(cfg, i, be_base, nic_base) for i in cfg.instances.values()}
+    # by name, not in the config's (UUID) order: the same cluster always gives the same
+    # input, so an allocator's ties (broken by input order, as hail's) fall the same way
+    instances = {i.name: _instance(cfg, i, be_base, nic_base)
+                 for i in sorted(cfg.instances.values(), key=lambda i: i.name)}
     by_primary: dict[str, list[Instance]] = {}
     for inst in cfg.instances.values():
         by_primary.setdefault(inst.primary_node, []).append(inst)
     nodes: dict[str, model.Node] = {}
-    for uuid, node in cfg.nodes.items():
+    for uuid, node in sorted(cfg.nodes.items(), key=lambda item: item[1].name):
         group = cfg.nodegroups.get(node.group)
         resources = None
         if node.vm_capable and not node.offline:
