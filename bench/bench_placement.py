@@ -176,11 +176,13 @@ def print_table(rows: list[Row]) -> None:
                 dscore = "n/a (placed differ)"
             else:
                 dscore = f"{r.after - o.after:+.4f}"
-            ratios.append(f"{r.size:>5} {r.request:<19} vs {other:<10} faster {speed}  "
+            word = "slower" if o.status == "ok" and o.wall < r.wall else "faster"
+            ratios.append(f"{r.size:>5} {r.request:<19} vs {other:<10} {word} {speed}  "
                           f"placed {r.placed}/{o.placed if o.status == 'ok' else '-'}  "
                           f"score after ours-theirs {dscore}")
     if ratios:
-        print("\nours / hail (speed-up = their wall / ours; a lower score is better; "
+        print("\nours / hail (speed-up = their wall / ours, below 1x where ours is slower; a "
+              "lower score is better; "
               "scores compared when both placed as many):")
         print("\n".join(ratios))
 
