@@ -255,6 +255,9 @@ class DispatchTest(SynchronousTestCase):
     def test_every_solver_is_in_the_table(self):
         for mode in (requests.MODE_ALLOC, requests.MODE_MULTI_ALLOC, requests.MODE_RELOC):
             self.assertIn(mode, solve.SOLVERS)
+        # every request type has a solver, the lazily imported ones included
+        for mode in requests.REQUEST_TYPES:
+            self.assertIsNotNone(solve.solver_for(mode), mode)
 
     def test_allocation_error_is_an_answer(self):
         with self.assertRaises(AllocationError):

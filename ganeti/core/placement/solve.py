@@ -7,7 +7,7 @@ request the solver cannot satisfy, gets ``success: false`` and hail's wording
 ("Request failed: ...").  Other modules add their request types with
 :func:`register` (node-evacuate, change-group and balance come from
 ``evacuate.py`` and ``balance.py``, capacity from ``capacity.py``); the ones
-whose modules exist are imported at the end of this module.
+modules are imported the first time a request needs them (:data:`LAZY_SOLVERS`).
 
 A solver is ``solver(state, request, options) -> (info, result)`` and raises
 :class:`~ganeti.core.placement.allocate.AllocationError` with the failure text.
@@ -24,7 +24,11 @@ from ganeti.core.placement.allocate import AllocationError, Allocator, Options
 from ganeti.core.placement.requests import (
     MODE_ALLOC,
     MODE_ALLOC_SECONDARY,
+    MODE_BALANCE,
+    MODE_CAPACITY,
+    MODE_CHG_GROUP,
     MODE_MULTI_ALLOC,
+    MODE_NODE_EVAC,
     MODE_RELOC,
     Allocate,
     AllocateSecondary,
@@ -82,7 +86,7 @@ def answer(ialloc: wire.AllocatorInput, options: Options | None = None) -> wire.
     """The answer to one parsed input (default options: hail's defaults)."""
     options = options or Options()
     mode = type(ialloc.request).MODE
-    solver = SOLVERS.get(mode)
+    solver = solver_for(mode)
     if solver is None:
         return failure(f"request type '{mode}' is not supported by this allocator")
     state = ClusterState(ialloc.cluster)
@@ -93,13 +97,20 @@ def answer(ialloc: wire.AllocatorInput, options: Options | None = None) -> wire.
     return wire.Answer(success=True, info=f"Request successful: {info}", result=result)
 
 
-#: Modules that register further request types, when present.
-_EXTENSIONS = ("evacuate", "balance", "capacity")
-for _name in _EXTENSIONS:
-    try:
-        importlib.import_module(f"ganeti.core.placement.{_name}")
-    except ModuleNotFoundError as _err:  # not built on this branch
-        if _err.name != f"ganeti.core.placement.{_name}":
-            raise
+#: Request types whose solvers live in other modules, imported (and so registered)
+#: on first use: a plain allocation does not pay for importing evacuation, balance
+#: and capacity.
+LAZY_SOLVERS: dict[str, str] = {
+    MODE_NODE_EVAC: "evacuate", MODE_CHG_GROUP: "evacuate", MODE_BALANCE: "balance",
+    MODE_CAPACITY: "capacity"}
 
-__all__ = ["SOLVERS", "Options", "Solver", "answer", "failure", "register"]
+
+def solver_for(mode: str) -> Solver | None:
+    """The solver of request type ``mode`` (importing its module first if needed)."""
+    if mode not in SOLVERS and mode in LAZY_SOLVERS:
+        importlib.import_module(f"ganeti.core.placement.{LAZY_SOLVERS[mode]}")
+    return SOLVERS.get(mode)
+
+
+__all__ = ["LAZY_SOLVERS", "SOLVERS", "Options", "Solver", "answer", "failure", "register",
+           "solver_for"]
