@@ -219,6 +219,7 @@ BAD = {
     **{f"{op}.hvparams": [[], "kvm", {1: 2}] for op in (
         "OP_INSTANCE_CREATE", "OP_INSTANCE_STARTUP", "OP_INSTANCE_SET_PARAMS")},
     "OP_INSTANCE_CREATE.group_name": [5, []],
+    "forthcoming": ["yes", 1], "commit": [0, "no"],
     "OP_INSTANCE_RENAME.new_name": ["", 5, None.__class__],
     "disk": [-1, 16, "0", None.__class__], "amount": [-1, "1G", None.__class__],
     "instances": ["inst1", [""]],
@@ -591,3 +592,33 @@ class FuzzTest(SynchronousTestCase):
         else:
             self.assertEqual(opcodes.validate(result), result)
             opcodes.summary(result)
+
+
+class ReservationParamsTest(SynchronousTestCase):
+    """OP_INSTANCE_CREATE's name, disks, NICs and mode are required unless the
+    opcode reserves (``forthcoming``) or commits a reservation (``commit``)."""
+
+    def test_a_reservation_needs_no_other_parameter(self):
+        from ganeti.core.opcodes import luxid
+        create = opcodes.OPCODES["OP_INSTANCE_CREATE"]
+        stored = create.validate({"OP_ID": "OP_INSTANCE_CREATE", "forthcoming": True})
+        self.assertEqual([stored[k] for k in ("instance_name", "disks", "nics", "mode")],
+                         [None] * 4)
+        self.assertIsNone(luxid.refusal([{"OP_ID": "OP_INSTANCE_CREATE",
+                                          "forthcoming": True}]))
+        # a commit names its reservation
+        with self.assertRaises(OpPrereqError) as caught:
+            create.validate({"OP_ID": "OP_INSTANCE_CREATE", "commit": True})
+        self.assertEqual(caught.exception.args, (
+            "Parameter 'OP_INSTANCE_CREATE.instance_name' is required but missing",
+            ECODE_INVAL))
+        create.validate({"OP_ID": "OP_INSTANCE_CREATE", "commit": True, "instance_name": "a"})
+        # neither flag, or a false one: Ganeti's required parameters
+        for flags in ({}, {"forthcoming": False}):
+            with self.assertRaises(OpPrereqError):
+                create.validate({"OP_ID": "OP_INSTANCE_CREATE", "instance_name": "a",
+                                 **flags})
+        self.assertIn("key 'disks' not found", luxid.refusal(
+            [{"OP_ID": "OP_INSTANCE_CREATE", "instance_name": "a", "forthcoming": False}]))
+        self.assertEqual(create.param("disks").describe_default(),
+                         "required unless forthcoming or commit")

@@ -50,6 +50,9 @@ class Param:
     factory: Callable[[], Any] | None = None
     required: bool = False
     reserved: bool = False
+    #: boolean parameters any of which, when true, makes a required one optional
+    #: (OP_INSTANCE_CREATE's name, disks and NICs with ``forthcoming`` or ``commit``)
+    unless: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -58,6 +61,15 @@ class Param:
             raise ValueError(f"parameter {self.name}: doc must be one line")
         if self.required and (self.default is not None or self.factory is not None):
             raise ValueError(f"parameter {self.name}: required with a default")
+
+    @property
+    def strictly_required(self) -> bool:
+        """Required whatever the other parameters say."""
+        return self.required and not self.unless
+
+    def required_in(self, data: Mapping[str, Any]) -> bool:
+        """Whether ``data`` (a wire form) must give this parameter."""
+        return self.required and not any(data.get(name) is True for name in self.unless)
 
     def default_value(self) -> Any:
         """A fresh copy of the default."""
@@ -68,13 +80,13 @@ class Param:
     def describe_default(self) -> str:
         """The default as shown in the reference ("required" if none)."""
         if self.required:
-            return "required"
+            return f"required unless {' or '.join(self.unless)}" if self.unless else "required"
         return kinds.show(self.default_value())
 
 
-def req(name: str, kind: Kind, doc: str) -> Param:
-    """A required parameter."""
-    return Param(name, kind, doc, required=True)
+def req(name: str, kind: Kind, doc: str, unless: tuple[str, ...] = ()) -> Param:
+    """A required parameter (optional when one of the booleans ``unless`` is true)."""
+    return Param(name, kind, doc, required=True, unless=unless)
 
 
 def opt(name: str, kind: Kind, doc: str, default: Any = None) -> Param:
@@ -158,7 +170,7 @@ class OpCode:
                 if value is not None:  # kept as given (luxid echoes hv_state: {})
                     result[param.name] = copy.deepcopy(value)
                 continue
-            if param.required and value is None:
+            if value is None and param.required_in(data):
                 state = "missing" if param.name not in data else "null"
                 raise OpPrereqError(f"Parameter '{self.op_id}.{param.name}' is required "
                                     f"but {state}", ECODE_INVAL)

@@ -110,11 +110,11 @@ def _literal(value: Any) -> str:
 def field_line(param: Param) -> str:
     """One dataclass field for ``param``."""
     py = param.kind.py
-    nullable = param.kind.nullable or (not param.required and param.factory is None
+    nullable = param.kind.nullable or (not param.strictly_required and param.factory is None
                                        and param.default is None)
     if nullable and py != "Any" and not py.endswith("| None"):
         py = f"{py} | None"
-    if param.required:
+    if param.strictly_required:
         return f"    {param.name}: {py}"
     if param.factory is not None:
         return f"    {param.name}: {py} = field(default_factory={param.factory.__name__})"
@@ -127,7 +127,7 @@ def field_line(param: Param) -> str:
 def _not_null(params: Sequence[Param]) -> list[str]:
     """Parameters whose null means "the default" (their type excludes None)."""
     return sorted(p.name for p in params
-                  if not p.kind.nullable and (p.required or p.factory is not None
+                  if not p.kind.nullable and (p.strictly_required or p.factory is not None
                                               or p.default is not None))
 
 
@@ -153,7 +153,7 @@ def _class(name: str, base: str | None, op_id: str, doc: str,
              f"class {name}{f'({base})' if base else ''}:",
              f'    """{op_id}: {doc}."""' if op_id else f'    """{doc}."""', "",
              f"    OP_ID: ClassVar[str] = {json.dumps(op_id)}"]
-    lines += _frozen("REQUIRED", sorted(p.name for p in everything if p.required))
+    lines += _frozen("REQUIRED", sorted(p.name for p in everything if p.strictly_required))
     lines += _frozen("NOT_NULL", _not_null(everything))
     lines += [field_line(p) for p in stored]
     return lines

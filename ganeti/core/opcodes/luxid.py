@@ -41,7 +41,7 @@ def _opcode_problem(op: Any) -> str | None:
     for param in decl.all_params:
         value = op.get(param.name)
         if value is None:
-            if param.required:
+            if param.required_in(op):
                 return (f"key '{param.name}' not found, object contains only "
                         f"{_keys(list(op))}")
             continue

@@ -3,8 +3,8 @@
 Declared as in :mod:`ganeti.core.opcodes.table` (whose shared kinds this
 module may import); :mod:`ganeti.core.opcodes.catalog` joins the parts.
 Parameters, defaults and summaries are Ganeti 3.0's.  What an instance
-opcode cannot do yet (allocators, remote import, forthcoming instances,
-hotplug, disk template conversion, instance communication) is declared
+opcode cannot do yet (remote import, hotplug, disk template conversion,
+instance communication) is declared
 ``reserved``: accepted at its default, refused otherwise with the reason.
 """
 
@@ -143,6 +143,9 @@ _SHUTDOWN_TIMEOUT = opt("shutdown_timeout", SECONDS,
                         "Seconds to wait for the instance to shut down",
                         c.DEFAULT_SHUTDOWN_TIMEOUT)
 _NOT_YET = "Ganeti parameter, not supported yet"
+#: A reservation (forthcoming) or its commit: the create's required parameters may be
+#: left out (the reservation holds them, seed 004)
+_RESERVING = ("forthcoming", "commit")
 
 
 def _instance_op(op_id: str, doc: str, *params: Any, summary: bool = True) -> OpCode:
@@ -155,7 +158,9 @@ def _instance_op(op_id: str, doc: str, *params: Any, summary: bool = True) -> Op
 OP_INSTANCE_CREATE = OpCode(
     "OP_INSTANCE_CREATE", "Create an instance",
     (
-        req("instance_name", kinds.NON_EMPTY_STRING, "Name of the instance"),
+        req("instance_name", kinds.NON_EMPTY_STRING,
+            "Name of the instance (a reservation's UUID names it until it is renamed)",
+            unless=("forthcoming",)),
         opt("force_variant", kinds.BOOL, "Whether to force an unknown OS variant", False),
         opt("wait_for_sync", kinds.BOOL, "Whether to wait for the disks to synchronize", True),
         opt("name_check", kinds.BOOL, "Whether to check the name resolves", True),
@@ -165,7 +170,7 @@ OP_INSTANCE_CREATE = OpCode(
             "Whether to take only free node locks (with an allocator)", False),
         opt("beparams", kinds.OBJECT, "Backend parameters of the instance", {}),
         req("disks", kinds.list_of(DISK_DEF, name="a list of disk definitions"),
-            "Disks of the instance"),
+            "Disks of the instance", unless=_RESERVING),
         opt("disk_template", kinds.maybe(DISK_TEMPLATE),
             "Disk template (default: the cluster's first enabled one)"),
         opt("group_name", kinds.maybe(kinds.STRING), "Node group (with an allocator)"),
@@ -182,9 +187,10 @@ OP_INSTANCE_CREATE = OpCode(
         opt("ip_check", kinds.BOOL, "Whether to check the instance's IP is not in use", True),
         opt("conflicts_check", kinds.BOOL, "Whether to check for conflicting IP addresses",
             True),
-        req("mode", kinds.one_of(CREATE_MODES, "a creation mode:"), "Creation mode"),
+        req("mode", kinds.one_of(CREATE_MODES, "a creation mode:"), "Creation mode",
+            unless=_RESERVING),
         req("nics", kinds.list_of(NIC_DEF, name="a list of NIC definitions"),
-            "Network interfaces of the instance"),
+            "Network interfaces of the instance", unless=_RESERVING),
         opt("no_install", kinds.maybe(kinds.BOOL),
             "Do not install the OS (the instance is not started)"),
         opt("osparams", kinds.OBJECT, "OS parameters of the instance", {}),
@@ -207,8 +213,10 @@ OP_INSTANCE_CREATE = OpCode(
         opt("src_path", kinds.maybe(kinds.STRING), "Source directory of an import"),
         opt("compress", kinds.STRING, "Compression of imports", "none"),
         opt("start", kinds.BOOL, "Whether to start the instance once created", True),
-        reserved("forthcoming", _NOT_YET, False),
-        reserved("commit", _NOT_YET, False),
+        opt("forthcoming", kinds.BOOL,
+            "Only reserve the resources: a forthcoming instance, in the config only", False),
+        opt("commit", kinds.BOOL, "Turn the reserved (forthcoming) instance into a real one",
+            False),
         opt("tags", kinds.list_of(kinds.NON_EMPTY_STRING, name="a list of tags"),
             "Tags of the instance", []),
         reserved("instance_communication", _NOT_YET, False),

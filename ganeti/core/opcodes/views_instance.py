@@ -44,21 +44,21 @@ class OpInstanceCreate(OpView):
     """OP_INSTANCE_CREATE: Create an instance."""
 
     OP_ID: ClassVar[str] = "OP_INSTANCE_CREATE"
-    REQUIRED: ClassVar[frozenset[str]] = frozenset({"disks", "instance_name", "mode", "nics"})
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
     NOT_NULL: ClassVar[frozenset[str]] = frozenset({
-        "beparams", "compress", "conflicts_check", "disks", "force_variant", "hvparams",
-        "identify_defaults", "ignore_ipolicy", "instance_name", "ip_check", "mode", "name_check",
-        "nics", "opportunistic_locking", "osparams", "priority", "reason",
-        "source_shutdown_timeout", "start", "tags", "wait_for_sync"
+        "beparams", "commit", "compress", "conflicts_check", "force_variant", "forthcoming",
+        "hvparams", "identify_defaults", "ignore_ipolicy", "ip_check", "name_check",
+        "opportunistic_locking", "osparams", "priority", "reason", "source_shutdown_timeout",
+        "start", "tags", "wait_for_sync"
     })
-    instance_name: str
+    instance_name: str | None = None
     force_variant: bool = False
     wait_for_sync: bool = True
     name_check: bool = True
     ignore_ipolicy: bool = False
     opportunistic_locking: bool = False
     beparams: dict[str, Any] = field(default_factory=lambda: {})
-    disks: list[dict[str, Any]]
+    disks: list[dict[str, Any]] | None = None
     disk_template: str | None = None
     group_name: str | None = None
     file_driver: str | None = None
@@ -69,8 +69,8 @@ class OpInstanceCreate(OpView):
     identify_defaults: bool = False
     ip_check: bool = True
     conflicts_check: bool = True
-    mode: str
-    nics: list[dict[str, Any]]
+    mode: str | None = None
+    nics: list[dict[str, Any]] | None = None
     no_install: bool | None = None
     osparams: dict[str, Any] = field(default_factory=lambda: {})
     osparams_private: dict[str, Any] | None = None
@@ -86,6 +86,8 @@ class OpInstanceCreate(OpView):
     src_path: str | None = None
     compress: str = "none"
     start: bool = True
+    forthcoming: bool = False
+    commit: bool = False
     tags: list[str] = field(default_factory=lambda: [])
 
 

@@ -136,13 +136,15 @@ async def live_node_data(lu: LogicalUnit, template: str | None
     return live, running
 
 
-async def build_input(lu: LogicalUnit, request: Any) -> AllocatorInput:
-    """The input of ``request`` on the cluster as it is now (live node data included).
+async def build_input(lu: LogicalUnit, request: Any, cfg: ConfigData | None = None
+                      ) -> AllocatorInput:
+    """The input of ``request`` on the cluster as it is now (live node data included),
+    or as ``cfg`` (a view of the config) describes it.
 
     The model is built in the master's I/O pool, off the reactor (a second or more
     at a thousand nodes); the config is copy-on-write, so the snapshot read there
     does not change under it."""
-    cfg = lu.ctx.config.config
+    cfg = cfg if cfg is not None else lu.ctx.config.config
     template = build.request_template(cfg, request)
     live, running = await live_node_data(lu, template)
     ialloc: AllocatorInput = await lu.ctx.run_blocking(build.build_input, cfg, request,

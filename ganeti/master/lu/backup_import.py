@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the unit imports this module
 def check_import_arguments(lu: LUInstanceCreate) -> None:
     """The import arguments alone: the export's name and the path shown in hooks."""
     op = lu.op
-    src_path = op.src_path or op.instance_name
+    src_path = str(op.src_path or op.instance_name)
     if os.path.isabs(src_path):
         if not op.src_node:
             raise OpPrereqError("Importing an instance from a path requires a source node "

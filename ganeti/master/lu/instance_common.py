@@ -391,8 +391,11 @@ def hooks_nodes(cfg: ConfigData, inst: Instance) -> list[str]:
 
 # --- memory and the node ------------------------------------------------------------
 
-async def check_node_free_memory(lu: LogicalUnit, node: Node, reason: str, requested: int) -> None:
-    """Ganeti's CheckNodeFreeMemory: the node must report at least ``requested`` MiB free."""
+async def check_node_free_memory(lu: LogicalUnit, node: Node, reason: str, requested: int,
+                                 exclude: str | None = None) -> None:
+    """Ganeti's CheckNodeFreeMemory: the node must report at least ``requested`` MiB free,
+    less the memory of the reservations on it (forthcoming instances; ``exclude``: the
+    one being made real), which must stay able to start."""
     result = await lu.ctx.rpc().call_one(node, "node_info", [])
     result.raise_if_failed(f"Can't get data from node {node.name}", prereq=True,
                            ecode=ECODE_ENVIRON)
@@ -400,9 +403,20 @@ async def check_node_free_memory(lu: LogicalUnit, node: Node, reason: str, reque
     if not isinstance(free, int):
         raise OpPrereqError(f"Can't compute free memory on node {node.name}, result was "
                             f"'{free}'", ECODE_ENVIRON)
-    if requested > free:
+    reserved = _reserved_memory(lu.ctx.config.config, node.uuid, exclude)
+    if requested > free - reserved:
+        held = f" ({reserved} MiB of it reserved for forthcoming instances)" if reserved else ""
         raise OpPrereqError(f"Not enough memory on node {node.name} for {reason}: needed "
-                            f"{requested} MiB, available {free} MiB", ECODE_NORES)
+                            f"{requested} MiB, available {free} MiB{held}", ECODE_NORES)
+
+
+def _reserved_memory(cfg: ConfigData, node_uuid: str, exclude: str | None) -> int:
+    """The maximum memory of the forthcoming instances whose primary is ``node_uuid``."""
+    total = 0
+    for inst in cfg.instances.values():
+        if inst.forthcoming and inst.primary_node == node_uuid and inst.uuid != exclude:
+            total += int(params_fill.fill_instance_be(cfg.cluster, inst)[c.BE_MAXMEM])
+    return total
 
 
 def instance_arg(inst: Instance, hvp: Mapping[str, Any] | None = None,

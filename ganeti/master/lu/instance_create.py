@@ -12,7 +12,6 @@ In import mode :mod:`ganeti.master.lu.backup_import` reads the export first
 from __future__ import annotations
 
 import copy
-import uuid as uuidmod
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +44,7 @@ from ganeti.master.lu import (
     osoutput,
 )
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_forthcoming as forth
 from ganeti.master.lu import (
     instance_placement as placement,
 )
@@ -119,6 +119,13 @@ class LUInstanceCreate(LogicalUnit):
     HTYPE = hookdefs.HTYPE_INSTANCE
     #: The address the name resolved to (the name check), for the NICs and IP check.
     resolved_ip: str | None = None
+    # -- reservations (:mod:`.instance_forthcoming` sets them) ---------------------
+    forthcoming = False  #: only reserve: a forthcoming instance, in the config
+    commit = False  #: make the reservation real
+    reservation: Instance | None = None  #: the reservation being committed
+    reserved_disks: tuple[Disk, ...] = ()
+    keep_nics = False  #: the commit keeps the reservation's NICs
+    new_uuid = ""  #: the instance's UUID (the reservation's when committing)
 
     # -- the import mode's state (ganeti.master.lu.backup_import fills it) ------
     #: the export's name and its path as the hooks show it
@@ -135,8 +142,8 @@ class LUInstanceCreate(LogicalUnit):
     # -- arguments -------------------------------------------------------------
 
     def check_arguments(self) -> None:
-        op = self.op
-        self.name = op.instance_name.lower()
+        op = self.op = forth.prepare(self)
+        self.name = str(op.instance_name).lower()
         if not kinds.is_hostname(self.name):
             raise OpPrereqError(f"Invalid instance name '{op.instance_name}'", ECODE_INVAL)
         self.start = op.start
@@ -153,8 +160,11 @@ class LUInstanceCreate(LogicalUnit):
         if op.mode == "import":
             backup_import.check_import_arguments(self)
         osimage.check_os_image(op.osparams)
-        if op.mode == "create" and op.os_type is None:
+        if op.mode == "create" and op.os_type is None and not self.forthcoming:
             raise OpPrereqError("No guest OS or OS image specified", ECODE_INVAL)
+        if op.disks is None or op.nics is None:  # (given: validation checked it)
+            raise OpPrereqError("Parameter 'OP_INSTANCE_CREATE.disks' is required but "
+                                "missing", ECODE_INVAL)
         if len(op.disks) > MAX_DISKS:
             raise OpPrereqError(f"Instance has too many disks ({len(op.disks)}), cannot "
                                 f"have more than {MAX_DISKS}", ECODE_INVAL)
@@ -172,7 +182,7 @@ class LUInstanceCreate(LogicalUnit):
 
     def expand_names(self) -> None:
         cfg = self.ctx.config.config
-        if cfg.instance_by_name(self.name) is not None:
+        if cfg.instance_by_name(self.name) is not None and not self.commit:
             raise OpPrereqError(f"Instance '{self.name}' is already in the cluster",
                                 ECODE_EXISTS)
         self.template = self.op.disk_template or (cfg.cluster.enabled_disk_templates or
@@ -193,7 +203,8 @@ class LUInstanceCreate(LogicalUnit):
         # what must be unique (names, MACs, IPs, LV names) is reserved per job.
         lvm = self.template in (c.DT_PLAIN, c.DT_DRBD8)
         self.share_locks[LEVEL_NODE] = not lvm
-        self.share_locks[LEVEL_NODE_RES] = not lvm and not self.start
+        # a reservation accounts all it holds: one at a time per node
+        self.share_locks[LEVEL_NODE_RES] = not lvm and not self.start and not self.forthcoming
 
     def _expand_nodes(self, cfg: ConfigData) -> None:
         """The user's nodes: resolved, and their locks."""
@@ -207,7 +218,10 @@ class LUInstanceCreate(LogicalUnit):
             self.ctx.feedback("message", "Secondary node will be ignored on non-mirrored "
                                          "disk template")
         nodes = sorted({self.pnode.uuid} | ({self.snode.uuid} if self.snode else set()))
-        self.add_locks[LEVEL_INSTANCE] = [self.name]
+        if self.commit:  # the reservation's lock: it exists
+            self.needed_locks[LEVEL_INSTANCE] = [self.name]
+        else:
+            self.add_locks[LEVEL_INSTANCE] = [self.name]
         self.needed_locks[LEVEL_NODE] = nodes
         self.needed_locks[LEVEL_NODE_RES] = list(nodes)
 
@@ -236,8 +250,13 @@ class LUInstanceCreate(LogicalUnit):
 
     async def before_prereq(self) -> None:
         """With an allocator: the checks that need no node, then the allocator's run
-        on the locked nodes, which chooses them (Ganeti's _RunAllocator)."""
+        on the locked nodes, which chooses them (Ganeti's _RunAllocator).  A
+        reservation on the user's nodes: the built-in allocator's rules on them."""
         if not self.allocators:
+            if self.forthcoming:
+                self._check_params()
+                self._check_nodes()
+                await forth.check_fits(self)
             return
         if self.op.mode == "import":  # the export fills the opcode first (as Ganeti)
             await backup_import.read_export(self)
@@ -246,6 +265,7 @@ class LUInstanceCreate(LogicalUnit):
 
     def check_prereq(self) -> None:
         self.instance: Instance | None = None
+        forth.check_still_reserved(self)
         if self.op.mode == "import" and not backup_import.export_read(self):
             return  # checked in exec, once the export has filled the opcode
         self._check_params()
@@ -265,12 +285,16 @@ class LUInstanceCreate(LogicalUnit):
             raise OpPrereqError(f"Disk template '{self.template}' cannot be created yet "
                                 "(the mirrored and external templates come later)",
                                 ECODE_INVAL)
-        if self.template == c.DT_DISKLESS and op.disks:
+        disks = list(op.disks or [])
+        if self.template == c.DT_DISKLESS and disks:
             raise OpPrereqError("Diskless instances cannot have disks", ECODE_INVAL)
-        if self.template != c.DT_DISKLESS and not op.disks:
+        if self.template != c.DT_DISKLESS and not disks and not self.forthcoming:
             raise OpPrereqError(f"Disk template '{self.template}' needs at least one disk",
                                 ECODE_INVAL)
-        self.disk_specs, self.adopt = check_disk_specs(self.template, list(op.disks))
+        self.disk_specs, self.adopt = check_disk_specs(self.template, disks)
+        if self.adopt and self.forthcoming:
+            raise OpPrereqError("Disks of a forthcoming instance cannot be adopted",
+                                ECODE_INVAL)
         self.hypervisor = op.hypervisor or (cluster.enabled_hypervisors or [c.HT_FAKE])[0]
         if self.hypervisor not in cluster.enabled_hypervisors:
             raise OpPrereqError(f"Selected hypervisor ({self.hypervisor}) not enabled in the "
@@ -288,7 +312,9 @@ class LUInstanceCreate(LogicalUnit):
         if op.identify_defaults:
             self._identify_defaults(cfg)
         # NICs (MACs and pool addresses are reserved for the job in exec)
-        self.nics = ic.build_nics(self, cfg, list(op.nics), op.name_check, ic.VALUE_AUTO)
+        self.nics = ic.build_nics(self, cfg, list(op.nics or []), op.name_check, ic.VALUE_AUTO)
+        if self.keep_nics and self.reservation is not None:
+            self.nics = [n.clone() for n in self.reservation.nics]
 
     def _check_nodes(self) -> None:
         """The nodes (given or chosen), and the policy of the primary's group."""
@@ -329,7 +355,7 @@ class LUInstanceCreate(LogicalUnit):
         if not self.op.name_check:
             return
         fqdn, self.resolved_ip = await hostnames.check_hostname_sane(self, self.name)
-        if fqdn != self.name:
+        if fqdn != self.name and not self.commit:  # a reservation keeps its name
             self.name = fqdn
             self.record_op(instance_name=fqdn)
             self.expand_names()  # the resolved name must be new too; its lock is taken
@@ -354,19 +380,24 @@ class LUInstanceCreate(LogicalUnit):
         cfg = self.ctx.config.config
         op = self.op
         now = self.ctx.clock.seconds()
-        uuid = str(uuidmod.uuid4())
+        uuid = self.new_uuid
         if op.name_check:
             await self._check_address()
-        await ic.validate_hvparams_on_nodes(  # Ganeti's CheckHVParams
-            self, [self.pnode.uuid] + ([self.snode.uuid] if self.snode else []),
-            self.hypervisor, self.hv_full)
+        if not self.forthcoming:  # a reservation asks no node
+            await ic.validate_hvparams_on_nodes(  # Ganeti's CheckHVParams
+                self, [self.pnode.uuid] + ([self.snode.uuid] if self.snode else []),
+                self.hypervisor, self.hv_full)
         if self.start:  # Ganeti's CheckNodeFreeMemory, under the node-resource lock
             await ic.check_node_free_memory(self, self.pnode,
                                             f"creating instance {self.name}",
-                                            int(self.be_full.get(c.BE_MINMEM) or 0))
-        ic.assign_nic_resources(self, cfg, self.nics, op.conflicts_check)
+                                            int(self.be_full.get(c.BE_MINMEM) or 0),
+                                            exclude=uuid)
+        if not self.keep_nics:
+            ic.assign_nic_resources(self, cfg, self.nics, op.conflicts_check)
         disks: list[Disk] = []
-        if self.template != c.DT_DISKLESS:
+        if self.reservation is not None and self.reserved_disks:
+            disks = [d.clone() for d in self.reserved_disks]
+        elif self.template != c.DT_DISKLESS:
             file_dir = op.file_storage_dir
             driver = op.file_driver or (c.FD_LOOP if self.template in DTS_FILEBASED else None)
             disks = storage.generate_disks(self, cfg, self.template, uuid, self.pnode.uuid,
@@ -382,11 +413,19 @@ class LUInstanceCreate(LogicalUnit):
             disks=[d.uuid for d in disks], disk_template=self.template,
             disks_active=bool(disks) and self.start, tags=list(op.tags), ctime=now,
             mtime=now, serial_no=1)
+        forth.mark(inst, disks, self.forthcoming)
         self.instance = inst
         if op.dry_run:  # the chosen nodes, by name (Ganeti returns their UUIDs)
             self.ctx.feedback("message", " - INFO: dry-run mode requested, not actually "
                                          "executing the operation")
             return [n.name for n in (self.pnode, self.snode) if n is not None]
+        if self.forthcoming:
+            self.ctx.feedback("message", "Instance is forthcoming, not creating disks")
+            self.ctx.feedback("message", f"adding instance {self.name} to cluster config")
+            await self.update_config(self._add(inst, disks))
+            self.ctx.feedback("message", "Instance is forthcoming; not creating the actual "
+                                         "instance")
+            return forth.result(self.ctx.config.config, inst)
         if disks:
             self.ctx.feedback("message", "* creating instance disks...")
             await storage.create_disks(self, self._with_disks(cfg, inst, disks), inst, disks)
@@ -434,6 +473,8 @@ class LUInstanceCreate(LogicalUnit):
         return view
 
     def _add(self, inst: Instance, disks: list[Disk]) -> Any:
+        if self.reservation is not None:
+            return forth.replace_change(self, inst, disks)
         name = self.name
 
         def change(cfg: ConfigData) -> None:
@@ -483,6 +524,10 @@ class LUInstanceCreate(LogicalUnit):
         self.ctx.feedback("message", f"Removing instance {inst.name} after the failure")
         if disks:
             await self._cleanup_disks(inst, disks)
+        if self.reservation is not None:  # a failed commit: the reservation again
+            self.ctx.feedback("message", f"Restoring the reservation of {inst.name}")
+            await self.update_config(forth.restore_change(self))
+            return
 
         def change(cfg: ConfigData) -> None:
             gone = cfg.instances.pop(inst.uuid, None)

@@ -41,6 +41,7 @@ from ganeti.master.locking.manager import LEVEL_INSTANCE, LEVEL_NODE, LEVEL_NODE
 from ganeti.master.lu import hostnames, instance_storage, osimage, osoutput
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu.base import LOCKS_REPLACE, LogicalUnit
+from ganeti.master.lu.instance_forthcoming import NOT_SUPPORTED
 from ganeti.master.lu.os_lu import check_os_params
 
 ONLINE = (c.ADMINST_UP, c.ADMINST_DOWN)
@@ -77,11 +78,16 @@ class InstanceLU(LogicalUnit):
     HTYPE = hookdefs.HTYPE_INSTANCE
     NODE_LEVELS: tuple[int, ...] = ()
     PRIMARY_ONLY = False
+    #: whether the unit works on a reservation (a forthcoming instance): Ganeti's
+    #: ``allow_forthcoming``; the others refuse one with Ganeti's error
+    ALLOW_FORTHCOMING = False
     op: Any
 
     def expand_names(self) -> None:
         cfg = self.ctx.config.config
         inst = ic.find_instance(cfg, self.op.instance_name, self.op.instance_uuid)
+        if not self.ALLOW_FORTHCOMING and inst.forthcoming:
+            raise OpPrereqError(NOT_SUPPORTED)
         self.name = inst.name
         # Ganeti's _ExpandAndLockInstance sets both in the unit's opcode (the job's echo)
         self.record_op(instance_uuid=inst.uuid, instance_name=inst.name)
@@ -308,10 +314,12 @@ class LUInstanceReboot(InstanceLU):
         return None
 
 
-async def remove_instance(lu: InstanceLU, inst: Instance, ignore_failures: bool) -> None:
-    """Ganeti's RemoveInstance: the disks, then the config entry, then the lock."""
+async def remove_instance(lu: InstanceLU, inst: Instance, ignore_failures: bool,
+                          forthcoming: bool = False) -> None:
+    """Ganeti's RemoveInstance: the disks, then the config entry, then the lock
+    (a forthcoming instance's disks exist only in the config)."""
     cfg = lu.ctx.config.config
-    if inst.disks:
+    if inst.disks and not forthcoming:
         ok = await instance_storage.remove_disks(lu, cfg, inst, ignore_failures=ignore_failures)
         if not ok:
             if not ignore_failures:
@@ -338,6 +346,7 @@ class LUInstanceRemove(InstanceLU):
     op: OpInstanceRemove
     HPATH = "instance-remove"
     NODE_LEVELS = (LEVEL_NODE, LEVEL_NODE_RES)
+    ALLOW_FORTHCOMING = True
 
     def build_hooks_env(self) -> dict[str, Any]:
         env = super().build_hooks_env()
@@ -354,6 +363,11 @@ class LUInstanceRemove(InstanceLU):
         inst = self.instance
         cfg = self.ctx.config.config
         node = cfg.nodes[inst.primary_node]
+        if inst.forthcoming:  # nothing exists on a node: the config entry goes
+            self.ctx.feedback("message", f"Instance {inst.name} on node {node.name} is "
+                                         "forthcoming; not shutting down")
+            await remove_instance(self, inst, self.op.ignore_failures, forthcoming=True)
+            return None
         self.ctx.feedback("message", f"Shutting down instance {inst.name} on node "
                                      f"{node.name}")
         result = await self.ctx.rpc().call_one(node, "instance_shutdown",
@@ -378,6 +392,7 @@ class LUInstanceRename(InstanceLU):
     OP_ID = "OP_INSTANCE_RENAME"
     op: OpInstanceRename
     HPATH = "instance-rename"
+    ALLOW_FORTHCOMING = True
 
     def check_arguments(self) -> None:
         if self.op.ip_check and not self.op.name_check:
@@ -394,7 +409,8 @@ class LUInstanceRename(InstanceLU):
     def check_prereq(self) -> None:
         cfg = self.ctx.config.config
         inst = self.instance
-        ic.check_node_online(cfg.nodes[inst.primary_node])
+        if not inst.forthcoming:
+            ic.check_node_online(cfg.nodes[inst.primary_node])
         check_admin_state(inst, NOT_RUNNING, "cannot rename")
         if self.new_name != inst.name and cfg.instance_by_name(self.new_name) is not None:
             raise OpPrereqError(f"Instance '{self.new_name}' is already in the cluster",
@@ -402,7 +418,8 @@ class LUInstanceRename(InstanceLU):
 
     async def exec(self) -> Any:
         inst = self.instance
-        await check_not_running(self, inst, "cannot rename")
+        if not inst.forthcoming:
+            await check_not_running(self, inst, "cannot rename")
         if self.op.name_check:  # Ganeti's CheckHostnameSane: the new name is the FQDN
             self.new_name, ip = await hostnames.check_hostname_sane(self, self.new_name)
             if self.op.ip_check:
@@ -415,6 +432,8 @@ class LUInstanceRename(InstanceLU):
         if new != old:  # to the same name nothing changes; the OS script still runs
             await self._rename_in_config(old, new, uuid)
         inst = self.instance
+        if inst.forthcoming:  # named now, still only in the config
+            return new
         if inst.os:
             await self.start_disks()
             try:
@@ -455,7 +474,8 @@ class LUInstanceRename(InstanceLU):
         cfg = self.ctx.config.config
         if any(cfg.disks[d].dev_type in (c.DT_FILE, c.DT_SHARED_FILE)
                for d in inst.disks if d in cfg.disks):
-            await instance_storage.rename_instance_disks(self, cfg, inst, old, new)
+            await instance_storage.rename_instance_disks(self, cfg, inst, old, new,
+                                                         on_node=not inst.forthcoming)
 
 
 class LUInstanceReinstall(InstanceLU):

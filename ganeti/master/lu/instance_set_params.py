@@ -31,6 +31,7 @@ from ganeti.core.params_merge import get_updated_params
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_forthcoming as forth
 from ganeti.master.lu import instance_policy, instance_storage
 from ganeti.master.lu.instance_create import check_disk_specs
 from ganeti.master.lu.instance_ops import (
@@ -111,6 +112,8 @@ class LUInstanceSetParams(InstanceLU):
     op: OpInstanceSetParams
     HPATH = "instance-modify"
     NODE_LEVELS = (LEVEL_NODE, LEVEL_NODE_RES)
+    #: a reservation's parameters, NICs and disks change in the config only
+    ALLOW_FORTHCOMING = True
 
     def check_arguments(self) -> None:
         op = self.op
@@ -165,6 +168,8 @@ class LUInstanceSetParams(InstanceLU):
         cluster = cfg.cluster
         op = self.op
         inst = self.instance
+        if inst.forthcoming:
+            forth.refuse_changes(op)
         self.new = copy.deepcopy(inst)
         self.result: list[list[Any]] = []
         pnode = cfg.nodes[inst.primary_node]
@@ -492,12 +497,13 @@ class LUInstanceSetParams(InstanceLU):
         cfg = self.ctx.config.config
         op = self.op
         inst = self.instance
-        if self.not_running_msg is not None:
+        reserved = bool(inst.forthcoming)  # nothing on a node to ask or change
+        if self.not_running_msg is not None and not reserved:
             await check_not_running(self, inst, self.not_running_msg)
         await self._check_pnode_change()
         if op.disk_template:
             await self._check_template_resources()
-        if self.hv_validate is not None:  # Ganeti's CheckHVParams
+        if self.hv_validate is not None and not reserved:  # Ganeti's CheckHVParams
             await ic.validate_hvparams_on_nodes(self, sorted(nodesmod.instance_nodes(cfg, inst)),
                                                 inst.hypervisor, self.hv_validate)
         if op.runtime_mem is not None:
@@ -528,7 +534,12 @@ class LUInstanceSetParams(InstanceLU):
             view = copy.copy(cfg)
             view.__dict__.pop("_cache_names", None)
             view.disks = {**cfg.disks, **{d.uuid: d for d in created}}
-            await instance_storage.create_disks(self, view, inst, created)
+            if reserved:
+                forth.mark_disks(created)
+            else:
+                await instance_storage.create_disks(self, view, inst, created)
+        if reserved:  # what it holds may grow only where it still fits
+            await forth.check_resized(self, self.new, disks)
         converted: list[Disk] = []
         if op.disk_template:
             old_disks, converted = await self._convert_disks()
@@ -574,7 +585,7 @@ class LUInstanceSetParams(InstanceLU):
             self.result.append(["disk_template", op.disk_template])
             self._log(f"Removing old block devices of type "
                       f"'{inst.disk_template or c.DT_DISKLESS}'...")
-        if self.removed_disks:
+        if self.removed_disks and not reserved:
             await instance_storage.remove_disks(self, before, inst, self.removed_disks,
                                           ignore_failures=True)
         return self.result

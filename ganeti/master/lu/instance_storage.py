@@ -533,10 +533,11 @@ def renamed_file_disk_ids(disks: Sequence[Disk], new_name: str) -> dict[str, lis
 
 
 async def rename_instance_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
-                                old_name: str, new_name: str) -> None:
+                                old_name: str, new_name: str, on_node: bool = True) -> None:
     """After an instance rename: move its file storage directory on the primary and
     point its file disks at the new place in the config (if not done yet).  Nothing
-    for other templates.  ``OpExecError`` if the node cannot rename the directory."""
+    for other templates.  ``OpExecError`` if the node cannot rename the directory.
+    Without ``on_node`` (a forthcoming instance: nothing exists there) the config only."""
     disks = [d for d in instance_disks(cfg, instance)
              if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id]
     if not disks:
@@ -550,6 +551,8 @@ async def rename_instance_disks(lu: LogicalUnit, cfg: ConfigData, instance: Inst
                 if uuid in config.disks:
                     config.disks[uuid].logical_id = list(lid)
         await lu.update_config(change)
+    if not on_node:
+        return
     primary = _node(cfg, instance.primary_node)
     result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_rename", [old_dir, new_dir])
     result.raise_if_failed(f"Could not rename on node {primary.name} directory '{old_dir}' "
