@@ -138,6 +138,30 @@ class WriteTest(InstancesCase):
         self.assertEqual(op["hvparams"], {"usb_devices": "a,b"})
         self.assertIn("gnt:library:rlib2:instances", [r[0] for r in op["reason"]])
 
+    def test_reservations(self):
+        """Seed 004: a reservation needs no name; /create commits one by name."""
+        op = self.opcode("POST", "/2/instances", "", {
+            "__version__": 1, "forthcoming": True, "disk_template": "diskless",
+            "beparams": {"maxmem": 256}, "iallocator": "no-such-allocator"})
+        self.assertEqual((op["OP_ID"], op["forthcoming"], op["instance_name"], op["disks"]),
+                         ("OP_INSTANCE_CREATE", True, None, None))
+        op = self.opcode("POST", "/2/instances/web2.test/create", "dry-run=1",  # not reserved:
+                         {"os": "busybox", "start": True})
+        self.assertEqual((op["OP_ID"], op["commit"], op["instance_name"], op["os_type"],
+                          op["start"], op["dry_run"]),
+                         ("OP_INSTANCE_CREATE", True, "web2.test", "busybox", True, True))
+        op = self.opcode("POST", "/2/instances/web2.test/create")  # no body at all
+        self.assertEqual((op["commit"], op["instance_name"]), (True, "web2.test"))
+        # a reservation without a name is reached by its UUID: the master resolves it
+        # (the job's opcode then records the name it found, as Ganeti's units do)
+        uuid = self.master.config.instance_by_name("web2.test").uuid
+        op = self.opcode("PUT", f"/2/instances/{uuid}/modify", "", {"beparams": {"vcpus": 2}})
+        self.assertEqual((op["OP_ID"], op["instance_name"], op["instance_uuid"]),
+                         ("OP_INSTANCE_SET_PARAMS", "web2.test", uuid))
+        op = self.opcode("PUT", f"/2/instances/{uuid}/rename", "", {"new_name": "w.test"})
+        self.assertEqual((op["instance_name"], op["instance_uuid"], op["new_name"]),
+                         ("web2.test", uuid, "w.test"))
+
     def test_create_needs_version_1(self):
         body = {"mode": "create", "name": "new1.test", "disk_template": "diskless",
                 "disks": [], "nics": []}

@@ -1,5 +1,9 @@
 """The instance resources: ``/2/instances`` and ``/2/instances/{instance_name}[/...]``.
 
+Wherever a path names an instance, its UUID names it as well (the master resolves
+either), so ``/2/instances/{uuid}/modify`` and ``/rename`` reach a reservation
+that has no name yet (seed 004); ``POST /2/instances/{name}/create`` commits one.
+
 Reads are QueryInstances calls with Ganeti's field list (``I_FIELDS``, plus
 ``beparams["memory"]``, the old name of ``maxmem``); every write builds its
 opcode from the URL, the query string and the body as Ganeti's ``rlib2``
@@ -303,6 +307,14 @@ ROUTES = [
                              disk=PathIndex("path", "disk_index")),
         "Grow a disk of an instance (OP_INSTANCE_GROW_DISK; the body gives 'amount')")},
           "Instance disk growth"),
+    Route("/2/instances/{instance_name}/create", {"POST": opcode_method(
+        "POST", OpcodeBody("OP_INSTANCE_CREATE", "instances_name_create",
+                           {**INSTANCE_NAME, "commit": const(True), "dry_run": flag(DRY_RUN)},
+                           rename={"os": "os_type"}),
+        "Make a reserved (forthcoming) instance real on its reserved nodes "
+        "(OP_INSTANCE_CREATE with 'commit'; the reservation supplies what the body "
+        "leaves out)", (DRY_RUN,))},
+          "Instance reservation commit"),
     Route("/2/instances/{instance_name}/rename", {"PUT": opcode_method(
         "PUT", _instance_op("OP_INSTANCE_RENAME", "instances_name_rename"),
         "Rename an instance (OP_INSTANCE_RENAME; the body gives 'new_name')")},
