@@ -23,9 +23,10 @@ from ganeti.master.lu.base import LogicalUnit, ResultWithJobs
 
 
 def _checkable(cfg: ConfigData) -> list[str]:
-    """UUIDs of the instances not on external storage (Ganeti skips only those)."""
+    """UUIDs of the instances not on external storage (Ganeti skips only those) and
+    not forthcoming (a reservation's disks exist only in the config)."""
     return sorted(inst.uuid for inst in cfg.instances.values()
-                  if inst.disk_template != constants.DT_EXT)
+                  if inst.disk_template != constants.DT_EXT and not inst.forthcoming)
 
 
 class LUClusterVerifyDisks(LogicalUnit):

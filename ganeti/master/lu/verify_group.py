@@ -526,7 +526,7 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
             self.error_if(inst.admin_state == constants.ADMINST_UP
                           and inst.name not in running[pnode.uuid], cv.EINSTANCEDOWN,
                           inst.name, f"instance not running on its primary node {pnode.name}")
-            if inst.disks:
+            if inst.disks and not inst.forthcoming:  # a reservation's exist nowhere yet
                 for problem in await instance_storage.check_disks_exist(self, cfg, inst):
                     self.error_if(True, cv.EINSTANCEMISSINGDISK, inst.name, problem)
 
