@@ -5,12 +5,14 @@ and committed, and a refused or failed commit keeps it."""
 
 from __future__ import annotations
 
+import json
+
 from ganeti.cli import place
 from ganeti.core import constants as c
 from ganeti.core.errors import RequestError
 from ganeti.core.placement import solve, wire
 from ganeti.master.lu.instance_forthcoming import NOT_SUPPORTED
-from tests.master.test_lu_allocate import AllocatorCase, alloc_op
+from tests.master.test_lu_allocate import FREE_MEMORY, AllocatorCase, alloc_op
 from tests.master.test_lu_instance import create_op
 
 
@@ -163,6 +165,33 @@ class ReserveTest(ForthcomingCase):
                               "reserved for forthcoming instances)")
         self.run_ok({"OP_ID": "OP_INSTANCE_REMOVE", "instance_name": "r.test"})
         self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "real.test"})
+
+
+class CapacityTest(ForthcomingCase):
+    def capacity(self):
+        """How many 1000 MiB diskless instances still fit (our hspace-style request)."""
+        out = self.run_ok({"OP_ID": "OP_TEST_ALLOCATOR", "direction": "out",
+                           "mode": "capacity", "iallocator": "ganeti-place",
+                           "name": "spec.test", "memory": 1000, "vcpus": 1,
+                           "disk_template": "diskless", "disks": [], "nics": [{}],
+                           "os": "busybox"})
+        self._info = json.loads(out)["info"]
+        return json.loads(out)["result"]["count"]
+
+    def test_capacity_counts_reservations_as_real(self):
+        # memory decides (not the vCPU ratio): 7 x 1000 MiB fit in 8000 MiB free, and
+        # N+1 redundancy (either node holding everything) keeps it at 7 in all
+        self.run_ok({"OP_ID": "OP_CLUSTER_SET_PARAMS", "ipolicy": {"vcpu-ratio": 64.0}})
+        self.assertEqual(FREE_MEMORY, 8000)
+        self.assertEqual(self.capacity(), 7)
+        # a reservation of 6000 MiB on each node leaves room for one more on each
+        self.run_ok(reserve_op("r1.test", pnode="node1.test", memory=6000))
+        self.run_ok(reserve_op("r2.test", pnode="node2.test", memory=6000))
+        self.assertEqual(self.capacity(), 2)
+        self.assertIn("the next fails: FailMem", self._info)
+        # the allocator's input lists them
+        data = self.allocators.inputs("ganeti-place")[-1]
+        self.assertEqual(data["instances"]["r1.test"]["memory"], 6000)
 
 
 class ModifyTest(ForthcomingCase):
