@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ganeti.cli import gnt_instance_batch as batch
+from ganeti.cli import gnt_instance_forthcoming as reservation
 from ganeti.cli import gnt_instance_info as info
 from ganeti.cli import gnt_instance_multi as multi
 from ganeti.cli import gnt_instance_opts as iopts
@@ -136,8 +137,9 @@ def _add_force(p: argparse.ArgumentParser, text: str = "force the operation") ->
 
 # --- add ---------------------------------------------------------------------------
 
-def setup_add(p: argparse.ArgumentParser) -> None:
-    """The options of ``add`` (``gnt-backup import`` takes them too)."""
+def setup_add(p: argparse.ArgumentParser, name_optional: bool = False) -> None:
+    """The options of ``add`` (``gnt-backup import`` takes them too;
+    ``name_optional``: ``add``'s name, which ``--forthcoming`` may leave out)."""
     p.add_argument("-t", "--disk-template", choices=sorted(c.DISK_TEMPLATES),
                    metavar="TEMPLATE",
                    help=f"disk template ({', '.join(sorted(c.DISK_TEMPLATES))}; default: "
@@ -181,7 +183,16 @@ def setup_add(p: argparse.ArgumentParser) -> None:
     _add_flags(p, "--ignore-ipolicy")
     p.add_argument("--tags", metavar="TAG,...", help="comma-separated tags of the instance")
     jobs.add_job_options(p, dry_run=True)
-    p.add_argument("instance_name", metavar="INSTANCE", help="name of the new instance")
+    if name_optional:
+        p.add_argument("instance_name", metavar="INSTANCE", nargs="?",
+                       help="name of the new instance (optional with --forthcoming)")
+    else:
+        p.add_argument("instance_name", metavar="INSTANCE", help="name of the new instance")
+
+
+def _setup_add_command(p: argparse.ArgumentParser) -> None:
+    setup_add(p, name_optional=True)
+    reservation.add_options(p)  # after the job options, where Ganeti lists them
 
 
 def add_opcode(opts: argparse.Namespace) -> dict[str, Any]:
@@ -198,7 +209,8 @@ def add_opcode(opts: argparse.Namespace) -> dict[str, Any]:
         nics = []
     else:
         nics = [{}]  # one NIC with the cluster's defaults
-    disks = iopts.parse_create_disks(opts.disks, opts.sd_size, opts.disk_template)
+    disks = ([] if reservation.reserving(opts) and not reservation.disks_given(opts)
+             else iopts.parse_create_disks(opts.disks, opts.sd_size, opts.disk_template))
     _keyvals(opts, "beparams", "osparams", "osparams_private", "osparams_secret")
     op: dict[str, Any] = {
         "OP_ID": "OP_INSTANCE_CREATE", "instance_name": opts.instance_name,
@@ -220,16 +232,20 @@ def add_opcode(opts: argparse.Namespace) -> dict[str, Any]:
                 "os_type": opts.os, "hypervisor": hypervisor,
                 "file_storage_dir": opts.file_storage_dir, "file_driver": opts.file_driver}
     op.update({key: value for key, value in optional.items() if value is not None})
-    return op
+    return reservation.complete_opcode(op, opts)
 
 
 def cmd_add(ctx: Context, opts: argparse.Namespace) -> int:
     """Create an instance (OP_INSTANCE_CREATE) and wait for the job; with --dry-run,
-    print the nodes it would be created on."""
+    print the nodes it would be created on; with --forthcoming, the reservation's
+    UUID and nodes."""
+    reservation.check(opts)
     result = jobs.submit_or_send(ctx, opts, add_opcode(opts))
     if getattr(opts, "dry_run", False) and isinstance(result, list):
         ctx.out(f"Dry run: instance {opts.instance_name} would be created on "
                 f"{', '.join(map(str, result))}")
+    elif result is not jobs.SUBMITTED:
+        reservation.report(ctx, opts, result)
     return c.EXIT_SUCCESS
 
 
@@ -608,12 +624,15 @@ _SELECTION_HELP = (" The arguments are instance names unless a selection option 
                    "--force-multiple. One job per instance.")
 
 COMMANDS = [
-    Command("add", cmd_add, "Create and add a new instance to the cluster", setup_add,
+    Command("add", cmd_add, "Create and add a new instance to the cluster",
+            _setup_add_command,
             "Create an instance (OP_INSTANCE_CREATE): gnt-instance add -t TEMPLATE "
             "{-n PNODE[:SNODE] | -I ALLOCATOR} -o OS [--disk N:size=SIZE | -s SIZE] ... "
             "INSTANCE. Without -n and -I the cluster's default allocator (or the built-in "
             "ganeti-place) chooses the nodes; -I . is the default. Without --net the "
-            "instance gets one NIC with the cluster's parameters."),
+            "instance gets one NIC with the cluster's parameters. --forthcoming only "
+            "reserves the resources (INSTANCE optional: the UUID names a reservation "
+            "until it is renamed); --commit INSTANCE makes a reservation real."),
     Command("batch-create", batch.cmd_batch_create,
             "Create a bunch of instances based on specs in the file", batch.setup,
             "Create instances from a JSON file (a list of OP_INSTANCE_CREATE parameter "
