@@ -11,10 +11,11 @@ import { FeedClient, feedUrl } from "./feed.js";
 import { renderFilters, renderFiltersUnavailable } from "./filters.js";
 import { longTime, messageText, shortTime, shortenUuids, tsToDate, waitKind } from "./format.js";
 import {
-  instancesJobChanged, instancesResync, loadInstances, scheduleInstancesReload, startInstances,
+  instancesJobChanged, instancesResync, loadInstances, reservationsByNode,
+  scheduleInstancesReload, startInstances,
 } from "./instances.js";
 import { FINAL_STATUSES, JobStore, shownReason, withWaitReasons } from "./jobstate.js";
-import { renderNodes } from "./nodes.js";
+import { renderNodes, setReservations } from "./nodes.js";
 
 const NODES_REFRESH_MS = 10000;
 /** Instances change without jobs too (one that crashed): read them this often. */
@@ -474,6 +475,7 @@ function start() {
   startInstances({
     report: reportRequest,
     jobStatus: (id) => store.jobs.get(String(id))?.status ?? null,
+    loaded: () => setReservations(reservationsByNode()),
   });
   $("jobs-body").addEventListener("click", (event) => {
     const row = event.target.closest("tr.job-row");

@@ -135,9 +135,13 @@ export function trailReasons(trail) {
  * ADMIN_offline, USER_down, ERROR_up, ERROR_down, ERROR_wrongnode,
  * ERROR_nodedown, ERROR_nodeoffline): "running", "down" (stopped by an
  * administrator), "offline", "user-down" (stopped from inside), "error"
- * (not as the configuration says, or its node cannot tell), or "unknown".
+ * (not as the configuration says, or its node cannot tell), or "unknown";
+ * "reserved" for a forthcoming instance (Ganeti shows one as ADMIN_down).
  */
-export function instanceStatusKind(status) {
+export function instanceStatusKind(status, forthcoming = false) {
+  if (forthcoming === true) {
+    return "reserved";
+  }
   const text = String(status ?? "");
   if (text === "running") {
     return "running";
@@ -191,6 +195,81 @@ export function instanceDisksText(sizes, template) {
 export function instanceIpsText(ips) {
   const list = (Array.isArray(ips) ? ips : []).filter((ip) => typeof ip === "string" && ip);
   return list.length ? list.join(", ") : "—";
+}
+
+/**
+ * The names of the forthcoming instances (reservations) in an answer of
+ * GET /2/query/instance?fields=name,forthcoming ({fields, data}, each value
+ * [status, value]); an empty set for anything else (a daemon without the field).
+ */
+export function forthcomingNames(answer) {
+  const names = new Set();
+  const fields = Array.isArray(answer?.fields) ? answer.fields.map((f) => f?.name) : [];
+  const nameAt = fields.indexOf("name");
+  const flagAt = fields.indexOf("forthcoming");
+  if (nameAt < 0 || flagAt < 0 || !Array.isArray(answer.data)) {
+    return names;
+  }
+  for (const row of answer.data) {
+    const name = Array.isArray(row) && Array.isArray(row[nameAt]) ? row[nameAt][1] : null;
+    const flag = Array.isArray(row) && Array.isArray(row[flagAt]) ? row[flagAt][1] : null;
+    if (typeof name === "string" && flag === true) {
+      names.add(name);
+    }
+  }
+  return names;
+}
+
+/**
+ * What the reservations hold on each node, from the instances of
+ * GET /2/instances?bulk=1 and the set of reserved names: a Map from node
+ * name to {count, memory, disk} (MiB): a reservation's memory
+ * (beparams.maxmem) counts on its primary node, its disks on its primary and
+ * secondary nodes (drbd's are mirrored), as the allocator counts them.
+ */
+export function reservedByNode(instances, reserved) {
+  const result = new Map();
+  const names = reserved instanceof Set ? reserved : new Set();
+  const add = (node, memory, disk) => {
+    if (typeof node !== "string" || !node) {
+      return;
+    }
+    const entry = result.get(node) || { count: 0, memory: 0, disk: 0 };
+    entry.count += 1;
+    entry.memory += memory;
+    entry.disk += disk;
+    result.set(node, entry);
+  };
+  for (const instance of Array.isArray(instances) ? instances : []) {
+    if (!instance || !names.has(instance.name)) {
+      continue;
+    }
+    const be = instance.beparams && typeof instance.beparams === "object"
+      ? instance.beparams : {};
+    const memory = typeof be.maxmem === "number" ? be.maxmem : 0;
+    const sizes = Array.isArray(instance["disk.sizes"]) ? instance["disk.sizes"] : [];
+    const disk = sizes.reduce((sum, size) => sum + (typeof size === "number" ? size : 0), 0);
+    add(instance.pnode, memory, disk);
+    for (const node of Array.isArray(instance.snodes) ? instance.snodes : []) {
+      add(node, 0, disk);
+    }
+  }
+  return result;
+}
+
+/** A node's reservations as text: "2 reserved: 256 MiB memory, 1.0 GiB disk". */
+export function reservedText(entry) {
+  if (!entry || !entry.count) {
+    return "";
+  }
+  const parts = [];
+  if (entry.memory) {
+    parts.push(`${formatMiB(entry.memory)} memory`);
+  }
+  if (entry.disk) {
+    parts.push(`${formatMiB(entry.disk)} disk`);
+  }
+  return `${entry.count} reserved${parts.length ? `: ${parts.join(", ")}` : ""}`;
 }
 
 // opcodes of other kinds after which instances may look different

@@ -5,12 +5,15 @@
 // call, shows the job it made (a link to its row in the jobs table) and keeps
 // the instance's buttons disabled until that job has finished, and a Console
 // button per running kvm instance with a serial console (console.js).
+// Reservations (forthcoming instances, which Ganeti's bulk list shows as
+// ADMIN_down) are told apart by the query field "forthcoming"
+// (GET /2/query/instance): a "reserved" badge and no actions.
 
 import { getJson, HttpError, sendJson, useCredentials } from "./api.js";
 import { $, el, placeholder, setMessage, setText } from "./dom.js";
 import {
-  instanceDisksText, instanceIpsText, instanceMemoryText, instanceStatusKind, jobErrorText,
-  shortTime, touchesInstances,
+  forthcomingNames, instanceDisksText, instanceIpsText, instanceMemoryText, instanceStatusKind,
+  jobErrorText, reservedByNode, shortTime, touchesInstances,
 } from "./format.js";
 import { FINAL_STATUSES } from "./jobstate.js";
 import { hasSerialConsole, openConsole, startConsole } from "./console.js";
@@ -31,6 +34,7 @@ const ACTIONS = [
 let hooks = { report: () => {}, jobStatus: () => null, loaded: () => {} };
 let access = { user: null, write: false, known: false };
 let instances = null;             // the last answer, or null before the first
+let reserved = new Set();         // the names of the forthcoming instances in it
 const pending = new Map();        // instance name -> {id, action}: its action's job runs
 const jobActions = new Map();     // job id -> {name, verb}: the action that made it
 const seenStatus = new Map();     // job id -> the last status seen of a job touching instances
@@ -55,7 +59,11 @@ export async function loadInstances() {
       again = false;
       lastStart = performance.now();
       try {
-        instances = await getJson("/2/instances?bulk=1");
+        const [list, flags] = await Promise.all([getJson("/2/instances?bulk=1"),
+          getJson("/2/query/instance?fields=name,forthcoming", { optional: true })
+            .catch(() => null)]);
+        instances = list;
+        reserved = forthcomingNames(flags);
         render();
         const now = new Date();
         const stamp = $("instances-updated");
@@ -71,6 +79,11 @@ export async function loadInstances() {
     loading = false;
     button.disabled = false;
   }
+}
+
+/** What the reservations of the last read hold per node (see format.js reservedByNode). */
+export function reservationsByNode() {
+  return reservedByNode(instances, reserved);
 }
 
 /** Reload soon: several triggers in a burst cost one request. */
@@ -213,6 +226,13 @@ async function act(name, spec) {
 function statusCell(instance) {
   const td = el("td");
   const status = instance.status || "unknown";
+  if (reserved.has(instance.name)) {
+    td.append(el("span", { cls: "instance-status badge", text: "reserved",
+      attrs: { "data-kind": "reserved", "data-status": status,
+        title: `Forthcoming instance: its resources are reserved, it is not created yet `
+          + `(Ganeti's status: ${status})` } }));
+    return td;
+  }
   td.append(el("span", { cls: "instance-status badge", text: status,
     attrs: { "data-kind": instanceStatusKind(status), "data-status": status } }));
   return td;
@@ -221,6 +241,11 @@ function statusCell(instance) {
 function actionsCell(instance) {
   const td = el("td", { cls: "instance-actions" });
   const name = instance.name;
+  if (reserved.has(name)) {  // Ganeti refuses every action on a reservation
+    td.append(el("span", { cls: "instance-reserved muted",
+      text: "reservation (commit it to create it)" }));
+    return td;
+  }
   const job = pending.get(name);
   for (const spec of ACTIONS) {
     td.append(el("button", { cls: `instance-action action-${spec.key}`, text: spec.label,
@@ -260,7 +285,7 @@ function render() {
     .filter((instance) => instance && typeof instance.name === "string")
     .sort((a, b) => a.name.localeCompare(b.name));
   for (const instance of sorted) {
-    const kind = instanceStatusKind(instance.status);
+    const kind = instanceStatusKind(instance.status, reserved.has(instance.name));
     const tr = el("tr", { cls: "instance-row",
       attrs: { "data-instance-name": instance.name, "data-kind": kind } });
     const snodes = Array.isArray(instance.snodes) ? instance.snodes : [];
@@ -280,7 +305,9 @@ function render() {
     rows.push(tr);
   }
   const count = rows.length;
-  setText($("instances-count"), count ? `${count} instance${count === 1 ? "" : "s"}` : "");
+  const held = sorted.filter((instance) => reserved.has(instance.name)).length;
+  setText($("instances-count"), (count ? `${count} instance${count === 1 ? "" : "s"}` : "")
+    + (held ? ` (${held} reserved)` : ""));
   if (!count) {
     rows.push(placeholder(writer ? COLUMNS : COLUMNS - 1, "No instances."));
   }

@@ -1,9 +1,14 @@
-// The nodes and node groups tables, rebuilt from /2/nodes and /2/groups.
+// The nodes and node groups tables, rebuilt from /2/nodes and /2/groups, and
+// again when the instances are read: what reservations (forthcoming
+// instances) hold on a node is shown in its memory and disk cells and as a flag.
 
 import { $, el, placeholder } from "./dom.js";
-import { formatMiB, roleName, usage } from "./format.js";
+import { formatMiB, reservedText, roleName, usage } from "./format.js";
 
-function usageCell(total, free) {
+let last = null;                  // [nodes, groups] of the last render
+let reservations = new Map();     // node name -> {count, memory, disk}
+
+function usageCell(total, free, held = 0) {
   const td = el("td", { cls: "usage" });
   const use = usage(total, free);
   if (!use) {
@@ -17,12 +22,20 @@ function usageCell(total, free) {
   });
   td.append(el("span", { cls: "usage-text", text: `${formatMiB(use.used)} / ${formatMiB(use.total)}` }),
     meter);
+  if (held > 0) {
+    td.append(el("span", { cls: "usage-reserved", text: `+${formatMiB(held)} reserved`,
+      attrs: { title: "held by forthcoming instances (counted as used by the allocator)" } }));
+  }
   return td;
 }
 
 function flagBadges(node) {
   const td = el("td", { cls: "flags" });
   const flags = [];
+  const held = reservedText(reservations.get(node.name));
+  if (held) {
+    flags.push([held, "flag-reserved"]);
+  }
   if (node.offline) {
     flags.push(["offline", "flag-offline"]);
   }
@@ -44,8 +57,17 @@ function flagBadges(node) {
   return td;
 }
 
+/** The reservations per node changed (after an instances read): show them. */
+export function setReservations(byNode) {
+  reservations = byNode instanceof Map ? byNode : new Map();
+  if (last !== null) {
+    renderNodes(...last);
+  }
+}
+
 /** Fill the nodes and groups tables. */
 export function renderNodes(nodes, groups) {
+  last = [nodes, groups];
   const groupNames = new Map();
   for (const group of groups || []) {
     if (group && group.uuid) {
@@ -69,8 +91,9 @@ export function renderNodes(nodes, groups) {
       text: groupNames.get(groupUuid) || groupUuid || "—" });
     const cpus = el("td", { cls: "node-cpus num",
       text: typeof node.ctotal === "number" ? node.ctotal : "—" });
-    tr.append(name, role, pip, group, usageCell(node.mtotal, node.mfree),
-      usageCell(node.dtotal, node.dfree), cpus, flagBadges(node));
+    const held = reservations.get(node.name);
+    tr.append(name, role, pip, group, usageCell(node.mtotal, node.mfree, held?.memory),
+      usageCell(node.dtotal, node.dfree, held?.disk), cpus, flagBadges(node));
     rows.push(tr);
   }
   if (!rows.length) {
