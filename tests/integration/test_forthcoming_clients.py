@@ -50,8 +50,8 @@ class ForthcomingClientsTest(RapiClientCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout
 
-    def row(self, name, fields):
-        out = self.ok("list", "--no-headers", "-o", fields, name)
+    def row(self, name, fields, debian=True):
+        out = self.ok("list", "--no-headers", "-o", fields, name, debian=debian)
         return out.split()
 
     def rapi(self, *calls):
@@ -75,19 +75,23 @@ class ForthcomingClientsTest(RapiClientCase):
                          ["Instance is forthcoming, not creating disks",
                           "adding instance res1.vcluster.test to cluster config",
                           "Instance is forthcoming; not creating the actual instance"])
-        self.assertEqual(self.row("res1.vcluster.test",
-                                  "name,forthcoming,status,pnode,oper_state,admin_state"),
-                         ["res1.vcluster.test", "Y", "ADMIN_down", node, "N", "down"])
-        # the default fields: a stopped instance, memory "-"
-        self.assertEqual(self.ok("list", "--no-headers", "res1.vcluster.test").split(),
-                         ["res1.vcluster.test", "fake", "busybox", node, "ADMIN_down", "-"])
-        info = self.ok("info", "res1.vcluster.test")
-        self.assertIn("State: configured to be down, actual state is down", info)
-        self.assertIn(f"- primary: {node}", info)
-        self.assertNotIn("orthcoming", info)  # Ganeti's info does not say it
-        fields = self.ok("list-fields", "--no-headers", "forthcoming").strip().split(None, 3)
-        self.assertEqual(fields, ["forthcoming", "Boolean", "Forthcoming",
-                                  "whether the Instance is forthcoming"])
+        for debian in (True, False):  # Debian's tool and ours show the same
+            self.assertEqual(
+                self.row("res1.vcluster.test",
+                         "name,forthcoming,status,pnode,oper_state,admin_state", debian),
+                ["res1.vcluster.test", "Y", "ADMIN_down", node, "N", "down"])
+            # the default fields: a stopped instance, memory "-"
+            self.assertEqual(
+                self.ok("list", "--no-headers", "res1.vcluster.test", debian=debian).split(),
+                ["res1.vcluster.test", "fake", "busybox", node, "ADMIN_down", "-"])
+            info = self.ok("info", "res1.vcluster.test", debian=debian)
+            self.assertIn("State: configured to be down, actual state is down", info)
+            self.assertIn(f"- primary: {node}", info)
+            self.assertNotIn("orthcoming", info)  # Ganeti's info does not say it
+            fields = self.ok("list-fields", "--no-headers", "forthcoming",
+                             debian=debian).strip().split(None, 3)
+            self.assertEqual(fields, ["forthcoming", "Boolean", "Forthcoming",
+                                      "whether the Instance is forthcoming"])
 
     def test_2_cli_operations_refused_as_ganeti(self):
         for argv in (["startup"], ["reboot"], ["shutdown"], ["activate-disks"]):
