@@ -244,13 +244,15 @@ class NodeState:
         return self.inst_spindles_forth + sign * inst.spindle_use
 
     def _free_spindles(self, inst: Inst, sign: int, free: int | None = None) -> int:
+        """Free spindles (``free``, default the real ones) with ``inst``'s spindles
+        added (``sign`` -1: taken) or given back (1): htools' ``calcNewFreeSpindles``."""
         if not self.excl:
             return 0
         now = self.f_spindles if free is None else free
         total = inst.total_spindles
         if total is None:
             return -1 if sign < 0 else now
-        return now - sign * total
+        return now + sign * total
 
     def _pri_forth_failure(self, inst: Inst, mem: int, dsk: int, free_sp: int,
                            inst_sp: float, ucpu: int) -> str | None:
