@@ -217,9 +217,10 @@ class FastPathsTest(SynchronousTestCase):
     """The vectorised and incremental paths agree with the node operations."""
 
     def test_pair_scores_equal_the_scalar_ones(self):
-        for seed in (1, 2):
+        for seed, forthcoming in ((1, False), (2, False), (1, True), (3, True)):
             state = ClusterState(generated(seed=seed))
-            inst = state.inst_from_request(allocate("new", 3072, "drbd", 20480))
+            inst = state.inst_from_request(replace(allocate("new", 3072, "drbd", 20480),
+                                                   forthcoming=forthcoming))
             cands = state.candidates(None)
             policy = dict.fromkeys(cands)
             fast = pair_scores(state, inst, cands, state.stats, False, policy)
@@ -339,6 +340,15 @@ class RequestsTest(SynchronousTestCase):
 
 
 class WireTest(SynchronousTestCase):
+    def test_request_flag(self):
+        req = replace(allocate("new", 128), forthcoming=True)
+        wired = req.to_wire()
+        self.assertIs(wired["forthcoming"], True)
+        self.assertEqual(Allocate.from_wire(wired), req)
+        self.assertNotIn("forthcoming", allocate("new", 128).to_wire())
+        with self.assertRaises(ParseError):
+            Allocate.from_wire({**wired, "forthcoming": 1})
+
     def test_flag_parsed_and_rendered_only_when_true(self):
         data = reserve_every(cluster_input(4, per_node=3, seed=2), every=2)
         data["request"] = _DUMMY

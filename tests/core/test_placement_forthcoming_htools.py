@@ -14,6 +14,8 @@
   K reservations of the spec's size.  hspace 3.0.2 ends such a run with "internal
   inconsistency, allocated (A) != counted (C)" (it counts the primary lists, which hold
   no forthcoming instance); A less the instances of the input is its count;
+- allocation requests for a reservation (``"forthcoming": true`` in the request, which
+  htools reads) answer as hail's too;
 - node evacuations (primary-only, secondary-only) move reservations as hail does, jobs
   included (a reservation fails over, ``OP_INSTANCE_FAILOVER``, where an instance
   migrates).
@@ -126,6 +128,35 @@ class TestAllocateAsHail:
         theirs = hail(data, tmp_path)
         assert re.search(r"FailMem: \d+", theirs["info"]), theirs["info"]
         assert ours(data) == theirs
+
+
+class TestForthcomingRequestAsHail:
+    """htools 3.0.2 also reads ``forthcoming`` in an allocation request (the reservation
+    is placed on the forthcoming figures only); so does ours."""
+
+    @pytest.mark.parametrize("template", ["drbd", "plain", "diskless"])
+    def test_same_answer_as_hail(self, template: str, tmp_path: Path) -> None:
+        differs = 0
+        for seed in (1, 2, 3):
+            data = reserved(seed, 2, nodes=6, per_node=10, fill=0.95)
+            data["request"] = {**request(template, 6144), "forthcoming": True}
+            mine = ours(data)
+            assert mine == hail(data, tmp_path)
+            data["request"].pop("forthcoming")
+            differs += mine != ours(data)
+        assert differs
+
+    def test_multi_allocate_of_reservations_and_instances(self, tmp_path: Path) -> None:
+        data = reserved(2, 2, nodes=6, per_node=10, fill=0.95)
+        entries = []
+        for i, template in enumerate(["drbd", "plain", "diskless", "drbd", "plain"]):
+            entry = {**request(template, 4096), "name": f"new{i}", "forthcoming": i % 2 == 0}
+            del entry["type"]
+            entries.append(entry)
+        data["request"] = {"type": "multi-allocate", "instances": entries}
+        mine = ours(data)
+        assert len(mine["result"][0]) == 5
+        assert mine == hail(data, tmp_path)
 
 
 def _hand_cluster(reserve_memory: int, reserve_disk: int) -> dict[str, Any]:

@@ -155,7 +155,8 @@ class ClusterState:
         """The instance an allocate request describes (not placed)."""
         return self.make_inst(req.name, req.memory, req.vcpus, req.disk_template,
                               req.disk_space_total, [d.size for d in req.disks],
-                              [d.spindles for d in req.disks], req.spindle_use, req.tags)
+                              [d.spindles for d in req.disks], req.spindle_use, req.tags,
+                              forthcoming=req.forthcoming)
 
     def _load_instance(self, model: Instance) -> None:
         sizes = [d.size for d in model.disks]
