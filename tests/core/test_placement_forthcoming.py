@@ -13,6 +13,7 @@ the same against htools itself.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from typing import Any
@@ -31,6 +32,8 @@ from ganeti.core.placement.requests import Allocate, Capacity, NodeEvacuate
 from ganeti.core.placement.state import ClusterState
 from tests.core.placement_clusters import cluster_input
 from tests.core.test_placement_allocate import cluster, node
+from tests.core.test_placement_properties import alloc_request, clusters, specs
+from tests.placement_check import check
 
 
 def reservation(name: str, nodes: tuple[str, ...], memory: int, template: str = "plain",
@@ -373,3 +376,55 @@ class WireTest(SynchronousTestCase):
             wire.parse_input(data)
         self.assertIn(f"instances.{name}.forthcoming", str(err.exception))
 
+
+
+@st.composite
+def reserved_inputs(draw: Any) -> dict[str, Any]:
+    """A generated cluster (tests/core/test_placement_properties.py) where some instances
+    are reservations (their live figures given back to the nodes), some nodes hold a
+    big plain reservation (half to nearly all their free memory and disk), and an
+    allocation or multi-allocation of real instances and reservations."""
+    data = draw(clusters())
+    for inst in data["instances"].values():
+        if not draw(st.booleans()):
+            continue
+        if inst["admin_state"] == "up":
+            primary = data["nodes"][inst["nodes"][0]]
+            primary["free_memory"] += inst["memory"]
+            primary["i_pri_up_memory"] -= inst["memory"]
+        for name in inst["nodes"]:
+            data["nodes"][name]["free_disk"] += inst["disk_space_total"]
+        inst.update(forthcoming=True, admin_state="down", disks_active=False)
+    for k, (name, node) in enumerate(sorted(data["nodes"].items())):
+        share = draw(st.sampled_from([0, 0, 50, 80, 95]))  # % of the free disk, memory
+        if not share or node["offline"]:
+            continue
+        size = node["free_disk"] * share // 100
+        data["instances"][f"res{k}"] = {
+            "tags": [], "admin_state": "down", "vcpus": 1, "spindle_use": 1,
+            "memory": max(128, node["free_memory"] * share // 100), "os": None,
+            "nodes": [name], "nics": [], "disk_template": "plain",
+            "disks": [{"dev_type": "plain", "size": size, "mode": "rw", "spindles": None}],
+            "disks_active": False, "hypervisor": "xen-pvm", "disk_space_total": size,
+            "forthcoming": True}
+    wanted = draw(st.lists(st.tuples(specs, st.booleans()), min_size=1, max_size=4))
+    entries = [{**alloc_request(f"new{i}", spec), **({"forthcoming": True} if res else {})}
+               for i, (spec, res) in enumerate(wanted)]
+    if len(entries) == 1:
+        data["request"] = {**entries[0], "type": "allocate"}
+    else:
+        data["request"] = {"type": "multi-allocate", "instances": entries}
+    return data
+
+
+class TestReservationsProperty:
+    @settings(max_examples=120, deadline=None)
+    @given(reserved_inputs())
+    def test_no_allocation_overcommits_reservations(self, data: dict[str, Any]) -> None:
+        """No answer places anything where real instances and reservations together
+        exceed a node's memory or disk, as the independent validator counts them."""
+        text = wire.render_answer(solve.answer(wire.parse_input(
+            json.loads(json.dumps(data)))))
+        report = check(data, text)
+        assert report.valid, (report.errors, text)
+        assert report.soft == [], report.soft
