@@ -395,14 +395,14 @@ def reserved_inputs(draw: Any) -> dict[str, Any]:
         for name in inst["nodes"]:
             data["nodes"][name]["free_disk"] += inst["disk_space_total"]
         inst.update(forthcoming=True, admin_state="down", disks_active=False)
-    for k, (name, node) in enumerate(sorted(data["nodes"].items())):
+    for k, (name, figures) in enumerate(sorted(data["nodes"].items())):
         share = draw(st.sampled_from([0, 0, 50, 80, 95]))  # % of the free disk, memory
-        if not share or node["offline"]:
+        if not share or figures["offline"]:
             continue
-        size = node["free_disk"] * share // 100
+        size = figures["free_disk"] * share // 100
         data["instances"][f"res{k}"] = {
             "tags": [], "admin_state": "down", "vcpus": 1, "spindle_use": 1,
-            "memory": max(128, node["free_memory"] * share // 100), "os": None,
+            "memory": max(128, figures["free_memory"] * share // 100), "os": None,
             "nodes": [name], "nics": [], "disk_template": "plain",
             "disks": [{"dev_type": "plain", "size": size, "mode": "rw", "spindles": None}],
             "disks_active": False, "hypervisor": "xen-pvm", "disk_space_total": size,
