@@ -18,7 +18,8 @@
   htools reads) answer as hail's too;
 - node evacuations (primary-only, secondary-only) move reservations as hail does, jobs
   included (a reservation fails over, ``OP_INSTANCE_FAILOVER``, where an instance
-  migrates).
+  migrates);
+- balancing moves reservations as ``hbal -t`` does, move for move.
 """
 
 from __future__ import annotations
@@ -271,3 +272,25 @@ class TestEvacuateAsHail:
         assert {op["OP_ID"] for op in ops if op["instance_name"] not in forth} == {
             "OP_INSTANCE_MIGRATE"}
         assert answer == hail(data, tmp_path)
+
+
+class TestBalanceAsHbal:
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_same_moves_as_hbal(self, seed: int) -> None:
+        """hbal moves reservations like instances; every move and score as ``hbal -t``."""
+        data = reserved(seed, 2, nodes=10, per_node=6, memory=65536, fill=0.6)
+        data["request"] = {"type": "balance", "max_moves": 0, "group": None, "min_gain": 0.0}
+        with tempfile.TemporaryDirectory(prefix="placement-hbal-") as tmp:
+            path = Path(tmp) / "cluster.txt"
+            path.write_text(placement_htools.to_text(data))
+            out = subprocess.run(["hbal", "-t", str(path)], capture_output=True, text=True,
+                                 timeout=300, check=True).stdout
+        theirs = [line.split() for line in out.splitlines() if re.match(r"^ +\d+\. ", line)]
+        mine = ours(data)["result"]["moves"]
+        assert len(mine) == len(theirs) > 5
+        forth = {n.split(".")[0] for n, i in data["instances"].items() if i.get("forthcoming")}
+        assert sum(line[1] in forth for line in theirs) > 3
+        for (name, nodes, _, score), line in zip(mine, theirs, strict=True):
+            assert name.split(".")[0] == line[1]
+            assert [n.split(".")[0] for n in nodes] == line[4].split(":")
+            assert abs(score - float(line[5])) < 1e-6
