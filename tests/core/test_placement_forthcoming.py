@@ -30,6 +30,7 @@ from ganeti.core.placement.nodestate import FAIL_CPU, FAIL_DISK, FAIL_MEM
 from ganeti.core.placement.pairs import pair_scores, pair_scores_scalar
 from ganeti.core.placement.requests import Allocate, Capacity, NodeEvacuate
 from ganeti.core.placement.state import ClusterState
+from tests.core.placement_check import violations
 from tests.core.placement_clusters import cluster_input
 from tests.core.test_placement_allocate import cluster, node
 from tests.core.test_placement_properties import alloc_request, clusters, specs
@@ -331,6 +332,7 @@ class RequestsTest(SynchronousTestCase):
         self.assertEqual(result.failed, ())
         self.assertEqual({m.instance: m.nodes for m in result.moved},
                          {"f": ("a", "c"), "r": ("a", "c")})
+        self.assertEqual(violations(c, {m.instance: m.nodes for m in result.moved}), [])
         f = state.insts["f"]
         self.assertTrue(f.forthcoming)
         self.assertEqual((f.pnode, f.snode), (0, 2))
