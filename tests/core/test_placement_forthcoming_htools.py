@@ -19,7 +19,8 @@
 - node evacuations (primary-only, secondary-only) move reservations as hail does, jobs
   included (a reservation fails over, ``OP_INSTANCE_FAILOVER``, where an instance
   migrates);
-- balancing moves reservations as ``hbal -t`` does, move for move.
+- balancing moves reservations as ``hbal -t`` does, move for move; a reservation's new
+  secondary (relocate) is hail's.
 """
 
 from __future__ import annotations
@@ -294,3 +295,18 @@ class TestBalanceAsHbal:
             assert name.split(".")[0] == line[1]
             assert [n.split(".")[0] for n in nodes] == line[4].split(":")
             assert abs(score - float(line[5])) < 1e-6
+
+
+class TestRelocateAsHail:
+    @pytest.mark.parametrize("seed", [1, 2, 4])
+    def test_a_reservation_gets_hails_new_secondary(self, seed: int, tmp_path: Path) -> None:
+        data = reserved(seed, 2, nodes=6, per_node=8, memory=65536, fill=0.6)
+        names = sorted(n for n, i in data["instances"].items()
+                       if i["disk_template"] == "drbd" and i.get("forthcoming"))
+        assert len(names) >= 3
+        for name in names[:3]:
+            inst = data["instances"][name]
+            data["request"] = {"type": "relocate", "name": name, "required_nodes": 1,
+                               "disk_space_total": inst["disk_space_total"],
+                               "relocate_from": [inst["nodes"][1]]}
+            assert ours(data) == hail(data, tmp_path), name
