@@ -17,8 +17,10 @@ no ``i_mem``, ``f_dsk``, ``u_cpu``, peers or location score) and only the
 ``*_forth`` figures (``f_mem_forth``, ``f_dsk_forth``, ``u_cpu_forth``,
 ``f_spindles_forth``, ``inst_spindles_forth``) and the exclusion tags count it;
 a real instance changes both its real and its ``*_forth`` figures.  The
-``*_forth`` figures feed the four ``*_forth`` score terms.  :class:`Inst` is htools' ``Instance``;
-:func:`policy_failure` is the group policy check (``instMatchesPolicy``).
+``*_forth`` figures feed the four ``*_forth`` score terms.
+
+:class:`Inst` is htools' ``Instance``; :func:`policy_failure` is the group
+policy check (``instMatchesPolicy``).
 :mod:`ganeti.core.placement.state` holds the whole cluster.
 """
 
