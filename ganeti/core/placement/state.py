@@ -3,8 +3,10 @@
 :class:`ClusterState` is built once from a :class:`~ganeti.core.placement.model.Cluster`
 as htools' iallocator loader builds its node list (instances set on their
 nodes, peers and N+1 flags computed, missing memory recorded: ``mergeData``
-then ``updateMissing``) and is then changed in place: placing, removing or
-moving an instance replaces only the touched :class:`NodeState` objects and
+then ``updateMissing``; a forthcoming instance counts in the ``*_forth``
+figures only, as htools' ``setPri``/``setSec`` count it) and is then changed
+in place: placing, removing or moving an instance replaces only the touched
+:class:`NodeState` objects and
 updates the running :class:`~ganeti.core.placement.metric.Statistics`
 incrementally, so the score after a change costs O(terms), not O(nodes).
 
