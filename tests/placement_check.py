@@ -4,7 +4,8 @@ Given an iallocator v2 input (the JSON dict) and an allocator's answer (its stdo
 parsed dict), :func:`check` applies the answer to the input in order and lists every hard
 rule the answer breaks: the answer's shape, unknown/offline/drained/non-vm-capable target
 nodes, the node count, distinct nodes of a mirrored instance in one group, memory on the
-primary and disk on every LVM-backed node, the group's instance policy (spec ranges and
+primary and disk on every LVM-backed node (what forthcoming instances reserve counted as
+used), the group's instance policy (spec ranges and
 disk templates), the evacuated node never a target, every requested instance named exactly
 once, and (node-evacuate, change-group) opcodes that are well formed and lead exactly to the
 nodes the answer claims.  It also returns the after-state as an iallocator input, so that
@@ -69,6 +70,15 @@ class _State:
         self.insts: dict[str, dict[str, Any]] = self.data["instances"]
         self.groups: dict[str, dict[str, Any]] = self.data["nodegroups"]
         self.report = report
+        #: What forthcoming instances (reservations) hold per node: they are in no
+        #: node's live figures, and count as used all the same.
+        self.reserved_mem: dict[str, int] = dict.fromkeys(self.nodes, 0)
+        self.reserved_disk: dict[str, int] = dict.fromkeys(self.nodes, 0)
+        for inst in self.insts.values():
+            if inst.get("forthcoming"):
+                self._mem(inst, inst["nodes"][0], +1)
+                for node in inst["nodes"]:
+                    self._disk(inst, node, +1)
 
     def err(self, msg: str) -> None:
         self.report.errors.append(msg)
@@ -111,6 +121,9 @@ class _State:
     # -- resources --------------------------------------------------------------------
 
     def _mem(self, inst: Mapping[str, Any], node: str, sign: int) -> None:
+        if inst.get("forthcoming"):
+            self.reserved_mem[node] += sign * inst["memory"]
+            return
         n = self.nodes[node]
         n["i_pri_memory"] = n.get("i_pri_memory", 0) + sign * inst["memory"]
         if inst.get("admin_state", "up") == "up":
@@ -118,7 +131,11 @@ class _State:
             n["i_pri_up_memory"] = n.get("i_pri_up_memory", 0) + sign * inst["memory"]
 
     def _disk(self, inst: Mapping[str, Any], node: str, sign: int) -> None:
-        if inst["disk_template"] in LVM_TEMPLATES:
+        if inst["disk_template"] not in LVM_TEMPLATES:
+            return
+        if inst.get("forthcoming"):
+            self.reserved_disk[node] += sign * inst["disk_space_total"]
+        else:
             self.nodes[node]["free_disk"] -= sign * inst["disk_space_total"]
 
     def place(self, name: str, inst: dict[str, Any], nodes: list[str], what: str) -> None:
@@ -128,11 +145,12 @@ class _State:
             self._disk(inst, node, +1)
         inst["nodes"] = list(nodes)
         self.insts[name] = inst
-        if self.nodes[nodes[0]]["free_memory"] < 0:
-            self.err(f"{what}: not enough memory on {nodes[0]}")
+        if self.nodes[nodes[0]]["free_memory"] - self.reserved_mem[nodes[0]] < 0:
+            self.err(f"{what}: not enough memory on {nodes[0]} (reservations counted)")
         for node in nodes:
-            if inst["disk_template"] in LVM_TEMPLATES and self.nodes[node]["free_disk"] < 0:
-                self.err(f"{what}: not enough disk on {node}")
+            if inst["disk_template"] in LVM_TEMPLATES and \
+                    self.nodes[node]["free_disk"] - self.reserved_disk[node] < 0:
+                self.err(f"{what}: not enough disk on {node} (reservations counted)")
 
     def unplace(self, name: str) -> dict[str, Any]:
         inst = self.insts.pop(name)
@@ -178,7 +196,8 @@ def _new_instance(req: Mapping[str, Any]) -> dict[str, Any]:
                       for d in req.get("disks", [])],
             "disk_template": req["disk_template"], "disks_active": True,
             "hypervisor": req.get("hypervisor", ""),
-            "disk_space_total": req["disk_space_total"]}
+            "disk_space_total": req["disk_space_total"],
+            **({"forthcoming": True} if req.get("forthcoming") else {})}
 
 
 def _allocate_one(st: _State, req: Mapping[str, Any], nodes: Any) -> None:

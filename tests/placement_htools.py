@@ -56,7 +56,10 @@ def _node_line(name: str, n: Mapping[str, Any]) -> str:
 def _instance_line(name: str, i: Mapping[str, Any]) -> str:
     nodes = i["nodes"]
     spindles = [d.get("spindles") for d in i.get("disks", [])]
-    spn = "-" if not spindles or any(s is None for s in spindles) else str(sum(spindles))
+    # htools' getTotalSpindles: unknown when a disk's is; 0 without disks (what the
+    # iallocator backend makes of a diskless instance, which matters for a forthcoming
+    # one on exclusive storage: "-" there would count as -1 free spindles)
+    spn = "-" if any(s is None for s in spindles) else str(sum(spindles))
     return "|".join(str(x) for x in (
         name, i["memory"], i["disk_space_total"], i["vcpus"],
         _STATUS.get(i.get("admin_state", "up"), "running"), "Y", nodes[0],

@@ -3,7 +3,8 @@
 It shares nothing with the allocator: from the model alone it says whether the
 instances, moved to new nodes, still fit (the nodes an instance newly uses online,
 not drained, vm_capable; distinct nodes, a drbd pair within one group, memory for
-the running primaries, disk for local storage).
+the running primaries, disk for local storage; what reservations -- forthcoming
+instances -- hold counted as used).
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ def violations(cluster: model.Cluster, moved: Mapping[str, Sequence[str]]) -> li
     problems = []
     mem_delta: dict[str, int] = {}
     disk_delta: dict[str, int] = {}
+    # what reservations (forthcoming instances) hold is in no node's free figures
+    reserved_mem: dict[str, int] = {}
+    reserved_disk: dict[str, int] = {}
+    for inst in cluster.instances.values():
+        if inst.forthcoming:
+            reserved_mem[inst.primary] = reserved_mem.get(inst.primary, 0) + inst.memory
+            if inst.disk_template in _LOCAL:
+                for n in inst.nodes:
+                    reserved_disk[n] = reserved_disk.get(n, 0) + _disk(inst)
     for name, nodes in moved.items():
         inst = cluster.instances[name]
         if len(set(nodes)) != len(nodes):
@@ -39,7 +49,7 @@ def violations(cluster: model.Cluster, moved: Mapping[str, Sequence[str]]) -> li
                 problems.append(f"{name}: {node_name} cannot take instances")
         if len({cluster.nodes[n].group for n in nodes}) > 1:
             problems.append(f"{name}: nodes in different groups")
-        if inst.running:
+        if inst.running or inst.forthcoming:
             mem_delta[inst.primary] = mem_delta.get(inst.primary, 0) - inst.memory
             mem_delta[nodes[0]] = mem_delta.get(nodes[0], 0) + inst.memory
         if inst.disk_template in _LOCAL:
@@ -49,12 +59,14 @@ def violations(cluster: model.Cluster, moved: Mapping[str, Sequence[str]]) -> li
                 disk_delta[n] = disk_delta.get(n, 0) + _disk(inst)
     for name, delta in mem_delta.items():
         res = cluster.nodes[name].resources
-        if delta > 0 and (res is None or delta >= res.free_memory):
-            problems.append(f"{name}: {delta} MiB more memory, {res and res.free_memory} free")
+        free = None if res is None else res.free_memory - reserved_mem.get(name, 0)
+        if delta > 0 and (free is None or delta >= free):
+            problems.append(f"{name}: {delta} MiB more memory, {free} free")
     for name, delta in disk_delta.items():
         res = cluster.nodes[name].resources
-        if delta > 0 and (res is None or delta >= res.free_disk):
-            problems.append(f"{name}: {delta} MiB more disk, {res and res.free_disk} free")
+        free = None if res is None else res.free_disk - reserved_disk.get(name, 0)
+        if delta > 0 and (free is None or delta >= free):
+            problems.append(f"{name}: {delta} MiB more disk, {free} free")
     return problems
 
 

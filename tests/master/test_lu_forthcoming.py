@@ -68,7 +68,12 @@ class ForthcomingCase(AllocatorCase):
 
 class ReserveTest(ForthcomingCase):
     def test_a_nameless_reservation_is_placed_and_touches_no_node(self):
-        result = self.run_ok(reserve_op(disk_template="file", disks=[{"size": 1024}]))
+        status, result, log = self.run_logged(reserve_op(disk_template="file",
+                                                         disks=[{"size": 1024}]))
+        self.assertEqual(status, "success", result)
+        for line in ("Instance is forthcoming, not creating disks", "adding disks to cluster "
+                     "config", "Instance is forthcoming; not creating the actual instance"):
+            self.assertIn(line, log)  # Ganeti's job log
         self.assertEqual(sorted(result), ["nodes", "uuid"])
         inst = self.config.instances[result["uuid"]]
         self.assertEqual(inst.name, inst.uuid)  # its UUID names it until it is renamed
@@ -245,20 +250,28 @@ class CommitTest(ForthcomingCase):
         self.assertEqual(self.reserved(), {})
 
     def test_a_commit_lacking_a_parameter_keeps_the_reservation(self):
-        self.run_ok(reserve_op("r.test", disk_template="file", disks=[{"size": 1024}]))
+        self.run_ok(reserve_op("r.test", pnode="node1.test", disk_template="file",
+                               disks=[{"size": 1024}]))
         serial = self.config.serial_no
         op = commit_op("r.test")
         del op["os_type"]
         cls, msg, code = self.run_error(op)
         self.assertEqual((cls, code, msg), ("OpPrereqError", "wrong_input",
                                             "No guest OS or OS image specified"))
-        cls, msg, code = self.run_error(commit_op("r.test", disks=[{"size": 2048}]))
-        self.assertEqual((cls, code), ("OpPrereqError", "wrong_input"))
-        self.assertIn("reserves disks of 1024 MiB", msg)
+        cls, msg, code = self.run_error(commit_op("nothing.test"))
+        self.assertEqual((cls, code, msg), ("OpPrereqError", "wrong_input",
+                                            "Instance nothing.test unknown"))
         self.assertEqual(self.config.serial_no, serial)
         self.assertTrue(self.instance("r.test").forthcoming)
-        self.run_ok(commit_op("r.test", disks=[{"size": 1024}]))  # the same disks: fine
-        self.assertFalse(self.instance("r.test").forthcoming)
+        # other disks given: the reserved ones are made (Ganeti's), with a warning
+        status, _result, log = self.run_logged(commit_op("r.test", disks=[{"size": 2048}]))
+        self.assertEqual(status, "success")
+        self.assertEqual(log[:2], [" - INFO: Nodes of instance r.test: ['node1.test']",
+                                   " - WARNING: the disks given are ignored: instance r.test "
+                                   "is committed with its reserved disks of 1024 MiB"])
+        inst = self.instance("r.test")
+        self.assertFalse(inst.forthcoming)
+        self.assertEqual([self.config.disks[u].size for u in inst.disks], [1024])
 
     def test_commit_of_a_nameless_or_real_instance_is_refused(self):
         uuid = self.run_ok(reserve_op())["uuid"]

@@ -125,7 +125,7 @@ class _Candidate:
 
 def _shape(inst: Inst, force: bool) -> tuple[object, ...]:
     return (inst.mem, inst.dsk, inst.vcpus, inst.template, inst.run, inst.spindle_use,
-            inst.disk_spindles, force)
+            inst.disk_spindles, inst.forthcoming, force)
 
 
 class _Sides:

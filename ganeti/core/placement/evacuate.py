@@ -356,7 +356,7 @@ class Evacuation:
         nodes = self.state.nodes
         names = tuple(nodes[i].name for i in (moved.pnode, moved.snode) if i != NO_NODE)
         self.moved.append(Moved(name, self.state.groups[nodes[moved.pnode].group].name, names))
-        self.jobs.append(tuple(step_opcodes(name, tuple(steps))))
+        self.jobs.append(tuple(step_opcodes(name, tuple(steps), moved.forthcoming)))
 
     def result(self) -> tuple[str, EvacuationResult]:
         """hail's info text and the answer."""

@@ -180,6 +180,10 @@ class Instance:
     os: str | None = None
     hypervisor: str = constants.HT_FAKE
     tags: tuple[str, ...] = ()
+    #: A reservation (Ganeti 3.0's forthcoming instance): it holds its memory, vCPUs
+    #: and disk space on its nodes for the allocator, but nothing in the nodes' live
+    #: figures.
+    forthcoming: bool = False
 
     @property
     def primary(self) -> str:
@@ -243,9 +247,10 @@ class Cluster:
 
     def with_instance(self, inst: Instance) -> Cluster:
         """A copy with ``inst`` added and what it holds taken from its nodes: memory on
-        the primary (when it runs), its disk space on every node."""
+        the primary (when it runs), its disk space on every node; a forthcoming
+        instance takes nothing from the nodes' live figures."""
         nodes = dict(self.nodes)
-        for name in inst.nodes:
+        for name in () if inst.forthcoming else inst.nodes:
             node = nodes[name]
             res = node.resources
             if res is None:

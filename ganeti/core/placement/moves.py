@@ -9,7 +9,8 @@ migrates an externally mirrored or shared instance to any node;
 ``failover-and-replace`` the old secondary as primary and a new secondary.
 :data:`MOVES` holds, per kind, the nodes after the move and the steps Ganeti
 runs; :func:`move_opcodes` renders a move as the opcodes hail emits for it
-(``OP_INSTANCE_MIGRATE`` with ``target_node`` only for non-drbd instances,
+(``OP_INSTANCE_MIGRATE`` with ``target_node`` only for non-drbd instances --
+``OP_INSTANCE_FAILOVER`` for a forthcoming instance --,
 ``OP_INSTANCE_REPLACE_DISKS`` in ``replace_new_secondary`` mode), key for key.
 """
 
@@ -80,6 +81,17 @@ def migrate_opcode(instance: str, target: str | None) -> dict[str, Any]:
     return op
 
 
+def failover_opcode(instance: str, target: str | None) -> dict[str, Any]:
+    """``OP_INSTANCE_FAILOVER`` as hail writes it for a forthcoming instance, which is
+    failed over rather than migrated (``target_node`` only when given)."""
+    op: dict[str, Any] = {"OP_ID": "OP_INSTANCE_FAILOVER", "instance_name": instance,
+                          "shutdown_timeout": 120, "ignore_consistency": False}
+    if target is not None:
+        op["target_node"] = target
+    op.update({"ignore_ipolicy": False, "cleanup": False})
+    return op
+
+
 def replace_opcode(instance: str, remote_node: str | None) -> dict[str, Any]:
     """``OP_INSTANCE_REPLACE_DISKS`` to a new secondary, as hail writes it."""
     return {"OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": instance,
@@ -91,14 +103,18 @@ _STEP_OPCODES: dict[str, Callable[[str, str | None], dict[str, Any]]] = {
     "migrate": migrate_opcode, "replace": replace_opcode}
 
 
-def step_opcodes(instance: str, steps: tuple[Step, ...]) -> list[dict[str, Any]]:
-    """The opcodes of ``steps`` for ``instance``."""
-    return [_STEP_OPCODES[action](instance, node) for action, node in steps]
+def step_opcodes(instance: str, steps: tuple[Step, ...],
+                 forthcoming: bool = False) -> list[dict[str, Any]]:
+    """The opcodes of ``steps`` for ``instance`` (a forthcoming one fails over where a
+    real one migrates, as hail's ``iMoveToJob``)."""
+    table = {**_STEP_OPCODES, "migrate": failover_opcode} if forthcoming else _STEP_OPCODES
+    return [table[action](instance, node) for action, node in steps]
 
 
-def move_opcodes(instance: str, kind: str, target: str | None) -> list[dict[str, Any]]:
+def move_opcodes(instance: str, kind: str, target: str | None,
+                 forthcoming: bool = False) -> list[dict[str, Any]]:
     """The opcodes of one move of ``instance`` (hail's ``iMoveToJob``)."""
-    return step_opcodes(instance, MOVES[kind].steps(target))
+    return step_opcodes(instance, MOVES[kind].steps(target), forthcoming)
 
 
 
@@ -268,5 +284,6 @@ SPLIT: dict[str, Callable[[Lookup, Inst, bool], Split]] = {
 
 __all__ = ["FAILOVER", "FAILOVER_AND_REPLACE", "FAILOVER_TO_ANY", "MOVES", "NEEDS_SECONDARY",
            "REPLACE_AND_FAILOVER", "REPLACE_PRIMARY", "REPLACE_SECONDARY", "SPLIT", "Lookup",
-           "MoveKind", "Outcome", "Split", "Step", "TargetSide", "apply_move", "migrate_opcode",
+           "MoveKind", "Outcome", "Split", "Step", "TargetSide", "apply_move",
+           "failover_opcode", "migrate_opcode",
            "move_opcodes", "replace_opcode", "step_opcodes"]

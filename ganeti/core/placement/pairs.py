@@ -9,7 +9,8 @@ each node's components as a new primary and as a new secondary, and numpy
 combines them into the G x G score matrix with htools' own incremental
 variance formula.  The exception -- a secondary that already holds drbd
 instances of that primary, whose reserved memory then sums -- is computed
-apart.  Location tags add a pair term (the locations both nodes share: a
+apart (not for a forthcoming instance, which holds no failover memory).
+Location tags add a pair term (the locations both nodes share: a
 matrix product) and a primary term (exclusion tags already in its locations).
 :func:`pair_scores_scalar` does the same pair by pair with the state's own
 operations: the reference the tests hold this module to.
@@ -96,7 +97,7 @@ def pair_scores(state: ClusterState, inst: Inst, cands: list[int], stats: metric
     rows_s: list[int] = []
     rmem: list[int] = []
     for j, node in enumerate(old):
-        if not s_ok[j]:
+        if not s_ok[j] or inst.forthcoming:  # (a reservation reserves no failover memory)
             continue  # fails for a reason of its own, with any primary
         generic = max(node.r_mem, sec_mem)
         for peer, held in node.peers.items():

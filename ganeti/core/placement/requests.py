@@ -24,6 +24,7 @@ from ganeti.core.placement.shapes import (
     NODE_LIST,
     STRING,
     Shape,
+    as_bool,
     as_float,
     as_int,
     as_str,
@@ -134,6 +135,8 @@ class Allocate:
     #: Computed by the master (Ganeti's advice: allocators should not derive them).
     required_nodes: int = field(default=0)
     disk_space_total: int = field(default=-1)
+    #: Place a reservation (htools 3.0.2 reads the key; Ganeti's master never sends it).
+    forthcoming: bool = False
 
     def __post_init__(self) -> None:
         # Ganeti gives every disk of the request the instance's template as its type
@@ -160,6 +163,8 @@ class Allocate:
             "type": self.MODE}
         if self.restrict_to_nodes is not None:
             out["restrict-to-nodes"] = list(self.restrict_to_nodes)
+        if self.forthcoming:
+            out["forthcoming"] = True
         return out
 
     @classmethod
@@ -181,7 +186,9 @@ class Allocate:
             group_name=data.get("group_name"),
             restrict_to_nodes=None if restrict is None else tuple(restrict),
             required_nodes=as_int(data, "required_nodes", where),
-            disk_space_total=as_int(data, "disk_space_total", where))
+            disk_space_total=as_int(data, "disk_space_total", where),
+            forthcoming=data.get("forthcoming") is not None and as_bool(
+                data, "forthcoming", where))
 
     def check_result(self, result: Any, cluster: Cluster) -> tuple[str, ...]:
         """A list of exactly ``required_nodes`` known node names."""

@@ -3,8 +3,10 @@
 :class:`ClusterState` is built once from a :class:`~ganeti.core.placement.model.Cluster`
 as htools' iallocator loader builds its node list (instances set on their
 nodes, peers and N+1 flags computed, missing memory recorded: ``mergeData``
-then ``updateMissing``) and is then changed in place: placing, removing or
-moving an instance replaces only the touched :class:`NodeState` objects and
+then ``updateMissing``; a forthcoming instance counts in the ``*_forth``
+figures only, as htools' ``setPri``/``setSec`` count it) and is then changed
+in place: placing, removing or moving an instance replaces only the touched
+:class:`NodeState` objects and
 updates the running :class:`~ganeti.core.placement.metric.Statistics`
 incrementally, so the score after a change costs O(terms), not O(nodes).
 
@@ -123,10 +125,10 @@ class ClusterState:
             state.n_mem = res.reserved_memory
             state.f_mem = state.f_mem_forth = res.free_memory
             state.t_dsk = float(res.total_disk)
-            state.f_dsk = res.free_disk
+            state.f_dsk = state.f_dsk_forth = res.free_disk
             state.t_cpu = float(res.total_cpus)
-            state.u_cpu = res.reserved_cpus
-            state.f_spindles = res.free_spindles
+            state.u_cpu = state.u_cpu_forth = res.reserved_cpus
+            state.f_spindles = state.f_spindles_forth = res.free_spindles
             state.t_spindles = res.total_spindles if excl else 0
         if not excl:
             state.t_spindles = int(node.ndparams.get("spindle_count", 1))
@@ -140,7 +142,7 @@ class ClusterState:
     def make_inst(self, name: str, memory: int, vcpus: int, template: str, dsk: int,
                   disk_sizes: Sequence[int], disk_spindles: Sequence[int | None],
                   spindle_use: int, tags: Sequence[str],
-                  run: str = constants.ADMINST_UP) -> Inst:
+                  run: str = constants.ADMINST_UP, forthcoming: bool = False) -> Inst:
         """An :class:`Inst` with its exclusion and desired-location tags resolved."""
         excl: tuple[str, ...] = ()
         dsrd: frozenset[str] = frozenset()
@@ -149,13 +151,14 @@ class ClusterState:
         if tags and self.dsrd_prefixes:
             dsrd = frozenset(t for t in tags if any(t.startswith(p) for p in self.dsrd_prefixes))
         return Inst(name, memory, dsk, vcpus, template, run, spindle_use, tuple(disk_sizes),
-                    tuple(disk_spindles), excl, dsrd)
+                    tuple(disk_spindles), excl, dsrd, forthcoming=forthcoming)
 
     def inst_from_request(self, req: Allocate) -> Inst:
         """The instance an allocate request describes (not placed)."""
         return self.make_inst(req.name, req.memory, req.vcpus, req.disk_template,
                               req.disk_space_total, [d.size for d in req.disks],
-                              [d.spindles for d in req.disks], req.spindle_use, req.tags)
+                              [d.spindles for d in req.disks], req.spindle_use, req.tags,
+                              forthcoming=req.forthcoming)
 
     def _load_instance(self, model: Instance) -> None:
         sizes = [d.size for d in model.disks]
@@ -165,7 +168,8 @@ class ClusterState:
             dsk += DRBD_META_SIZE * len(sizes)
         inst = self.make_inst(model.name, model.memory, model.vcpus, template, dsk, sizes,
                               [d.spindles for d in model.disks], model.spindle_use,
-                              model.tags, run=model.admin_state)
+                              model.tags, run=model.admin_state,
+                              forthcoming=model.forthcoming)
         nodes = model.nodes
         pdx = inst.pnode = self.index[nodes[0]]
         sdx = inst.snode = self.index[nodes[1]] if len(nodes) > 1 else NO_NODE
@@ -174,26 +178,45 @@ class ClusterState:
         if sdx != NO_NODE and p.loc_tags:
             inst.loc_score = len(p.loc_tags & self.nodes[sdx].loc_tags)
         self.insts[inst.name] = inst
-        # setPri (the lists become tuples once every instance is in)
-        self._plists[pdx].append(inst.name)
-        if inst.run != constants.ADMINST_OFFLINE:
-            p.u_cpu += inst.vcpus
-        if local and not p.excl:
-            p.inst_spindles += inst.spindle_use
-        if inst.loc_score or inst.dsrd_loc:
-            p.loc_score += (inst.loc_score + len(inst.dsrd_loc)
-                            - len(inst.dsrd_loc & p.loc_tags))
+        forth = inst.forthcoming
+        vcpus = inst.vcpus if inst.online else 0
+        # setPri: a real instance counts on the real figures and the forthcoming ones, a
+        # forthcoming instance on the forthcoming ones only (the real figures come from
+        # the node's live data, which already holds the real instances' disks)
+        if not forth:
+            self._plists[pdx].append(inst.name)  # (tuples once every instance is in)
+            p.u_cpu += vcpus
+            if local and not p.excl:
+                p.inst_spindles += inst.spindle_use
+            if inst.loc_score or inst.dsrd_loc:
+                p.loc_score += (inst.loc_score + len(inst.dsrd_loc)
+                                - len(inst.dsrd_loc & p.loc_tags))
+            for tag in inst.excl_tags:
+                for loc in p.loc_tags:
+                    p.inst_map[(loc, tag)] = p.inst_map.get((loc, tag), 0) + 1
+        else:
+            if local:
+                p.f_dsk_forth -= inst.dsk
+            p.f_spindles_forth = p._free_spindles(inst, -1, p.f_spindles_forth)
         for tag in inst.excl_tags:
             p.p_tags[tag] = p.p_tags.get(tag, 0) + 1
-            for loc in p.loc_tags:
-                p.inst_map[(loc, tag)] = p.inst_map.get((loc, tag), 0) + 1
-        if inst.run != constants.ADMINST_UP:
+        p.u_cpu_forth += vcpus
+        if local and not p.excl:
+            p.inst_spindles_forth += inst.spindle_use
+        if not inst.uses_memory:
             p.f_mem_forth -= inst.mem
         if sdx != NO_NODE:  # setSec
             s = self.nodes[sdx]
-            self._slists[sdx].append(inst.name)
+            if not forth:
+                self._slists[sdx].append(inst.name)
+                if local and not s.excl:
+                    s.inst_spindles += inst.spindle_use
+            else:
+                if local:
+                    s.f_dsk_forth -= inst.dsk
+                s.f_spindles_forth = s._free_spindles(inst, -1, s.f_spindles_forth)
             if local and not s.excl:
-                s.inst_spindles += inst.spindle_use
+                s.inst_spindles_forth += inst.spindle_use
 
     def _build_peers(self, state: NodeState) -> None:
         peers: dict[int, int] = {}

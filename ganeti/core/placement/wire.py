@@ -29,6 +29,7 @@ from ganeti.core.placement.model import (
 )
 from ganeti.core.placement.requests import AnyRequest, request_from_wire
 from ganeti.core.placement.shapes import (
+    as_bool,
     as_float,
     as_int,
     as_str,
@@ -154,6 +155,13 @@ def _nic_to_wire(nic: Nic) -> dict[str, Any]:
     return out
 
 
+def _forthcoming(data: Mapping[str, Any], where: str) -> bool:
+    """The optional ``forthcoming`` flag (absent or null: a real instance)."""
+    if data.get("forthcoming") is None:
+        return False
+    return as_bool(data, "forthcoming", where)
+
+
 def _instance_from_wire(name: str, data: Mapping[str, Any]) -> Instance:
     where = f"instances.{name}"
     template = as_str(data, "disk_template", where)
@@ -170,17 +178,21 @@ def _instance_from_wire(name: str, data: Mapping[str, Any]) -> Instance:
                     spindle_use=int(data.get("spindle_use", 1)),
                     admin_state=data.get("admin_state", "down"),
                     disks_active=bool(data.get("disks_active", False)), os=data.get("os"),
-                    hypervisor=data.get("hypervisor", ""), tags=tuple(data.get("tags") or ()))
+                    hypervisor=data.get("hypervisor", ""), tags=tuple(data.get("tags") or ()),
+                    forthcoming=_forthcoming(data, where))
 
 
 def _instance_to_wire(inst: Instance) -> dict[str, Any]:
-    return {"tags": list(inst.tags), "admin_state": inst.admin_state, "vcpus": inst.vcpus,
-            "memory": inst.memory, "spindle_use": inst.spindle_use, "os": inst.os,
-            "nodes": list(inst.nodes), "nics": [_nic_to_wire(n) for n in inst.nics],
-            "disks": [{"dev_type": d.dev_type, "size": d.size, "mode": d.mode,
-                       "spindles": d.spindles} for d in inst.disks],
-            "disk_template": inst.disk_template, "disks_active": inst.disks_active,
-            "hypervisor": inst.hypervisor, "disk_space_total": inst.disk_space_total}
+    out = {"tags": list(inst.tags), "admin_state": inst.admin_state, "vcpus": inst.vcpus,
+           "memory": inst.memory, "spindle_use": inst.spindle_use, "os": inst.os,
+           "nodes": list(inst.nodes), "nics": [_nic_to_wire(n) for n in inst.nics],
+           "disks": [{"dev_type": d.dev_type, "size": d.size, "mode": d.mode,
+                      "spindles": d.spindles} for d in inst.disks],
+           "disk_template": inst.disk_template, "disks_active": inst.disks_active,
+           "hypervisor": inst.hypervisor, "disk_space_total": inst.disk_space_total}
+    if inst.forthcoming:  # htools 3.0.2 reads it (default false); Ganeti's master omits it
+        out["forthcoming"] = True
+    return out
 
 
 # -- the whole input ----------------------------------------------------------------------

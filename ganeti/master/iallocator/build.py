@@ -6,7 +6,9 @@ its config flags and filled node parameters, and -- for online vm_capable
 nodes -- its memory, CPU and storage from live data, the memory of its
 primary instances, and its free memory less what running instances may still
 grow into; every instance with its filled backend parameters, NICs, disks and
-nodes.  The caller gathers the live data (node RPC) and passes it in, so this
+nodes, and ``"forthcoming": true`` for a reservation (htools 3.0.2 reads the key
+and counts the reservation in its ``*_forth`` figures; Ganeti's own master never
+writes it).  The caller gathers the live data (node RPC) and passes it in, so this
 module does no I/O.
 """
 
@@ -103,7 +105,8 @@ def _instance(cfg: ConfigData, inst: Instance, be_base: Mapping[str, Any],
         disks=tuple(model.Disk(size=d.size, mode=d.mode, dev_type=d.dev_type,
                                spindles=d.spindles) for d in disks),
         nics=tuple(nics), admin_state=inst.admin_state, disks_active=inst.disks_active,
-        os=inst.os, hypervisor=inst.hypervisor, tags=tuple(inst.tags))
+        os=inst.os, hypervisor=inst.hypervisor, tags=tuple(inst.tags),
+        forthcoming=bool(inst.forthcoming))
 
 
 def build_cluster(cfg: ConfigData, live: Mapping[str, LiveNode | None],

@@ -422,6 +422,7 @@ class LUInstanceCreate(LogicalUnit):
         if self.forthcoming:
             self.ctx.feedback("message", "Instance is forthcoming, not creating disks")
             self.ctx.feedback("message", f"adding instance {self.name} to cluster config")
+            self.ctx.feedback("message", "adding disks to cluster config")
             await self.update_config(self._add(inst, disks))
             self.ctx.feedback("message", "Instance is forthcoming; not creating the actual "
                                          "instance")

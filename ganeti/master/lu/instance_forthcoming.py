@@ -92,7 +92,10 @@ def prepare(lu: LUInstanceCreate) -> Any:
     if not lu.commit:
         return op
     cfg = lu.ctx.config.config
-    inst = ic.find_instance(cfg, str(op.instance_name))
+    try:
+        inst = ic.find_instance(cfg, str(op.instance_name))
+    except OpPrereqError:  # Ganeti's words for a commit of an unknown name
+        raise OpPrereqError(f"Instance {op.instance_name} unknown", ECODE_INVAL) from None
     if not inst.forthcoming:
         raise OpPrereqError(f"Instance {inst.name} (with uuid {inst.uuid}) not forthcoming "
                             "but --commit was passed.", ECODE_STATE)
@@ -106,17 +109,20 @@ def prepare(lu: LUInstanceCreate) -> Any:
     if op.hypervisor and op.hypervisor != inst.hypervisor:
         raise OpPrereqError(f"Forthcoming instance {inst.name} is reserved for hypervisor "
                             f"{inst.hypervisor}, not {op.hypervisor}", ECODE_INVAL)
+    secondaries = [u for u in nodesmod.instance_nodes(cfg, inst) if u != inst.primary_node]
+    lu.ctx.feedback("message", f" - INFO: Nodes of instance {inst.name}: "
+                               f"{[cfg.nodes[u].name for u in [inst.primary_node, *secondaries]]}")
     disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
-    given = [ds for ds in (op.disks or [])]
-    if disks and given and [int(d.get("size", -1)) for d in given] != [d.size for d in disks]:
-        raise OpPrereqError(f"Forthcoming instance {inst.name} reserves disks of "
-                            f"{', '.join(str(d.size) for d in disks)} MiB; commit it "
-                            "without disks or with the same ones", ECODE_INVAL)
+    given = list(op.disks or [])
+    if disks and given and [d.get("size") for d in given] != [d.size for d in disks]:
+        # Ganeti's: the reservation's disks are made, whatever the commit says
+        lu.ctx.feedback("message", f" - WARNING: the disks given are ignored: instance "
+                                   f"{inst.name} is committed with its reserved disks of "
+                                   f"{', '.join(str(d.size) for d in disks)} MiB")
     lu.reservation = inst.clone()
     lu.keep_nics = op.nics is None  # the reservation's NICs (MACs, IPs) as they are
     lu.reserved_disks = tuple(d.clone() for d in disks)
     lu.new_uuid = inst.uuid
-    secondaries = [u for u in nodesmod.instance_nodes(cfg, inst) if u != inst.primary_node]
     return dataclasses.replace(
         op, instance_name=inst.name, mode=_CREATE,
         disk_template=op.disk_template or (template if disks or template == c.DT_DISKLESS
