@@ -242,8 +242,9 @@ def cmd_add(ctx: Context, opts: argparse.Namespace) -> int:
     reservation.check(opts)
     result = jobs.submit_or_send(ctx, opts, add_opcode(opts))
     if getattr(opts, "dry_run", False) and isinstance(result, list):
-        ctx.out(f"Dry run: instance {opts.instance_name} would be created on "
-                f"{', '.join(map(str, result))}")
+        ctx.out(reservation.dry_run_text(opts, result)
+                or f"Dry run: instance {opts.instance_name} would be created on "
+                   f"{', '.join(map(str, result))}")
     elif result is not jobs.SUBMITTED:
         reservation.report(ctx, opts, result)
     return c.EXIT_SUCCESS

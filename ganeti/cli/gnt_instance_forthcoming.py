@@ -86,6 +86,14 @@ def complete_opcode(op: dict[str, Any], opts: argparse.Namespace) -> dict[str, A
     return op
 
 
+def dry_run_text(opts: argparse.Namespace, nodes: list[Any]) -> str | None:
+    """What a reservation's dry run prints (the nodes it would take); None otherwise."""
+    if not is_forthcoming(opts):
+        return None
+    what = f"instance {opts.instance_name}" if opts.instance_name else "an instance"
+    return f"Dry run: {what} would be reserved on {', '.join(map(str, nodes))}"
+
+
 def report(ctx: Context, opts: argparse.Namespace, result: Any) -> None:
     """Print a reservation's UUID and nodes from its job's result."""
     if not is_forthcoming(opts) or not isinstance(result, dict):
@@ -96,4 +104,4 @@ def report(ctx: Context, opts: argparse.Namespace, result: Any) -> None:
 
 
 __all__ = ["COMMIT_HELP", "EXCLUSIVE", "FORTHCOMING_HELP", "add_options", "check",
-           "complete_opcode", "disks_given", "report", "reserving"]
+           "complete_opcode", "disks_given", "dry_run_text", "report", "reserving"]

@@ -58,6 +58,16 @@ class ForthcomingAddTest(GntInstanceTestCase):
         r = self.inst("add", "--forthcoming", "--submit", "--print-jobid")
         self.assertEqual((r.code, r.out, r.err), (0, "1\n", "JobID: 1\n"))
 
+    def test_dry_run_says_where_it_would_be_reserved(self):
+        self.fake.results["OP_INSTANCE_CREATE"] = lambda op: ["node1.example.com"]
+        r = self.inst("add", "--forthcoming", "--dry-run", "-t", "diskless")
+        self.assertEqual((r.code, r.out), (0, "Dry run: an instance would be reserved on "
+                                              "node1.example.com\n"))
+        self.assertTrue(self.fake.ops()[-1]["dry_run"])
+        r = self.inst("add", "--forthcoming", "--dry-run", "-t", "diskless", "web9")
+        self.assertEqual(r.out, "Dry run: instance web9 would be reserved on "
+                                "node1.example.com\n")
+
     def test_disk_errors_still_apply(self):
         r = self.inst("add", "--forthcoming", "-t", "diskless", "-s", "1G", "i1")
         self.assertEqual(r.err, "Failure: prerequisites not met for this operation: "
