@@ -1,7 +1,10 @@
 """gnt-instance: create, remove, start, stop, modify, list and inspect instances.
 
 The commands, options, prompts, messages and exit codes are Ganeti 3.0's.
-Option values are parsed in :mod:`ganeti.cli.gnt_instance_opts`; the
+Option values are parsed in :mod:`ganeti.cli.gnt_instance_opts`, the option
+groups several commands share are declared in :mod:`ganeti.cli.gnt_instance_args`;
+``add`` is in :mod:`ganeti.cli.gnt_instance_add` (its reservations in
+:mod:`ganeti.cli.gnt_instance_forthcoming`), the
 multi-instance commands (startup, shutdown, reboot, reinstall) are in
 :mod:`ganeti.cli.gnt_instance_multi`, info and console in
 :mod:`ganeti.cli.gnt_instance_info`.  What the master refuses (an allocator,
@@ -18,13 +21,18 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ganeti.cli import gnt_instance_args as iargs
 from ganeti.cli import gnt_instance_batch as batch
-from ganeti.cli import gnt_instance_forthcoming as reservation
 from ganeti.cli import gnt_instance_info as info
 from ganeti.cli import gnt_instance_multi as multi
 from ganeti.cli import gnt_instance_opts as iopts
 from ganeti.cli import jobs, table
 from ganeti.cli.framework import Command, Context, run_tool
+
+# (re-exported: gnt-backup import takes add's options and opcode)
+from ganeti.cli.gnt_instance_add import add_opcode as add_opcode
+from ganeti.cli.gnt_instance_add import cmd_add, setup_add_command
+from ganeti.cli.gnt_instance_add import setup_add as setup_add
 from ganeti.core import constants as c
 from ganeti.core import errors
 from ganeti.core.params_types import UnitParseError, parse_unit
@@ -54,212 +62,16 @@ LIST_FORMAT: dict[str, tuple[table.Formatter, bool]] = {
 _FILE_BASED_TEMPLATES = (c.DT_FILE, c.DT_SHARED_FILE, c.DT_GLUSTER)
 
 
-# --- shared option groups ----------------------------------------------------------
-
-def _instance_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("instance_name", metavar="INSTANCE", help="name of the instance")
-
-
-def _add_keyval(p: argparse.ArgumentParser, *flags: str, dest: str, text: str) -> None:
-    p.add_argument(*flags, dest=dest, metavar="KEY=VAL,...", help=text)
-
-
-def _add_osparams_options(p: argparse.ArgumentParser, secret: bool = True) -> None:
-    _add_keyval(p, "-O", "--os-parameters", dest="osparams", text="OS parameters")
-    _add_keyval(p, "--os-parameters-private", dest="osparams_private",
-                text="private OS parameters (not logged)")
-    if secret:
-        _add_keyval(p, "--os-parameters-secret", dest="osparams_secret",
-                    text="secret OS parameters (not logged or stored; give them for "
-                         "every operation)")
-
-
-def _keyvals(opts: argparse.Namespace, *names: str) -> None:
-    """Parse the ``key=val,...`` options ``names`` of ``opts`` in place ({} if absent)."""
-    flags = {"osparams": "-O", "osparams_private": "--os-parameters-private",
-             "osparams_secret": "--os-parameters-secret", "beparams": "-B",
-             "hvparams": "-H"}
-    for name in names:
-        setattr(opts, name, iopts.split_keyval(flags[name], getattr(opts, name)))
-
-
-def _add_hv_be_options(p: argparse.ArgumentParser, purpose: str) -> None:
-    _add_keyval(p, "-H", "--hypervisor-parameters", dest="hvparams",
-                text=f"hypervisor parameters {purpose}")
-    _add_keyval(p, "-B", "--backend-parameters", dest="beparams",
-                text=f"backend parameters {purpose}")
-
-
-def _add_file_storage_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--file-storage-dir", metavar="DIR",
-                   help="directory of file-based disks, relative to the cluster's file "
-                        "storage directory")
-    p.add_argument("--file-driver", choices=sorted(c.FILE_DRIVERS),
-                   help="driver of file-based disks")
-
-
-def _add_shutdown_timeout(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shutdown-timeout", type=int, default=c.DEFAULT_SHUTDOWN_TIMEOUT,
-                   metavar="SECONDS",
-                   help="seconds to wait for the instance to shut down (default: "
-                        f"{c.DEFAULT_SHUTDOWN_TIMEOUT})")
-
-
-#: Flags several commands share: destination, action, help.
-_FLAGS: dict[str, tuple[str, str, str]] = {
-    "--no-ip-check": ("ip_check", "store_false",
-                      "do not check that the instance's IP is not in use"),
-    "--no-name-check": ("name_check", "store_false",
-                        "do not check that the instance's name resolves (implies "
-                        "--no-ip-check)"),
-    "--no-conflicts-check": ("conflicts_check", "store_false",
-                             "do not check for conflicting IPs"),
-    "--no-wait-for-sync": ("wait_for_sync", "store_false",
-                           "do not wait for the disks to synchronize"),
-    "--ignore-ipolicy": ("ignore_ipolicy", "store_true", "ignore instance policy violations"),
-    "--force-variant": ("force_variant", "store_true", "accept an unknown OS variant"),
-    "--no-remember": ("no_remember", "store_true",
-                      "do not record the new state in the configuration"),
-    "--ignore-offline": ("ignore_offline", "store_true",
-                         "ignore offline nodes and do as much as possible"),
-}
-
-
-def _add_flags(p: argparse.ArgumentParser, *flags: str) -> None:
-    for flag in flags:
-        dest, action, text = _FLAGS[flag]
-        p.add_argument(flag, dest=dest, action=action, help=text)
-
-
-def _add_force(p: argparse.ArgumentParser, text: str = "force the operation") -> None:
-    p.add_argument("-f", "--force", action="store_true", help=text)
-
-
-# --- add ---------------------------------------------------------------------------
-
-def setup_add(p: argparse.ArgumentParser, name_optional: bool = False) -> None:
-    """The options of ``add`` (``gnt-backup import`` takes them too;
-    ``name_optional``: ``add``'s name, which ``--forthcoming`` may leave out)."""
-    p.add_argument("-t", "--disk-template", choices=sorted(c.DISK_TEMPLATES),
-                   metavar="TEMPLATE",
-                   help=f"disk template ({', '.join(sorted(c.DISK_TEMPLATES))}; default: "
-                        "the cluster's first enabled one)")
-    p.add_argument("-n", "--node", metavar="PNODE[:SNODE]",
-                   help="primary node and, for mirrored templates, secondary node")
-    p.add_argument("-I", "--iallocator", metavar="NAME",
-                   help="choose the nodes with this allocator ('.': the cluster's "
-                        "default)")
-    p.add_argument("-g", "--node-group", dest="nodegroup", metavar="GROUP",
-                   help="node group for the allocator (name or UUID)")
-    p.add_argument("-o", "--os-type", dest="os", metavar="OS",
-                   help="operating system (OS definition[+variant])")
-    _add_flags(p, "--force-variant")
-    p.add_argument("--disk", dest="disks", action="append", default=[],
-                   metavar="N:size=SIZE,mode=ro|rw,vg=VG,adopt=LV,...",
-                   help="disk N (repeatable)")
-    p.add_argument("-s", "--os-size", dest="sd_size", type=iopts.unit_type,
-                   metavar="SIZE", help="one disk of this size (MiB unless a unit is "
-                                        "given)")
-    p.add_argument("--net", dest="nics", action="append", default=[],
-                   metavar="N:mac=MAC,ip=IP,mode=MODE,link=LINK,network=NET,vlan=VLAN,...",
-                   help="NIC N (repeatable; default: one NIC with the cluster's "
-                        "parameters)")
-    p.add_argument("--no-nics", action="store_true",
-                   help="create no network cards for the instance")
-    _add_keyval(p, "-B", "--backend-parameters", dest="beparams",
-                text="backend parameters (maxmem, minmem, vcpus, ...)")
-    p.add_argument("-H", "--hypervisor-parameters", dest="hypervisor",
-                   metavar="HYPERVISOR[:KEY=VAL,...]",
-                   help="hypervisor and hypervisor parameters")
-    _add_osparams_options(p)
-    _add_file_storage_options(p)
-    p.add_argument("--no-start", dest="start", action="store_false",
-                   help="do not start the instance after creating it")
-    p.add_argument("--no-install", action="store_true",
-                   help="do not install the OS (implies --no-start)")
-    _add_flags(p, "--no-ip-check", "--no-name-check", "--no-conflicts-check", "--no-wait-for-sync")
-    p.add_argument("--opportunistic-locking", action="store_true",
-                   help="with an allocator, use only the nodes whose locks are free")
-    _add_flags(p, "--ignore-ipolicy")
-    p.add_argument("--tags", metavar="TAG,...", help="comma-separated tags of the instance")
-    jobs.add_job_options(p, dry_run=True)
-    if name_optional:
-        p.add_argument("instance_name", metavar="INSTANCE", nargs="?",
-                       help="name of the new instance (optional with --forthcoming)")
-    else:
-        p.add_argument("instance_name", metavar="INSTANCE", help="name of the new instance")
-
-
-def _setup_add_command(p: argparse.ArgumentParser) -> None:
-    setup_add(p, name_optional=True)
-    reservation.add_options(p)  # after the job options, where Ganeti lists them
-
-
-def add_opcode(opts: argparse.Namespace) -> dict[str, Any]:
-    """The OP_INSTANCE_CREATE of ``gnt-instance add`` (Ganeti's checks first)."""
-    pnode, snode = iopts.split_node_option(opts.node)
-    hypervisor: str | None = None
-    hvparams: Any = {}
-    if opts.hypervisor:
-        # (``no_HV`` gives False, refused as Ganeti does when it types the dict)
-        hypervisor, hvparams = iopts.split_ident_keyval("-H", opts.hypervisor)
-    if opts.nics:
-        nics = iopts.parse_nics(opts.nics)
-    elif opts.no_nics:
-        nics = []
-    else:
-        nics = [{}]  # one NIC with the cluster's defaults
-    disks = ([] if reservation.reserving(opts) and not reservation.disks_given(opts)
-             else iopts.parse_create_disks(opts.disks, opts.sd_size, opts.disk_template))
-    _keyvals(opts, "beparams", "osparams", "osparams_private", "osparams_secret")
-    op: dict[str, Any] = {
-        "OP_ID": "OP_INSTANCE_CREATE", "instance_name": opts.instance_name,
-        "mode": "create", "disks": disks, "nics": nics,
-        "beparams": iopts.typed_beparams(opts.beparams),
-        "hvparams": iopts.typed_hvparams(hvparams),
-        "osparams": opts.osparams, "osparams_private": opts.osparams_private,
-        "osparams_secret": opts.osparams_secret,
-        "start": opts.start, "no_install": opts.no_install,
-        "force_variant": opts.force_variant, "ip_check": opts.ip_check,
-        "name_check": opts.name_check, "conflicts_check": opts.conflicts_check,
-        "wait_for_sync": opts.wait_for_sync, "ignore_ipolicy": opts.ignore_ipolicy,
-        "opportunistic_locking": opts.opportunistic_locking,
-        "identify_defaults": False,
-        "tags": opts.tags.split(",") if opts.tags is not None else [],
-    }
-    optional = {"disk_template": opts.disk_template, "pnode": pnode, "snode": snode,
-                "iallocator": opts.iallocator, "group_name": opts.nodegroup,
-                "os_type": opts.os, "hypervisor": hypervisor,
-                "file_storage_dir": opts.file_storage_dir, "file_driver": opts.file_driver}
-    op.update({key: value for key, value in optional.items() if value is not None})
-    return reservation.complete_opcode(op, opts)
-
-
-def cmd_add(ctx: Context, opts: argparse.Namespace) -> int:
-    """Create an instance (OP_INSTANCE_CREATE) and wait for the job; with --dry-run,
-    print the nodes it would be created on; with --forthcoming, the reservation's
-    UUID and nodes."""
-    reservation.check(opts)
-    result = jobs.submit_or_send(ctx, opts, add_opcode(opts))
-    if getattr(opts, "dry_run", False) and isinstance(result, list):
-        ctx.out(reservation.dry_run_text(opts, result)
-                or f"Dry run: instance {opts.instance_name} would be created on "
-                   f"{', '.join(map(str, result))}")
-    elif result is not jobs.SUBMITTED:
-        reservation.report(ctx, opts, result)
-    return c.EXIT_SUCCESS
-
-
 # --- remove, rename ----------------------------------------------------------------
 
 def _setup_remove(p: argparse.ArgumentParser) -> None:
-    _add_force(p, "do not ask for confirmation")
-    _add_shutdown_timeout(p)
+    iargs.add_force(p, "do not ask for confirmation")
+    iargs.add_shutdown_timeout(p)
     p.add_argument("--ignore-failures", action="store_true",
                    help="remove the instance from the configuration even if some steps "
                         "fail")
     jobs.add_job_options(p, dry_run=True)
-    _instance_arg(p)
+    iargs.instance_arg(p)
 
 
 def ensure_instance_exists(ctx: Context, name: str) -> None:
@@ -285,10 +97,10 @@ def cmd_remove(ctx: Context, opts: argparse.Namespace) -> int:
 
 
 def _setup_rename(p: argparse.ArgumentParser) -> None:
-    _add_force(p, "do not ask for confirmation")
-    _add_flags(p, "--no-ip-check", "--no-name-check")
+    iargs.add_force(p, "do not ask for confirmation")
+    iargs.add_flags(p, "--no-ip-check", "--no-name-check")
     jobs.add_job_options(p, dry_run=True)
-    _instance_arg(p)
+    iargs.instance_arg(p)
     p.add_argument("new_name", metavar="NEW_NAME", help="the new name")
 
 
@@ -310,12 +122,12 @@ def cmd_rename(ctx: Context, opts: argparse.Namespace) -> int:
 # --- modify ------------------------------------------------------------------------
 
 def _setup_modify(p: argparse.ArgumentParser) -> None:
-    _add_force(p, "force the change (and do not ask before a NIC hot-modification)")
-    _add_hv_be_options(p, "to change ('default' resets one)")
-    _add_osparams_options(p, secret=False)
+    iargs.add_force(p, "force the change (and do not ask before a NIC hot-modification)")
+    iargs.add_hv_be_options(p, "to change ('default' resets one)")
+    iargs.add_osparams_options(p, secret=False)
     p.add_argument("-o", "--os-type", dest="os", metavar="OS",
                    help="change the OS (without reinstalling)")
-    _add_flags(p, "--force-variant")
+    iargs.add_flags(p, "--force-variant")
     p.add_argument("-m", "--runtime-memory", dest="runtime_mem", type=iopts.unit_type,
                    metavar="SIZE", help="balloon the running instance's memory to SIZE")
     p.add_argument("--disk", dest="disks", action="append", default=[],
@@ -332,24 +144,24 @@ def _setup_modify(p: argparse.ArgumentParser) -> None:
                    help="choose the secondary node of a conversion with this allocator")
     p.add_argument("--new-primary", dest="new_primary_node", metavar="NODE",
                    help="move the stopped instance to a new primary node")
-    _add_file_storage_options(p)
+    iargs.add_file_storage_options(p)
     p.add_argument("--offline", dest="offline_inst", action="store_true",
                    help="mark the stopped instance offline")
     p.add_argument("--online", dest="online_inst", action="store_true",
                    help="mark the offline instance online (stopped)")
-    _add_flags(p, "--no-wait-for-sync", "--no-conflicts-check", "--ignore-ipolicy")
+    iargs.add_flags(p, "--no-wait-for-sync", "--no-conflicts-check", "--ignore-ipolicy")
     p.add_argument("--hotplug", action="store_true",
                    help="hot-plug the new devices into the running instance")
     p.add_argument("--hotplug-if-possible", action="store_true",
                    help="hot-plug the new devices if the hypervisor can")
     jobs.add_job_options(p, dry_run=True)
-    _instance_arg(p)
+    iargs.instance_arg(p)
 
 
 def modify_opcode(opts: argparse.Namespace) -> dict[str, Any]:
     """The OP_INSTANCE_SET_PARAMS of ``gnt-instance modify`` (option values parsed
     and checked as Ganeti's client does)."""
-    _keyvals(opts, "hvparams", "beparams", "osparams", "osparams_private")
+    iargs.keyvals(opts, "hvparams", "beparams", "osparams", "osparams_private")
     beparams = iopts.typed_beparams(opts.beparams, allow_default=True)
     hvparams = iopts.typed_hvparams(opts.hvparams, allow_default=True)
     nics = iopts.parse_modifications(opts.nics, "--net")
@@ -430,28 +242,28 @@ def cmd_list_fields(ctx: Context, opts: argparse.Namespace) -> int:
 # --- startup, shutdown, reboot, reinstall (several instances) --------------------------
 
 def _setup_startup(p: argparse.ArgumentParser) -> None:
-    _add_force(p, "start even if the checks fail")
-    _add_hv_be_options(p, "for this start only")
+    iargs.add_force(p, "start even if the checks fail")
+    iargs.add_hv_be_options(p, "for this start only")
     p.add_argument("--paused", dest="startup_paused", action="store_true",
                    help="start the instance paused")
-    _add_flags(p, "--no-remember", "--ignore-offline")
+    iargs.add_flags(p, "--no-remember", "--ignore-offline")
     jobs.add_job_options(p, dry_run=True)
     multi.add_selection_options(p)
 
 
 def cmd_startup(ctx: Context, opts: argparse.Namespace) -> int:
     """Start instances (OP_INSTANCE_STARTUP, one job each)."""
-    _keyvals(opts, "hvparams", "beparams")
+    iargs.keyvals(opts, "hvparams", "beparams")
     return multi.cmd_startup(ctx, opts)
 
 
 def _setup_shutdown(p: argparse.ArgumentParser) -> None:
-    _add_force(p, "stop even if the checks fail")
+    iargs.add_force(p, "stop even if the checks fail")
     p.add_argument("--timeout", type=int, default=c.DEFAULT_SHUTDOWN_TIMEOUT,
                    metavar="SECONDS",
                    help="seconds to wait for a clean shutdown before destroying the "
                         f"instance (default: {c.DEFAULT_SHUTDOWN_TIMEOUT})")
-    _add_flags(p, "--no-remember", "--ignore-offline")
+    iargs.add_flags(p, "--no-remember", "--ignore-offline")
     jobs.add_job_options(p, dry_run=True)
     multi.add_selection_options(p)
 
@@ -461,26 +273,26 @@ def _setup_reboot(p: argparse.ArgumentParser) -> None:
                    default=c.INSTANCE_REBOOT_HARD, help="type of reboot (default: hard)")
     p.add_argument("--ignore-secondaries", action="store_true",
                    help="ignore errors from secondary nodes")
-    _add_shutdown_timeout(p)
+    iargs.add_shutdown_timeout(p)
     jobs.add_job_options(p, dry_run=True)
     multi.add_selection_options(p)
 
 
 def _setup_reinstall(p: argparse.ArgumentParser) -> None:
-    _add_force(p, "do not ask for confirmation (one instance)")
+    iargs.add_force(p, "do not ask for confirmation (one instance)")
     p.add_argument("-o", "--os-type", dest="os", metavar="OS",
                    help="install this OS (kept afterwards)")
-    _add_flags(p, "--force-variant")
+    iargs.add_flags(p, "--force-variant")
     p.add_argument("--select-os", action="store_true",
                    help="choose the OS from a list of the available ones")
-    _add_osparams_options(p)
+    iargs.add_osparams_options(p)
     jobs.add_job_options(p, dry_run=True)
     multi.add_selection_options(p)
 
 
 def cmd_reinstall(ctx: Context, opts: argparse.Namespace) -> int:
     """Reinstall instances' OS (OP_INSTANCE_REINSTALL, one job each)."""
-    _keyvals(opts, "osparams", "osparams_private", "osparams_secret")
+    iargs.keyvals(opts, "osparams", "osparams_private", "osparams_secret")
     return multi.cmd_reinstall(ctx, opts)
 
 
@@ -498,7 +310,7 @@ def _setup_info(p: argparse.ArgumentParser) -> None:
 def _setup_console(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-cmd", dest="show_command", action="store_true",
                    help="show the command instead of running it")
-    _instance_arg(p)
+    iargs.instance_arg(p)
 
 
 # --- disks ---------------------------------------------------------------------------
@@ -509,7 +321,7 @@ def _setup_activate_disks(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait-for-sync", action="store_true",
                    help="wait for the disks to synchronize")
     jobs.add_job_options(p)
-    _instance_arg(p)
+    iargs.instance_arg(p)
 
 
 def cmd_activate_disks(ctx: Context, opts: argparse.Namespace) -> int:
@@ -525,9 +337,9 @@ def cmd_activate_disks(ctx: Context, opts: argparse.Namespace) -> int:
 
 
 def _setup_deactivate_disks(p: argparse.ArgumentParser) -> None:
-    _add_force(p, "deactivate even if the instance is running")
+    iargs.add_force(p, "deactivate even if the instance is running")
     jobs.add_job_options(p, dry_run=True)
-    _instance_arg(p)
+    iargs.instance_arg(p)
 
 
 def cmd_deactivate_disks(ctx: Context, opts: argparse.Namespace) -> int:
@@ -541,9 +353,9 @@ def cmd_deactivate_disks(ctx: Context, opts: argparse.Namespace) -> int:
 def _setup_grow_disk(p: argparse.ArgumentParser) -> None:
     p.add_argument("--absolute", action="store_true",
                    help="AMOUNT is the new size, not the growth")
-    _add_flags(p, "--no-wait-for-sync", "--ignore-ipolicy")
+    iargs.add_flags(p, "--no-wait-for-sync", "--ignore-ipolicy")
     jobs.add_job_options(p, dry_run=True)
-    _instance_arg(p)
+    iargs.instance_arg(p)
     p.add_argument("disk", metavar="DISK", help="index of the disk")
     p.add_argument("amount", metavar="AMOUNT", help="growth (or new size), e.g. 512M, 2G")
 
@@ -575,7 +387,7 @@ def _setup_recreate_disks(p: argparse.ArgumentParser) -> None:
     p.add_argument("-I", "--iallocator", metavar="NAME",
                    help="choose the new nodes with this allocator")
     jobs.add_job_options(p, dry_run=True)
-    _instance_arg(p)
+    iargs.instance_arg(p)
 
 
 def cmd_recreate_disks(ctx: Context, opts: argparse.Namespace) -> int:
@@ -626,7 +438,7 @@ _SELECTION_HELP = (" The arguments are instance names unless a selection option 
 
 COMMANDS = [
     Command("add", cmd_add, "Create and add a new instance to the cluster",
-            _setup_add_command,
+            setup_add_command,
             "Create an instance (OP_INSTANCE_CREATE): gnt-instance add -t TEMPLATE "
             "{-n PNODE[:SNODE] | -I ALLOCATOR} -o OS [--disk N:size=SIZE | -s SIZE] ... "
             "INSTANCE. Without -n and -I the cluster's default allocator (or the built-in "
@@ -685,7 +497,7 @@ COMMANDS = [
     Command("grow-disk", cmd_grow_disk, "Grow an instance's disk", _setup_grow_disk),
     Command("recreate-disks", cmd_recreate_disks, "Recreate an instance's disks",
             _setup_recreate_disks),
-    Command("list-tags", cmd_list_tags, "List the tags of an instance", _instance_arg),
+    Command("list-tags", cmd_list_tags, "List the tags of an instance", iargs.instance_arg),
     Command("add-tags", cmd_add_tags, "Add tags to an instance", _setup_tags),
     Command("remove-tags", cmd_remove_tags, "Remove tags from an instance", _setup_tags),
 ]
