@@ -88,6 +88,14 @@ class ReserveTest(ForthcomingCase):
         # the allocator was asked: placement is the same as for a real instance
         self.assertEqual(len(self.allocators.inputs("ganeti-place")), 1)
 
+    def test_without_template_or_disks_a_reservation_is_diskless(self):
+        self.run_ok({"OP_ID": "OP_CLUSTER_SET_PARAMS",
+                     "enabled_disk_templates": ["file", "diskless", "plain"]})
+        op = reserve_op("r.test")
+        del op["disk_template"]
+        self.run_ok(op)
+        self.assertEqual(self.instance("r.test").disk_template, c.DT_DISKLESS)
+
     def test_reservations_count_as_real_until_the_cluster_is_full(self):
         # 8000 MiB free on each of two nodes: two reservations of 3000 MiB per node
         for _ in range(4):

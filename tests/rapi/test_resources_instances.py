@@ -158,6 +158,7 @@ class WriteTest(InstancesCase):
         op = self.opcode("PUT", f"/2/instances/{uuid}/modify", "", {"beparams": {"vcpus": 2}})
         self.assertEqual((op["OP_ID"], op["instance_name"], op["instance_uuid"]),
                          ("OP_INSTANCE_SET_PARAMS", "web2.test", uuid))
+        self.assertEqual(self.get(f"/2/instances/{uuid}")["name"], "web2.test")  # as luxid
         op = self.opcode("PUT", f"/2/instances/{uuid}/rename", "", {"new_name": "w.test"})
         self.assertEqual((op["instance_name"], op["instance_uuid"], op["new_name"]),
                          ("web2.test", uuid, "w.test"))

@@ -83,8 +83,14 @@ def prepare(lu: LUInstanceCreate) -> Any:
         raise OpPrereqError("forthcoming instances can only be created, not imported",
                             ECODE_INVAL)
     if lu.forthcoming:
+        # without disks and a template, a reservation holds no disk: diskless (the
+        # cluster's first template would want a disk its policy counts)
+        enabled = lu.ctx.config.config.cluster.enabled_disk_templates
+        template = op.disk_template or (c.DT_DISKLESS if not op.disks
+                                        and c.DT_DISKLESS in enabled else None)
         return dataclasses.replace(
             op, instance_name=op.instance_name or lu.new_uuid, mode=_CREATE,
+            disk_template=template,
             disks=list(op.disks or []),
             nics=list(op.nics) if op.nics is not None else [{}],  # gnt-instance add's one NIC
             name_check=False,

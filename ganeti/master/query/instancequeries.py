@@ -496,10 +496,11 @@ def sorted_instances(cfg: ConfigData) -> list[Instance]:
 
 def find_instances(cfg: ConfigData, names: Iterable[str]) -> list[Instance]:
     """The instances named, in the order given; OpPrereqError (unknown_entity) for the
-    first name that is not an instance (a unique leading part of a name will do)."""
+    first name that is not an instance (a unique leading part of a name, or the
+    instance's UUID, as luxid accepts, will do)."""
     found = []
     for want in names:
-        inst = cfg.instance_by_name(want)
+        inst = cfg.instance_by_name(want) or cfg.instances.get(want)
         if inst is None:
             match = [i for i in cfg.instances.values() if hostname_matches(i.name, want)]
             if len(match) != 1:
