@@ -185,6 +185,8 @@ class ForthcomingClientsTest(RapiClientCase):
         (job,) = self.rapi(call("RenameInstance", uuid, "res6.vcluster.test",
                                 ip_check=False, name_check=False))
         self.assertEqual(self.finished(job), ("success", "res6.vcluster.test"))
+        (inst,) = self.rapi(call("GetInstance", uuid))  # by UUID, as Ganeti 3.0.2 answers
+        self.assertEqual(inst["name"], "res6.vcluster.test")
         # both flags: refused by the master
         (job,) = self.rapi(call("CreateInstance", "create", "res6.vcluster.test", "diskless",
                                 [], [{}], os="busybox", forthcoming=True, commit=True))
