@@ -2,7 +2,7 @@
 CreateInstance with ``iallocator`` (Debian's hail) and InstancesMultiAlloc (the
 built-in), whose job result is Ganeti's (allocatable, failed, jobs)."""
 
-from tests.integration.test_rapi_compat import RapiClientCase, call, run_driver
+from tests.integration.test_rapi_compat import RapiClientCase, call
 
 
 def allocation(name):
@@ -16,13 +16,6 @@ def allocation(name):
 class AllocatorRapiTest(RapiClientCase):
     PREFIX = "ganeti-alloc-rapi-"
     NODES = 2
-
-    def setUp(self):
-        self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
-                     "password": self.password}
-
-    def rapi(self, *calls):
-        return run_driver(self.driver, self.opts, calls)
 
     def finished(self, job_id):
         self.assertIsInstance(job_id, int, job_id)

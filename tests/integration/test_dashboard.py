@@ -236,10 +236,10 @@ class RapiDaemon:
             return "(no log)"
 
 
-class DashboardTest(ClusterCase):
-    """The dashboard on a running cluster, watched while jobs run."""
+class DashboardCase(ClusterCase):
+    """A two-node cluster whose ganeti-rapi a headless Chromium reads (no tests of its
+    own): the page helpers the dashboard tests share."""
 
-    PREFIX = "ganeti-dashboard-vc-"
     NODES = 2
     REQUIRES = (browser_unavailable,)
     rapi: RapiDaemon | None = None
@@ -262,11 +262,6 @@ class DashboardTest(ClusterCase):
                 cls.driver = None
         finally:
             super().tearDownClass()  # stops ganeti-rapi too
-
-    def setUp(self):
-        self.luxi = self.cluster.client()
-        self.addCleanup(self.luxi.close)
-        self.open_dashboard()
 
     # --- helpers -----------------------------------------------------------------
 
@@ -309,6 +304,17 @@ class DashboardTest(ClusterCase):
     def text(self, selector):
         return self.js("const e = document.querySelector(arguments[0]);"
                        "return e ? e.textContent.trim() : null;", selector)
+
+
+class DashboardTest(DashboardCase):
+    """The dashboard on a running cluster, watched while jobs run."""
+
+    PREFIX = "ganeti-dashboard-vc-"
+
+    def setUp(self):
+        self.luxi = self.cluster.client()
+        self.addCleanup(self.luxi.close)
+        self.open_dashboard()
 
     def job_status(self, job_id):
         return self.js("const b = document.querySelector("

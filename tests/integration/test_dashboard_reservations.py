@@ -13,16 +13,11 @@ selenium (as tests/integration/test_dashboard.py).
 from __future__ import annotations
 
 import base64
-import os
 
 from tests.integration import test_dashboard as dashboard
-from tests.integration.clustercase import ClusterCase
 from tests.integration.jobtools import wait_for_job
 from tests.integration.test_dashboard import (
     JOB_TIMEOUT,
-    RapiDaemon,
-    browser_unavailable,
-    start_browser,
 )
 
 # The reservation helpers of format.js, run in the page.
@@ -52,27 +47,10 @@ import(new URL("format.js", document.baseURI).href).then((f) => {
 """
 
 
-class DashboardReservationsTest(ClusterCase):
+class DashboardReservationsTest(dashboard.DashboardCase):
+    """Reservations on the dashboard, signed in as the cluster's RAPI user."""
+
     PREFIX = "ganeti-dash-res-vc-"
-    NODES = 2
-    REQUIRES = (browser_unavailable,)
-    rapi: RapiDaemon | None = None
-    driver = None
-
-    @classmethod
-    def setUpCluster(cls):
-        cls.tmp = cls.cluster.tmp
-        cls.rapi = RapiDaemon(cls.cluster)
-        cls.driver = start_browser(os.path.join(cls.tmp, "profile"),
-                                   os.path.join(cls.tmp, "chromedriver.log"))
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            if cls.driver is not None:
-                cls.driver.quit()
-        finally:
-            super().tearDownClass()
 
     def setUp(self):
         self.luxi = self.cluster.client()
@@ -90,13 +68,6 @@ class DashboardReservationsTest(ClusterCase):
             self.wait(lambda d: d.find_element("id", "sign-in").is_displayed(), "Sign in")
             self.driver.find_element("id", "sign-in").click()
         self.wait(lambda d: self.text("#user-name") == user, f"the user {user}")
-
-    # waiting on the page, running scripts in it (as the other dashboard tests do)
-    wait = dashboard.DashboardTest.wait
-    js = dashboard.DashboardTest.js
-    text = dashboard.DashboardTest.text
-    diagnostics = dashboard.DashboardTest.diagnostics
-    open_dashboard = dashboard.DashboardTest.open_dashboard
 
     def run_job(self, op):
         job_id = self.luxi.call("SubmitJob", [op])

@@ -21,7 +21,7 @@ import sys
 
 from tests.integration.clustercase import needs_debian_tool, needs_rapi_client
 from tests.integration.helpers import ROOT, node_env, run
-from tests.integration.test_rapi_compat import RapiClientCase, call, run_driver
+from tests.integration.test_rapi_compat import RapiClientCase, call
 
 DEBIAN = "/usr/share/ganeti/3.0"
 NOT_SUPPORTED = "forthcoming instances not supported for this operation"
@@ -32,10 +32,6 @@ class ForthcomingClientsTest(RapiClientCase):
     PREFIX = "ganeti-forth-clients-"
     NODES = 2
     REQUIRES = (needs_rapi_client, needs_debian_tool("gnt-instance"))
-
-    def setUp(self):
-        self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
-                     "password": self.password}
 
     # --- helpers --------------------------------------------------------------------
 
@@ -53,9 +49,6 @@ class ForthcomingClientsTest(RapiClientCase):
     def row(self, name, fields, debian=True):
         out = self.ok("list", "--no-headers", "-o", fields, name, debian=debian)
         return out.split()
-
-    def rapi(self, *calls):
-        return run_driver(self.driver, self.opts, calls)
 
     def finished(self, job_id):
         """A job's final status and its opcode result."""

@@ -8,7 +8,7 @@ The cluster's capacity is made exact by the vCPU ratio of its instance policy
 whatever the host's CPU count.  Our ganeti-place is the cluster's default
 allocator (none is set), so it places every reservation."""
 
-from tests.integration.test_rapi_compat import RapiClientCase, call, run_driver
+from tests.integration.test_rapi_compat import RapiClientCase, call
 
 COUNT = 50
 PER_NODE = COUNT // 2
@@ -17,13 +17,6 @@ PER_NODE = COUNT // 2
 class ReservationScenarioTest(RapiClientCase):
     PREFIX = "ganeti-forth-rapi-"
     NODES = 2
-
-    def setUp(self):
-        self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
-                     "password": self.password}
-
-    def rapi(self, *calls):
-        return run_driver(self.driver, self.opts, calls)
 
     def finished(self, *job_ids):
         """Each job's final status and result."""

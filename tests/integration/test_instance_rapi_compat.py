@@ -7,7 +7,6 @@ from tests.integration.test_rapi_compat import (
     NODE2,
     RapiClientCase,
     call,
-    run_driver,
 )
 
 NAME = "web1.vcluster.test"
@@ -18,13 +17,6 @@ class InstanceRapiCompatTest(RapiClientCase):
 
     PREFIX = "ganeti-instance-rapi-"
     NODES = 2
-
-    def setUp(self):
-        self.opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
-                     "password": self.password}
-
-    def rapi(self, *calls):
-        return run_driver(self.driver, self.opts, calls)
 
     def job(self, c):
         """Run a call that answers a job id; wait for the job; its final status."""

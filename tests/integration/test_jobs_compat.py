@@ -22,7 +22,6 @@ from tests.integration.test_rapi_compat import (
     SYSTEM_PYTHON,
     RapiClientCase,
     call,
-    run_driver,
 )
 
 DEBIAN = "/usr/share/ganeti/3.0"
@@ -221,8 +220,3 @@ class JobsCompatTest(RapiClientCase):
         self.assertIn("Job submission tests were successful", out)
         self.assertTrue(out.rstrip().endswith("Job queue test successful"), out)
 
-    def rapi(self, *calls):
-        assert self.cluster is not None
-        opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
-                "password": self.password}
-        return run_driver(self.driver, opts, calls)

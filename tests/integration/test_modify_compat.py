@@ -16,7 +16,6 @@ from tests.integration.helpers import BIN, node_env, run
 from tests.integration.test_rapi_compat import (
     RapiClientCase,
     call,
-    run_driver,
 )
 
 DEBIAN_TOOLS = "/usr/share/ganeti/3.0"
@@ -46,11 +45,6 @@ class ModifyCompatTest(RapiClientCase):
                    check=False)
         return proc.returncode, proc.stdout, proc.stderr
 
-    def rapi(self, *calls):
-        assert self.cluster is not None
-        opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
-                "password": self.password}
-        return run_driver(self.driver, opts, calls)
 
     def info(self):
         (info,) = self.rapi(call("GetInfo"))

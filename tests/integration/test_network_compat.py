@@ -18,7 +18,6 @@ from tests.integration.helpers import ROOT, node_env, run
 from tests.integration.test_rapi_compat import (
     RapiClientCase,
     call,
-    run_driver,
 )
 
 DEBIAN_TOOLS = "/usr/share/ganeti/3.0"
@@ -47,11 +46,6 @@ class NetworkCompatTest(RapiClientCase):
         self.assertEqual(code, 0, out + err)
         return out
 
-    def rapi(self, *calls):
-        assert self.cluster is not None
-        opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
-                "password": self.password}
-        return run_driver(self.driver, opts, calls)
 
     def confd(self, *args):
         assert self.cluster is not None

@@ -18,7 +18,6 @@ from tests.integration.test_rapi_compat import (
     SYSTEM_PYTHON,
     RapiClientCase,
     call,
-    run_driver,
 )
 
 DEBIAN_GNT_OS = "/usr/share/ganeti/3.0/gnt-os"
@@ -42,11 +41,6 @@ class OsCompatTest(RapiClientCase):
         return run([sys.executable, "-m", "ganeti.cli.gnt_os", *argv],
                    env=node_env(self.cluster.dir), timeout=120)
 
-    def rapi(self, *calls):
-        assert self.cluster is not None
-        opts = {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
-                "password": self.password}
-        return run_driver(self.driver, opts, calls)
 
     def node_os_dir(self, node):
         assert self.cluster is not None

@@ -127,6 +127,16 @@ class RapiClientCase(ClusterCase):
         cls.driver = write_driver(cls.tmp)
         cls.user, cls.password = cls.cluster.rapi_credentials()
 
+    @property
+    def opts(self):
+        """The client's options: the master's RAPI, as the cluster's RAPI user."""
+        return {"host": self.cluster.ips[0], "port": 5080, "user": self.user,
+                "password": self.password}
+
+    def rapi(self, *calls):
+        """Run ``calls`` (see :func:`call`) with Debian's client; their values."""
+        return run_driver(self.driver, self.opts, calls)
+
 
 def run_driver(driver, opts, calls):
     """Run the calls with Debian's client; each call's value (errors as dicts)."""

@@ -282,13 +282,12 @@ class NodeState:
         new_free_sp_forth = self._free_spindles(inst, -1, self.f_spindles_forth)
         new_inst_sp_forth = self._spindle_use_forth(inst, 1)
         new_ucpu_forth = self.u_cpu_forth + (inst.vcpus if inst.online else 0)
+        forth_args = (inst, new_mem_forth, new_dsk_forth, new_free_sp_forth,
+                      new_inst_sp_forth, new_ucpu_forth)
         if inst.forthcoming:  # only the forthcoming figures change
-            if strict:
-                reason = self._pri_forth_failure(inst, new_mem_forth, new_dsk_forth,
-                                                 new_free_sp_forth, new_inst_sp_forth,
-                                                 new_ucpu_forth)
-                if reason is not None:
-                    return reason
+            reason = self._pri_forth_failure(*forth_args) if strict else None
+            if reason is not None:
+                return reason
             new = self.copy()
         else:
             uses_mem = inst.uses_memory
@@ -317,12 +316,10 @@ class NodeState:
                 return FAIL_CPU
             if strict and any(t in self.p_tags for t in inst.excl_tags):
                 return FAIL_TAGS
-            if strict:  # the forthcoming limits, after the real ones (as htools)
-                reason = self._pri_forth_failure(inst, new_mem_forth, new_dsk_forth,
-                                                 new_free_sp_forth, new_inst_sp_forth,
-                                                 new_ucpu_forth)
-                if reason is not None:
-                    return reason
+            # the forthcoming limits, after the real ones (as htools)
+            reason = self._pri_forth_failure(*forth_args) if strict else None
+            if reason is not None:
+                return reason
             new = self.copy()
             new.plist = (*self.plist, inst.name)
             new.i_mem = new_i_mem
