@@ -150,6 +150,10 @@ async def settle(lu: LogicalUnit, source: str, target: str, completed: bool, liv
         _say(lu, f"* instance running on {ic.node_name(cfg, target)}, updating config")
         await set_primary(lu, target)
         return target
+    if on_src and not completed:
+        # the abort may not have reached the source: its migration is ended again
+        arg = ic.instance_arg(lu.instance)  # type: ignore[attr-defined]
+        await _call(lu, source, "instance_finalize_migration_src", [arg, False, live])
     if on_src or on_src is None and on_dst is False:
         _say(lu, f"* instance confirmed to be running on its primary node "
                  f"({ic.node_name(cfg, source)})" if on_src else
