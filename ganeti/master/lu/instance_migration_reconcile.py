@@ -184,7 +184,7 @@ async def recover_interrupted(lu: LogicalUnit) -> bool:
     primary = inst.primary_node
     if not running or running == [primary]:
         return False
-    names = ",".join(ic.node_name(cfg, u) for u in running)
+    names = ",".join(sorted(ic.node_name(cfg, u) for u in running))
     _say(lu, f"* instance {inst.name} runs on {names}, its config names "
              f"{ic.node_name(cfg, primary)}: an interrupted migration, reconciling")
     if primary in running or where.get(primary) is None:
