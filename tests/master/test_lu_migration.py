@@ -1,7 +1,8 @@
 """OP_INSTANCE_MIGRATE, OP_INSTANCE_FAILOVER and OP_NODE_MIGRATE through the real queue and
 processor, with three in-process node daemons (the fake hypervisor): refusals with
 Ganeti's errors, failover up and down, live and non-live migration with its progress,
-cleanup, and the node migrate's jobs.  The fault matrix: tests/master/test_lu_migration_faults.py."""
+cleanup, and the node migrate's jobs.  The fault matrix:
+tests/master/test_lu_migration_faults.py."""
 
 from __future__ import annotations
 

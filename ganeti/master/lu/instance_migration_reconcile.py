@@ -95,7 +95,7 @@ async def set_primary(lu: LogicalUnit, node_uuid: str) -> None:
                 disk.nodes = [node_uuid if n == old else n for n in disk.nodes]
                 if node_uuid not in disk.nodes:
                     disk.nodes = [node_uuid]
-                disk.serial_no += 1
+                disk.serial_no = (disk.serial_no or 0) + 1
         obj.primary_node = node_uuid
         obj.serial_no += 1
         obj.mtime = now
