@@ -293,6 +293,10 @@ class RefusalTest(MigrationCase):
         self.assert_refused(self.migrate(target_node="node3.test"), "OpPrereqError",
                             "Can't get data from node node3.test: Node is marked offline",
                             "environment_error")
+        self.make("down1.test", start=False)
+        self.assert_refused(self.failover("down1.test", target_node="node3.test"),
+                            "OpPrereqError", "Error checking bridges on destination node "
+                            "'node3.test': Node is marked offline", "environment_error")
         self.run_ok({"OP_ID": "OP_NODE_SET_PARAMS", "node_name": "node2.test",
                      "vm_capable": False})
         self.assert_refused(self.migrate(target_node="node2.test"), "OpPrereqError",
@@ -332,7 +336,7 @@ class FailoverTest(MigrationCase):
         self.assert_consistent()
         self.assertEqual(self.primary(), "node3.test")
         steps = ["Failover instance inst1.test",
-                 "* not checking disk consistency as instance is not running",
+                 "* checking disk consistency between source and target",
                  "* shutting down instance on source node",
                  "* deactivating the instance's disks on source node",
                  "* activating the instance's disks on target node node3.test",

@@ -45,7 +45,8 @@ class Failover:
             await rec.set_primary(lu, target.uuid)
             return
         source = cfg.nodes[inst.primary_node]
-        if inst.disks_active:
+        # (Ganeti marks a running diskless instance's disks active; here none are)
+        if inst.disks_active or (not inst.disks and inst.admin_state == c.ADMINST_UP):
             # (the storage of these templates is the same on every node: nothing degrades)
             self.say("* checking disk consistency between source and target")
         else:

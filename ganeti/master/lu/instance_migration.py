@@ -21,6 +21,7 @@ from typing import Any
 from ganeti.core import constants as c
 from ganeti.core import params_fill
 from ganeti.core.errors import (
+    ECODE_ENVIRON,
     ECODE_INVAL,
     ECODE_NORES,
     ECODE_STATE,
@@ -203,9 +204,8 @@ class MoveLU(InstanceLU):
             self.failover = True
         if not self.cleanup:
             ic.check_node_not_drained(target)
+        # (Ganeti 3.0.2 moves instances onto a node that is not vm_capable: refused here)
         ic.check_node_vm_capable(target)
-        if not self.check_memory:  # (else the target's memory check refuses it, as Ganeti)
-            ic.check_node_online(target)
         self.live = False
         if not self.failover:
             self._migration_mode()
@@ -262,6 +262,9 @@ class MoveLU(InstanceLU):
         if self.check_memory:
             await ic.check_node_free_memory(self, target, f"migrating instance {inst.name}",
                                             int(self.be.get(c.BE_MINMEM) or 0))
+        if target.offline:  # Ganeti's bridge check on the target refuses it so
+            raise OpPrereqError(f"Error checking bridges on destination node "
+                                f"'{target.name}': Node is marked offline", ECODE_ENVIRON)
         if self.failover or self.cleanup:
             return None
         source = cfg.nodes[inst.primary_node]
