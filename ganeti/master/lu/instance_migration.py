@@ -108,7 +108,7 @@ class MoveLU(InstanceLU):
         self.failover = self.FAILOVER
         self.fallback = bool(getattr(self.op, "allow_failover", False))
         self.cleanup = bool(self.op.cleanup)
-        if self.failover and self.cleanup:  # (Ganeti's asserts; docs/compat.md)
+        if self.failover and self.cleanup:  # (Ganeti asserts; docs/design/migration.md)
             raise OpPrereqError("A failover cannot clean up a migration; use migrate with "
                                 "cleanup", ECODE_INVAL)
 
