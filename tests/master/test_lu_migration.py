@@ -381,6 +381,21 @@ class FailoverTest(MigrationCase):
         self.assertTrue(self.running("inst1.test", "node3.test"))
         self.assertNotIn(("node2.test", "instance_shutdown"), self.net.contacted)
 
+    def test_migration_off_an_offline_primary_falls_back_to_failover(self):
+        self.make()
+        self.run_ok(self.migrate(target_node="node2.test"))
+        self.run_ok({"OP_ID": "OP_NODE_SET_PARAMS", "node_name": "node2.test",
+                     "offline": True, "force": True})
+        cls, msg, code = self.run_error(self.migrate(target_node="node3.test"))
+        self.assertEqual((cls, msg, code), ("OpPrereqError", "Can't migrate, please use "
+                                            "failover: Node is marked offline", "wrong_state"))
+        status, result, log = self.run_logged(self.migrate(target_node="node3.test",
+                                                           allow_failover=True))
+        self.assertEqual(status, "success", result)
+        self.assertIn(" - INFO: Can't migrate, instance offline, fallback to failover", log)
+        self.assertEqual(self.primary(), "node3.test")
+        self.assertTrue(self.running("inst1.test", "node3.test"))
+
     def test_forthcoming_instance_moves_in_the_config_only(self):
         self.run_ok(create_op("res1.test", forthcoming=True))
         status, result, log = self.run_logged(self.failover("res1.test",

@@ -271,16 +271,17 @@ class MoveLU(InstanceLU):
         hvparams = params_fill.fill_instance_hv(cfg.cluster, inst)
         result = await self.ctx.rpc().call_one(source, "instance_info",
                                                [inst.name, inst.hypervisor, hvparams])
-        if result.success and not result.payload:  # Ganeti's instance_migratable
-            msg = f"Instance {inst.name} is not running"
+        # Ganeti's instance_migratable: the source must answer that the instance runs
+        failure = (result.fail_msg if not result.success else
+                   None if result.payload else f"Instance {inst.name} is not running")
+        if failure:
             if self.fallback:
                 self.ctx.feedback("message", " - INFO: Can't migrate, instance offline, "
                                              "fallback to failover")
                 self.failover, self.live = True, False
                 return None
-            raise OpPrereqError(f"Can't migrate, please use failover: {msg}", ECODE_STATE)
-        result.raise_if_failed(f"Error checking instance on node {source.name}",
-                               prereq=True)
+            raise OpPrereqError(f"Can't migrate, please use failover: {failure}",
+                                ECODE_STATE)
         return int((result.payload or {}).get("memory") or 0)
 
 
