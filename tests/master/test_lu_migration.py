@@ -456,3 +456,36 @@ class NodeMigrateTest(MigrationCase):
                           self.primary("c.test")), ("node3.test",) * 2 + ("node2.test",))
         for name in ("a.test", "b.test", "c.test"):
             self.assert_consistent(name)
+
+
+class HooksTest(MigrationCase):
+    def test_environment_and_nodes_are_ganetis(self):
+        from tests.master.test_hooks import RecordingHooks
+        self.make()
+        hooks = RecordingHooks()
+        self.net.handlers["hooks_runner"] = hooks
+        self.run_ok(self.migrate(target_node="node2.test", mode="non-live"))
+        self.assertEqual(sorted(hooks.where("instance-migrate", "pre")),
+                         ["node1.test", "node2.test"])
+        env = hooks.env("node2.test", "instance-migrate", "post")
+        self.assertEqual({k: env[k] for k in (
+            "GANETI_OLD_PRIMARY", "GANETI_NEW_PRIMARY", "GANETI_MIGRATE_LIVE",
+            "GANETI_MIGRATE_CLEANUP", "GANETI_OLD_SECONDARY", "GANETI_INSTANCE_NAME")},
+            {"GANETI_OLD_PRIMARY": "node1.test", "GANETI_NEW_PRIMARY": "node2.test",
+             "GANETI_MIGRATE_LIVE": "False", "GANETI_MIGRATE_CLEANUP": "False",
+             "GANETI_OLD_SECONDARY": "", "GANETI_INSTANCE_NAME": "inst1.test"})
+        self.run_ok(self.failover(target_node="node3.test", shutdown_timeout=7))
+        # Ganeti's: before, the master and the target; after, the old primary too
+        self.assertEqual(sorted(hooks.where("instance-failover", "pre")),
+                         ["node1.test", "node3.test"])
+        self.assertEqual(sorted(hooks.where("instance-failover", "post")),
+                         ["node1.test", "node2.test", "node3.test"])
+        env = hooks.env("node3.test", "instance-failover", "pre")
+        self.assertEqual((env["GANETI_SHUTDOWN_TIMEOUT"], env["GANETI_IGNORE_CONSISTENCY"],
+                          env["GANETI_OLD_PRIMARY"], env["GANETI_NEW_PRIMARY"]),
+                         ("7", "False", "node2.test", "node3.test"))
+        self.run_ok({"OP_ID": "OP_NODE_MIGRATE", "node_name": "node3.test",
+                     "target_node": "node1.test"})
+        env = hooks.env("node1.test", "node-migrate", "pre")
+        self.assertEqual((env["GANETI_NODE_NAME"], env["GANETI_ALLOW_RUNTIME_CHANGES"]),
+                         ("node3.test", "True"))
