@@ -489,3 +489,19 @@ class HooksTest(MigrationCase):
         env = hooks.env("node1.test", "node-migrate", "pre")
         self.assertEqual((env["GANETI_NODE_NAME"], env["GANETI_ALLOW_RUNTIME_CHANGES"]),
                          ("node3.test", "True"))
+
+
+class TableTest(MigrationCase):
+    def test_templates_move_as_the_table_says(self):
+        from ganeti.master.lu import instance_migration as im
+        self.assertEqual(im.MOBILITY, {"diskless": im.EXT, "sharedfile": im.EXT})
+        self.make("s1.test", disk_template="sharedfile", disks=[{"size": 1024}])
+        self.make("f1.test", start=False, disk_template="file", disks=[{"size": 1024}])
+        cfg = self.config
+        self.assertEqual(im.mobility(cfg, self.instance("s1.test")), (im.EXT, []))
+        self.assertEqual(im.mobility(cfg, self.instance("f1.test")), (None, ["file"]))
+        # a sharedfile instance placed by the built-in allocator's relocate
+        status, result, log = self.run_logged(self.migrate("s1.test"))
+        self.assertEqual(status, "success", result)
+        self.assertNotEqual(self.primary("s1.test"), "node1.test")
+        self.assert_consistent("s1.test")

@@ -47,12 +47,16 @@ EXT, INT = "ext", "int"
 MOBILITY: dict[str, str] = {c.DT_DISKLESS: EXT, c.DT_SHARED_FILE: EXT}
 
 
+def disk_types(cfg: Any, inst: Any) -> list[str]:
+    """The templates of the instance's disks (``diskless`` for none)."""
+    return sorted({cfg.disks[u].dev_type for u in inst.disks if u in cfg.disks}) or [
+        c.DT_DISKLESS]
+
+
 def mobility(cfg: Any, inst: Any) -> tuple[str | None, list[str]]:
     """How the instance moves (:data:`MOBILITY`, None: it cannot, or its disks mix
     kinds) and the templates of its disks that cannot move."""
-    types = sorted({cfg.disks[u].dev_type for u in inst.disks if u in cfg.disks})
-    if not types:
-        types = [c.DT_DISKLESS]
+    types = disk_types(cfg, inst)
     kinds = {MOBILITY.get(t) for t in types}
     bad = [t for t in types if t not in MOBILITY]
     if bad or len(kinds) != 1:
@@ -135,7 +139,8 @@ class MoveLU(InstanceLU):
             if self.op.iallocator or (self.target_uuid and self.target_uuid
                                       not in secondaries[:1]):
                 what = "failed over" if self.failover else "migrated"
-                raise OpPrereqError(f"Instances with disk types {comma_join(bad or [])} cannot"
+                raise OpPrereqError(f"Instances with disk types "
+                                    f"{comma_join(disk_types(cfg, inst))} cannot"
                                     f" be {what} to arbitrary nodes (neither an iallocator "
                                     "nor a target node can be passed)", ECODE_INVAL)
             self.target_uuid = secondaries[0]
