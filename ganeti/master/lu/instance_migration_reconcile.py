@@ -178,6 +178,17 @@ async def recover_interrupted(lu: LogicalUnit) -> bool:
     answer are left out (the next run looks again)."""
     cfg = lu.ctx.config.config
     inst = lu.instance  # type: ignore[attr-defined]
+    source = cfg.nodes[inst.primary_node]
+    if not source.offline:
+        # a migration still recorded on the primary belongs to a job that died (this
+        # one holds the instance's lock): it is ended there, the instance staying
+        arg = ic.instance_arg(inst)
+        status = await lu.ctx.rpc().call_one(source, "instance_get_migration_status", [arg])
+        if status.success:
+            _say(lu, f"* an interrupted migration of {inst.name} is recorded on "
+                     f"{source.name}: ending it")
+            await _call(lu, source.uuid, "instance_finalize_migration_src",
+                        [arg, False, False])
     online = sorted(u for u, n in cfg.nodes.items() if not n.offline and n.vm_capable)
     where = await locate(lu, online)
     running = [u for u, on in where.items() if on]
