@@ -510,3 +510,35 @@ class TableTest(MigrationCase):
         self.assertEqual(status, "success", result)
         self.assertNotEqual(self.primary("s1.test"), "node1.test")
         self.assert_consistent("s1.test")
+
+
+class BalloonTest(MigrationCase):
+    def setUp(self):
+        super().setUp()
+        real = self.net.handlers["node_info"]
+
+        async def node_info(ctx, *args):
+            info = dict(await real(ctx, *args))
+            if ctx.paths.hostname == "node2.test":
+                info["memory_free"] = 200
+            return info
+        self.net.handlers["node_info"] = node_info
+        self.make(beparams={"maxmem": 256, "minmem": 64})
+
+    def test_memory_is_ballooned_down_to_fit_the_target(self):
+        status, result, log = self.run_logged(self.migrate(target_node="node2.test"))
+        self.assertEqual(status, "success", result)
+        self.assertIn("* setting instance memory to 200", log)
+        self.assert_consistent()
+        info = self.master.client().call("QueryInstances", ["inst1.test"], ["oper_ram"],
+                                         False)
+        self.assertEqual(info, [[200]])
+
+    def test_without_runtime_changes_it_is_refused(self):
+        cls, msg, _code = self.run_error(self.migrate(target_node="node2.test",
+                                                      allow_runtime_changes=False))
+        self.assertEqual((cls, msg), ("OpExecError", "Memory ballooning not allowed and not "
+                                      "enough free memory to fit instance inst1.test on "
+                                      "target node node2.test (have 200MB, need 256MB)"))
+        self.assert_consistent()
+        self.assertEqual(self.primary(), "node1.test")
