@@ -203,3 +203,33 @@ class RestartTest(MigrationCase):
                       "ending it", log)
         self.assert_consistent()
         self.assertEqual(self.primary(), TARGET)
+
+
+class BrokenSourceTest(MigrationCase):
+    def test_a_source_that_cannot_finalize_is_shut_down(self):
+        """The source's finalize keeps failing: its copy is shut down, the destination
+        keeps the instance; once the source works again, the migration it still records
+        is ended by the next migration from it."""
+        self.make()
+        real = self.net.handlers["instance_finalize_migration_src"]
+
+        async def broken(ctx, *args):
+            from ganeti.noded.backend.context import RPCFail
+            raise RPCFail("Failed to finalize the migration on the source node: broken")
+        self.net.handlers["instance_finalize_migration_src"] = broken
+        status, result, log = self.run_logged(self.migrate(target_node=TARGET))
+        self.assertEqual(status, "error", result)
+        self.assertEqual(result, ["OpExecError", [
+            "Could not finalize instance migration: node1.test: Failed to finalize the "
+            "migration on the source node: broken"]])
+        self.assertIn("* instance running on node2.test, updating config", log)
+        self.assert_consistent()
+        self.assertEqual(self.primary(), TARGET)
+        self.net.handlers["instance_finalize_migration_src"] = real
+        self.run_ok(self.migrate(target_node=SOURCE))
+        status, result, log = self.run_logged(self.migrate(target_node=TARGET))
+        self.assertEqual(status, "success", (result, log))
+        self.assertIn("* an interrupted migration of inst1.test is recorded on node1.test: "
+                      "ending it", log)
+        self.assert_consistent()
+        self.assertEqual(self.primary(), TARGET)
