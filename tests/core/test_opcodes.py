@@ -82,6 +82,14 @@ GOOD = {
     "OP_BACKUP_EXPORT": {"instance_name": "inst1", "target_node": "node2",
                          "shutdown": True, "long_sleep": True},
     "OP_BACKUP_REMOVE": {"instance_name": "inst1"},
+    "OP_INSTANCE_FAILOVER": {"instance_name": "inst1", "target_node": "node2",
+                             "ignore_consistency": True, "shutdown_timeout": 30},
+    "OP_INSTANCE_MIGRATE": {"instance_name": "inst1", "mode": "non-live", "live": False,
+                            "cleanup": False, "allow_failover": True,
+                            "allow_runtime_changes": False, "ignore_hvversions": True,
+                            "iallocator": "hail"},
+    "OP_NODE_MIGRATE": {"node_name": "node1", "mode": "live", "target_node": "node2",
+                        "iallocator": None, "ignore_ipolicy": True},
 }
 
 # For every (non-reserved) parameter name, values its kind must refuse.
@@ -244,6 +252,15 @@ BAD = {
     "remove_instance": [1], "ignore_remove_failures": ["x"], "x509_key_name": ["x", 5],
     "destination_x509_ca": [5], "long_sleep": [1],
     "OP_BACKUP_EXPORT.mode": ["clone", 1],
+    # migration and failover
+    "OP_INSTANCE_MIGRATE.mode": ["live-ish", 1, True],
+    "OP_NODE_MIGRATE.mode": ["offline", 0],
+    "OP_INSTANCE_MIGRATE.target_node": [5, ["node2"]],
+    "OP_INSTANCE_FAILOVER.target_node": [5, {}],
+    "OP_NODE_MIGRATE.target_node": [5, True],
+    "OP_NODE_MIGRATE.node_name": ["", 5, None.__class__],
+    "live": [1, "yes"], "allow_runtime_changes": [0, "no", None.__class__],
+    "cleanup": [1, "x"], "allow_failover": ["yes"], "ignore_hvversions": [0],
 }
 
 

@@ -345,6 +345,55 @@ OP_INSTANCE_GROW_DISK = _instance_op(
     opt("absolute", kinds.BOOL, "Whether amount is the new size", False),
     opt("ignore_ipolicy", kinds.BOOL, "Whether to ignore instance policy violations", False))
 
+MIGRATION_MODE = kinds.one_of(sorted(c.HT_MIGRATION_MODES), "a migration mode:")
+_TARGET_NODE = (
+    opt("target_node", kinds.maybe(kinds.STRING), "Target node for instance migration/failover"),
+    opt("target_node_uuid", kinds.maybe(kinds.STRING),
+        "Target node UUID for instance migration/failover"),
+)
+_IGNORE_IPOLICY = opt("ignore_ipolicy", kinds.BOOL, "Whether to ignore ipolicy violations", False)
+_CLEANUP = opt("cleanup", kinds.BOOL,
+               "Whether a previously failed migration should be cleaned up", False)
+_MIGRATION_IALLOCATOR = opt(
+    "iallocator", kinds.maybe(kinds.STRING),
+    "Iallocator for deciding the target node for shared-storage instances")
+#: Ganeti's migration parameters (OpInstanceMigrate and OpNodeMigrate share them)
+MIGRATION_MODE_PARAMS = (
+    opt("mode", kinds.maybe(MIGRATION_MODE), "Migration type (live/non-live)"),
+    opt("live", kinds.maybe(kinds.BOOL), "Obsolete 'live' migration mode (do not use)"),
+)
+_ALLOW_RUNTIME_CHANGES = opt("allow_runtime_changes", kinds.BOOL,
+                             "Whether to allow runtime changes while migrating", True)
+
+OP_INSTANCE_FAILOVER = _instance_op(
+    "OP_INSTANCE_FAILOVER", "Failover an instance",
+    opt("shutdown_timeout", SECONDS, "How long to wait for instance to shut down",
+        c.DEFAULT_SHUTDOWN_TIMEOUT),
+    opt("ignore_consistency", kinds.BOOL, "Whether to ignore disk consistency", False),
+    *_TARGET_NODE, _IGNORE_IPOLICY, _CLEANUP, _MIGRATION_IALLOCATOR)
+
+OP_INSTANCE_MIGRATE = _instance_op(
+    "OP_INSTANCE_MIGRATE", "Migrate an instance",
+    *MIGRATION_MODE_PARAMS, *_TARGET_NODE, _ALLOW_RUNTIME_CHANGES, _IGNORE_IPOLICY, _CLEANUP,
+    _MIGRATION_IALLOCATOR,
+    opt("allow_failover", kinds.BOOL,
+        "Whether we can fallback to failover if migration is not possible", False),
+    opt("ignore_hvversions", kinds.BOOL,
+        "Whether to ignore incompatible Hypervisor versions", False))
+
+#: Migrate every primary instance of a node (Ganeti's OpNodeMigrate; its result is
+#: ``{"jobs": [[true, id], ...]}``, one OP_INSTANCE_MIGRATE job per instance)
+OP_NODE_MIGRATE = OpCode(
+    "OP_NODE_MIGRATE", "Migrate all instances from a node",
+    (
+        req("node_name", kinds.NON_EMPTY_STRING, "A required node name (for single-node LUs)"),
+        opt("node_uuid", kinds.maybe(kinds.NON_EMPTY_STRING),
+            "A node UUID (for single-node LUs)"),
+        *MIGRATION_MODE_PARAMS, *_TARGET_NODE, _ALLOW_RUNTIME_CHANGES, _IGNORE_IPOLICY,
+        _MIGRATION_IALLOCATOR,
+    ),
+    summary_param="node_name", summary_format=_name)
+
 #: The opcodes of this part, in the order of the reference.
 OP_INSTANCE_MULTI_ALLOC = OpCode(
     "OP_INSTANCE_MULTI_ALLOC", "Create several instances on nodes an allocator chooses",
@@ -363,5 +412,5 @@ OPCODES: tuple[OpCode, ...] = (
     OP_INSTANCE_STARTUP, OP_INSTANCE_SHUTDOWN, OP_INSTANCE_REBOOT, OP_INSTANCE_CONSOLE,
     OP_INSTANCE_ACTIVATE_DISKS, OP_INSTANCE_DEACTIVATE_DISKS, OP_INSTANCE_RECREATE_DISKS,
     OP_INSTANCE_QUERY_DATA, OP_INSTANCE_SET_PARAMS, OP_INSTANCE_GROW_DISK,
-    OP_INSTANCE_MULTI_ALLOC,
+    OP_INSTANCE_MULTI_ALLOC, OP_INSTANCE_FAILOVER, OP_INSTANCE_MIGRATE, OP_NODE_MIGRATE,
 )

@@ -104,6 +104,27 @@ class OpInstanceDeactivateDisks(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpInstanceFailover(OpView):
+    """OP_INSTANCE_FAILOVER: Failover an instance."""
+
+    OP_ID: ClassVar[str] = "OP_INSTANCE_FAILOVER"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"instance_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "cleanup", "ignore_consistency", "ignore_ipolicy", "instance_name", "priority", "reason",
+        "shutdown_timeout"
+    })
+    instance_name: str
+    instance_uuid: str | None = None
+    shutdown_timeout: int = 120
+    ignore_consistency: bool = False
+    target_node: str | None = None
+    target_node_uuid: str | None = None
+    ignore_ipolicy: bool = False
+    cleanup: bool = False
+    iallocator: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpInstanceGrowDisk(OpView):
     """OP_INSTANCE_GROW_DISK: Grow a disk of an instance."""
 
@@ -120,6 +141,30 @@ class OpInstanceGrowDisk(OpView):
     amount: int
     absolute: bool = False
     ignore_ipolicy: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpInstanceMigrate(OpView):
+    """OP_INSTANCE_MIGRATE: Migrate an instance."""
+
+    OP_ID: ClassVar[str] = "OP_INSTANCE_MIGRATE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"instance_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "allow_failover", "allow_runtime_changes", "cleanup", "ignore_hvversions", "ignore_ipolicy",
+        "instance_name", "priority", "reason"
+    })
+    instance_name: str
+    instance_uuid: str | None = None
+    mode: str | None = None
+    live: bool | None = None
+    target_node: str | None = None
+    target_node_uuid: str | None = None
+    allow_runtime_changes: bool = True
+    ignore_ipolicy: bool = False
+    cleanup: bool = False
+    iallocator: str | None = None
+    allow_failover: bool = False
+    ignore_hvversions: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,3 +355,23 @@ class OpInstanceStartup(OpView):
     no_remember: bool = False
     startup_paused: bool = False
     shutdown_timeout: int = 120
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpNodeMigrate(OpView):
+    """OP_NODE_MIGRATE: Migrate all instances from a node."""
+
+    OP_ID: ClassVar[str] = "OP_NODE_MIGRATE"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"node_name"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "allow_runtime_changes", "ignore_ipolicy", "node_name", "priority", "reason"
+    })
+    node_name: str
+    node_uuid: str | None = None
+    mode: str | None = None
+    live: bool | None = None
+    target_node: str | None = None
+    target_node_uuid: str | None = None
+    allow_runtime_changes: bool = True
+    ignore_ipolicy: bool = False
+    iallocator: str | None = None
