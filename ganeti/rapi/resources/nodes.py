@@ -1,4 +1,5 @@
-"""The node resources: ``/2/nodes`` and ``/2/nodes/{node_name}[/role|/modify|/tags]``."""
+"""The node resources: ``/2/nodes`` and
+``/2/nodes/{node_name}[/role|/modify|/migrate|/tags]``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ganeti.rapi.resources.common import (
     LOCK,
     REASON,
     OpcodeBody,
+    OpcodeHandler,
     SchemaHandler,
     build_opcode,
     flag,
@@ -100,6 +102,26 @@ async def put_role(request: Request) -> int:
     return await submit(request, [op])
 
 
+class MigrateHandler(OpcodeHandler):
+    """POST .../migrate: OP_NODE_MIGRATE from the body (``node-migrate-reqv1``), or,
+    as Ganeti's older clients send it, from the query parameters ``live`` (an
+    integer, default 1) or ``mode`` -- then the body is not read."""
+
+    async def __call__(self, request: Request) -> int:
+        if request.query.keys() - {REASON}:
+            if "live" in request.query and "mode" in request.query:
+                raise http.HttpBadRequest("Only one of 'live' and 'mode' should be passed")
+            if "live" in request.query:
+                live = request.flag("live", default=True)
+                mode = c.HT_MIGRATION_LIVE if live else c.HT_MIGRATION_NONLIVE
+            else:
+                mode = request.arg("mode")
+            body: Any = {"mode": mode}
+        else:
+            body = request.body
+        return await submit(request, [build_opcode(request, self.opcode_body, body)])
+
+
 # Value schemas come from the field declarations (ganeti.core.queryfields.nodes).
 NODE = object_schema(NODE_DECLS, N_FIELDS,
                      description="Live values (dtotal, mfree, ...) are null for offline or "
@@ -131,6 +153,15 @@ ROUTES = [
         "POST", OpcodeBody("OP_NODE_SET_PARAMS", "nodes_name_modify",
                            {"node_name": path("node_name")}),
         "Change a node's parameters (OP_NODE_SET_PARAMS)")}, "Node parameters"),
+    Route("/2/nodes/{node_name}/migrate", {"POST": Method(
+        MigrateHandler(OpcodeBody("OP_NODE_MIGRATE", "nodes_name_migrate",
+                                  {"node_name": path("node_name")})),
+        "Migrate every primary instance of the node away (OP_NODE_MIGRATE; the job's "
+        "result lists the migration jobs it submitted). The body gives mode, "
+        "target_node, iallocator, ...; older clients send ?live=0|1 or ?mode= instead",
+        access=frozenset({WRITE}), query=("live", "mode", REASON), body="opcode",
+        opcode="OP_NODE_MIGRATE", result="job", schema=JOB_RESULT)},
+          "Node migration"),
     Route("/2/nodes/{node_name}/tags",
           tag_methods(c.TAG_NODE, "node_name", "nodes_name_tags", "the node"), "Node tags"),
 ]
