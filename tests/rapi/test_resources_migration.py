@@ -75,5 +75,14 @@ class MigrationResourcesTest(InstancesCase):
         self.refused(http.HttpBadRequest, "POST", url, "mode=fast")
         self.refused(http.HttpBadRequest, "POST", url, "", {"node_name": "node2.test"})
 
+    def test_node_migrate_dry_run_keeps_the_body(self):
+        """Ganeti's client sends ?dry-run=1 with its body; Ganeti's rlib2 then reads
+        neither (the instances migrate). Ours honours both."""
+        op = self.opcode("POST", "/2/nodes/node1.test/migrate", "dry-run=1",
+                         {"mode": "non-live"})
+        self.assertEqual((op["dry_run"], op["mode"]), (True, "non-live"))
+        self.assertFalse(self.opcode("POST", "/2/nodes/node1.test/migrate", "",
+                                     {}).get("dry_run", False))
+
     def test_feature_advertised(self):
         self.assertIn("node-migrate-reqv1", self.get("/2/features"))

@@ -11,6 +11,7 @@ from ganeti.core.queryfields.nodes import NODE_FIELDS as NODE_DECLS
 from ganeti.rapi import errors as http
 from ganeti.rapi.resources.common import (
     BULK,
+    DRY_RUN,
     FORCE,
     JOB_RESULT,
     LOCK,
@@ -105,10 +106,15 @@ async def put_role(request: Request) -> int:
 class MigrateHandler(OpcodeHandler):
     """POST .../migrate: OP_NODE_MIGRATE from the body (``node-migrate-reqv1``), or,
     as Ganeti's older clients send it, from the query parameters ``live`` (an
-    integer, default 1) or ``mode`` -- then the body is not read."""
+    integer, default 1) or ``mode`` -- then the body is not read.
+
+    Unlike Ganeti's rlib2, ``?dry-run=1`` is honoured and does not switch to the
+    older form (Ganeti's ignores it, and its client sends it with a body: a dry
+    run that migrates every instance)."""
 
     async def __call__(self, request: Request) -> int:
-        if request.query.keys() - {REASON}:
+        extra = {"dry_run": True} if request.flag(DRY_RUN) else {}
+        if request.query.keys() & {"live", "mode"}:
             if "live" in request.query and "mode" in request.query:
                 raise http.HttpBadRequest("Only one of 'live' and 'mode' should be passed")
             if "live" in request.query:
@@ -119,7 +125,8 @@ class MigrateHandler(OpcodeHandler):
             body: Any = {"mode": mode}
         else:
             body = request.body
-        return await submit(request, [build_opcode(request, self.opcode_body, body)])
+        return await submit(request, [build_opcode(request, self.opcode_body, body,
+                                                   extra)])
 
 
 # Value schemas come from the field declarations (ganeti.core.queryfields.nodes).
@@ -159,7 +166,7 @@ ROUTES = [
         "Migrate every primary instance of the node away (OP_NODE_MIGRATE; the job's "
         "result lists the migration jobs it submitted). The body gives mode, "
         "target_node, iallocator, ...; older clients send ?live=0|1 or ?mode= instead",
-        access=frozenset({WRITE}), query=("live", "mode", REASON), body="opcode",
+        access=frozenset({WRITE}), query=("live", "mode", DRY_RUN, REASON), body="opcode",
         opcode="OP_NODE_MIGRATE", result="job", schema=JOB_RESULT)},
           "Node migration"),
     Route("/2/nodes/{node_name}/tags",
