@@ -117,11 +117,10 @@ class MigrateHandler(OpcodeHandler):
         if request.query.keys() & {"live", "mode"}:
             if "live" in request.query and "mode" in request.query:
                 raise http.HttpBadRequest("Only one of 'live' and 'mode' should be passed")
+            mode: str | None = request.arg("mode")
             if "live" in request.query:
                 live = request.flag("live", default=True)
                 mode = c.HT_MIGRATION_LIVE if live else c.HT_MIGRATION_NONLIVE
-            else:
-                mode = request.arg("mode")
             body: Any = {"mode": mode}
         else:
             body = request.body
