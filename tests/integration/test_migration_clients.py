@@ -1,0 +1,151 @@
+"""Moving instances seen through Debian's Ganeti 3.0 clients, on our two-node virtual
+cluster (fake hypervisor, a diskless instance): Debian's ``gnt-instance migrate`` and
+``failover``, ``gnt-node migrate`` and ``failover``, and Debian's RAPI client's
+``MigrateInstance``, ``FailoverInstance`` and ``MigrateNode``; after each, where the
+instance runs (``gnt-instance list -o name,pnode,status``).
+
+The expected outputs are those of a real Ganeti 3.0.2 cluster (Debian's packages,
+``real_cluster_up.sh``, fake hypervisor, diskless instances), where for instance
+``gnt-instance migrate -f`` logs "Migrating instance NAME", "* migrating instance to
+NODE" and "* done", ``gnt-node migrate -f`` prints "Submitted jobs N", "Waiting for job
+N ..." and "All instances migrated successfully.", ``gnt-node failover -f`` "All 1
+instance(s) failed over successfully.", and RAPI's node migration job returns
+``{"jobs": [[true, id]]}`` (``{"jobs": []}`` for a node without primary instances).
+Tests run in name order on one cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from tests.integration.clustercase import needs_debian_tool, needs_rapi_client
+from tests.integration.helpers import node_env, run
+from tests.integration.test_rapi_compat import RapiClientCase, call
+
+DEBIAN = "/usr/share/ganeti/3.0"
+CHECKS = ("--no-name-check", "--no-ip-check")
+INST = "move1.vcluster.test"
+
+
+def without_dates(text):
+    return [re.sub(r"^\w{3} \w{3} +\d+ [\d:]+ \d{4} ", "", line)
+            for line in text.splitlines()]
+
+
+class MigrationClientsTest(RapiClientCase):
+    PREFIX = "ganeti-migr-clients-"
+    NODES = 2
+    REQUIRES = (needs_rapi_client, needs_debian_tool("gnt-instance", "gnt-node"))
+
+    # --- helpers --------------------------------------------------------------------
+
+    def debian(self, tool, *argv):
+        env = node_env(self.cluster.dir, self.cluster.master)
+        return run([os.path.join(DEBIAN, tool), *argv], env=env, check=False, timeout=180)
+
+    def ok(self, tool, *argv):
+        r = self.debian(tool, *argv)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def where(self, name=INST):
+        """``[name, primary node, status]`` as Debian's gnt-instance lists it."""
+        return self.ok("gnt-instance", "list", "--no-headers", "-o", "name,pnode,status",
+                       name).split()
+
+    def finished(self, job_id):
+        status, job = self.rapi(call("wait_job", job_id, 120.0), call("GetJobStatus", job_id))
+        return status, job["opresult"][0]
+
+    @property
+    def node0(self):
+        return self.cluster.nodes[0]
+
+    @property
+    def node1(self):
+        return self.cluster.nodes[1]
+
+    # --- Debian's gnt-instance ------------------------------------------------------
+
+    def test_1_cli_migrate(self):
+        self.ok("gnt-instance", "add", "-t", "diskless", "-o", "busybox", "-n", self.node0,
+                "--no-install", *CHECKS, INST)
+        self.assertEqual(self.where(), [INST, self.node0, "running"])
+        lines = without_dates(self.ok("gnt-instance", "migrate", "-f", "-n", self.node1,
+                                      INST))
+        self.assertIn(f"Migrating instance {INST}", lines)
+        self.assertIn(f"* migrating instance to {self.node1}", lines)
+        self.assertEqual(lines[-1], "* done")
+        self.assertEqual(self.where(), [INST, self.node1, "running"])
+
+    def test_2_cli_migrate_refusals(self):
+        # Ganeti's client-side checks (exit 1, Ganeti's words)
+        r = self.debian("gnt-instance", "migrate", "-f", "-n", self.node0, "-I", "hail",
+                        INST)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("Specify either an iallocator (-I), or a target node (-n) but not "
+                      "both", r.stdout + r.stderr)
+        r = self.debian("gnt-instance", "migrate", "-f", "--non-live", "--migration-mode",
+                        "live", INST)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("Only one of the --non-live and --migration-mode options can be "
+                      "passed", r.stdout + r.stderr)
+        self.assertEqual(self.where(), [INST, self.node1, "running"])
+
+    def test_3_cli_failover(self):
+        lines = without_dates(self.ok("gnt-instance", "failover", "-f", "-n", self.node0,
+                                      INST))
+        self.assertIn(f"Failover instance {INST}", lines)
+        self.assertIn(f"* starting the instance on the target node {self.node0}", lines)
+        self.assertEqual(self.where(), [INST, self.node0, "running"])
+
+    # --- Debian's gnt-node ----------------------------------------------------------
+
+    def test_4_node_migrate(self):
+        out = self.ok("gnt-node", "migrate", "-f", "-n", self.node1, self.node0)
+        lines = without_dates(out)
+        self.assertRegex(lines[0], r"^Submitted jobs \d+$")
+        self.assertRegex(lines[1], r"^Waiting for job \d+ \.\.\.$")
+        self.assertIn(f"Migrating instance {INST}", lines)
+        self.assertEqual(lines[-1], "All instances migrated successfully.")
+        self.assertEqual(self.where(), [INST, self.node1, "running"])
+        # nothing left on node0: Ganeti's message, exit 0
+        self.assertEqual(self.ok("gnt-node", "migrate", "-f", self.node0),
+                         f"No primary instances on node {self.node0}, exiting.\n")
+
+    def test_5_node_failover(self):
+        # on two nodes the allocator has one choice: node0
+        out = self.ok("gnt-node", "failover", "-f", self.node1)
+        lines = without_dates(out)
+        self.assertRegex(lines[0], r"^Submitted jobs \d+$")
+        self.assertRegex(lines[1], rf"^Waiting for job \d+ for {re.escape(INST)} \.\.\.$")
+        self.assertEqual(lines[-1], "All 1 instance(s) failed over successfully.")
+        self.assertEqual(self.where(), [INST, self.node0, "running"])
+
+    # --- Debian's RAPI client -------------------------------------------------------
+
+    def test_6_rapi(self):
+        features, job = self.rapi(call("GetFeatures"),
+                                  call("MigrateInstance", INST, target_node=self.node1))
+        self.assertIn("node-migrate-reqv1", features)
+        self.assertEqual(self.finished(job)[0], "success")
+        self.assertEqual(self.where(), [INST, self.node1, "running"])
+        (job,) = self.rapi(call("FailoverInstance", INST, target_node=self.node0))
+        self.assertEqual(self.finished(job), ("success", None))  # as Ganeti's: None
+        self.assertEqual(self.where(), [INST, self.node0, "running"])
+        # the node: a job whose result lists the migration jobs it submitted
+        (job,) = self.rapi(call("MigrateNode", self.node0, target_node=self.node1))
+        status, result = self.finished(job)
+        self.assertEqual(status, "success", result)
+        ((submitted, child),) = result["jobs"]
+        self.assertTrue(submitted)
+        self.assertEqual(self.finished(child)[0], "success")
+        self.assertEqual(self.where(), [INST, self.node1, "running"])
+        (job,) = self.rapi(call("MigrateNode", self.node0))  # nothing left there
+        self.assertEqual(self.finished(job), ("success", {"jobs": []}))
+        # an unknown instance: Ganeti's error in the job
+        (job,) = self.rapi(call("MigrateInstance", "nosuch.vcluster.test"))
+        status, result = self.finished(job)
+        self.assertEqual((status, result[0], result[1][1]),
+                         ("error", "OpPrereqError", "unknown_entity"))
