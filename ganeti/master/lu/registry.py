@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from ganeti.master.lu import backup, instance, masterip, network, os_lu, storage
+from ganeti.master.lu import (
+    backup,
+    instance,
+    instance_migration,
+    masterip,
+    network,
+    node_migrate,
+    os_lu,
+    storage,
+)
 from ganeti.master.lu.allocator_debug import LUTestAllocator
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.cluster import LUClusterQuery, LUClusterSetParams
@@ -37,7 +46,7 @@ _UNITS: tuple[type[LogicalUnit], ...] = (
     LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
     LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand, LUTestAllocator,
     LUInstanceMultiAlloc,
-    *instance.LUS, *network.LUS, *os_lu.LUS, *storage.LUS, *backup.LUS, *masterip.LUS,
+    *instance.LUS, *instance_migration.LUS, *node_migrate.LUS, *network.LUS, *os_lu.LUS, *storage.LUS, *backup.LUS, *masterip.LUS,
 )
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in _UNITS}
 
