@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 from tests.integration.clustercase import needs_debian_tool, needs_rapi_client
-from tests.integration.helpers import node_env, run
+from tests.integration.helpers import ROOT, node_env, run
 from tests.integration.test_rapi_compat import RapiClientCase, call
 
 DEBIAN = "/usr/share/ganeti/3.0"
@@ -43,6 +44,11 @@ class MigrationClientsTest(RapiClientCase):
     def debian(self, tool, *argv):
         env = node_env(self.cluster.dir, self.cluster.master)
         return run([os.path.join(DEBIAN, tool), *argv], env=env, check=False, timeout=180)
+
+    def ours(self, tool, *argv):
+        env = node_env(self.cluster.dir, self.cluster.master)
+        return run([sys.executable, os.path.join(ROOT, "bin", tool), *argv], env=env,
+                   check=False, timeout=180)
 
     def ok(self, tool, *argv):
         r = self.debian(tool, *argv)
@@ -71,6 +77,7 @@ class MigrationClientsTest(RapiClientCase):
     def test_1_cli_migrate(self):
         self.ok("gnt-instance", "add", "-t", "diskless", "-o", "busybox", "-n", self.node0,
                 "--no-install", *CHECKS, INST)
+        self.ok("gnt-instance", "startup", INST)  # (not started without an install)
         self.assertEqual(self.where(), [INST, self.node0, "running"])
         lines = without_dates(self.ok("gnt-instance", "migrate", "-f", "-n", self.node1,
                                       INST))
@@ -80,17 +87,20 @@ class MigrationClientsTest(RapiClientCase):
         self.assertEqual(self.where(), [INST, self.node1, "running"])
 
     def test_2_cli_migrate_refusals(self):
-        # Ganeti's client-side checks (exit 1, Ganeti's words)
-        r = self.debian("gnt-instance", "migrate", "-f", "-n", self.node0, "-I", "hail",
-                        INST)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("Specify either an iallocator (-I), or a target node (-n) but not "
-                      "both", r.stdout + r.stderr)
-        r = self.debian("gnt-instance", "migrate", "-f", "--non-live", "--migration-mode",
-                        "live", INST)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("Only one of the --non-live and --migration-mode options can be "
-                      "passed", r.stdout + r.stderr)
+        # ours refuses alike: the same exit status and words (on one line, with the
+        # error type after them, as all our tools print an OpPrereqError)
+        for argv, words in (
+                (["-n", self.node0, "-I", "hail"],
+                 "Specify either an iallocator (-I), or a target node (-n) but not both"),
+                (["--non-live", "--migration-mode", "live"],
+                 "Only one of the --non-live and --migration-mode options can be passed")):
+            theirs = self.debian("gnt-instance", "migrate", "-f", *argv, INST)
+            mine = self.ours("gnt-instance", "migrate", "-f", *argv, INST)
+            self.assertEqual((mine.returncode, theirs.returncode), (1, 1))
+            self.assertIn("error type: wrong_input", theirs.stdout + theirs.stderr)
+            self.assertIn(words, theirs.stdout + theirs.stderr)
+            self.assertEqual(mine.stderr, "Failure: prerequisites not met for this "
+                                          f"operation: {words} (error type: wrong_input)\n")
         self.assertEqual(self.where(), [INST, self.node1, "running"])
 
     def test_3_cli_failover(self):
@@ -111,8 +121,11 @@ class MigrationClientsTest(RapiClientCase):
         self.assertEqual(lines[-1], "All instances migrated successfully.")
         self.assertEqual(self.where(), [INST, self.node1, "running"])
         # nothing left on node0: Ganeti's message, exit 0
-        self.assertEqual(self.ok("gnt-node", "migrate", "-f", self.node0),
-                         f"No primary instances on node {self.node0}, exiting.\n")
+        for r in (self.debian("gnt-node", "migrate", "-f", self.node0),
+                  self.ours("gnt-node", "migrate", "-f", self.node0)):
+            self.assertEqual((r.returncode, r.stdout, r.stderr),
+                             (0, f"No primary instances on node {self.node0}, exiting.\n",
+                              ""))
 
     def test_5_node_failover(self):
         # on two nodes the allocator has one choice: node0
