@@ -162,3 +162,26 @@ class MigrationClientsTest(RapiClientCase):
         status, result = self.finished(job)
         self.assertEqual((status, result[0], result[1][1]),
                          ("error", "OpPrereqError", "unknown_entity"))
+
+    # --- a reservation (forthcoming instance) ----------------------------------------
+
+    def test_7_reservation(self):
+        """Ganeti 3.0.2 fails a reservation over in the config only and refuses to
+        migrate one (no error code)."""
+        self.ok("gnt-instance", "add", "--forthcoming", "-t", "diskless", "-o", "busybox",
+                "-n", self.node0, *CHECKS, "res7.vcluster.test")
+        lines = without_dates(self.ok("gnt-instance", "failover", "-f", "-n", self.node1,
+                                      "res7.vcluster.test"))
+        self.assertEqual(lines, [
+            " - INFO: Not checking memory on the secondary node as instance will not be "
+            "started", "Failover instance res7.vcluster.test",
+            "Instance is forthcoming, just updating the  configuration"])  # (Ganeti's)
+        self.assertEqual(self.where("res7.vcluster.test"),
+                         ["res7.vcluster.test", self.node1, "ADMIN_down"])
+        r = self.debian("gnt-instance", "migrate", "-f", "-n", self.node0,
+                        "res7.vcluster.test")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("forthcoming instances not supported for this operation",
+                      r.stdout + r.stderr)
+        self.assertEqual(self.where("res7.vcluster.test"),
+                         ["res7.vcluster.test", self.node1, "ADMIN_down"])
