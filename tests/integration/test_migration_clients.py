@@ -185,3 +185,34 @@ class MigrationClientsTest(RapiClientCase):
                       r.stdout + r.stderr)
         self.assertEqual(self.where("res7.vcluster.test"),
                          ["res7.vcluster.test", self.node1, "ADMIN_down"])
+
+    # --- our tools, the same moves ----------------------------------------------------
+
+    def test_8_our_tools(self):
+        def mine(tool, *argv):
+            r = self.ours(tool, *argv)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            return without_dates(r.stdout)
+
+        self.ok("gnt-instance", "remove", "-f", "res7.vcluster.test")  # (see test_7)
+        start = self.where()[1]
+        other = self.node0 if start == self.node1 else self.node1
+        lines = mine("gnt-instance", "migrate", "-f", "-n", other, INST)
+        self.assertIn(f"* migrating instance to {other}", lines)
+        self.assertEqual(lines[-1], "* done")
+        self.assertEqual(self.where(), [INST, other, "running"])
+        lines = mine("gnt-instance", "failover", "-f", "-n", start, INST)
+        self.assertIn(f"* starting the instance on the target node {start}", lines)
+        self.assertEqual(self.where(), [INST, start, "running"])
+        lines = mine("gnt-node", "migrate", "-f", "-n", other, start)
+        self.assertRegex(lines[0], r"^Submitted jobs \d+$")
+        self.assertEqual(lines[-1], "All instances migrated successfully.")
+        self.assertEqual(self.where(), [INST, other, "running"])
+        pinst = sorted(self.ok("gnt-node", "list", "--no-headers", "-o", "pinst_list",
+                               other).strip().split(","))
+        lines = mine("gnt-node", "failover", "-f", other)
+        self.assertEqual(lines[0], "Submitted jobs " + ", ".join(
+            re.findall(r"^Waiting for job (\d+)", "\n".join(lines), re.M)))
+        self.assertEqual(lines[-1], f"All {len(pinst)} instance(s) failed over "
+                                    "successfully.")
+        self.assertEqual(self.where(), [INST, start, "running"])
