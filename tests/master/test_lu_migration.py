@@ -1,7 +1,8 @@
 """OP_INSTANCE_MIGRATE, OP_INSTANCE_FAILOVER and OP_NODE_MIGRATE through the real queue and
 processor, with three in-process node daemons (the fake hypervisor): refusals with
 Ganeti's errors, failover up and down, live and non-live migration with its progress,
-cleanup, and the node migrate's jobs.  The fault matrix: tests/master/test_lu_migration_faults.py."""
+cleanup, and the node migrate's jobs.  The fault matrix:
+tests/master/test_lu_migration_faults.py."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ NODES = ("node1.test", "node2.test", "node3.test")
 
 class MigrationNet(FakeNodeNet):
     """The fake node network with a migration rate on every node's fake hypervisor and
-    faults: ``faults[(node, call)]`` is ``"fail"`` (the call fails on the node) or
-    ``"down"`` (the node stops answering from that call on, for ``down_for`` seconds
-    of the clock, forever if None)."""
+    faults, each met once: ``faults[(node, call)]`` is ``"fail"`` (the next such call
+    fails on the node) or ``"down"`` (the node stops answering from the next such call
+    on, for ``down_for`` seconds of the clock, forever if None)."""
 
     migration_rate: float | None = None
 
@@ -46,13 +47,12 @@ class MigrationNet(FakeNodeNet):
                            children=base.children, hypervisors=NodeHypervisors(env))
 
     async def _one(self, target, call, args):
-        fault = self.faults.get((target.name, call.name))
+        fault = self.faults.pop((target.name, call.name), None)
         if fault == "fail":
             self.contacted.append((target.name, call.name))
             return RpcResult(target.name, False, call=call.name,
                              fail_msg=f"injected failure of {call.name}")
         if fault == "down":
-            del self.faults[(target.name, call.name)]
             self.down.add(target.name)
             if self.down_for is not None:
                 self.clock.callLater(self.down_for, self.down.discard, target.name)
@@ -357,6 +357,7 @@ class FailoverTest(MigrationCase):
                                       "on node node1.test: injected failure of "
                                       "instance_shutdown"))
         self.assertEqual(self.primary(), "node1.test")
+        self.net.faults[("node1.test", "instance_shutdown")] = "fail"
         status, result, log = self.run_logged(self.failover(target_node="node2.test",
                                                             ignore_consistency=True))
         self.assertEqual(status, "success", result)

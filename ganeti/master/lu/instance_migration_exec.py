@@ -152,18 +152,26 @@ class Migration:
             await rec.sleep(lu, POLL_INTERVAL)
 
     async def _finalize(self) -> None:
-        """Both sides, always (the destination first: a source that is gone before the
-        destination runs the instance would leave it nowhere); then the config."""
+        """Both sides, always: the destination first, and the source with success only
+        once the destination runs the instance (else the source keeps it: finalized
+        with success false); then the config."""
         lu = self.lu
         rpc = lu.ctx.rpc()
+        errors: list[str] = []
         dst = await rpc.call_one(self.target, "instance_finalize_migration_dst",
                                  [self.arg(), self.info, True])
+        taken = dst.success
+        if not taken:
+            errors.append(f"{self.target.name}: {dst.fail_msg}")
+            # did the destination take it all the same (its answer lost)?
+            taken = bool((await rec.locate_retrying(lu, [self.target.uuid])).get(
+                self.target.uuid))
         src = await rpc.call_one(self.source, "instance_finalize_migration_src",
-                                 [self.arg(), True, self.live])
-        errors = [f"{node.name}: {res.fail_msg}" for node, res in
-                  ((self.source, src), (self.target, dst)) if not res.success]
+                                 [self.arg(), taken, self.live])
+        if not src.success:
+            errors.insert(0, f"{self.source.name}: {src.fail_msg}")
         if errors:
-            await rec.settle(lu, self.source.uuid, self.target.uuid, True, self.live,
+            await rec.settle(lu, self.source.uuid, self.target.uuid, taken, self.live,
                              self.info)
             raise OpExecError(f"Could not finalize instance migration: {' '.join(errors)}")
         await rec.set_primary(lu, self.target.uuid)

@@ -95,7 +95,7 @@ async def set_primary(lu: LogicalUnit, node_uuid: str) -> None:
                 disk.nodes = [node_uuid if n == old else n for n in disk.nodes]
                 if node_uuid not in disk.nodes:
                     disk.nodes = [node_uuid]
-                disk.serial_no += 1
+                disk.serial_no = (disk.serial_no or 0) + 1
         obj.primary_node = node_uuid
         obj.serial_no += 1
         obj.mtime = now
@@ -150,6 +150,10 @@ async def settle(lu: LogicalUnit, source: str, target: str, completed: bool, liv
         _say(lu, f"* instance running on {ic.node_name(cfg, target)}, updating config")
         await set_primary(lu, target)
         return target
+    if on_src and not completed:
+        # the abort may not have reached the source: its migration is ended again
+        arg = ic.instance_arg(lu.instance)  # type: ignore[attr-defined]
+        await _call(lu, source, "instance_finalize_migration_src", [arg, False, live])
     if on_src or on_src is None and on_dst is False:
         _say(lu, f"* instance confirmed to be running on its primary node "
                  f"({ic.node_name(cfg, source)})" if on_src else
@@ -180,7 +184,7 @@ async def recover_interrupted(lu: LogicalUnit) -> bool:
     primary = inst.primary_node
     if not running or running == [primary]:
         return False
-    names = ",".join(ic.node_name(cfg, u) for u in running)
+    names = ",".join(sorted(ic.node_name(cfg, u) for u in running))
     _say(lu, f"* instance {inst.name} runs on {names}, its config names "
              f"{ic.node_name(cfg, primary)}: an interrupted migration, reconciling")
     if primary in running or where.get(primary) is None:

@@ -46,7 +46,8 @@ _UNITS: tuple[type[LogicalUnit], ...] = (
     LUClusterRedistConf, LUClusterVerify, LUClusterVerifyConfig, LUClusterVerifyGroup,
     LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand, LUTestAllocator,
     LUInstanceMultiAlloc,
-    *instance.LUS, *instance_migration.LUS, *node_migrate.LUS, *network.LUS, *os_lu.LUS, *storage.LUS, *backup.LUS, *masterip.LUS,
+    *instance.LUS, *instance_migration.LUS, *node_migrate.LUS, *network.LUS, *os_lu.LUS,
+    *storage.LUS, *backup.LUS, *masterip.LUS,
 )
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in _UNITS}
 
