@@ -7,7 +7,8 @@ groups several commands share are declared in :mod:`ganeti.cli.gnt_instance_args
 :mod:`ganeti.cli.gnt_instance_forthcoming`), the
 multi-instance commands (startup, shutdown, reboot, reinstall) are in
 :mod:`ganeti.cli.gnt_instance_multi`, info and console in
-:mod:`ganeti.cli.gnt_instance_info`.  What the master refuses (an allocator,
+:mod:`ganeti.cli.gnt_instance_info`, failover and migrate in
+:mod:`ganeti.cli.gnt_instance_move`.  What the master refuses (an allocator,
 hotplug, a disk template conversion it cannot do) is sent as given and the
 master's error is shown.
 """
@@ -24,6 +25,7 @@ from typing import Any
 from ganeti.cli import gnt_instance_args as iargs
 from ganeti.cli import gnt_instance_batch as batch
 from ganeti.cli import gnt_instance_info as info
+from ganeti.cli import gnt_instance_move as move
 from ganeti.cli import gnt_instance_multi as multi
 from ganeti.cli import gnt_instance_opts as iopts
 from ganeti.cli import jobs, table
@@ -38,7 +40,8 @@ from ganeti.core import errors
 from ganeti.core.params_types import UnitParseError, parse_unit
 
 DESCRIPTION = ("Ganeti instance administration: add, remove, start, stop, reboot, "
-               "reinstall, rename, modify, list, info, console, disks, tags.")
+               "reinstall, failover, migrate, rename, modify, list, info, console, "
+               "disks, tags.")
 
 #: Fields of ``gnt-instance list`` without ``-o`` (Ganeti 3.0's ``_LIST_DEF_FIELDS``).
 LIST_DEFAULT_FIELDS = ["name", "hypervisor", "os", "pnode", "status", "oper_ram"]
@@ -470,6 +473,11 @@ COMMANDS = [
             "Reinstall the OS of stopped instances (OP_INSTANCE_REINSTALL), which removes "
             "all their data; asks for confirmation unless -f (one instance) or "
             "--force-multiple." + _SELECTION_HELP),
+    Command("failover", move.cmd_failover,
+            "Stop an instance and start it on another node", move.setup_failover,
+            move.FAILOVER_DESCRIPTION),
+    Command("migrate", move.cmd_migrate, "Move a running instance to another node",
+            move.setup_migrate, move.MIGRATE_DESCRIPTION),
     Command("rename", cmd_rename, "Rename an instance", _setup_rename),
     Command("modify", cmd_modify, "Change the parameters of an instance", _setup_modify,
             "Change an instance's parameters, OS, disks or NICs, or mark it offline or "

@@ -7,13 +7,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ganeti.cli import gnt_node_oob, gnt_node_storage, jobs, table
+from ganeti.cli import gnt_node_move, gnt_node_oob, gnt_node_storage, jobs, table
 from ganeti.cli.framework import Command, Context, run_tool
 from ganeti.core import constants as c
 from ganeti.core import errors, params
 
-DESCRIPTION = ("Ganeti node administration: add, remove, modify, list, list-fields, info, "
-               "health, power, volumes, storage units, tags.")
+DESCRIPTION = ("Ganeti node administration: add, remove, modify, migrate, failover, list, "
+               "list-fields, info, health, power, volumes, storage units, tags.")
 
 #: Fields of ``gnt-node list`` without ``-o`` (Ganeti's).
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree", "pinst_cnt",
@@ -315,6 +315,12 @@ COMMANDS = [
     Command("modify", cmd_modify, "Change a node's flags and parameters", _setup_modify,
             "Change a node's role flags, capabilities, secondary IP or node parameters "
             "(OP_NODE_SET_PARAMS) and print what changed."),
+    Command("migrate", gnt_node_move.cmd_migrate,
+            "Migrate all the primary instances of a node away from it",
+            gnt_node_move.setup_migrate, gnt_node_move.MIGRATE_DESCRIPTION),
+    Command("failover", gnt_node_move.cmd_failover,
+            "Fail over all the primary instances of a node",
+            gnt_node_move.setup_failover, gnt_node_move.FAILOVER_DESCRIPTION),
     Command("list", cmd_list, "List the nodes", _setup_list,
             "List the nodes (all, or those named; glob patterns such as 'node*' work; "
             "one argument such as 'master_candidate and not offline' is a query filter "

@@ -25,12 +25,13 @@ class RootTest(RapiTestCase):
         self.assertIsNone(self.get("/2"))
         self.assertEqual(self.get("/version"), 2)
         self.assertEqual(self.get("/2/features"),
-                         ["instance-create-reqv1", "instance-reinstall-reqv1"])
+                         ["instance-create-reqv1", "instance-reinstall-reqv1",
+                          "node-migrate-reqv1"])
         self.assertEqual(self.luxi.calls, [])
 
     def test_features_only_where_their_resource_exists(self):
-        """Ganeti's four features; node migrate and evacuate are not served yet, so a
-        client (ganeti.rapi.client) does not send their request formats."""
+        """Ganeti's four features; node evacuate is not served yet, so a client
+        (ganeti.rapi.client) does not send its request format."""
         self.assertEqual(sorted(FEATURE_RESOURCES), ["instance-create-reqv1",
                                                      "instance-reinstall-reqv1",
                                                      "node-evac-res1", "node-migrate-reqv1"])

@@ -315,6 +315,17 @@ ROUTES = [
         "(OP_INSTANCE_CREATE with 'commit'; the reservation supplies what the body "
         "leaves out)", (DRY_RUN,))},
           "Instance reservation commit"),
+    Route("/2/instances/{instance_name}/migrate", {"PUT": opcode_method(
+        "PUT", _instance_op("OP_INSTANCE_MIGRATE", "instances_name_migrate"),
+        "Live-migrate an instance to another node (OP_INSTANCE_MIGRATE; the body may "
+        "give mode, cleanup, target_node, iallocator, allow_failover, ...)")},
+          "Instance migration"),
+    Route("/2/instances/{instance_name}/failover", {"PUT": opcode_method(
+        "PUT", _instance_op("OP_INSTANCE_FAILOVER", "instances_name_failover"),
+        "Fail an instance over to another node: stop it and start it there "
+        "(OP_INSTANCE_FAILOVER; the body may give iallocator, ignore_consistency, "
+        "target_node, shutdown_timeout, ...)")},
+          "Instance failover"),
     Route("/2/instances/{instance_name}/rename", {"PUT": opcode_method(
         "PUT", _instance_op("OP_INSTANCE_RENAME", "instances_name_rename"),
         "Rename an instance (OP_INSTANCE_RENAME; the body gives 'new_name')")},

@@ -1,4 +1,5 @@
-"""The node resources: ``/2/nodes`` and ``/2/nodes/{node_name}[/role|/modify|/tags]``."""
+"""The node resources: ``/2/nodes`` and
+``/2/nodes/{node_name}[/role|/modify|/migrate|/tags]``."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from ganeti.core.queryfields.nodes import NODE_FIELDS as NODE_DECLS
 from ganeti.rapi import errors as http
 from ganeti.rapi.resources.common import (
     BULK,
+    DRY_RUN,
     FORCE,
     JOB_RESULT,
     LOCK,
     REASON,
     OpcodeBody,
+    OpcodeHandler,
     SchemaHandler,
     build_opcode,
     flag,
@@ -100,6 +103,31 @@ async def put_role(request: Request) -> int:
     return await submit(request, [op])
 
 
+class MigrateHandler(OpcodeHandler):
+    """POST .../migrate: OP_NODE_MIGRATE from the body (``node-migrate-reqv1``), or,
+    as Ganeti's older clients send it, from the query parameters ``live`` (an
+    integer, default 1) or ``mode`` -- then the body is not read.
+
+    Unlike Ganeti's rlib2, ``?dry-run=1`` is honoured and does not switch to the
+    older form (Ganeti's ignores it, and its client sends it with a body: a dry
+    run that migrates every instance)."""
+
+    async def __call__(self, request: Request) -> int:
+        extra = {"dry_run": True} if request.flag(DRY_RUN) else {}
+        if request.query.keys() & {"live", "mode"}:
+            if "live" in request.query and "mode" in request.query:
+                raise http.HttpBadRequest("Only one of 'live' and 'mode' should be passed")
+            mode: str | None = request.arg("mode")
+            if "live" in request.query:
+                live = request.flag("live", default=True)
+                mode = c.HT_MIGRATION_LIVE if live else c.HT_MIGRATION_NONLIVE
+            body: Any = {"mode": mode}
+        else:
+            body = request.body
+        return await submit(request, [build_opcode(request, self.opcode_body, body,
+                                                   extra)])
+
+
 # Value schemas come from the field declarations (ganeti.core.queryfields.nodes).
 NODE = object_schema(NODE_DECLS, N_FIELDS,
                      description="Live values (dtotal, mfree, ...) are null for offline or "
@@ -131,6 +159,15 @@ ROUTES = [
         "POST", OpcodeBody("OP_NODE_SET_PARAMS", "nodes_name_modify",
                            {"node_name": path("node_name")}),
         "Change a node's parameters (OP_NODE_SET_PARAMS)")}, "Node parameters"),
+    Route("/2/nodes/{node_name}/migrate", {"POST": Method(
+        MigrateHandler(OpcodeBody("OP_NODE_MIGRATE", "nodes_name_migrate",
+                                  {"node_name": path("node_name")})),
+        "Migrate every primary instance of the node away (OP_NODE_MIGRATE; the job's "
+        "result lists the migration jobs it submitted). The body gives mode, "
+        "target_node, iallocator, ...; older clients send ?live=0|1 or ?mode= instead",
+        access=frozenset({WRITE}), query=("live", "mode", DRY_RUN, REASON), body="opcode",
+        opcode="OP_NODE_MIGRATE", result="job", schema=JOB_RESULT)},
+          "Node migration"),
     Route("/2/nodes/{node_name}/tags",
           tag_methods(c.TAG_NODE, "node_name", "nodes_name_tags", "the node"), "Node tags"),
 ]
