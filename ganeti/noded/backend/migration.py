@@ -9,8 +9,8 @@ instance: ...", "Failed to migrate instance: ...", "Failed to get migration
 status: ...", "Failed to finalize migration on the target node: ...", "Failed
 to finalize the migration on the source node: ...".  The status answers
 Ganeti's ``MigrationStatus`` object (``status``, and ``transferred_ram`` /
-``total_ram`` in bytes where known).  The master's side (the migrate and
-failover opcodes) is not built yet.
+``total_ram`` in bytes where known).  The master drives them from
+:mod:`ganeti.master.lu.instance_migration_exec` (docs/design/migration.md).
 """
 
 from __future__ import annotations

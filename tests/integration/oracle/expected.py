@@ -82,9 +82,8 @@ REASONS: dict[str, str] = {
     "cluster-repair-disk-sizes": NO_INSTANCES,
     "group-evacuate-default": NO_HA,
     "rapi-evacuate-node": NO_HA,
-    "rapi-migrate-node": NO_HA,
-    # /2/features lists only what has a resource here (node-migrate-reqv1 and
-    # node-evac-res1 come back with the resources)
+    # /2/features lists only what has a resource here (node-migrate-reqv1 does now;
+    # node-evac-res1 comes back with node evacuation)
     "rapi-features": NO_HA,
     "debug-iallocator-allocate-in": GANETI_TEST_ALLOCATOR_IN,
     # the job list holds that gnt-debug iallocator job: error there, success here
