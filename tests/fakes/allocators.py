@@ -92,3 +92,10 @@ def emptiest(data: dict[str, Any]) -> dict[str, Any]:
         return answer([], False, "not enough nodes")
     nodes.sort(key=lambda p: (-p[0], p[1]))
     return answer([name for _, name in nodes[:need]])
+
+
+def builtin(data: dict[str, Any]) -> str:
+    """ganeti-place, in process (what the program answers, without starting it)."""
+    from ganeti.cli import place
+    from ganeti.core.placement import solve, wire
+    return wire.render_answer(place.run(data, solve.Options()))

@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import json
 
-from ganeti.cli import place
 from ganeti.core import constants as c
 from ganeti.core.errors import RequestError
-from ganeti.core.placement import solve, wire
 from ganeti.master.lu.instance_forthcoming import NOT_SUPPORTED
+from tests.fakes.allocators import builtin
 from tests.master.test_lu_allocate import FREE_MEMORY, AllocatorCase, alloc_op
 from tests.master.test_lu_instance import create_op
-
-
-def builtin(data):
-    """ganeti-place, in process."""
-    return wire.render_answer(place.run(data, solve.Options()))
 
 
 def reserve_op(name=None, memory=3000, **params):

@@ -13,7 +13,7 @@ from ganeti.noded.backend.context import NodeContext
 from ganeti.noded.hypervisors.base import NodeEnv
 from ganeti.noded.hypervisors.registry import NodeHypervisors
 from ganeti.rpc.client import RpcResult
-from tests.fakes.allocators import InlineAllocators, always, answer, emptiest
+from tests.fakes.allocators import InlineAllocators, always, answer, builtin, emptiest
 from tests.fakes.configs import small_config
 from tests.fakes.masterd import InProcessMaster
 from tests.fakes.nodes import FakeNodeNet
@@ -82,7 +82,9 @@ class MigrationCase(InstanceCase):
                            enabled_disk_templates=[c.DT_DISKLESS, c.DT_SHARED_FILE,
                                                    c.DT_FILE, c.DT_PLAIN])
         self.net = MigrationNet(os.path.join(tmp, "nodes"), None)
-        self.allocators = InlineAllocators({"stub": emptiest, **self.programs},
+        # the built-in allocator in process (the quick run starts no process)
+        self.allocators = InlineAllocators({"stub": emptiest, "ganeti-place": builtin,
+                                            **self.programs},
                                            search_path=(HAIL_DIR,))
         self.master = InProcessMaster(tmp, cfg=cfg, rpc=self.net, allocators=self.allocators)
         self.addCleanup(self.master.stop)

@@ -115,6 +115,9 @@ DYNAMIC_SITES = {
     "ganeti/master/lu/instance_storage.py",
     # the tools' runner passes its caller's name on: tests/cli/test_noderpc.py
     "ganeti/cli/noderpc.py",
+    # _call (the finalize and shutdown calls of a reconciliation, each named literally
+    # at its call site): tests/master/test_lu_migration_faults.py
+    "ganeti/master/lu/instance_migration_reconcile.py",
 }
 
 
