@@ -10,6 +10,7 @@ config round-trips) and listed by :func:`ganeti.core.config.unknown_keys`
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import types
 import typing
@@ -508,6 +509,16 @@ class ConfigData(ConfigObject):
         container = getattr(self, cname)
         cache = self.__dict__.setdefault("_cache_names", {})
         cache[cname] = (container, len(container), index)
+
+    def view(self, **containers: dict[str, Any]) -> ConfigData:
+        """A shallow copy with some containers replaced (``disks={...}``): what the
+        config would be with those objects, for a node call or an allocator's input,
+        without changing this one.  The copy builds its own name indexes."""
+        new = copy.copy(self)
+        new.__dict__.pop("_cache_names", None)
+        for cname, container in containers.items():
+            setattr(new, cname, container)
+        return new
 
     def by_name(self, cname: str, name: str) -> Any:
         """The object of container ``cname`` called ``name``, or None."""

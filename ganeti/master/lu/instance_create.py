@@ -11,7 +11,6 @@ In import mode :mod:`ganeti.master.lu.backup_import` reads the export first
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -464,14 +463,8 @@ class LUInstanceCreate(LogicalUnit):
     def _with_disks(cfg: ConfigData, inst: Instance, disks: list[Disk]) -> ConfigData:
         """A view of the config in which the new instance's disks exist (the node
         calls fill disk parameters from the config)."""
-        view = copy.copy(cfg)
-        view.__dict__.pop("_cache_names", None)  # the original's name indexes stay its own
-        view.disks = dict(cfg.disks)
-        view.instances = dict(cfg.instances)
-        for d in disks:
-            view.disks[d.uuid] = d
-        view.instances[inst.uuid] = inst
-        return view
+        return cfg.view(disks={**cfg.disks, **{d.uuid: d for d in disks}},
+                        instances={**cfg.instances, inst.uuid: inst})
 
     def _add(self, inst: Instance, disks: list[Disk]) -> Any:
         if self.reservation is not None:

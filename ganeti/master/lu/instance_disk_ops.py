@@ -3,7 +3,6 @@ instance (the disks themselves are made on the nodes by :mod:`.instance_storage`
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ganeti.core import constants as c
@@ -245,10 +244,8 @@ class LUInstanceRecreateDisks(InstanceLU):
                                          "will have to remove any disks left on the older "
                                          "nodes manually")
             target.primary_node = self.new_nodes[0]
-        view = copy.copy(cfg)
-        view.__dict__.pop("_cache_names", None)
-        view.disks = {**cfg.disks, **{d.uuid: d for d in chosen}}
-        view.instances = {**cfg.instances, inst.uuid: target}
+        view = cfg.view(disks={**cfg.disks, **{d.uuid: d for d in chosen}},
+                        instances={**cfg.instances, inst.uuid: target})
         await instance_storage.create_disks(self, view, target, chosen)
         uuid, primary, now = inst.uuid, target.primary_node, self.ctx.clock.seconds()
 

@@ -20,7 +20,6 @@ call for reservations; node memory checks count them
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import uuid as uuidmod
 from typing import TYPE_CHECKING, Any
@@ -224,9 +223,7 @@ async def check_resized(lu: Any, new: Instance, disks: list[Disk]) -> None:
              or sum(d.size for d in disks) > sum(d.size for d in old_disks))
     if not grows:
         return
-    view = copy.copy(cfg)
-    view.__dict__.pop("_cache_names", None)
-    view.instances = {u: i for u, i in cfg.instances.items() if u != new.uuid}
+    view = cfg.view(instances={u: i for u, i in cfg.instances.items() if u != new.uuid})
     nodes = [cfg.nodes[u].name for u in nodesmod.instance_nodes(cfg, old) if u in cfg.nodes]
     primary = cfg.nodes[old.primary_node].name
     nodes = [primary] + [n for n in nodes if n != primary]

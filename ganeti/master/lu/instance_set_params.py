@@ -462,9 +462,7 @@ class LUInstanceSetParams(InstanceLU):
             self, cfg, target, inst.uuid, inst.primary_node, [], self.template_specs,
             self.op.file_storage_dir, self.op.file_driver)
         log(f"Creating new empty disks of type '{target}'...")
-        view = copy.copy(cfg)
-        view.__dict__.pop("_cache_names", None)
-        view.disks = {**cfg.disks, **{d.uuid: d for d in new_disks}}
+        view = cfg.view(disks={**cfg.disks, **{d.uuid: d for d in new_disks}})
         try:
             await instance_storage.create_disks(self, view, inst, new_disks)
         except OpExecError:
@@ -531,9 +529,7 @@ class LUInstanceSetParams(InstanceLU):
                     base_index=start + pos)
                 disks[idx] = made[0]
                 created.extend(made)
-            view = copy.copy(cfg)
-            view.__dict__.pop("_cache_names", None)
-            view.disks = {**cfg.disks, **{d.uuid: d for d in created}}
+            view = cfg.view(disks={**cfg.disks, **{d.uuid: d for d in created}})
             if reserved:
                 forth.mark_disks(created)
             else:
@@ -575,9 +571,8 @@ class LUInstanceSetParams(InstanceLU):
             await self.update_config(change)
         except BaseException:
             if converted:  # the instance keeps its old disks
-                view = copy.copy(before)
-                view.__dict__.pop("_cache_names", None)
-                view.disks = {**before.disks, **{d.uuid: d for d in converted}}
+                view = before.view(disks={**before.disks,
+                                          **{d.uuid: d for d in converted}})
                 await instance_storage.remove_disks(self, view, inst, converted,
                                                     ignore_failures=True)
             raise
