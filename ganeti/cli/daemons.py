@@ -39,6 +39,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ganeti.cli import vcluster_lvm
 from ganeti.core import constants, errors
 from ganeti.core.paths import Paths
 from ganeti.core.pidfile import is_owner, pid_alive, read_pid
@@ -136,6 +137,7 @@ def start(paths: Paths, daemon: str, args: list[str] | None = None,
            "--umask", "0027", daemon] + list(args or [])
     env = dict(os.environ)
     env.update(paths.env())
+    env.update(vcluster_lvm.lvm_env(paths.root))  # a virtual node's own LVM
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         reason = startup_failure(daemon, log_since(log_file, offset))

@@ -37,7 +37,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ganeti.cli import daemons, jobs, netns, vcluster_ns
+from ganeti.cli import daemons, jobs, netns, vcluster_lvm, vcluster_ns
 from ganeti.cli.framework import Context, UsageError, format_error
 from ganeti.core import bootstrap, constants, errors, fileutil
 from ganeti.core.paths import Paths, shipped_os_dir
@@ -82,6 +82,9 @@ class VCluster:
     netns: netns.NetPlan | None = None
     #: Whether each node runs its own libvirtd (namespaced clusters only).
     libvirt: bool = False
+    #: Each node's volume group (:mod:`ganeti.cli.vcluster_lvm`): ``{"vg": name,
+    #: "size_mib": size}``; None: the nodes have none.
+    lvm: dict[str, Any] | None = None
 
     @classmethod
     def load(cls, directory: str) -> VCluster:
@@ -101,7 +104,7 @@ class VCluster:
             nodes = [VNode(**n) for n in data["nodes"]]
             plan = netns.NetPlan.from_dict(data["netns"]) if data.get("netns") else None
             vc = cls(directory, data["cluster_name"], data["domain"], data["master"], nodes,
-                     plan, bool(data.get("libvirt", False)))
+                     plan, bool(data.get("libvirt", False)), data.get("lvm") or None)
         except (KeyError, TypeError, ValueError) as err:
             raise errors.ConfigurationError(f"{path} is corrupt: missing or bad {err}") from None
         vcluster_ns.link_roots(vc)
@@ -114,6 +117,8 @@ class VCluster:
             "master": self.master, "nodes": [asdict(n) for n in self.nodes]}
         if self.netns is not None:
             data.update(netns=self.netns.to_dict(), libvirt=self.libvirt)
+        if self.lvm:
+            data["lvm"] = self.lvm
         fileutil.atomic_write(os.path.join(self.directory, STATE_FILE),
                               json.dumps(data, indent=2) + "\n", mode=0o644)
 
@@ -175,6 +180,21 @@ def setup_create(p: argparse.ArgumentParser) -> None:
                    help="leave every daemon running once the nodes joined, as 'start' "
                         "would (saves stopping and starting them again)")
     _setup_mode(p, "loopback addresses (default)")
+    _setup_lvm(p)
+
+
+def _setup_lvm(p: argparse.ArgumentParser) -> None:
+    lvm = p.add_mutually_exclusive_group()
+    lvm.add_argument("--lvm", dest="lvm", action="store_const", const=True,
+                     help="give every node a volume group on a loop device, enabling the "
+                          "plain template (root, lvm2; the default where possible)")
+    lvm.add_argument("--no-lvm", dest="lvm", action="store_const", const=False,
+                     help="no volume groups (only file, sharedfile and diskless disks)")
+    p.add_argument("--vg-name", default=vcluster_lvm.DEFAULT_VG,
+                   help="the nodes' volume group (default: %(default)s)")
+    p.add_argument("--vg-size", type=int, default=vcluster_lvm.DEFAULT_SIZE_MIB // 1024,
+                   metavar="GIB", help="size of each node's volume group in GiB, a sparse "
+                                       "file in the node's directory (default: %(default)s)")
 
 
 def _setup_mode(p: argparse.ArgumentParser, loopback_help: str) -> None:
@@ -380,6 +400,29 @@ def join_nodes(ctx: Context, vc: VCluster, opts: argparse.Namespace,
     return constants.EXIT_SUCCESS
 
 
+def lvm_choice(opts: argparse.Namespace) -> dict[str, Any] | None:
+    """The nodes' volume group ``create`` makes (``--lvm``, ``--vg-name``, ``--vg-size``):
+    by default one wherever it can (root with lvm2), else None."""
+    wanted = getattr(opts, "lvm", None)
+    reason = vcluster_lvm.unavailable_reason()
+    if wanted is False or (wanted is None and reason):
+        return None
+    if reason:
+        raise errors.OpPrereqError(f"Cannot use --lvm: {reason}", errors.ECODE_ENVIRON)
+    size = getattr(opts, "vg_size", None) or vcluster_lvm.DEFAULT_SIZE_MIB // 1024
+    if size < 1:
+        raise UsageError("--vg-size must be at least 1 (GiB)")
+    return {"vg": getattr(opts, "vg_name", None) or vcluster_lvm.DEFAULT_VG,
+            "size_mib": size * 1024}
+
+
+def remove_volume_groups(vc: VCluster) -> list[str]:
+    """The nodes' volume groups removed and their loop devices detached."""
+    if not vc.lvm:
+        return []
+    return vcluster_lvm.remove_all((n.root for n in vc.nodes), vc.lvm["vg"])
+
+
 def cmd_create(ctx: Context, opts: argparse.Namespace) -> int:
     """Initialise node 1 as master and add the other nodes; leaves the daemons stopped
     (running with ``--start``)."""
@@ -420,13 +463,15 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
     nodes = [VNode(name, ip, vcluster_ns.node_root(plan, name) if plan is not None
                    else os.path.join(directory, name)) for name, ip in zip(names, ips, strict=True)]
     vc = VCluster(directory, opts.name or f"cluster.{opts.domain}", opts.domain,
-                  nodes[0].name, nodes, plan, plan is not None and libvirt)
+                  nodes[0].name, nodes, plan, plan is not None and libvirt, lvm_choice(opts))
     master = nodes[0]
     storage = os.path.join(master.root, "srv", "ganeti")
     init = bootstrap.InitOptions(**{
         "master_ip": master_ip, **settings,
         "cluster_name": vc.cluster_name, "primary_ip": master.ip,
-        "enabled_disk_templates": [constants.DT_FILE, constants.DT_DISKLESS],
+        "enabled_disk_templates": [constants.DT_FILE, constants.DT_DISKLESS,
+                                   *(vcluster_lvm.TEMPLATES if vc.lvm else [])],
+        "vg_name": vc.lvm["vg"] if vc.lvm else None,
         "file_storage_dir": os.path.join(storage, "file-storage"),
         "shared_file_storage_dir": os.path.join(storage, "shared-file-storage"),
         "gluster_storage_dir": os.path.join(master.paths.run_dir, "gluster")})
@@ -449,6 +494,10 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
         allow_file_storage(node.paths, [init.file_storage_dir, init.shared_file_storage_dir],
                            master.root)
     try:
+        if vc.lvm:
+            vcluster_lvm.detach_stale()
+            for node in nodes:
+                vcluster_lvm.create(node.root, vc.lvm["vg"], vc.lvm["size_mib"])
         if plan is not None:
             vcluster_ns.write_hosts(vc)
             for node in nodes if vc.libvirt else []:
@@ -459,6 +508,7 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
             prepare_node(master, node)
     except BaseException:
         vcluster_ns.remove_network(vc, ctx)
+        remove_volume_groups(vc)
         for node in nodes:
             shutil.rmtree(os.path.join(directory, node.name), ignore_errors=True)
         vcluster_ns.unlink_roots(vc)
@@ -475,6 +525,9 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
         role = ("master, initialised" if vc.is_master(node)
                 else "prepared: directories and cluster certificate")
         ctx.out(f"  {node.name:<28} {node.ip:<15} {role}")
+    if vc.lvm:
+        ctx.out(f"  volume group {vc.lvm['vg']} of {vc.lvm['size_mib']} MiB on each node "
+                f"(a loop device over <node>/{vcluster_lvm.IMAGE}, sparse)")
     ctx.out(f"RAPI user {result.rapi_user!r}: password saved in "
             f"{os.path.join(directory, CREDENTIALS_FILE)} (mode 0600)")
     if len(nodes) == 1 and not keep_running:
@@ -498,6 +551,8 @@ def start_all(vc: VCluster, ctx: Context) -> list[str]:
     this call started are stopped again and the error is raised.
     """
     started: list[tuple[VNode, str]] = []
+    if vc.lvm:  # loop devices do not survive a reboot
+        vcluster_lvm.attach_all(n.root for n in vc.nodes)
     vcluster_ns.start_node_services(vc, ctx)
     try:
         for node, daemon in vc.start_order():
@@ -629,6 +684,8 @@ def env_lines(vc: VCluster, node: VNode) -> list[str]:
     bindir = os.path.dirname(os.path.abspath(sys.executable))
     return [f"export GANETI_ROOTDIR={shlex.quote(node.root)}",
             f"export GANETI_HOSTNAME={shlex.quote(node.name)}",
+            *(f"export {k}={shlex.quote(v)}"
+              for k, v in vcluster_lvm.lvm_env(node.root).items()),
             f"export PATH={shlex.quote(bindir)}:\"$PATH\""]
 
 
@@ -662,6 +719,7 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     vc = VCluster.load(opts.directory)
     stop_all(vc, ctx)
     vcluster_ns.remove_network(vc, ctx)
+    remove_volume_groups(vc)
     shutil.rmtree(vc.directory)
     vcluster_ns.unlink_roots(vc)
     ctx.out(f"Destroyed the virtual cluster in {vc.directory}.")

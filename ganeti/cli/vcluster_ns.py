@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any
 
-from ganeti.cli import daemons, netns
+from ganeti.cli import daemons, netns, vcluster_lvm
 from ganeti.cli.framework import Context, UsageError
 from ganeti.core import constants, errors
 from ganeti.core.pidfile import running_pid
@@ -503,7 +503,8 @@ def split_exec_args(node: str | None, client: bool,
 
 def exec_argv(vc: Any, node: str | None, client: bool, argv: list[str]) -> list[str]:
     """The full command line of ``exec``: the namespace wrapper, the node's environment
-    (GANETI_ROOTDIR/GANETI_HOSTNAME; none for the client), then ``argv``."""
+    (GANETI_ROOTDIR/GANETI_HOSTNAME, its LVM_SYSTEM_DIR; none for the client), then
+    ``argv``."""
     plan = plan_of(vc)
     if plan is None:
         raise errors.OpPrereqError(f"{vc.directory} is a loopback virtual cluster; 'exec' "
@@ -514,6 +515,7 @@ def exec_argv(vc: Any, node: str | None, client: bool, argv: list[str]) -> list[
         return netns.wrapper(plan.client_ns, hosts_file(vc)) + argv
     target = vc.node(node)
     env = dict(target.paths.env())
+    env.update(vcluster_lvm.lvm_env(target.root))
     bindir = os.path.dirname(os.path.abspath(sys.executable))
     env["PATH"] = f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     if vc.libvirt:

@@ -15,7 +15,7 @@ import sys
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.cli import daemons, vcluster, vcluster_demo, vcluster_tool
+from ganeti.cli import daemons, vcluster, vcluster_demo, vcluster_lvm, vcluster_tool
 from ganeti.cli.framework import build_parser
 from ganeti.core import config as configmod
 from ganeti.core import constants, errors
@@ -130,6 +130,8 @@ class VClusterTest(SynchronousTestCase):
         self.fake = FakeDaemons()
         self.patch(vcluster, "daemons", self.fake)
         self.patch(vcluster, "_answers", lambda paths: True)
+        # volume groups (as root): tests/cli/test_vcluster_lvm.py
+        self.patch(vcluster_lvm, "unavailable_reason", lambda: "not in unit tests")
         self.master = JobMaster()
         self.luxi_paths = []
 

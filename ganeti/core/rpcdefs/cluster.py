@@ -36,6 +36,7 @@ VERIFY_CHECKS: dict[str, Callable[[Any], bool]] = {
         isinstance(e, list) and len(e) == 3 and is_nonempty_str(e[0])
         and is_nonempty_str(e[1]) and is_int(e[2]) and 0 < e[2] < 65536 for e in v),
     "lvlist": lambda v: is_nonempty_str(v) and len(v) <= 128,
+    "vglist": lambda v: v is None or isinstance(v, bool),
     "file_storage_files": lambda v: isinstance(v, list) and len(v) <= 16
     and all(is_wire_path(p) for p in v),
 }

@@ -27,6 +27,7 @@ from ganeti.core import verifycodes as cv
 from ganeti.core.certverify import MAX_CLOCK_SKEW
 from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpClusterVerifyGroup
+from ganeti.core.params_cluster import check_vg_size
 from ganeti.core.textutil import safe_encode
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.lu import instance_storage
@@ -165,7 +166,8 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
                            if k in checks and rpcdefs.is_wire_path(checks[k])})
             if dirs:
                 checks["file_storage_files"] = dirs
-        if cluster.volume_group_name:  # Ganeti's NV_LVLIST
+        if cluster.volume_group_name:  # Ganeti's NV_VGLIST and NV_LVLIST
+            checks["vglist"] = None
             checks["lvlist"] = cluster.volume_group_name
         return checks
 
@@ -536,6 +538,11 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         volume group or the node's LV data is unusable (ENODELVM)."""
         if not vg_name:
             return None
+        vglist = data.get("vglist")  # Ganeti's _UpdateVerifyNodeLVM: exists, big enough
+        if not self.error_if(not vglist or not isinstance(vglist, dict), cv.ENODELVM,
+                             node.name, "unable to check volume groups"):
+            problem = check_vg_size(vglist, vg_name)
+            self.error_if(problem, cv.ENODELVM, node.name, str(problem))
         lvdata = data.get("lvlist", "Missing LV data")
         if isinstance(lvdata, str):
             self.error_if(True, cv.ENODELVM, node.name,

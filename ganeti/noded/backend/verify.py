@@ -25,6 +25,8 @@ unknown keys and wrong shapes):
 - ``"lvlist": vg``: the logical volumes of that volume group as ``lv_list``
   answers them (``{"vg/lv": [size, inactive, online]}``), or why they cannot be
   listed (a string), as Ganeti's NV_LVLIST
+- ``"vglist": null``: the node's volume groups and their sizes in MiB, as
+  ``vg_list`` answers them; ``{}`` if they cannot be listed (Ganeti's NV_VGLIST)
 - ``"file_storage_files": [dir, ...]``: ``{dir: [path, ...]}``, the regular
   files directly in each directory and in its subdirectories (a file disk is
   ``<dir>/<instance>/<file>``), at most :data:`MAX_STORAGE_FILES` per
@@ -169,6 +171,11 @@ async def _node_verify(ctx: NodeContext, checks: dict[str, Any],
         result["time"] = ctx.clock.seconds()
     if "lvlist" in checks:
         result["lvlist"] = await volume_list(ctx, checks["lvlist"])
+    if "vglist" in checks:
+        try:
+            result["vglist"] = await lvm.vg_sizes(ctx)
+        except BlockDeviceError:
+            result["vglist"] = {}
     return result
 
 

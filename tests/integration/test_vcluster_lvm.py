@@ -1,0 +1,183 @@
+"""A volume group per node of a virtual cluster (root: loop devices and LVM metadata;
+no device-mapper): ``plain`` instances through our gnt-* and Debian's, the volume on
+its node's group only, the machine's LVM undisturbed, teardown that leaves no loop
+device, and a start that re-attaches what a reboot (or a crash) left detached."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from tests.integration.clustercase import ClusterCase, needs_debian_tool, needs_root
+from tests.integration.helpers import BIN, VCLUSTER, node_env, run
+
+DEBIAN = "/usr/share/ganeti/3.0"
+VG = "xenvg"
+INSTANCE = "lv1.vcluster.test"
+SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+
+
+def needs_lvm() -> str | None:
+    """A ``REQUIRES`` check: lvm2 and losetup."""
+    missing = [t for t in ("lvm", "losetup") if not shutil.which(t, path=SBIN)]
+    return f"missing {', '.join(missing)} (packages lvm2, mount)" if missing else None
+
+
+def lvm_env(root: str) -> dict[str, str]:
+    return {"LVM_SYSTEM_DIR": os.path.join(root, "etc", "lvm"), "LVM_SUPPRESS_FD_WARNINGS": "1",
+            "LC_ALL": "C"}
+
+
+def lvm_rows(root: str | None, command: str, fields: str) -> list[dict[str, str]]:
+    """An LVM report as the node at ``root`` sees it (None: the machine's own LVM)."""
+    env = lvm_env(root) if root else {"LVM_SUPPRESS_FD_WARNINGS": "1", "LC_ALL": "C"}
+    proc = run([shutil.which("lvm", path=SBIN) or "lvm", command, "--reportformat", "json",
+                "--units", "m", "--nosuffix", "-o", fields], env=env)
+    return [row for part in json.loads(proc.stdout)["report"] for rows in part.values()
+            for row in rows]
+
+
+def loops_backed_by(directory: str) -> list[str]:
+    """Loop devices whose backing file lies below ``directory`` (deleted or not)."""
+    out = subprocess.run(["losetup", "--list", "--json", "-O", "NAME,BACK-FILE"],
+                         capture_output=True, text=True, check=False).stdout
+    devices = json.loads(out)["loopdevices"] if out.strip() else []
+    real = os.path.realpath(directory) + "/"
+    return [d["name"] for d in devices if (d.get("back-file") or "").startswith(real)]
+
+
+class VClusterLvmTest(ClusterCase):
+    """Tests run in name order on one 3-node cluster."""
+
+    PREFIX = "ganeti-vcluster-lvm-"
+    NODES = 3
+    REQUIRES = (needs_root, needs_lvm, needs_debian_tool("gnt-instance", "gnt-node"))
+
+    def node(self, k: int) -> str:
+        return self.cluster.master.replace("node1", f"node{k}")
+
+    def root(self, k: int) -> str:
+        return self.cluster.node_root(self.node(k))
+
+    def ours(self, tool: str, *argv: str) -> str:
+        return self.tool(os.path.join(BIN, tool), *argv)
+
+    def debian(self, tool: str, *argv: str) -> str:
+        return self.tool(os.path.join(DEBIAN, tool), *argv, debian=True)
+
+    def volumes(self, k: int) -> dict[str, float]:
+        """``{lv: MiB}`` of node k's volume group, as its own LVM sees it."""
+        return {r["lv_name"]: float(r["lv_size"])
+                for r in lvm_rows(self.root(k), "lvs", "vg_name,lv_name,lv_size")
+                if r["vg_name"] == VG}
+
+    def verify_clean(self) -> None:
+        r = run([sys.executable, os.path.join(BIN, "gnt-cluster"), "verify"], env=self.env,
+                check=False, timeout=180)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("ERROR", r.stdout + r.stderr)
+        self.assertNotIn("ENODELVM", r.stdout + r.stderr)
+
+    def test_1_each_node_sees_its_own_group(self):
+        state = self.cluster.state
+        self.assertEqual(state["lvm"], {"vg": VG, "size_mib": 20480})
+        devices = set()
+        for k in (1, 2, 3):
+            vgs = lvm_rows(self.root(k), "vgs", "vg_name,vg_size,pv_name")
+            self.assertEqual([(r["vg_name"], float(r["vg_size"])) for r in vgs],
+                             [(VG, 20480.0)])
+            devices.add(vgs[0]["pv_name"])
+            self.assertEqual(loops_backed_by(self.root(k)), [vgs[0]["pv_name"]])
+        self.assertEqual(len(devices), 3)
+        info = self.ours("gnt-cluster", "info")
+        self.assertRegex(info, rf"lvm volume group: {VG}\b")
+        self.assertIn("plain", info.split("enabled disk templates:")[1].splitlines()[0])
+        storage = self.debian("gnt-node", "list-storage", "-t", "lvm-vg", "--no-headers",
+                              "-o", "node,name,size")
+        rows = sorted(line.split() for line in storage.splitlines())
+        self.assertEqual(rows, [[self.node(k), VG, "20.0G"] for k in (1, 2, 3)])
+        self.verify_clean()
+
+    def test_2_plain_instance_lifecycle(self):
+        self.debian("gnt-instance", "add", "-t", "plain", "-s", "1G", "-o", "busybox",
+                    "--no-install", "--no-name-check", "--no-ip-check", "-n", self.node(2),
+                    "-B", "maxmem=128M,minmem=128M", INSTANCE)
+        lvs = self.volumes(2)
+        self.assertEqual(len(lvs), 1, lvs)
+        (lv, size), = lvs.items()
+        self.assertRegex(lv, r"^[0-9a-f-]{36}\.disk0$")
+        self.assertEqual(size, 1024.0)
+        self.assertEqual((self.volumes(1), self.volumes(3)), ({}, {}))
+        # the machine's own LVM sees every node's group (same name, a warning) and goes on
+        seen = lvm_rows(None, "lvs", "vg_name,lv_name")
+        self.assertIn({"vg_name": VG, "lv_name": lv}, seen)
+        for volumes in (self.ours("gnt-node", "volumes", "--no-headers", "-o",
+                                  "node,vg,name,size,instance"),
+                        self.debian("gnt-node", "volumes", "--no-headers", "-o",
+                                    "node,vg,name,size,instance")):
+            self.assertEqual([line.split() for line in volumes.splitlines()],
+                             [[self.node(2), VG, lv, "1.0G", INSTANCE]])
+        info = self.debian("gnt-instance", "info", INSTANCE)
+        self.assertIn("Disk template: plain", info)
+        self.assertIn(f"logical_id: {VG}/{lv}", info)
+        self.ours("gnt-instance", "grow-disk", INSTANCE, "0", "512M")
+        self.assertEqual(self.volumes(2), {lv: 1536.0})
+        self.debian("gnt-instance", "grow-disk", INSTANCE, "0", "512M")
+        self.assertEqual(self.volumes(2), {lv: 2048.0})
+        out = self.debian("gnt-instance", "list", "--no-headers", "-o", "disk.sizes", INSTANCE)
+        self.assertEqual(out.strip(), "2.0G")
+        self.verify_clean()
+        self.debian("gnt-instance", "remove", "-f", INSTANCE)
+        self.assertEqual([self.volumes(k) for k in (1, 2, 3)], [{}, {}, {}])
+
+
+class VClusterLvmTeardownTest(ClusterCase):
+    """Clusters of the tests' own: destroy, a reboot's detached loop devices, a crash."""
+
+    PREFIX = "ganeti-vcluster-lvm-td-"
+    NODES = 2
+    CLUSTER = False
+    REQUIRES = (needs_root, needs_lvm)
+
+    def test_destroy_leaves_no_loop_device(self):
+        cluster = self.new_cluster(start=False)
+        self.assertEqual(len(loops_backed_by(cluster.dir)), 2)
+        run([VCLUSTER, "destroy", cluster.dir], timeout=120)
+        self.assertEqual(loops_backed_by(cluster.tmp), [])
+
+    def test_start_reattaches_detached_loop_devices(self):
+        cluster = self.new_cluster(start=False)
+        root = cluster.node_root(cluster.nodes[1])
+        (device,) = loops_backed_by(root)
+        run(["losetup", "-d", device])  # what a reboot does
+        cluster.start()
+        (again,) = loops_backed_by(root)
+        with open(os.path.join(root, "etc", "lvm", "lvm.conf"), encoding="utf-8") as f:
+            self.assertIn(f'"a|^{again}$|"', f.read())
+        self.assertEqual([r["vg_name"] for r in lvm_rows(root, "vgs", "vg_name")], [VG])
+        env = node_env(cluster.dir, cluster.master)
+        out = run([sys.executable, os.path.join(BIN, "gnt-node"), "list-storage", "-t",
+                   "lvm-vg", "--no-headers", "-o", "node,name"], env=env).stdout
+        self.assertEqual(sorted(line.split() for line in out.splitlines()),
+                         [[n, VG] for n in cluster.nodes])
+
+    def test_crashed_run_is_cleaned_up_by_the_next_create(self):
+        crashed = self.new_cluster(start=False)
+        left = loops_backed_by(crashed.dir)
+        self.assertEqual(len(left), 2)
+        shutil.rmtree(crashed.dir)  # the run died: no destroy, its directory removed
+        self.assertEqual(loops_backed_by(crashed.dir), left)
+        self.new_cluster(start=False, nodes=1)
+        self.assertEqual(loops_backed_by(crashed.dir), [])
+
+    def test_no_lvm(self):
+        tmp = os.path.abspath(self.mktemp())
+        run([VCLUSTER, "create", tmp, "--no-lvm", "--nodes", "1"])
+        self.addCleanup(run, [VCLUSTER, "destroy", tmp], check=False)
+        with open(os.path.join(tmp, "vcluster.json"), encoding="utf-8") as f:
+            self.assertNotIn("lvm", json.load(f))
+        self.assertEqual(loops_backed_by(tmp), [])
+        self.assertFalse(os.path.exists(os.path.join(tmp, "node1.vcluster.test", "etc", "lvm")))
