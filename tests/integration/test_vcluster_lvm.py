@@ -54,7 +54,8 @@ class VClusterLvmTest(ClusterCase):
 
     PREFIX = "ganeti-vcluster-lvm-"
     NODES = 3
-    REQUIRES = (needs_root, needs_lvm, needs_debian_tool("gnt-instance", "gnt-node"))
+    REQUIRES = (needs_root, needs_lvm, needs_debian_tool("gnt-instance", "gnt-node",
+                                                              "gnt-cluster"))
 
     def node(self, k: int) -> str:
         return self.cluster.master.replace("node1", f"node{k}")
@@ -75,11 +76,16 @@ class VClusterLvmTest(ClusterCase):
                 if r["vg_name"] == VG}
 
     def verify_clean(self) -> None:
-        r = run([sys.executable, os.path.join(BIN, "gnt-cluster"), "verify"], env=self.env,
-                check=False, timeout=180)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertNotIn("ERROR", r.stdout + r.stderr)
-        self.assertNotIn("ENODELVM", r.stdout + r.stderr)
+        """Our and Debian's ``gnt-cluster verify`` find nothing (but this machine's
+        missing sysrq, if a container: ENODESETUP)."""
+        for argv in ([sys.executable, os.path.join(BIN, "gnt-cluster")],
+                     [os.path.join(DEBIAN, "gnt-cluster")]):
+            r = run([*argv, "verify", "--error-codes", "-I", "ENODESETUP"], env=self.env,
+                    check=False, timeout=180)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            findings = [line for line in (r.stdout + r.stderr).splitlines()
+                        if ("ERROR" in line or "WARNING" in line) and "ENODESETUP" not in line]
+            self.assertEqual(findings, [])
 
     def test_1_each_node_sees_its_own_group(self):
         state = self.cluster.state
@@ -128,7 +134,7 @@ class VClusterLvmTest(ClusterCase):
         self.debian("gnt-instance", "grow-disk", INSTANCE, "0", "512M")
         self.assertEqual(self.volumes(2), {lv: 2048.0})
         out = self.debian("gnt-instance", "list", "--no-headers", "-o", "disk.sizes", INSTANCE)
-        self.assertEqual(out.strip(), "2.0G")
+        self.assertEqual(out.strip(), "2048")  # a list field: MiB, unformatted (Ganeti)
         self.verify_clean()
         self.debian("gnt-instance", "remove", "-f", INSTANCE)
         self.assertEqual([self.volumes(k) for k in (1, 2, 3)], [{}, {}, {}])
@@ -138,19 +144,19 @@ class VClusterLvmTeardownTest(ClusterCase):
     """Clusters of the tests' own: destroy, a reboot's detached loop devices, a crash."""
 
     PREFIX = "ganeti-vcluster-lvm-td-"
-    NODES = 2
+    NODES = 1
     CLUSTER = False
     REQUIRES = (needs_root, needs_lvm)
 
     def test_destroy_leaves_no_loop_device(self):
         cluster = self.new_cluster(start=False)
-        self.assertEqual(len(loops_backed_by(cluster.dir)), 2)
+        self.assertEqual(len(loops_backed_by(cluster.dir)), 1)
         run([VCLUSTER, "destroy", cluster.dir], timeout=120)
         self.assertEqual(loops_backed_by(cluster.tmp), [])
 
     def test_start_reattaches_detached_loop_devices(self):
         cluster = self.new_cluster(start=False)
-        root = cluster.node_root(cluster.nodes[1])
+        root = cluster.node_root(cluster.nodes[0])
         (device,) = loops_backed_by(root)
         run(["losetup", "-d", device])  # what a reboot does
         cluster.start()
@@ -167,10 +173,10 @@ class VClusterLvmTeardownTest(ClusterCase):
     def test_crashed_run_is_cleaned_up_by_the_next_create(self):
         crashed = self.new_cluster(start=False)
         left = loops_backed_by(crashed.dir)
-        self.assertEqual(len(left), 2)
+        self.assertEqual(len(left), 1)
         shutil.rmtree(crashed.dir)  # the run died: no destroy, its directory removed
         self.assertEqual(loops_backed_by(crashed.dir), left)
-        self.new_cluster(start=False, nodes=1)
+        self.new_cluster(start=False)
         self.assertEqual(loops_backed_by(crashed.dir), [])
 
     def test_no_lvm(self):
