@@ -2,7 +2,8 @@
 files, on a master whose node RPC reaches in-process node daemons with the fake
 ``lvm`` program: volumes of the cluster's volume group that no instance disk
 owns and no ``reserved_lvs`` pattern matches whole are ENODEORPHANLV warnings;
-a node whose LV data is missing is ENODELVM and skipped; files in the file
+a node whose LV data is missing, whose volume group is missing or smaller than
+MIN_VG_SIZE is ENODELVM (the first skipped); files in the file
 storage directory that no file disk owns are warnings too (ours)."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ FS = "/srv/ganeti/file-storage"
 @pytest.mark.subprocess
 class OrphansTest(SynchronousTestCase):
     def setUp(self) -> None:
-        self.lvm = FakeLvm.install(self, vgs={"xenvg": {"size": 8192, "pvs": ["/dev/sdb"]},
+        self.lvm = FakeLvm.install(self, vgs={"xenvg": {"size": 20480, "pvs": ["/dev/sdb"]},
                                               "other": {"size": 1024, "pvs": ["/dev/sdc"]}})
         self.patch(lvm, "dm_available", lambda: False)
         self.master, self.net = master_with_nodes(self, 1)
@@ -96,6 +97,25 @@ class OrphansTest(SynchronousTestCase):
         self.assertIn("ERROR:ENODELVM:node:node1.test:LVM problem on node: Failed to list "
                       "logical volumes: ", lines[0])
         self.assertIn("Volume group xenvg not found", lines[0])
+
+    def test_volume_group_missing_or_too_small_is_enodelvm(self):
+        """Ganeti's NV_VGLIST: the cluster's group exists with MIN_VG_SIZE MiB at least."""
+        def resize(size):
+            state = self.lvm.state
+            state["vgs"]["xenvg"]["size"] = size
+            self.lvm.state = state
+        resize(20479)
+        self.assertEqual(self.verify()[1], [
+            "  - ERROR:ENODELVM:node:node1.test:volume group 'xenvg' too small "
+            "(20480 MiB required, 20479 MiB found)"])
+        resize(20480)
+        self.assertEqual(self.verify()[1], [])
+        self.change(lambda cfg: setattr(cfg.cluster, "volume_group_name", "nosuch"))
+        self.assertEqual(self.verify()[1][:1], [
+            "  - ERROR:ENODELVM:node:node1.test:volume group 'nosuch' missing"])
+        self.lvm.fail("vgs", "  broken")
+        self.assertEqual(self.verify()[1][:1], [
+            "  - ERROR:ENODELVM:node:node1.test:unable to check volume groups"])
 
     def test_no_volume_group_no_lvm_check(self):
         self.add_lv("xenvg/stray")

@@ -158,7 +158,7 @@ class VerifyTest(SynchronousTestCase):
                          {"version", "filelist", "hostname", "time", "ssconf", "nodesetup",
                           "client_cert", "hvinfo", "accepted_storage_paths", "userscripts",
                           "oob_paths", "file_storage_path", "shared_file_storage_path",
-                          "node_net_test", "lvlist", "file_storage_files"})
+                          "node_net_test", "lvlist", "vglist", "file_storage_files"})
         self.assertEqual(rpcdefs.get_call("node_leave_cluster").args, ())
 
 
