@@ -539,8 +539,9 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
         if not vg_name:
             return None
         vglist = data.get("vglist")  # Ganeti's _UpdateVerifyNodeLVM: exists, big enough
-        if not self.error_if(not vglist or not isinstance(vglist, dict), cv.ENODELVM,
-                             node.name, "unable to check volume groups"):
+        if not vglist or not isinstance(vglist, dict):
+            self.error_if(True, cv.ENODELVM, node.name, "unable to check volume groups")
+        else:
             problem = check_vg_size(vglist, vg_name)
             self.error_if(problem, cv.ENODELVM, node.name, str(problem))
         lvdata = data.get("lvlist", "Missing LV data")
