@@ -11,12 +11,14 @@ import json
 import os
 import re
 import shutil
+import time
 
 from tests.integration.helpers import run
 from tests.integration.kvmcluster import KvmClusterCase
 
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 DATA = "GANETI-PLAIN-VOLUME-DATA"
+SIZE = 1024 * 1024 * 1024
 
 
 def needs_lvm() -> str | None:
@@ -42,13 +44,18 @@ class KvmPlainDiskTest(KvmClusterCase):
         name = self.instance_name("lv1")
         self.assertIn("lvm", self.state)
         log = self.follow(1, name)
-        self.gnt("gnt-instance", "add", "-t", "plain", "-s", "64M", "-o", "busybox",
+        self.gnt("gnt-instance", "add", "-t", "plain", "-s", "1G", "-o", "busybox",
                  "--no-install", "-H", "kvm", "--no-name-check", "--no-ip-check",
                  "-B", "maxmem=128M,minmem=128M,vcpus=1", "-n", self.node_name(1), name)
-        self.addCleanup(self.gnt, "gnt-instance", "remove", "-f", name, check=False)
+        # the initramfs's shell ignores ACPI: no shutdown timeout to wait for
+        remove = ("gnt-instance", "remove", "-f", "--shutdown-timeout=0", name)
+        self.addCleanup(self.gnt, *remove, check=False)
+        start = time.monotonic()
+        self.gnt("gnt-instance", "start", name)  # --no-install leaves it stopped
         log.wait_for(r"no root file system")
+        print(f"\n  start + boot to the initramfs shell: {time.monotonic() - start:.1f}s")
         (lv,) = self.lvm_report("lvs", "lv_name,lv_size,devices,vg_extent_size")
-        self.assertEqual(int(lv["lv_size"]), 64 * 1024 * 1024)
+        self.assertEqual(int(lv["lv_size"]), SIZE)
         match = re.fullmatch(r"(/dev/loop\d+)\((\d+)\)", lv["devices"])
         self.assertIsNotNone(match, lv)
         pv, first_pe = match.group(1), int(match.group(2))
@@ -57,14 +64,14 @@ class KvmPlainDiskTest(KvmClusterCase):
         xml = self.virsh(1, "dumpxml", name)
         self.assertIn(f"<source dev='{pv}'", xml)
         self.assertRegex(xml, rf"<slice type='storage' offset='{offset}' "
-                              rf"size='{64 * 1024 * 1024}'/>")
+                              rf"size='{SIZE}'/>")
         sh = self.shell(1, name)
-        self.assertEqual(int(sh.run("cat /sys/block/vda/size")) * 512, 64 * 1024 * 1024)
+        self.assertEqual(int(sh.run("cat /sys/block/vda/size")) * 512, SIZE)
         sh.run(f"echo {DATA} > /tmp/d && dd if=/tmp/d of=/dev/vda bs=512 seek=1 "
                "conv=notrunc,fsync 2>/dev/null; sync; echo done")
         sh.close()
         with open(pv, "rb") as f:
             f.seek(offset + 512)
             self.assertEqual(f.read(len(DATA)), DATA.encode())
-        self.gnt("gnt-instance", "remove", "-f", name)
+        self.gnt(*remove)
         self.assertEqual(self.lvm_report("lvs", "lv_name"), [])
