@@ -116,22 +116,73 @@ class NetworkTest(TestCase):
         pair = await connected_pair(self)
         await pair.ok("b", "drbd_disconnect_net", [[pair.disk("b")]])
         await pair.ok("a", "drbd_disconnect_net", [[pair.disk("a")]])
-        d = pair.call("a", "drbd_attach_net", [[pair.disk("a")], False])
-        from twisted.internet.defer import Deferred
-        d = Deferred.fromCoroutine(d)
-        for _ in range(200):
-            if d.called:
-                break
-            await self._spin()
-            pair.clock.advance(5)
-        result = await d
+        start = pair.clock.seconds()
+        result = await drive(pair, pair.call("a", "drbd_attach_net",
+                                             [[pair.disk("a")], False]), step=5)
+        self.assertGreaterEqual(pair.clock.seconds() - start, 120)
+        self.assertLessEqual(pair.clock.seconds() - start, 125)
         self.assertFalse(result.success)
         self.assertIn("Timeout in disk reconnecting", result.fail_msg)
 
-    async def _spin(self):
-        from twisted.internet import reactor
-        from twisted.internet.task import deferLater
+    async def test_wait_sync_fails_for_a_device_neither_connected_nor_resyncing(self):
+        pair = await connected_pair(self)
+        await pair.ok("a", "drbd_disconnect_net", [[pair.disk("a")]])
+        start = pair.clock.seconds()
+        result = await drive(pair, pair.call("b", "drbd_wait_sync", [[pair.disk("b")]]))
+        self.assertGreaterEqual(pair.clock.seconds() - start, 15)
+        self.assertLessEqual(pair.clock.seconds() - start, 16)
+        self.assertFalse(result.success)
+        self.assertIn("DRBD device <DrbdDevice drbd1 port", result.fail_msg)
+        self.assertIn("is not in sync: stats=", result.fail_msg)
+        self.assertIn("WFConnection", result.fail_msg)
+
+    async def test_calls_on_missing_or_other_disks_fail_with_ganetis_messages(self):
+        pair = await connected_pair(self)
+        other = pair.disk("a", minor=9)
+        for call, args in (("drbd_disconnect_net", [[other]]),
+                           ("drbd_attach_net", [[other], False]),
+                           ("drbd_wait_sync", [[other]]),
+                           ("blockdev_close", ["inst1", [other]]),
+                           ("blockdev_open", ["inst1", [other], False])):
+            self.assertIn("Can't find device disk/0", await pair.fail("a", call, args))
+        msg = await pair.fail("a", "blockdev_addchildren", [other, pair.children("a")])
+        self.assertIn("Can't find parent device 'disk/0' in add children", msg)
+        msg = await pair.fail("a", "blockdev_removechildren", [other, pair.children("a")])
+        self.assertIn("Can't find parent device 'disk/0' in remove children", msg)
+        msg = await pair.fail("a", "blockdev_addchildren",
+                              [pair.disk("a"), pair.children("a", lv="nothere")])
+        self.assertIn("Can't find new device(s) to add", msg)
+        plain = pair.children("a")[0]
+        msg = await pair.fail("a", "drbd_disconnect_net", [[plain]])
+        self.assertIn("is not a drbd device", msg)
+        self.assertEqual(await pair.ok("a", "drbd_needs_activation", [[other]]),
+                         ["disk-uuid-0"])
+
+    async def test_open_links_the_disk_and_close_removes_the_link(self):
+        import os
+        pair = await connected_pair(self)
+        await pair.ok("a", "blockdev_close", ["inst1", [pair.disk("a")]])
+        link = os.path.join(pair.net.paths("nodeb.test").run_dir, "instance-disks",
+                            "inst1:0")
+        await pair.ok("b", "blockdev_open", ["inst1", [pair.disk("b")], True])
+        self.assertEqual(os.readlink(link), "/dev/vgb/u1.disk0_data")
+        await pair.ok("b", "blockdev_close", ["inst1", [pair.disk("b")]])
+        self.assertFalse(os.path.lexists(link))
+
+
+async def drive(pair, coro, step=1.0, rounds=400):
+    """Run a call that waits on the clock: advance it ``step`` s at a time (letting
+    the real reactor run in between) until the call is done."""
+    from twisted.internet import reactor
+    from twisted.internet.defer import Deferred
+    from twisted.internet.task import deferLater
+    d = Deferred.fromCoroutine(coro)
+    for _ in range(rounds):
+        if d.called:
+            break
         await deferLater(reactor, 0.001)
+        pair.clock.advance(step)
+    return await d
 
 
 class ResyncTest(TestCase):
