@@ -238,3 +238,25 @@ class ResyncTest(TestCase):
         await pair.net.start_node("nodea.test")
         status = await pair.find("b")
         self.assertEqual(status["sync_percent"], 25.0)
+
+    async def test_new_secondary_of_replace_disks_n_resyncs_everything(self):
+        """Ganeti's order: the new secondary is created with the "alone" id (no port),
+        the primary disconnects, then both attach with the new ids."""
+        pair = await connected_pair(self, size=64, rate=1024)
+        await pair.ok("b", "blockdev_remove", [pair.disk("b")])  # the old secondary
+        pair.minor["b"] = 5  # a new minor on the new secondary
+        await pair.create_volumes("b")
+        alone = pair.disk("b", port=None)
+        await pair.ok("b", "blockdev_create", [alone, pair.size, "inst1", False, "i", False])
+        status = await pair.ok("b", "blockdev_find", [alone])
+        self.assertEqual(status["ldisk_status"], storagetypes.LDS_FAULTY)  # StandAlone
+        await pair.ok("a", "drbd_disconnect_net", [[pair.disk("a")]])
+        results = await pair.both("drbd_attach_net", lambda s: [[pair.disk(s)], False])
+        self.assertTrue(all(r.success for r in results), results)
+        status = await pair.find("b")
+        self.assertEqual(status["sync_percent"], 0.0)
+        self.assertEqual(status["ldisk_status"], storagetypes.LDS_SYNC)
+        pair.clock.advance(64)
+        self.assertEqual(await pair.ok("a", "drbd_wait_sync", [[pair.disk("a")]]),
+                         [True, 100])
+        self.assertFalse((await pair.find("b"))["is_degraded"])
