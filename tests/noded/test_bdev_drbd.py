@@ -157,14 +157,20 @@ class CreateTest(DrbdCase):
 class LifeTest(DrbdCase):
 
     async def test_standalone_without_a_port(self):
+        """Ganeti's "alone" id: a new secondary, Inconsistent until its peer sends it
+        everything; no network."""
         dev = await self.make(self.a, self.b, port=None)
         self.assertIsNone(self.a.net.listening(0))
+        self.assertEqual(self.a.state(0).disk, drbdstate.INCONSISTENT)
         seen = await dev.mirror_status()
         self.assertEqual(seen.cstate, drbdstate.STANDALONE)
         status = await dev.sync_status()
         self.assertTrue(status.is_degraded)
-        self.assertEqual(status.ldisk_status, storagetypes.LDS_OKAY)
+        self.assertEqual(status.ldisk_status, storagetypes.LDS_FAULTY)
         self.assertIsNone(status.sync_percent)
+        up = await self.make(self.b, self.a, minor=1, peer_minor=0)  # with a port
+        self.assertEqual(self.b.state(1).disk, drbdstate.UP_TO_DATE)
+        self.assertEqual((await up.mirror_status()).cstate, drbdstate.WF_CONNECTION)
 
     async def test_assemble_listens_and_waits_for_its_peer(self):
         dev = await self.make(self.a, self.b)
