@@ -196,6 +196,8 @@ class ResyncTest(TestCase):
         self.assertEqual(status["ldisk_status"], storagetypes.LDS_FAULTY)
         self.assertEqual(await pair.ok("b", "drbd_needs_activation", [[pair.disk("b")]]),
                          ["disk-uuid-0"])
+        # Ganeti's GetSyncStatus: the side that kept its disk is not degraded itself
+        self.assertFalse((await pair.find("a"))["is_degraded"])
         await pair.create_volumes("b", lv="u2.disk0")
         await pair.ok("b", "blockdev_addchildren",
                       [pair.disk("b"), pair.children("b", lv="u2.disk0")])

@@ -345,7 +345,7 @@ class DrbdDevice(BlockDevice):
 
     async def sync_status(self) -> SyncStatus:
         """Sync percentage and time left while resyncing; degraded unless Connected
-        with both disks UpToDate; the local disk okay, syncing or faulty."""
+        with the local disk UpToDate; the local disk okay, syncing or faulty."""
         seen = await self.mirror_status()
         return SyncStatus(self.dev_path, self.major, self.minor, seen.sync_percent,
                           seen.estimated_time, seen.is_degraded, seen.ldisk_status)
