@@ -36,6 +36,26 @@ class ConnectTest(TestCase):
         self.assertIn("Can't find device", msg)
 
 
+    async def test_getmirrorstatus_multi_gives_each_node_its_disks(self):
+        from ganeti.rpc.client import NodeTarget
+        pair = Pair(self)
+        await pair.create("a")
+        await pair.create("b")
+        missing = pair.disk("a", minor=7)
+        targets = [NodeTarget(pair.name[s], pair.ip[s], False) for s in "ab"]
+        results = await pair.net.call(targets, "blockdev_getmirrorstatus_multi", [
+            {"nodea.test": [pair.disk("a"), missing], "nodeb.test": [pair.disk("b")]}])
+        [(ok_a, status_a), (ok_missing, msg)] = results["nodea.test"].payload
+        self.assertTrue(ok_a)
+        self.assertEqual(status_a["dev_path"], "/dev/drbd0")
+        self.assertFalse(status_a["is_degraded"])
+        self.assertFalse(ok_missing)
+        self.assertIn("Can't find device disk/0", msg)
+        [(ok_b, status_b)] = results["nodeb.test"].payload
+        self.assertTrue(ok_b)
+        self.assertEqual(status_b["dev_path"], "/dev/drbd1")
+
+
 async def connected_pair(case, **kw):
     pair = Pair(case, **kw)
     await pair.create("a")

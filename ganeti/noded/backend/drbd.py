@@ -72,6 +72,23 @@ async def blockdev_getmirrorstatus(ctx: NodeContext, disks: list[dict[str, Any]]
     return out
 
 
+async def blockdev_getmirrorstatus_multi(ctx: NodeContext, node_disks: list[dict[str, Any]]
+                                         ) -> list[list[Any]]:
+    """``[success, status dict or message]`` of each disk (one failing disk does not
+    fail the others)."""
+    out: list[list[Any]] = []
+    for disk in node_disks:
+        try:
+            dev = await devices.find_device(ctx, disk)
+            if dev is None:
+                out.append([False, f"Can't find device {_name(disk)}"])
+                continue
+            out.append([True, (await dev.combined_sync_status()).to_wire()])
+        except BlockDeviceError as err:
+            out.append([False, str(err)])
+    return out
+
+
 def _unlink(ctx: NodeContext, instance: str, count: int) -> None:
     directory = devices.link_dir(ctx)
     for idx in range(count):
