@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,14 +109,24 @@ class VClusterLvmTest(ClusterCase):
         self.verify_clean()
 
     def test_2_plain_instance_lifecycle(self):
+        # the OS create script writes the volume through a loop device over its extent
         self.debian("gnt-instance", "add", "-t", "plain", "-s", "1G", "-o", "busybox",
-                    "--no-install", "--no-name-check", "--no-ip-check", "-n", self.node(2),
+                    "--no-name-check", "--no-ip-check", "-n", self.node(2),
                     "-B", "maxmem=128M,minmem=128M", INSTANCE)
         lvs = self.volumes(2)
         self.assertEqual(len(lvs), 1, lvs)
         (lv, size), = lvs.items()
         self.assertRegex(lv, r"^[0-9a-f-]{36}\.disk0$")
         self.assertEqual(size, 1024.0)
+        (row,) = lvm_rows(self.root(2), "lvs", "devices")
+        device, first_pe = re.fullmatch(r"(/dev/loop\d+)\((\d+)\)", row["devices"]).groups()
+        (pv,) = lvm_rows(self.root(2), "pvs", "pe_start")
+        with open(device, "rb") as f:  # ext4's magic in the volume's first extent
+            f.seek(int(float(pv["pe_start"]) * 1024 * 1024) + int(first_pe) * 4 * 1024 * 1024
+                   + 1080)
+            self.assertEqual(f.read(2), b"\x53\xef")
+        self.assertEqual(loops_backed_by(self.cluster.dir), sorted(  # none left attached
+            loops_backed_by(self.root(k))[0] for k in (1, 2, 3)))
         self.assertEqual((self.volumes(1), self.volumes(3)), ({}, {}))
         # the machine's own LVM sees every node's group (same name, a warning) and goes on
         seen = lvm_rows(None, "lvs", "vg_name,lv_name")

@@ -23,7 +23,7 @@ from ganeti.core import constants
 from ganeti.noded import osdir, osrun
 from ganeti.noded.backend import osdefs
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
-from ganeti.noded.bdev import files
+from ganeti.noded.bdev import files, lvm
 from ganeti.noded.procs import ChildProcesses
 from tests.noded.helpers import MemoryNode, node_paths
 
@@ -164,6 +164,8 @@ class OsTestCase(TestCase):
         self.children = ChildProcesses(reactor, self.clock, grace=5.0)
         self.ctx = NodeContext(paths=self.paths, clock=self.clock, run=inline_runner,
                                children=self.children)
+        # volumes have their device-mapper path here; without: tests/noded/test_lvloops.py
+        self.patch(lvm, "dm_available", lambda: True)
         self.out = os.path.join(os.path.abspath(self.mktemp()))
         os.makedirs(self.out)
         self.addCleanup(self._reap)

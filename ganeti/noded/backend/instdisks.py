@@ -51,12 +51,13 @@ async def gather(ctx: NodeContext, name: str, instance: Mapping[str, Any]) -> li
     return specs
 
 
-async def volume_range(ctx: NodeContext, name: str, idx: int, disk: dict[str, Any]
-                       ) -> DiskSpec:
+async def volume_range(ctx: NodeContext, name: str, idx: int, disk: dict[str, Any],
+                       action: str = "start") -> DiskSpec:
     """A logical volume without device-mapper: its extents on its physical volume, as a
-    byte range QEMU opens directly (one segment on one PV only)."""
+    byte range QEMU opens directly (one segment on one PV only); errors say what could
+    not be done (``Could not <action> instance ...``)."""
     def fail(why: str) -> RPCFail:
-        return RPCFail(f"Could not start instance {name}: disk {idx}: {why}")
+        return RPCFail(f"Could not {action} instance {name}: disk {idx}: {why}")
 
     try:
         vg, lv = lvm.vg_lv(disk)

@@ -28,6 +28,7 @@ from ganeti.core import rpcdefs
 from ganeti.core.rpcdefs.base import RPC_TMO_1DAY, RPC_TMO_FAST, RPC_TMO_SLOW
 from ganeti.core.rpcdefs.os import OS_VALIDATE_CALLS, OS_VALIDATE_PARAMETERS, is_os_name
 from ganeti.noded import osdir, osenv, osoutput, osrun
+from ganeti.noded.backend import lvloops
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.bdev.paths import device_path
 from ganeti.noded.hypervisors.base import HypervisorError, check_name
@@ -147,9 +148,13 @@ async def _run_for_instance(ctx: NodeContext, instance: Mapping[str, Any], scrip
             output = ctx.os_runs.start(run_id, ctx.clock.seconds())
         except osoutput.RunIdInUse as err:
             raise RPCFail(str(err)) from None
+    loops: list[str] = []
     try:
         osdef, path, env = await _prepare(ctx, instance, script, debug)
         env.update(env_extra)
+        # volumes without device-mapper: a loop device over each one's range
+        ranges, loops = await lvloops.attach(ctx, instance, f"run the OS {what} script of")
+        env.update(ranges)
         name = osrun.log_name(log_kind, str(instance["os"]), log_instance, None,
                               ctx.clock.seconds())
         logfile = os.path.join(ctx.paths.os_log_dir, name)
@@ -159,6 +164,7 @@ async def _run_for_instance(ctx: NodeContext, instance: Mapping[str, Any], scrip
                                      osenv.hidden_values(instance), timeout,
                                      on_line=output.add if output is not None else None)
     finally:
+        await lvloops.detach(ctx, loops)
         if output is not None:
             ctx.os_runs.finish(output, ctx.clock.seconds())
     if not run.ok:

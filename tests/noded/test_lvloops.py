@@ -1,0 +1,150 @@
+"""Volumes without device-mapper for OS scripts (ganeti.noded.backend.lvloops): a loop
+device over the volume's range is the script's ``DISK_<n>_PATH`` and is detached after
+it, whatever the script does (a fake ``losetup``); and on a real volume group on a
+loop device (root) what is written through it lands in the volume's extent."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from twisted.internet import defer
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
+
+from ganeti.noded.backend import instdisks, lvloops, osdefs
+from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
+from ganeti.noded.bdev import lvm
+from ganeti.noded.hypervisors.domainxml import DiskSpec
+from tests.noded.helpers import node_paths
+from tests.noded.test_osdefs import DUMP_ENV, OsTestCase, instance, make_os, read_env
+
+SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+FAKE_LOSETUP = """#!/bin/sh
+echo "$@" >> "{log}"
+case "$1" in
+  --find) [ -e "{fail}" ] && {{ echo "losetup: cannot find an unused loop device" >&2; exit 1; }}
+          echo /dev/loop9 ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.subprocess
+class OsScriptLoopsTest(OsTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.patch(lvm, "dm_available", lambda: False)
+        self.ranges = []
+
+        async def volume_range(ctx, name, idx, disk, action="start"):
+            self.ranges.append((name, idx, disk["logical_id"], action))
+            return DiskSpec("/dev/loop3", block=True, read_only=disk.get("mode") == "ro",
+                            offset=5 << 20, size=512 << 20)
+        self.patch(instdisks, "volume_range", volume_range)
+        self.log = os.path.join(self.out, "losetup.log")
+        self.fail_flag = os.path.join(self.out, "fail")
+        fake = os.path.join(self.out, "losetup")
+        with open(fake, "w") as f:
+            f.write(FAKE_LOSETUP.format(log=self.log, fail=self.fail_flag))
+        os.chmod(fake, 0o755)
+        self.patch(lvloops, "losetup_program", lambda: fake)
+
+    def losetup_calls(self) -> list[str]:
+        try:
+            with open(self.log) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    async def test_script_gets_a_loop_device_detached_after(self):
+        out = os.path.join(self.out, "create.env")
+        make_os(self.top, "testos", scripts={"create": DUMP_ENV.format(out=out)})
+        await osdefs.instance_os_add(self.ctx, instance(), False, 0)
+        env = read_env(out)
+        self.assertEqual(env["DISK_1_PATH"], "/dev/loop9")  # the plain disk
+        self.assertTrue(env["DISK_0_PATH"].endswith("/srv/disk0"))  # the file disk
+        self.assertEqual(self.ranges, [("inst1.example.com", 1, ["xenvg", "lv1"],
+                                        "run the OS create script of")])
+        self.assertEqual(self.losetup_calls(), [
+            f"--find --show --offset {5 << 20} --sizelimit {512 << 20} --read-only "
+            "/dev/loop3", "--detach /dev/loop9"])
+
+    async def test_detached_when_the_script_fails(self):
+        make_os(self.top, "testos", scripts={"rename": "echo broken >&2; exit 3\n"})
+        with self.assertRaises(RPCFail):
+            await osdefs.instance_run_rename(self.ctx, instance(), "old.example.com", 0)
+        self.assertEqual(self.losetup_calls()[-1], "--detach /dev/loop9")
+
+    async def test_losetup_failure_runs_no_script(self):
+        out = os.path.join(self.out, "create.env")
+        make_os(self.top, "testos", scripts={"create": DUMP_ENV.format(out=out)})
+        open(self.fail_flag, "w").close()
+        with self.assertRaises(RPCFail) as caught:
+            await osdefs.instance_os_add(self.ctx, instance(), False, 0)
+        self.assertIn("Could not run the OS create script of instance inst1.example.com: "
+                      "disk 1: cannot attach a loop device to /dev/loop3: losetup: cannot "
+                      "find an unused loop device", str(caught.exception))
+        self.assertFalse(os.path.exists(out))
+
+    async def test_nothing_attached_with_device_mapper_or_without_volumes(self):
+        self.assertEqual(await lvloops.attach(self.ctx, instance(disks_info=[]), "x"), ({}, []))
+        self.patch(lvm, "dm_available", lambda: True)
+        self.assertEqual(await lvloops.attach(self.ctx, instance(), "x"), ({}, []))
+        self.assertEqual(self.losetup_calls(), [])
+
+
+@pytest.mark.subprocess
+class RealVolumeLoopTest(SynchronousTestCase):
+    """A real volume group on a loop device: what CI (root, no device-mapper) runs."""
+
+    def setUp(self) -> None:
+        if os.geteuid() != 0:
+            raise SkipTest("needs root: creates loop devices and a volume group")
+        if not shutil.which("lvm", path=SBIN) or not shutil.which("losetup", path=SBIN):
+            raise SkipTest("needs the lvm2 and mount (losetup) packages")
+        if lvm.dm_available():
+            raise SkipTest("with device-mapper volumes have their own devices")
+        image = os.path.abspath(self.mktemp())
+        with open(image, "wb") as f:
+            f.truncate(64 << 20)
+        self.pv = subprocess.run(["losetup", "-f", "--show", image], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+        self.addCleanup(subprocess.run, ["losetup", "-d", self.pv], check=False)
+        self.vg = f"gloop{os.getpid()}"
+        env = dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1")
+
+        def run_lvm(*args: str) -> None:
+            subprocess.run(["lvm", *args], check=True, capture_output=True, env=env)
+        run_lvm("pvcreate", "-ff", "-y", self.pv)
+        self.addCleanup(subprocess.run, ["lvm", "pvremove", "-ff", "-y", self.pv],
+                        check=False, capture_output=True, env=env)
+        run_lvm("vgcreate", self.vg, self.pv)
+        self.addCleanup(subprocess.run, ["lvm", "vgremove", "-f", self.vg], check=False,
+                        capture_output=True, env=env)
+        for name in ("a.disk0", "b.disk0"):
+            run_lvm("lvcreate", "--driverloaded", "n", "-an", "-Zn", "-L8M", f"-n{name}",
+                    self.vg)
+        self.ctx = NodeContext(paths=node_paths(self), clock=Clock(), run=inline_runner)
+
+    def test_written_through_the_loop_lands_in_the_extent(self) -> None:
+        inst = {"name": "i", "disks_info": [
+            {"dev_type": "plain", "logical_id": [self.vg, "b.disk0"], "mode": "rw"}]}
+        env, loops = self.successResultOf(defer.ensureDeferred(
+            lvloops.attach(self.ctx, inst, "run the OS create script of")))
+        self.assertEqual(env, {"DISK_0_PATH": loops[0]})
+        try:
+            with open(loops[0], "r+b") as f:
+                self.assertEqual(f.seek(0, 2), 8 << 20)  # the volume's size
+                f.seek(4096)
+                f.write(b"GANETI-LV")
+        finally:
+            self.successResultOf(defer.ensureDeferred(lvloops.detach(self.ctx, loops)))
+        with open(self.pv, "rb") as f:
+            f.seek((1 << 20) + (8 << 20) + 4096)  # header, a.disk0's two extents
+            self.assertEqual(f.read(9), b"GANETI-LV")
+        listing = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+        self.assertNotIn(f"{loops[0]}:", listing)
+
