@@ -89,6 +89,19 @@ class OsScriptLoopsTest(OsTestCase):
                       "find an unused loop device", str(caught.exception))
         self.assertFalse(os.path.exists(out))
 
+    async def test_drbd_disk_is_its_data_volume(self):
+        out = os.path.join(self.out, "create.env")
+        make_os(self.top, "testos", scripts={"create": DUMP_ENV.format(out=out)})
+        data = {"dev_type": "plain", "logical_id": ["xenvg", "u.disk0_data"], "size": 1024}
+        meta = {"dev_type": "plain", "logical_id": ["xenvg", "u.disk0_meta"], "size": 128}
+        drbd = {"dev_type": "drbd", "logical_id": ["n1", "n2", 11000, 0, 0, "s"],
+                "mode": "rw", "uuid": "disk-uuid-0", "size": 1024, "children": [data, meta]}
+        await osdefs.instance_os_add(self.ctx, instance(disks_info=[drbd]), False, 0)
+        self.assertEqual(read_env(out)["DISK_0_PATH"], "/dev/loop9")
+        self.assertEqual([r[2] for r in self.ranges], [["xenvg", "u.disk0_data"]])
+        self.assertEqual(lvloops.data_volume({"dev_type": "drbd", "children": []}), None)
+        self.assertEqual(lvloops.data_volume({"dev_type": "file"}), None)
+
     async def test_nothing_attached_with_device_mapper_or_without_volumes(self):
         self.assertEqual(await lvloops.attach(self.ctx, instance(disks_info=[]), "x"), ({}, []))
         self.patch(lvm, "dm_available", lambda: True)

@@ -4,9 +4,11 @@ Without device-mapper a logical volume has no ``/dev/<vg>/<lv>``; its data is a 
 range of its physical volume (:func:`ganeti.noded.backend.instdisks.volume_range`).
 An OS script (create, rename) is handed ``DISK_<n>_PATH``: for such a volume this
 module attaches a loop device over that range (``losetup --offset --sizelimit``),
-which the script then opens like any block device, and detaches it afterwards.  With
-device-mapper (or for other templates) nothing is attached: the paths stay as the
-device table gives them.
+which the script then opens like any block device, and detaches it afterwards.  A
+``drbd`` disk (whose device does not exist without kernel DRBD either) is its data
+volume, the first child, on this node: the OS is written there.  With device-mapper
+(or for other templates) nothing is attached: the paths stay as the device table
+gives them.
 """
 
 from __future__ import annotations
@@ -34,11 +36,24 @@ def losetup_program() -> str:
     return os.path.abspath(path)
 
 
+def data_volume(disk: Any) -> dict[str, Any] | None:
+    """The volume holding ``disk``'s data: itself if plain, a drbd disk's first child
+    if that is plain; None otherwise."""
+    if not isinstance(disk, dict):
+        return None
+    if disk.get("dev_type") == constants.DT_DRBD8:
+        children = disk.get("children") or []
+        child = children[0] if children else None
+        if isinstance(child, dict):
+            return {**child, "mode": disk.get("mode", child.get("mode"))}
+        return None
+    return disk if disk.get("dev_type") == constants.DT_PLAIN else None
+
+
 def needs_loops(instance: Mapping[str, Any]) -> bool:
     """Whether some disk of ``instance`` is a volume with no device on this node."""
     disks = instance.get("disks_info") or []
-    return (any(isinstance(d, dict) and d.get("dev_type") == constants.DT_PLAIN
-                for d in disks) and not lvm.dm_available())
+    return (any(data_volume(d) is not None for d in disks) and not lvm.dm_available())
 
 
 async def attach(ctx: NodeContext, instance: Mapping[str, Any], action: str
@@ -52,9 +67,10 @@ async def attach(ctx: NodeContext, instance: Mapping[str, Any], action: str
     loops: list[str] = []
     try:
         for idx, disk in enumerate(instance.get("disks_info") or []):
-            if not isinstance(disk, dict) or disk.get("dev_type") != constants.DT_PLAIN:
+            volume = data_volume(disk)
+            if volume is None:
                 continue
-            spec = await instdisks.volume_range(ctx, name, idx, disk, action)
+            spec = await instdisks.volume_range(ctx, name, idx, volume, action)
             out = await run_program(ctx, [
                 losetup_program(), "--find", "--show", "--offset", str(spec.offset or 0),
                 "--sizelimit", str(spec.size or 0),
