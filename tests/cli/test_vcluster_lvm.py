@@ -224,6 +224,12 @@ class CreateTest(SynchronousTestCase):
         with open(os.path.join(self.dir, "vcluster.json"), encoding="utf-8") as f:
             self.assertEqual(json.load(f)["lvm"], {"vg": "gvg", "size_mib": 21504})
         self.assertEqual(vcluster.VCluster.load(self.dir).lvm, {"vg": "gvg", "size_mib": 21504})
+        self.assertNotIn("LVM_SYSTEM_DIR", self.run_cli("env", self.dir)[1])  # faked: none
+        conf = os.path.join(self.dir, "node2.x.test", "etc", "lvm")
+        os.makedirs(conf)
+        open(os.path.join(conf, "lvm.conf"), "w").close()
+        self.assertIn(f"export LVM_SYSTEM_DIR={conf}\n", self.run_cli("env", self.dir,
+                                                                       "node2")[1])
         self.assertEqual(self.run_cli("destroy", self.dir)[0], 0)
         self.assertEqual(self.lvm.calls[-1],
                          ("remove_all", ["node1.x.test", "node2.x.test"], "gvg"))

@@ -255,6 +255,12 @@ class ExecTest(SynchronousTestCase):
         self.assertIn("GANETI_LIBVIRT_URI=qemu+unix:///system?socket="
                       f"{self.tmp}/node2.x.test/libvirt/run/libvirt-sock", argv)
         self.assertEqual(argv[-2:], ["gnt-node", "list"])
+        self.assertFalse(any(a.startswith("LVM_SYSTEM_DIR=") for a in argv))
+        conf = os.path.join(self.tmp, "node2.x.test", "etc", "lvm")
+        os.makedirs(conf)
+        open(os.path.join(conf, "lvm.conf"), "w").close()  # a node with a volume group
+        argv = vcluster_ns.exec_argv(self.vc, "node2", False, ["lvm", "vgs"])
+        self.assertIn(f"LVM_SYSTEM_DIR={conf}", argv)
 
     def test_client_argv(self):
         argv = vcluster_ns.exec_argv(self.vc, None, True, ["curl", "x"])
