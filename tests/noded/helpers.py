@@ -14,6 +14,40 @@ from ganeti.noded.backend.registry import handlers
 from ganeti.noded.server import make_site
 
 
+def loop_volume_group(testcase, prefix, volumes):
+    """A real volume group ``<prefix><pid>`` on a 64 MiB loop device, with the inactive
+    volumes ``volumes`` ({name: size such as "8M"}, created in order), removed after the
+    test; ``(loop device, vg)``.  Skips unless root with lvm2 and losetup."""
+    import shutil
+    import subprocess
+
+    sbin = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    if (os.geteuid() != 0 or not shutil.which("lvm", path=sbin)
+            or not shutil.which("losetup", path=sbin)):
+        testcase.skipTest("needs root, lvm2 and losetup")
+    image = os.path.abspath(testcase.mktemp())
+    with open(image, "wb") as f:
+        f.truncate(64 * 1024 * 1024)
+    loop = subprocess.run(["losetup", "-f", "--show", image], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    testcase.addCleanup(subprocess.run, ["losetup", "-d", loop], check=False)
+    vg = f"{prefix}{os.getpid()}"
+    env = dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1")
+
+    def lvm(*args):
+        subprocess.run(["lvm", *args], check=True, capture_output=True, env=env)
+
+    lvm("pvcreate", "-ff", "-y", loop)
+    testcase.addCleanup(subprocess.run, ["lvm", "pvremove", "-ff", "-y", loop],
+                        check=False, capture_output=True, env=env)
+    lvm("vgcreate", vg, loop)
+    testcase.addCleanup(subprocess.run, ["lvm", "vgremove", "-f", vg], check=False,
+                        capture_output=True, env=env)
+    for name, size in volumes.items():
+        lvm("lvcreate", "--driverloaded", "n", "-an", "-Zn", f"-L{size}", f"-n{name}", vg)
+    return loop, vg
+
+
 def node_paths(testcase, hostname="node1.example.com"):
     root = os.path.join(os.path.abspath(testcase.mktemp()), hostname)
     paths = Paths.for_node(root, hostname)

@@ -32,7 +32,7 @@ from ganeti.noded.hypervisors.virt import (
     default_uri,
 )
 from ganeti.noded.instevents import InstanceEvents
-from tests.noded.helpers import node_paths
+from tests.noded.helpers import loop_volume_group, node_paths
 from tests.noded.virthelpers import ThreadReactor, settle
 
 try:
@@ -329,31 +329,8 @@ class VolumeRangeTest(SynchronousTestCase):
     real volume group on a loop device; root only)."""
 
     def setUp(self) -> None:
-        import shutil
-        import subprocess
-        if os.geteuid() != 0 or not shutil.which("lvm") or not shutil.which("losetup"):
-            raise self.skipTest("needs root, lvm2 and losetup")
-        image = os.path.abspath(self.mktemp())
-        with open(image, "wb") as f:
-            f.truncate(64 * 1024 * 1024)
-        self.loop = subprocess.run(["losetup", "-f", "--show", image], check=True,
-                                   capture_output=True, text=True).stdout.strip()
-        self.addCleanup(subprocess.run, ["losetup", "-d", self.loop], check=False)
-        self.vg = f"gkvm{os.getpid()}"
-        env = dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1")
-
-        def lvm(*args: str) -> None:
-            subprocess.run(["lvm", *args], check=True, capture_output=True, env=env)
-
-        lvm("pvcreate", "-ff", "-y", self.loop)
-        self.addCleanup(subprocess.run, ["lvm", "pvremove", "-ff", "-y", self.loop],
-                        check=False, capture_output=True, env=env)
-        lvm("vgcreate", self.vg, self.loop)
-        self.addCleanup(subprocess.run, ["lvm", "vgremove", "-f", self.vg], check=False,
-                        capture_output=True, env=env)
-        for name, size in (("a.disk0", "8M"), ("b.disk0", "12M")):
-            lvm("lvcreate", "--driverloaded", "n", "-an", "-Zn", f"-L{size}", f"-n{name}",
-                self.vg)
+        self.loop, self.vg = loop_volume_group(self, "gkvm", {"a.disk0": "8M",
+                                                             "b.disk0": "12M"})
         self.ctx = NodeContext(paths=node_paths(self), clock=Clock(), run=inline_runner)
 
     def test_the_second_volume_starts_after_the_first(self) -> None:

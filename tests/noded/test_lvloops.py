@@ -6,7 +6,6 @@ loop device (root) what is written through it lands in the volume's extent."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 import pytest
@@ -18,7 +17,7 @@ from ganeti.noded.backend import instdisks, lvloops, osdefs
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.bdev import lvm
 from ganeti.noded.hypervisors.domainxml import DiskSpec
-from tests.noded.helpers import node_paths
+from tests.noded.helpers import loop_volume_group, node_paths
 from tests.noded.test_osdefs import DUMP_ENV, OsTestCase, instance, make_os, read_env
 
 SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
@@ -114,32 +113,10 @@ class RealVolumeLoopTest(SynchronousTestCase):
     """A real volume group on a loop device: what CI (root, no device-mapper) runs."""
 
     def setUp(self) -> None:
-        if os.geteuid() != 0:
-            raise SkipTest("needs root: creates loop devices and a volume group")
-        if not shutil.which("lvm", path=SBIN) or not shutil.which("losetup", path=SBIN):
-            raise SkipTest("needs the lvm2 and mount (losetup) packages")
         if lvm.dm_available():
             raise SkipTest("with device-mapper volumes have their own devices")
-        image = os.path.abspath(self.mktemp())
-        with open(image, "wb") as f:
-            f.truncate(64 << 20)
-        self.pv = subprocess.run(["losetup", "-f", "--show", image], check=True,
-                                 capture_output=True, text=True).stdout.strip()
-        self.addCleanup(subprocess.run, ["losetup", "-d", self.pv], check=False)
-        self.vg = f"gloop{os.getpid()}"
-        env = dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1")
-
-        def run_lvm(*args: str) -> None:
-            subprocess.run(["lvm", *args], check=True, capture_output=True, env=env)
-        run_lvm("pvcreate", "-ff", "-y", self.pv)
-        self.addCleanup(subprocess.run, ["lvm", "pvremove", "-ff", "-y", self.pv],
-                        check=False, capture_output=True, env=env)
-        run_lvm("vgcreate", self.vg, self.pv)
-        self.addCleanup(subprocess.run, ["lvm", "vgremove", "-f", self.vg], check=False,
-                        capture_output=True, env=env)
-        for name in ("a.disk0", "b.disk0"):
-            run_lvm("lvcreate", "--driverloaded", "n", "-an", "-Zn", "-L8M", f"-n{name}",
-                    self.vg)
+        self.pv, self.vg = loop_volume_group(self, "gloop", {"a.disk0": "8M",
+                                                            "b.disk0": "8M"})
         self.ctx = NodeContext(paths=node_paths(self), clock=Clock(), run=inline_runner)
 
     def test_written_through_the_loop_lands_in_the_extent(self) -> None:
