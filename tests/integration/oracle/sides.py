@@ -265,8 +265,9 @@ class OurSide(Side):
         self.shape_results: list[dict] = []
 
     def start(self) -> None:
+        # no volume groups: the real side has none (and no vg_name)
         run([VCLUSTER, "create", self.dir, "--nodes", "3", "--domain", DOMAIN,
-             "--ip-base", self.base], timeout=300)
+             "--ip-base", self.base, "--no-lvm"], timeout=300)
         # As on the real side: the cluster's file storage dir (node 1's) exists.
         os.makedirs(os.path.join(self.root, "srv", "ganeti", "file-storage"), exist_ok=True)
         for node in NODES:  # the real side's only OS, instead of the ones we ship
