@@ -192,8 +192,8 @@ def _setup_lvm(p: argparse.ArgumentParser) -> None:
                      help="give every node a volume group on a loop device, enabling the "
                           "plain template (root, lvm2; the default where possible)")
     lvm.add_argument("--no-lvm", dest="lvm", action="store_const", const=False,
-                     help="no volume groups (only file, sharedfile and diskless disks)")
-    p.add_argument("--vg-name", default=vcluster_lvm.DEFAULT_VG,
+                     help="no volume groups (only file and diskless disks)")
+    p.add_argument("--vg-name", default=vcluster_lvm.DEFAULT_VG, metavar="VG",
                    help="the nodes' volume group (default: %(default)s)")
     p.add_argument("--vg-size", type=int, default=vcluster_lvm.DEFAULT_SIZE_MIB // 1024,
                    metavar="GIB", help="size of each node's volume group in GiB, a sparse "
