@@ -1,0 +1,262 @@
+"""OP_NODE_EVACUATE, OP_GROUP_EVACUATE and OP_INSTANCE_CHANGE_GROUP through the real queue
+and processor, three in-process node daemons (the fake hypervisor) and the built-in
+allocator in process: the jobs the units submit, their results, Ganeti's refusals and
+messages.  The pure parts (the answer turned into jobs, the order of mode ``all``)
+are tested without a master at the end."""
+
+from __future__ import annotations
+
+from ganeti.core.placement.requests import EvacuationResult, Moved
+from ganeti.master.lu import evacuate
+from tests.fakes.allocators import always
+from tests.master.test_lu_migration import MigrationCase
+
+
+class EvacuateCase(MigrationCase):
+    programs = {"nothing": always([], success=False, info="FailMem")}
+
+    def evacuate(self, node="node1.test", mode="primary-only", **params):
+        return {"OP_ID": "OP_NODE_EVACUATE", "node_name": node, "mode": mode, **params}
+
+    def follow(self, result):
+        """Run the submitted jobs to their end; their (status, ops)."""
+        out = []
+        for ok, job_id in result["jobs"]:
+            self.assertTrue(ok)
+            status, _results, _log = self.master.finish(job_id)
+            ops = self.master.client().call("QueryJobs", [job_id], ["ops"])[0][0]
+            out.append((status, ops))
+        return out
+
+    def shared(self, *names, node="node1.test", start=True):
+        for name in names:
+            self.make(name, start=start, disk_template="sharedfile", disks=[{"size": 1024}],
+                      pnode=node)
+
+
+class NodeEvacuateTest(EvacuateCase):
+    def test_primaries_leave_the_node_through_migrations(self):
+        self.shared("a.test", "b.test")
+        self.make("c.test", start=False)  # diskless, stopped: its job fails over
+        status, result, log = self.run_logged(self.evacuate())
+        self.assertEqual(status, "success", result)
+        self.assertIn(" - INFO: Evacuating instances from node 'node1.test': a.test, b.test, "
+                      "c.test", log)
+        moved = [line for line in log if line.startswith(" - INFO: Instances to be moved: ")]
+        self.assertEqual(len(moved), 1)
+        for name in ("a.test", "b.test", "c.test"):
+            self.assertIn(name + " (to node", moved[0])
+        jobs = self.follow(result)
+        self.assertEqual([s for s, _ in jobs], ["success"] * 3)
+        self.assertEqual(sorted(ops[0]["instance_name"] for _, ops in jobs),
+                         ["a.test", "b.test", "c.test"])
+        self.assertEqual({ops[0]["OP_ID"] for _, ops in jobs}, {"OP_INSTANCE_MIGRATE"})
+        for name in ("a.test", "b.test", "c.test"):
+            self.assertNotEqual(self.primary(name), "node1.test")
+        for name in ("a.test", "b.test"):
+            self.assert_consistent(name)
+        self.assertEqual(self.where("c.test"), [])
+        self.assertEqual({ops[0]["comment"] for _, ops in jobs},
+                         {"Submitted by OP_NODE_EVACUATE"})
+
+    def test_mode_all_is_accepted_and_moves_the_primaries(self):
+        self.shared("a.test")
+        status, result, log = self.run_logged(self.evacuate(mode="all"))
+        self.assertEqual(status, "success", result)
+        jobs = self.follow(result)
+        self.assertEqual([s for s, _ in jobs], ["success"])
+        self.assertNotEqual(self.primary("a.test"), "node1.test")
+        self.assert_consistent("a.test")
+        request = self.allocators.inputs("ganeti-place")[-1]["request"]
+        self.assertEqual((request["type"], request["evac_mode"], request["instances"]),
+                         ("node-evacuate", "all", ["a.test"]))
+
+    def test_nothing_to_evacuate(self):
+        status, result, log = self.run_logged(self.evacuate(mode="secondary-only"))
+        self.assertEqual((status, result), ("success", {"jobs": []}))
+        self.assertIn(" - INFO: No instances to evacuate from node 'node1.test'", log)
+        self.assertEqual(self.allocators.calls, [])
+
+    def test_an_instance_that_cannot_move_fails_the_evacuation(self):
+        self.shared("a.test")
+        self.make("f.test", start=False, disk_template="file", disks=[{"size": 1024}])
+        serial = self.config.serial_no
+        status, result, log = self.run_logged(self.evacuate())
+        self.assertEqual(status, "error")
+        why = "f.test (Instances of type file cannot be relocated)"
+        self.assertEqual(result[1][0], f"Unable to evacuate instances {why}")
+        self.assertEqual(result[0], "OpExecError")
+        self.assertIn(f" - WARNING: Unable to evacuate instances {why}", log)
+        self.assertEqual(self.config.serial_no, serial)
+        self.assertEqual(self.primary("a.test"), "node1.test")
+
+    def test_an_allocator_without_a_solution(self):
+        self.shared("a.test")
+        cls, msg, code = self.run_error(self.evacuate(iallocator="nothing"))
+        self.assertEqual((cls, msg, code), ("OpPrereqError", "Can't compute node evacuation "
+                                            "using iallocator 'nothing': FailMem",
+                                            "insufficient_resources"))
+
+    def test_ignore_soft_errors_reaches_the_allocator(self):
+        self.shared("a.test")
+        self.run_error(self.evacuate(iallocator="nothing", ignore_soft_errors=True))
+        self.assertEqual(self.allocators.calls[-1][2], {"ignore-soft-errors": None})
+        self.run_error(self.evacuate(iallocator="nothing"))
+        self.assertEqual(self.allocators.calls[-1][2], {})
+        self.assertEqual(len(self.allocators.calls), 2)
+
+    def test_refusals_are_ganetis(self):
+        self.shared("a.test")
+        for op, msg in (
+                (self.evacuate(remote_node="node2.test"),
+                 "Without the use of an iallocator only secondary instances can be "
+                 "evacuated"),
+                (self.evacuate(mode="secondary-only", remote_node="node1.test"),
+                 "Can not use evacuated node as a new secondary node"),
+                (self.evacuate(mode="secondary-only", remote_node="node2.test",
+                               iallocator="nothing"),
+                 "Do not specify both, iallocator and node")):
+            self.assertEqual(self.run_error(op), ("OpPrereqError", msg, "wrong_input"))
+        self.assertEqual(self.run_error(self.evacuate("nosuch.test")),
+                         ("OpPrereqError", "Node 'nosuch.test' not known", "unknown_entity"))
+
+    def test_new_secondary_gives_one_replace_disks_job_per_secondary_instance(self):
+        # (no instance has a secondary here: drbd comes from the drbd template's slice)
+        status, result, log = self.run_logged(self.evacuate(mode="secondary-only",
+                                                            remote_node="node2.test"))
+        self.assertEqual((status, result), ("success", {"jobs": []}))
+
+
+class GroupCase(EvacuateCase):
+    def setUp(self):
+        super().setUp()
+        self.run_ok({"OP_ID": "OP_GROUP_ADD", "group_name": "rack2"})
+        self.run_ok({"OP_ID": "OP_GROUP_ASSIGN_NODES", "group_name": "rack2",
+                     "nodes": ["node2.test", "node3.test"]})
+
+    def group_of(self, name):
+        node = self.config.nodes[self.instance(name).primary_node]
+        return self.config.nodegroups[node.group].name
+
+
+class GroupEvacuateTest(GroupCase):
+    def test_instances_move_to_the_other_group(self):
+        self.shared("a.test", "b.test")
+        status, result, log = self.run_logged({"OP_ID": "OP_GROUP_EVACUATE",
+                                               "group_name": "default"})
+        self.assertEqual(status, "success", result)
+        self.assertIn(" - INFO: Iallocator returned 2 job(s) for evacuating node group "
+                      "default", log)
+        request = self.allocators.inputs("ganeti-place")[-1]["request"]
+        rack2 = self.config.group_by_name("rack2").uuid
+        self.assertEqual((request["type"], request["instances"], request["target_groups"]),
+                         ("change-group", ["a.test", "b.test"], [rack2]))
+        jobs = self.follow(result)
+        self.assertEqual([s for s, _ in jobs], ["success"] * 2)
+        for name in ("a.test", "b.test"):
+            self.assertEqual(self.group_of(name), "rack2")
+            self.assert_consistent(name)
+
+    def test_sequential_and_force_failover(self):
+        self.shared("a.test", "b.test")
+        status, result, log = self.run_logged({"OP_ID": "OP_GROUP_EVACUATE",
+                                               "group_name": "default", "sequential": True,
+                                               "force_failover": True})
+        self.assertEqual(status, "success", result)
+        self.assertIn(" - INFO: Will insist on failovers", log)
+        self.assertIn(" - INFO: Jobs will be submitted to run sequentially", log)
+        jobs = self.follow(result)
+        self.assertEqual([s for s, _ in jobs], ["success"] * 2)
+        self.assertEqual([ops[0]["OP_ID"] for _, ops in jobs], ["OP_INSTANCE_FAILOVER"] * 2)
+        first, second = (job_id for _ok, job_id in result["jobs"])
+        self.assertEqual(jobs[0][1][0]["depends"], None)
+        self.assertEqual(jobs[1][1][0]["depends"], [[first, ["error", "success"]]])
+        self.assertEqual(second, first + 1)
+        for name in ("a.test", "b.test"):
+            self.assertEqual(self.group_of(name), "rack2")
+            self.assert_consistent(name)
+
+    def test_refusals(self):
+        self.assertEqual(self.run_error({"OP_ID": "OP_GROUP_EVACUATE", "group_name": "rack2",
+                                         "target_groups": ["nosuch"]}),
+                         ("OpPrereqError", "Node group 'nosuch' not found", "unknown_entity"))
+        default = self.config.group_by_name("default").uuid
+        self.assertEqual(self.run_error({"OP_ID": "OP_GROUP_EVACUATE",
+                                         "group_name": "default",
+                                         "target_groups": ["rack2", "default"]}),
+                         ("OpPrereqError", f"Group to be evacuated ({default}) can not be "
+                          f"used as a target group (targets are "
+                          f"{self.config.group_by_name('rack2').uuid}, {default})",
+                          "wrong_input"))
+
+
+class ChangeGroupTest(GroupCase):
+    def test_one_instance_changes_group(self):
+        self.shared("a.test", "b.test")
+        status, result, log = self.run_logged({"OP_ID": "OP_INSTANCE_CHANGE_GROUP",
+                                               "instance_name": "a.test",
+                                               "target_groups": ["rack2"]})
+        self.assertEqual(status, "success", result)
+        self.assertIn(" - INFO: Iallocator returned 1 job(s) for changing group of instance "
+                      "'a.test'", log)
+        self.assertIn(" - INFO: Instances to be moved: a.test (to rack2)",
+                      [line.replace(self.config.group_by_name("rack2").uuid, "rack2")
+                       for line in log])
+        jobs = self.follow(result)
+        self.assertEqual([s for s, _ in jobs], ["success"])
+        self.assertEqual(self.group_of("a.test"), "rack2")
+        self.assertEqual(self.group_of("b.test"), "default")
+        self.assert_consistent("a.test")
+
+    def test_own_group_as_target_is_refused(self):
+        self.shared("a.test")
+        cls, msg, code = self.run_error({"OP_ID": "OP_INSTANCE_CHANGE_GROUP",
+                                         "instance_name": "a.test",
+                                         "target_groups": ["default"]})
+        default = self.config.group_by_name("default").uuid
+        self.assertEqual((cls, msg, code), (
+            "OpPrereqError", f"Can't use group(s) '{default}' as targets, they are used by "
+                             "the instance 'a.test'", "wrong_input"))
+
+    def test_no_other_group(self):
+        self.run_ok({"OP_ID": "OP_GROUP_ASSIGN_NODES", "group_name": "default",
+                     "nodes": ["node2.test", "node3.test"]})
+        self.run_ok({"OP_ID": "OP_GROUP_REMOVE", "group_name": "rack2"})
+        self.shared("a.test")
+        self.assertEqual(self.run_error({"OP_ID": "OP_INSTANCE_CHANGE_GROUP",
+                                         "instance_name": "a.test"}),
+                         ("OpPrereqError", "There are no possible target groups",
+                          "wrong_input"))
+
+
+class PureTest(EvacuateCase):
+    def test_early_release_only_where_the_opcode_has_it(self):
+        result = EvacuationResult(
+            moved=(Moved("a", "g1", ("n2",)),), failed=(),
+            jobs=(({"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": "a"},),
+                  ({"OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": "b",
+                    "early_release": False},)))
+        messages = []
+
+        class Unit:
+            class ctx:
+                feedback = staticmethod(lambda kind, text: messages.append(text))
+        jobs = evacuate.load_evac_result(Unit, result, True, True)
+        self.assertNotIn("early_release", jobs[0][0])
+        self.assertTrue(jobs[1][0]["early_release"])
+        self.assertEqual(messages, [" - INFO: Instances to be moved: a (to n2)"])
+        evacuate.load_evac_result(Unit, result, False, False)
+        self.assertEqual(messages[-1], " - INFO: Instances to be moved: a (to g1)")
+
+    def test_primaries_first_and_the_rest_depend_on_them(self):
+        self.shared("p1.test", "p2.test")
+        self.shared("s1.test", node="node2.test")
+        node1 = self.config.node_by_name("node1.test").uuid
+        jobs = [[{"OP_ID": "X", "instance_name": n}] for n in ("s1.test", "p1.test",
+                                                               "p2.test")]
+        out = evacuate.primaries_first(self.config, node1, jobs)
+        self.assertEqual([j[0]["instance_name"] for j in out], ["p1.test", "p2.test",
+                                                                 "s1.test"])
+        self.assertNotIn("depends", out[0][0])
+        self.assertEqual(out[2][0]["depends"], [[-2, evacuate.ANY_END],
+                                                [-1, evacuate.ANY_END]])
