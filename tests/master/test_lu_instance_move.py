@@ -57,9 +57,9 @@ class MoveTest(MoveCase):
                      " - INFO: Removing the disks on the original node",
                      " - INFO: Starting instance inst1.test on node node2.test"):
             self.assertIn(line, log)
-        # only the chunks with data travelled
+        # the holes of the sparse source travel whole: a few calls, not 512 chunks of 4 MiB
         writes = [c for c in self.net.contacted if c == ("node2.test", "blockdev_write_chunk")]
-        self.assertEqual(len(writes), 2 * 256)
+        self.assertLess(len(writes), 10)
 
     def test_stopped_instance_moves_and_stays_stopped(self):
         self.file_instance(start=False)

@@ -185,7 +185,8 @@ class LUInstanceMove(InstanceLU):
                                      [DiskArg(old, inst), offset, length])
             got.raise_if_failed(f"Could not read disk/{idx} on node {source.name}")
             count, data = got.payload
-            if not count:
+            count = min(int(count), total - offset)  # (a hole may reach past the size)
+            if count <= 0:
                 raise OpExecError(f"disk/{idx} on node {source.name} ends at {offset} bytes, "
                                   f"before its size ({total} bytes)")
             put = await rpc.call_one(target, "blockdev_write_chunk",

@@ -10,20 +10,36 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import os
 from typing import Any
 
 from twisted.internet import defer
 
+from ganeti.core.rpcdefs.transfer import MAX_CHUNK
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.bdev import convert, devices
 from ganeti.noded.bdev.base import BlockDeviceError
 
 
 def read_at(path: str, offset: int, length: int) -> list[Any]:
-    """``[bytes read, base64 data or None when all zero]`` (blocking)."""
+    """``[bytes covered, base64 data or None when they are all zero]`` (blocking).
+
+    A hole of a sparse file at ``offset`` (found with ``SEEK_DATA``) is answered
+    whole, however long, as zeros; data is read up to ``length`` bytes."""
     try:
         with open(path, "rb") as f:
+            try:
+                data_at = os.lseek(f.fileno(), offset, os.SEEK_DATA)
+            except OSError as err:
+                if err.errno != errno.ENXIO:  # (no hole information: read it)
+                    data_at = offset
+                else:  # nothing but a hole up to the end
+                    data_at = max(os.lseek(f.fileno(), 0, os.SEEK_END), offset)
+                    if data_at == offset:
+                        return [0, None]
+            if data_at > offset:
+                return [data_at - offset, None]
             f.seek(offset)
             data = f.read(length)
     except OSError as err:
@@ -41,7 +57,13 @@ def write_at(path: str, offset: int, data: bytes | None, length: int, sparse: bo
     try:
         fd = os.open(path, os.O_WRONLY)
         try:
-            os.pwrite(fd, data if data is not None else bytes(length), offset)
+            if data is not None:
+                os.pwrite(fd, data, offset)
+            else:
+                zeros = bytes(min(length, MAX_CHUNK))
+                done = 0
+                while done < length:
+                    done += os.pwrite(fd, zeros[:length - done], offset + done)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -79,7 +101,7 @@ async def _write(ctx: NodeContext, disk: dict[str, Any], offset: int, length: in
             raw = base64.b64decode(data.encode("ascii"), validate=True)
         except (binascii.Error, UnicodeEncodeError):
             raise RPCFail("The chunk is not base64 data") from None
-        if len(raw) > length:
+        if len(raw) > min(length, MAX_CHUNK):
             raise RPCFail(f"The chunk has {len(raw)} bytes, more than its length {length}")
     path = await _path(ctx, disk)
     await ctx.run(write_at, path, offset, raw, length, cls.sparse)
