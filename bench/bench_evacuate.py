@@ -21,22 +21,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from ganeti.core.paths import Paths
 from ganeti.luxi.client import LuxiClient
-from tests.integration.helpers import free_ip_base, run
+from tests.integration.clustercase import VirtualCluster
 from tests.integration.jobtools import wait_for_job
 
 DOMAIN = "vcluster.test"
 MASTER = f"node1.{DOMAIN}"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VCLUSTER = [sys.executable, os.path.join(ROOT, "bin", "ganeti-vcluster")]
 FINAL = ("success", "error", "canceled")
 
 
@@ -91,14 +86,10 @@ def main() -> None:
     parser.add_argument("--secondaries", type=int, default=0,
                         help="drbd instances with the node as secondary (not available yet)")
     args = parser.parse_args()
-    workdir = tempfile.mkdtemp(prefix="bench-evacuate-")
-    directory = os.path.join(workdir, "vc")
-    run([*VCLUSTER, "create", directory, "--nodes", "3", "--ip-base", free_ip_base(3)],
-        timeout=300)
+    cluster = VirtualCluster("bench-evacuate-", nodes=3, start_timeout=600)
     try:
-        run([*VCLUSTER, "start", directory], timeout=600)
-        paths = Paths.for_node(os.path.join(directory, MASTER), MASTER)
-        with LuxiClient(paths.luxi_socket, timeout=300.0) as client:
+        cluster.create(start=True)
+        with cluster.client(timeout=300.0) as client:
             job_ok(client, [{"OP_ID": "OP_CLUSTER_SET_PARAMS",
                              "enabled_disk_templates": ["file", "diskless", "sharedfile"],
                              "ipolicy": {"disk-templates": ["file", "diskless",
@@ -135,8 +126,7 @@ def main() -> None:
             print(f"evacuate {args.secondaries} drbd secondaries: not measured (the drbd "
                   "template is not in this tree yet)")
     finally:
-        run([*VCLUSTER, "destroy", directory], timeout=300, check=False)
-        shutil.rmtree(workdir, ignore_errors=True)
+        cluster.destroy()
 
 
 if __name__ == "__main__":

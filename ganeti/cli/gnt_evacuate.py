@@ -37,11 +37,18 @@ def without_none(op: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in op.items() if value is not None}
 
 
-def follow(ctx: Context, result: Any) -> int:
-    """Follow the jobs an opcode submitted; how many failed."""
-    submitted = (result or {}).get("jobs") or []
-    results = jobs.wait_for_jobs(ctx, submitted)
-    return len([row for row in results if not row[0]])
+def submit_and_follow(ctx: Context, opts: argparse.Namespace, op: dict[str, Any],
+                      success: str, failure: str) -> int:
+    """Submit ``op`` (or only send it with ``--submit``), follow the jobs it submitted and
+    report (:func:`ganeti.cli.jobs.report_submitted`); the exit code."""
+    result = jobs.submit_or_send(ctx, opts, op)
+    if result is jobs.SUBMITTED:
+        return c.EXIT_SUCCESS
+    return jobs.report_submitted(ctx, result, success, failure)
+
+
+EVACUATED = "All instances evacuated successfully."
+EVACUATION_ERRORS = "There were {bad} errors during the evacuation."
 
 
 # --- gnt-node evacuate -------------------------------------------------------------
@@ -97,15 +104,7 @@ def cmd_node_evacuate(ctx: Context, opts: argparse.Namespace) -> int:
                        "remote_node": opts.dst_node, "iallocator": opts.iallocator,
                        "early_release": opts.early_release,
                        "ignore_soft_errors": opts.ignore_soft_errors})
-    result = jobs.submit_or_send(ctx, opts, op)
-    if result is jobs.SUBMITTED:
-        return c.EXIT_SUCCESS
-    bad = follow(ctx, result)
-    if bad == 0:
-        ctx.out("All instances evacuated successfully.")
-        return c.EXIT_SUCCESS
-    ctx.out(f"There were {bad} errors during the evacuation.")
-    return c.EXIT_FAILURE
+    return submit_and_follow(ctx, opts, op, EVACUATED, EVACUATION_ERRORS)
 
 
 # --- gnt-group evacuate ------------------------------------------------------------
@@ -133,15 +132,7 @@ def cmd_group_evacuate(ctx: Context, opts: argparse.Namespace) -> int:
                        "iallocator": opts.iallocator, "target_groups": opts.to,
                        "early_release": opts.early_release, "sequential": opts.sequential,
                        "force_failover": opts.force_failover})
-    result = jobs.submit_or_send(ctx, opts, op)
-    if result is jobs.SUBMITTED:
-        return c.EXIT_SUCCESS
-    bad = follow(ctx, result)
-    if bad == 0:
-        ctx.out("All instances evacuated successfully.")
-        return c.EXIT_SUCCESS
-    ctx.out(f"There were {bad} errors during the evacuation.")
-    return c.EXIT_FAILURE
+    return submit_and_follow(ctx, opts, op, EVACUATED, EVACUATION_ERRORS)
 
 
 # --- gnt-instance change-group -----------------------------------------------------
@@ -158,15 +149,9 @@ def cmd_change_group(ctx: Context, opts: argparse.Namespace) -> int:
     op = without_none({"OP_ID": "OP_INSTANCE_CHANGE_GROUP", "instance_name": name,
                        "iallocator": opts.iallocator, "target_groups": opts.to,
                        "early_release": opts.early_release})
-    result = jobs.submit_or_send(ctx, opts, op)
-    if result is jobs.SUBMITTED:
-        return c.EXIT_SUCCESS
-    bad = follow(ctx, result)
-    if bad == 0:
-        ctx.out(f"Instance '{name}' changed group successfully.")
-        return c.EXIT_SUCCESS
-    ctx.out(f"There were {bad} errors while changing group of instance '{name}'.")
-    return c.EXIT_FAILURE
+    return submit_and_follow(
+        ctx, opts, op, f"Instance '{name}' changed group successfully.",
+        "There were {bad} errors while changing group of instance " + f"'{name}'.")
 
 
 # --- gnt-instance move -------------------------------------------------------------

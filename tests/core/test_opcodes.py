@@ -272,9 +272,8 @@ BAD = {
     # evacuations and moves
     "OP_NODE_EVACUATE.mode": ["primary", None.__class__, 1],
     "OP_NODE_EVACUATE.node_name": ["", 5, None.__class__],
-    "remote_node": [5, ["node2"]], "remote_node_uuid": [5, True],
     "ignore_soft_errors": ["yes", 1], "early_release": [1, "no"],
-    "target_groups": ["g1", [""], [5]], "sequential": ["yes"], "force_failover": [0],
+    "sequential": ["yes"], "force_failover": [0],
     "OP_INSTANCE_MOVE.target_node": ["", 5, None.__class__],
     "OP_INSTANCE_MOVE.target_node_uuid": [5, True],
 }

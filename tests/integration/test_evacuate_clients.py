@@ -21,12 +21,9 @@ import os
 import re
 import sys
 
-from ganeti.core import config as configmod
-from ganeti.core import constants as c
-from ganeti.core import fileutil
 from tests.integration.clustercase import needs_debian_tool, needs_files
 from tests.integration.helpers import ROOT, node_env, run
-from tests.integration.test_htools_luxi import DOMAIN, HTOOLS, UNBALANCED, write_instances
+from tests.integration.test_htools_luxi import DOMAIN, HTOOLS, UNBALANCED, write_unbalanced
 from tests.integration.test_migration_clients import without_dates
 from tests.integration.test_rapi_compat import RapiClientCase, call
 
@@ -48,16 +45,7 @@ class EvacuateClientsTest(RapiClientCase):
 
     @classmethod
     def prepareCluster(cls, cluster):
-        path = os.path.join(cluster.root, "var/lib/ganeti/config.data")
-        cfg = configmod.load_file(path)
-        cfg.cluster.enabled_disk_templates = [c.DT_FILE, c.DT_DISKLESS, c.DT_SHARED_FILE]
-        fileutil.atomic_write(path, configmod.dump(cfg).encode(), mode=0o640)
-        from tests.integration import test_htools_luxi as htools
-        saved, htools.INSTANCES = htools.INSTANCES, UNBALANCED
-        try:
-            write_instances(cluster)
-        finally:
-            htools.INSTANCES = saved
+        write_unbalanced(cluster)
 
     # --- helpers --------------------------------------------------------------------
 

@@ -238,9 +238,11 @@ class PureTest(EvacuateCase):
                     "early_release": False},)))
         messages = []
 
+        class Context:
+            feedback = staticmethod(lambda kind, text: messages.append(text))
+
         class Unit:
-            class ctx:
-                feedback = staticmethod(lambda kind, text: messages.append(text))
+            ctx = Context
         jobs = evacuate.load_evac_result(Unit, result, True, True)
         self.assertNotIn("early_release", jobs[0][0])
         self.assertTrue(jobs[1][0]["early_release"])

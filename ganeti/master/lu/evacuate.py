@@ -242,7 +242,8 @@ class LUNodeEvacuate(LogicalUnit):
                 "early_release": self.op.early_release}] for inst in self.instances])
         request = NodeEvacuate(instances=tuple(i.name for i in self.instances),
                                evac_mode=self.op.mode)
-        extra = {"ignore-soft-errors": None} if self.op.ignore_soft_errors else None
+        extra: dict[str, str | None] | None = (
+            {"ignore-soft-errors": None} if self.op.ignore_soft_errors else None)
         result = await run_allocator(
             self, request, self.allocators,
             "Can't compute node evacuation using iallocator '{name}': {info}", extra)

@@ -108,17 +108,8 @@ class LUInstanceMove(InstanceLU):
         ic.check_node_not_drained(target)
         ic.check_node_vm_capable(target)
         self.be = params_fill.fill_instance_be(cfg.cluster, inst)
-        disks = instance_storage.instance_disks(cfg, inst)
-        spec = instance_policy.spec_of(self.be, [d.size for d in disks], len(inst.nics),
-                                       [d.spindles for d in disks])
-        template = disks[0].dev_type if disks else c.DT_DISKLESS
-        bad = instance_policy.violations(cfg, target.group, spec, template)
-        if bad:
-            msg = (f"Instance does not meet target node group's ({target.group}) instance "
-                   f"policy: {comma_join(bad)}")
-            if not self.op.ignore_ipolicy:
-                raise OpPrereqError(msg, ECODE_INVAL)
-            self.ctx.feedback("message", f" - WARNING: {msg}")
+        instance_policy.check_target_policy(cfg, inst, target.group, self.op.ignore_ipolicy,
+                                            lambda text: self.ctx.feedback("message", text))
         if inst.admin_state != c.ADMINST_UP:
             self.ctx.feedback("message", " - INFO: Not checking memory on the secondary node "
                                          "as instance will not be started")
