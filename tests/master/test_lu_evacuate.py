@@ -262,3 +262,36 @@ class PureTest(EvacuateCase):
         self.assertNotIn("depends", out[0][0])
         self.assertEqual(out[2][0]["depends"], [[-2, evacuate.ANY_END],
                                                 [-1, evacuate.ANY_END]])
+
+
+class ConcurrencyTest(EvacuateCase):
+    def test_a_node_takes_part_in_one_migration_at_a_time(self):
+        """The evacuation's jobs run concurrently, but each locks its instance's nodes:
+        the evacuated node's migrations never overlap (the bound is one per node)."""
+        self.net.migration_rate = 16.0  # MiB/s: 128 MiB take 8 s of the clock each
+        self.shared("a.test", "b.test", "c.test")
+        running: dict[str, int] = {}
+        peak: dict[str, int] = {}
+        start, finish = (self.net.handlers[n] for n in ("instance_migrate",
+                                                        "instance_finalize_migration_src"))
+
+        async def migrate(ctx, *args):
+            node = ctx.paths.hostname
+            running[node] = running.get(node, 0) + 1
+            peak[node] = max(peak.get(node, 0), running[node])
+            return await start(ctx, *args)
+
+        async def finalize(ctx, *args):
+            running[ctx.paths.hostname] -= 1
+            return await finish(ctx, *args)
+        self.net.handlers["instance_migrate"] = migrate
+        self.net.handlers["instance_finalize_migration_src"] = finalize
+        status, result, _log = self.run_logged(self.evacuate())
+        self.assertEqual(status, "success", result)
+        t0 = self.master.reactor.seconds()
+        jobs = self.follow(result)
+        self.assertEqual([s for s, _ in jobs], ["success"] * 3)
+        self.assertEqual(peak, {"node1.test": 1})
+        self.assertGreaterEqual(self.master.reactor.seconds() - t0, 3 * 8)
+        for name in ("a.test", "b.test", "c.test"):
+            self.assert_consistent(name)
