@@ -90,6 +90,9 @@ GOOD = {
                             "iallocator": "hail"},
     "OP_NODE_MIGRATE": {"node_name": "node1", "mode": "live", "target_node": "node2",
                         "iallocator": None, "ignore_ipolicy": True},
+    "OP_INSTANCE_REPLACE_DISKS": {"instance_name": "inst1", "mode": "replace_new_secondary",
+                                  "remote_node": "node3", "disks": [0, 1],
+                                  "early_release": True, "ignore_ipolicy": True},
 }
 
 # For every (non-reserved) parameter name, values its kind must refuse.
@@ -261,6 +264,10 @@ BAD = {
     "OP_NODE_MIGRATE.node_name": ["", 5, None.__class__],
     "live": [1, "yes"], "allow_runtime_changes": [0, "no", None.__class__],
     "cleanup": [1, "x"], "allow_failover": ["yes"], "ignore_hvversions": [0],
+    # replace-disks
+    "OP_INSTANCE_REPLACE_DISKS.mode": ["replace_both", "", 1, None.__class__],
+    "OP_INSTANCE_REPLACE_DISKS.disks": [0, [-1], [16], ["0"], [True]],
+    "early_release": [1, "yes"],
 }
 
 
