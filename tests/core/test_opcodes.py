@@ -98,6 +98,9 @@ GOOD = {
     "OP_INSTANCE_CHANGE_GROUP": {"instance_name": "inst1", "iallocator": "hail"},
     "OP_INSTANCE_MOVE": {"instance_name": "inst1", "target_node": "node2",
                          "compress": "gzip", "shutdown_timeout": 10},
+    "OP_INSTANCE_REPLACE_DISKS": {"instance_name": "inst1", "mode": "replace_new_secondary",
+                                  "remote_node": "node3", "disks": [0, 1],
+                                  "early_release": True, "ignore_ipolicy": True},
 }
 
 # For every (non-reserved) parameter name, values its kind must refuse.
@@ -272,10 +275,14 @@ BAD = {
     # evacuations and moves
     "OP_NODE_EVACUATE.mode": ["primary", None.__class__, 1],
     "OP_NODE_EVACUATE.node_name": ["", 5, None.__class__],
-    "ignore_soft_errors": ["yes", 1], "early_release": [1, "no"],
+    "ignore_soft_errors": ["yes", 1],
     "sequential": ["yes"], "force_failover": [0],
     "OP_INSTANCE_MOVE.target_node": ["", 5, None.__class__],
     "OP_INSTANCE_MOVE.target_node_uuid": [5, True],
+    # replace-disks
+    "OP_INSTANCE_REPLACE_DISKS.mode": ["replace_both", "", 1, None.__class__],
+    "OP_INSTANCE_REPLACE_DISKS.disks": [0, [-1], [16], ["0"], [True]],
+    "early_release": [1, "yes"],
 }
 
 
