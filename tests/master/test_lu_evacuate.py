@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ganeti.core.placement.requests import EvacuationResult, Moved
 from ganeti.master.lu import evacuate
-from tests.fakes.allocators import always
+from tests.fakes.allocators import always, answer
 from tests.master.test_lu_migration import MigrationCase
 
 
@@ -295,3 +295,86 @@ class ConcurrencyTest(EvacuateCase):
         self.assertGreaterEqual(self.master.reactor.seconds() - t0, 3 * 8)
         for name in ("a.test", "b.test", "c.test"):
             self.assert_consistent(name)
+
+
+def planned(data):
+    """An allocator that moves every drbd instance's secondary, and migrates the others,
+    to node3 (the fake nodes have no volume group for the built-in allocator)."""
+    moved, jobs = [], []
+    for name in data["request"]["instances"]:
+        inst = data["instances"][name]
+        group = data["nodes"]["node3.test"]["group"]
+        if inst["disk_template"] == "drbd":
+            moved.append([name, group, [inst["nodes"][0], "node3.test"]])
+            jobs.append([{"OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": name,
+                          "mode": "replace_new_secondary", "remote_node": "node3.test",
+                          "disks": [], "early_release": False, "ignore_ipolicy": False}])
+        else:
+            moved.append([name, group, ["node3.test"]])
+            jobs.append([{"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": name,
+                          "target_node": "node3.test", "allow_failover": True}])
+    return answer([moved, [], jobs])
+
+
+class SecondaryTest(EvacuateCase):
+    """Secondary instances (a drbd instance written into the config: the template's
+    units come with the drbd slice; here only the evacuation's jobs are looked at)."""
+
+    programs = {"planned": planned}
+
+    def setUp(self):
+        super().setUp()
+        from ganeti.core import constants as c
+        from tests.fakes.instances import add_instance
+
+        def change(cfg):
+            add_instance(cfg, "m.test", "node2.test", c.DT_DRBD8, disks=(1024,),
+                         snode="node1.test", admin_state=c.ADMINST_DOWN)
+        self.successResultOf(self.master.daemon.config_writer.update(change))
+        from ganeti.master.locking.manager import LEVEL_INSTANCE
+        self.successResultOf(self.master.daemon.locks.add(LEVEL_INSTANCE, ["m.test"]))
+
+    def submitted_ops(self, result):
+        return [self.master.client().call("QueryJobs", [job_id], ["ops"])[0][0]
+                for _ok, job_id in result["jobs"]]
+
+    def test_new_secondary_gives_one_replace_disks_job_per_instance(self):
+        status, result, log = self.run_logged(self.evacuate(
+            mode="secondary-only", remote_node="node3.test", early_release=True))
+        self.assertEqual(status, "success", result)
+        self.assertIn(" - INFO: Evacuating instances from node 'node1.test': m.test", log)
+        self.assertEqual(self.allocators.calls, [])
+        (ops,) = self.submitted_ops(result)
+        self.assertEqual({k: ops[0][k] for k in ("OP_ID", "instance_name", "remote_node",
+                                                  "mode", "disks", "early_release")},
+                         {"OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": "m.test",
+                          "remote_node": "node3.test", "mode": "replace_new_secondary",
+                          "disks": [], "early_release": True})
+
+    def test_the_primary_cannot_be_the_new_secondary(self):
+        self.assertEqual(self.run_error(self.evacuate(mode="secondary-only",
+                                                      remote_node="node2.test")),
+                         ("OpPrereqError", "Node node2.test is the primary node of instance "
+                          "m.test, cannot use it as secondary", "wrong_input"))
+
+    def test_allocator_chooses_the_new_secondary_with_early_release(self):
+        status, result, log = self.run_logged(self.evacuate(
+            mode="secondary-only", early_release=True, iallocator="planned"))
+        self.assertEqual(status, "success", result)
+        self.assertIn(" - INFO: Instances to be moved: m.test (to node2.test, node3.test)",
+                      log)
+        (ops,) = self.submitted_ops(result)
+        self.assertEqual((ops[0]["OP_ID"], ops[0]["remote_node"], ops[0]["early_release"]),
+                         ("OP_INSTANCE_REPLACE_DISKS", "node3.test", True))
+
+    def test_mode_all_submits_the_primaries_first(self):
+        self.shared("z.test")  # (after m.test in the request: reordered)
+        status, result, _log = self.run_logged(self.evacuate(mode="all", iallocator="planned"))
+        self.assertEqual(status, "success", result)
+        first, second = self.submitted_ops(result)
+        self.assertEqual((first[0]["OP_ID"], first[0]["instance_name"]),
+                         ("OP_INSTANCE_MIGRATE", "z.test"))
+        self.assertEqual((second[0]["OP_ID"], second[0]["instance_name"]),
+                         ("OP_INSTANCE_REPLACE_DISKS", "m.test"))
+        (first_id, second_id) = (job_id for _ok, job_id in result["jobs"])
+        self.assertEqual(second[0]["depends"], [[first_id, evacuate.ANY_END]])

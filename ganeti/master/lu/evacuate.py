@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ganeti.core import constants as c
 from ganeti.core import hooks as hookdefs
 from ganeti.core.errors import ECODE_INVAL, ECODE_NORES, ECODE_STATE, OpExecError, OpPrereqError
 from ganeti.core.objects import ConfigData, Instance
@@ -43,8 +44,6 @@ from ganeti.master.lu.base import ALL_SET, LOCKS_APPEND, LogicalUnit, ResultWith
 from ganeti.master.lu.instance_ops import InstanceLU
 
 REPLACE_DISKS = "OP_INSTANCE_REPLACE_DISKS"
-#: Ganeti's REPLACE_DISK_CHG: a new secondary.
-REPLACE_NEW_SECONDARY = "replace_new_secondary"
 #: The statuses a dependent job waits for (any end: the jobs are independent moves).
 ANY_END = ["success", "error", "canceled"]
 
@@ -90,8 +89,7 @@ def instance_groups(cfg: ConfigData, inst: Instance) -> set[str]:
 def _set_early_release(op: dict[str, Any], early_release: bool) -> dict[str, Any]:
     """Ganeti's _SetOpEarlyRelease: the flag on the opcodes that have it."""
     decl = OPCODES.get(str(op.get("OP_ID")))
-    has = op.get("OP_ID") == REPLACE_DISKS if decl is None else any(
-        p.name == "early_release" for p in decl.all_params)
+    has = decl is not None and any(p.name == "early_release" for p in decl.all_params)
     return {**op, "early_release": early_release} if has else dict(op)
 
 
@@ -238,7 +236,7 @@ class LUNodeEvacuate(LogicalUnit):
             remote = ic.node_name(cfg, self.remote_uuid)
             return ResultWithJobs([[{
                 "OP_ID": REPLACE_DISKS, "instance_name": inst.name, "remote_node": remote,
-                "disks": [], "mode": REPLACE_NEW_SECONDARY,
+                "disks": [], "mode": c.REPLACE_DISK_CHG,
                 "early_release": self.op.early_release}] for inst in self.instances])
         request = NodeEvacuate(instances=tuple(i.name for i in self.instances),
                                evac_mode=self.op.mode)
