@@ -166,3 +166,24 @@ class EvacuateClientsTest(RapiClientCase):
         r = self.debian("gnt-instance", "move", "-f", "-n", target, name)
         self.assertEqual(r.returncode, 1)
         self.assertIn(f"Instance {name} is already on the node {target}", r.stdout + r.stderr)
+
+    # --- our balance ---------------------------------------------------------------------
+
+    def test_6_our_balance_executes_its_moves(self):
+        node0 = self.cluster.nodes[0]
+        for name, (node, _status) in sorted(self.placement().items()):
+            if name in UNBALANCED and node != node0:
+                self.ok("gnt-instance", "migrate", "-f", "-n", node0, name)
+        self.assertEqual([n for n in self.on(node0) if n in UNBALANCED], sorted(UNBALANCED))
+        r = self.ours("gnt-cluster", "balance", "-f")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        before, after = score_of(r.stdout)
+        self.assertLess(after, before)
+        self.assertTrue(r.stdout.endswith("All moves executed successfully.\n"), r.stdout)
+        self.assertLess(len([n for n in self.on(node0) if n in UNBALANCED]),
+                        len(UNBALANCED))
+        self.assertEqual({s for _n, s in self.placement().values()}, {"running"})
+        # what is left to gain is below a minimum (free memory is read live: some noise)
+        r = self.ours("gnt-cluster", "balance", "--print-only", "--min-gain", "0.05")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("Cluster is already well balanced", r.stdout)
