@@ -2,7 +2,9 @@
 three-node virtual cluster (fake hypervisor): ``hbal -L -X`` executing its moves,
 Debian's ``gnt-node evacuate`` (``-p``, and without ``-p``/``-s``, which Ganeti's
 master refuses and ours accepts), Debian's RAPI client's ``EvacuateNode``
-(``node-evac-res1``) and Debian's ``gnt-instance move`` of a file instance.
+(``node-evac-res1``), Debian's ``gnt-instance move`` of a file instance, our
+``gnt-cluster balance``, Debian's ``gnt-instance change-group`` and ``gnt-group
+evacuate`` (which real Ganeti 3.0.2 fails with an assertion).
 
 The cluster starts unbalanced: four running sharedfile instances on the first node
 (written into the config before it starts; the fake hypervisor migrates them without
@@ -187,3 +189,29 @@ class EvacuateClientsTest(RapiClientCase):
         r = self.ours("gnt-cluster", "balance", "--print-only", "--min-gain", "0.05")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("Cluster is already well balanced", r.stdout)
+
+    # --- Debian's gnt-instance change-group and gnt-group evacuate --------------------
+
+    def test_7_change_group_and_group_evacuate(self):
+        node0, others = self.cluster.nodes[0], self.cluster.nodes[1:]
+        shared = sorted(UNBALANCED)
+        for name in shared[:2]:
+            if self.placement()[name][0] != node0:
+                self.ok("gnt-instance", "migrate", "-f", "-n", node0, name)
+        # (a move to another group meets its policy: sharedfile must be allowed there)
+        self.ok("gnt-cluster", "modify", "--ipolicy-disk-templates",
+                "file,diskless,sharedfile")
+        self.ok("gnt-group", "add", "rack2")
+        self.ok("gnt-group", "assign-nodes", "rack2", *others)
+        lines = without_dates(self.ok("gnt-instance", "change-group", "--to", "rack2",
+                                      shared[0]))
+        self.assertEqual(lines[-1], f"Instance '{shared[0]}' changed group successfully.")
+        self.assertIn(self.placement()[shared[0]][0], others)
+        # the rest of the default group (node0 alone now) moves to rack2
+        lines = without_dates(self.ok("gnt-group", "evacuate", "default"))
+        self.assertTrue(any(line.startswith(" - INFO: Iallocator returned ")
+                            for line in lines), lines)
+        self.assertEqual(lines[-1], "All instances evacuated successfully.")
+        self.assertEqual(self.on(node0), [])
+        self.assertEqual({s for n, (_p, s) in self.placement().items() if n in UNBALANCED},
+                         {"running"})
