@@ -59,6 +59,20 @@ class NodeEvacuateTest(EvacuateCase):
         self.assertEqual({ops[0]["comment"] for _, ops in jobs},
                          {"Submitted by OP_NODE_EVACUATE"})
 
+    def test_an_offline_node_is_evacuated_by_failovers(self):
+        """A dead node marked offline: the migrations fall back to failovers (hail's
+        allow_failover) and the instances start elsewhere."""
+        self.shared("a.test", "b.test", node="node2.test")
+        self.run_ok({"OP_ID": "OP_NODE_SET_PARAMS", "node_name": "node2.test",
+                     "offline": True, "force": True})
+        status, result, _log = self.run_logged(self.evacuate("node2.test"))
+        self.assertEqual(status, "success", result)
+        jobs = self.follow(result)
+        self.assertEqual([s for s, _ in jobs], ["success"] * 2)
+        for name in ("a.test", "b.test"):
+            self.assertNotEqual(self.primary(name), "node2.test")
+            self.assertTrue(self.running(name, self.primary(name)))
+
     def test_mode_all_is_accepted_and_moves_the_primaries(self):
         self.shared("a.test")
         status, result, log = self.run_logged(self.evacuate(mode="all"))
