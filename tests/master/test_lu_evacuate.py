@@ -392,3 +392,29 @@ class SecondaryTest(EvacuateCase):
                          ("OP_INSTANCE_REPLACE_DISKS", "m.test"))
         (first_id, second_id) = (job_id for _ok, job_id in result["jobs"])
         self.assertEqual(second[0]["depends"], [[first_id, evacuate.ANY_END]])
+
+
+class HooksTest(GroupCase):
+    def test_environment_and_nodes_are_ganetis(self):
+        from tests.master.test_hooks import RecordingHooks
+        hooks = RecordingHooks()
+        self.net.handlers["hooks_runner"] = hooks
+        self.shared("a.test", "b.test")
+        rack2 = self.config.group_by_name("rack2").uuid
+        self.run_ok({"OP_ID": "OP_INSTANCE_CHANGE_GROUP", "instance_name": "a.test",
+                     "target_groups": ["rack2"]})
+        # Ganeti's: the master only
+        self.assertEqual(hooks.where("instance-change-group", "pre"), ["node1.test"])
+        env = hooks.env("node1.test", "instance-change-group", "pre")
+        self.assertEqual((env["GANETI_TARGET_GROUPS"], env["GANETI_INSTANCE_NAME"]),
+                         (rack2, "a.test"))
+        self.run_ok({"OP_ID": "OP_GROUP_EVACUATE", "group_name": "default"})
+        # Ganeti's: the master and the group's nodes (node1 alone in default)
+        self.assertEqual(sorted(hooks.where("group-evacuate", "post")), ["node1.test"])
+        env = hooks.env("node1.test", "group-evacuate", "pre")
+        self.assertEqual((env["GANETI_GROUP_NAME"], env["GANETI_TARGET_GROUPS"]),
+                         ("default", rack2))
+        # node evacuation runs no hooks (Ganeti's NoHooksLU)
+        before = len(hooks.runs)
+        self.run_ok(self.evacuate("node1.test", mode="secondary-only"))
+        self.assertEqual(hooks.runs[before:], [])

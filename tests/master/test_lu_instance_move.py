@@ -133,3 +133,20 @@ class MoveRefusalTest(MoveCase):
         self.assert_refused(self.move(target="node3.test"),
                             "Can't use offline node node3.test", "wrong_state")
         self.assertEqual(self.where(), ["node1.test"])
+
+
+class MoveHooksTest(MoveCase):
+    def test_environment_and_nodes_are_ganetis(self):
+        from tests.master.test_hooks import RecordingHooks
+        hooks = RecordingHooks()
+        self.net.handlers["hooks_runner"] = hooks
+        self.make()
+        self.run_ok(self.move(target="node3.test", shutdown_timeout=9))
+        # Ganeti's: the master, the primary and the target, before and after
+        for phase in ("pre", "post"):
+            self.assertEqual(sorted(hooks.where("instance-move", phase)),
+                             ["node1.test", "node3.test"])
+        env = hooks.env("node3.test", "instance-move", "pre")
+        self.assertEqual((env["GANETI_TARGET_NODE"], env["GANETI_SHUTDOWN_TIMEOUT"],
+                          env["GANETI_INSTANCE_NAME"], env["GANETI_INSTANCE_PRIMARY"]),
+                         ("node3.test", "9", "inst1.test", "node1.test"))
