@@ -134,8 +134,8 @@ class NodeEvacuateTest(EvacuateCase):
         self.assertEqual(self.run_error(self.evacuate("nosuch.test")),
                          ("OpPrereqError", "Node 'nosuch.test' not known", "unknown_entity"))
 
-    def test_new_secondary_gives_one_replace_disks_job_per_secondary_instance(self):
-        # (no instance has a secondary here: drbd comes from the drbd template's slice)
+    def test_new_secondary_and_no_secondary_instances(self):
+        # (secondary instances: SecondaryTest)
         status, result, log = self.run_logged(self.evacuate(mode="secondary-only",
                                                             remote_node="node2.test"))
         self.assertEqual((status, result), ("success", {"jobs": []}))
