@@ -17,6 +17,7 @@ from ganeti.core import exportinfo
 from ganeti.core.rpcdefs.exports import is_name, is_staging
 from ganeti.noded.backend import exports
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
+from ganeti.noded.bdev import lvm
 from ganeti.noded.procs import ChildProcesses
 from tests.noded.helpers import node_paths
 from tests.noded.test_osdefs import instance, make_os, wait_for
@@ -119,6 +120,8 @@ class ScriptTest(TestCase):
         self.children = ChildProcesses(reactor, self.clock, grace=5.0)
         self.ctx = NodeContext(paths=self.paths, clock=self.clock, run=inline_runner,
                                children=self.children)
+        # volumes have their device-mapper path here; without: tests/noded/test_lvloops.py
+        self.patch(lvm, "dm_available", lambda: True)
         self.disk = os.path.join(self.paths.root, "srv", "disk0")
         os.makedirs(os.path.dirname(self.disk), exist_ok=True)
         self.addCleanup(self._reap)

@@ -13,7 +13,7 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
-from ganeti.noded.backend import instdisks, lvloops, osdefs
+from ganeti.noded.backend import exports, instdisks, lvloops, osdefs
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.bdev import lvm
 from ganeti.noded.hypervisors.domainxml import DiskSpec
@@ -87,6 +87,19 @@ class OsScriptLoopsTest(OsTestCase):
                       "disk 1: cannot attach a loop device to /dev/loop3: losetup: cannot "
                       "find an unused loop device", str(caught.exception))
         self.assertFalse(os.path.exists(out))
+
+    async def test_export_script_gets_a_loop_for_its_disk_only(self):
+        make_os(self.top, "testos", scripts={"export": 'echo "$EXPORT_DEVICE"\n'})
+        staging = ".x-1"
+        inst = instance()
+        inst["disks_info"].append(dict(inst["disks_info"][1], uuid="disk-uuid-2",
+                                       logical_id=["xenvg", "lv2"]))
+        size = await exports.export_dump(self.ctx, inst, 2, staging, 0)
+        with open(os.path.join(self.paths.export_dir, staging, "disk-uuid-2")) as f:
+            self.assertEqual(f.read(), "/dev/loop9\n")
+        self.assertEqual(size, len("/dev/loop9\n"))
+        self.assertEqual([r[1:3] for r in self.ranges], [(2, ["xenvg", "lv2"])])
+        self.assertEqual(self.losetup_calls()[-1], "--detach /dev/loop9")
 
     async def test_drbd_disk_is_its_data_volume(self):
         out = os.path.join(self.out, "create.env")

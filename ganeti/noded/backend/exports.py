@@ -38,6 +38,7 @@ from ganeti.core import exportinfo
 from ganeti.core.paths import EXPORT_DIR
 from ganeti.core.rpcdefs.exports import is_name
 from ganeti.noded import osdir, osenv, osrun
+from ganeti.noded.backend import lvloops
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.backend.osdefs import CREATE_TIMEOUT, _instance_name, _prepare
 
@@ -145,15 +146,22 @@ async def _run_disk_script(ctx: NodeContext, instance: Mapping[str, Any], index:
                            debug: int) -> None:
     name = _instance_name(instance.get("name"))
     osdef, path, env = await _prepare(ctx, instance, script, debug)
-    device = _disk_path(instance, env, index)
-    prefix = "EXPORT" if script == osdir.SCRIPT_EXPORT else "IMPORT"
-    env.update({f"{prefix}_INDEX": str(index), f"{prefix}_DISK_PATH": device,
-                f"{prefix}_DEVICE": device})
-    logfile = os.path.join(ctx.paths.os_log_dir, osrun.log_name(
-        kind, str(instance["os"]), name, str(index), ctx.clock.seconds()))
-    run = await osrun.run_script(ctx, ["/bin/sh", "-c", redirect, path, data_path], env,
-                                 osdef.path, logfile, osenv.hidden_values(instance),
-                                 CREATE_TIMEOUT)
+    # volumes without device-mapper: a loop device over each one's range
+    ranges, loops = await lvloops.attach(ctx, instance, f"run the OS {script} script of",
+                                         only=index)
+    try:
+        env.update(ranges)
+        device = _disk_path(instance, env, index)
+        prefix = "EXPORT" if script == osdir.SCRIPT_EXPORT else "IMPORT"
+        env.update({f"{prefix}_INDEX": str(index), f"{prefix}_DISK_PATH": device,
+                    f"{prefix}_DEVICE": device})
+        logfile = os.path.join(ctx.paths.os_log_dir, osrun.log_name(
+            kind, str(instance["os"]), name, str(index), ctx.clock.seconds()))
+        run = await osrun.run_script(ctx, ["/bin/sh", "-c", redirect, path, data_path], env,
+                                     osdef.path, logfile, osenv.hidden_values(instance),
+                                     CREATE_TIMEOUT)
+    finally:
+        await lvloops.detach(ctx, loops)
     if not run.ok:
         raise RPCFail(f"OS {script} script failed for disk {index} ({run.reason()}), last "
                       f"lines in the log file:\n{run.tail}")

@@ -56,10 +56,11 @@ def needs_loops(instance: Mapping[str, Any]) -> bool:
     return (any(data_volume(d) is not None for d in disks) and not lvm.dm_available())
 
 
-async def attach(ctx: NodeContext, instance: Mapping[str, Any], action: str
-                 ) -> tuple[dict[str, str], list[str]]:
-    """Loop devices over the instance's volumes: ``({"DISK_<n>_PATH": loop}, loops)``;
-    none with device-mapper.  What was attached is detached again if one fails."""
+async def attach(ctx: NodeContext, instance: Mapping[str, Any], action: str,
+                 only: int | None = None) -> tuple[dict[str, str], list[str]]:
+    """Loop devices over the instance's volumes (``only``: that disk's):
+    ``({"DISK_<n>_PATH": loop}, loops)``; none with device-mapper.  What was attached
+    is detached again if one fails."""
     if not needs_loops(instance):
         return {}, []
     name = str(instance.get("name"))
@@ -68,7 +69,7 @@ async def attach(ctx: NodeContext, instance: Mapping[str, Any], action: str
     try:
         for idx, disk in enumerate(instance.get("disks_info") or []):
             volume = data_volume(disk)
-            if volume is None:
+            if volume is None or only not in (None, idx):
                 continue
             spec = await instdisks.volume_range(ctx, name, idx, volume, action)
             out = await run_program(ctx, [
