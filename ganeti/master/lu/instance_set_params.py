@@ -133,7 +133,8 @@ class LUInstanceSetParams(InstanceLU):
                 raise OpPrereqError("Disk template conversion and other disk changes not "
                                     "supported at the same time", ECODE_INVAL)
             if op.disk_template in _DTS_INT_MIRROR:
-                instance_storage.check_template_supported(op.disk_template)
+                raise OpPrereqError(f"Conversion to the '{op.disk_template}' disk template "
+                                    "is not supported yet", ECODE_INVAL)
             elif op.remote_node or op.remote_node_uuid:
                 self.ignored_remote_node = True  # a warning in exec, as Ganeti's
         if op.iallocator or (
