@@ -118,7 +118,7 @@ class LUInstanceGrowDisk(InstanceLU):
         if self.disk.dev_type in (c.DT_PLAIN, c.DT_DRBD8):  # Ganeti's _CheckDiskSpace
             data = self.disk.children[0] if self.disk.children else self.disk
             vg = str((data.logical_id or [cfg.cluster.volume_group_name])[0])
-            for uuid in nodesmod.instance_nodes(cfg, inst):
+            for uuid in instance_storage.disk_nodes(inst, self.disk):
                 if not instance_storage.exclusive_storage(cfg, cfg.nodes[uuid]):
                     await instance_storage.check_vg_free(self, cfg.nodes[uuid],
                                                          {vg: self.delta})
