@@ -515,28 +515,37 @@ async def grow_disk(lu: LogicalUnit, cfg: ConfigData, instance: Instance, disk: 
 
 async def check_disks_exist(lu: LogicalUnit, cfg: ConfigData, instance: Instance) -> list[str]:
     """Problems with the instance's disks for verify: a device missing on a node, or a
-    node that could not be asked (offline nodes are skipped).  One call per node."""
+    node that could not be asked (offline nodes are skipped).  One call per node.  A
+    drbd disk exists where its volumes do (its device is there only while active)."""
     problems: list[str] = []
-    by_node: dict[str, list[Disk]] = {}
+    by_node: dict[str, list[tuple[Disk, Any]]] = {}
     for disk in instance_disks(cfg, instance):
         if disk.dev_type == constants.DT_DISKLESS:
             continue
         for node_uuid in disk_nodes(instance, disk):
-            by_node.setdefault(node_uuid, []).append(disk)
-    for node_uuid, node_disks in sorted(by_node.items()):
+            if disk.dev_type == constants.DT_DRBD8 and node_uuid in cfg.nodes:
+                wire = diskparams.disk_wire_dicts(cfg, instance, [disk], node_uuid)[0]
+                by_node.setdefault(node_uuid, []).extend(
+                    (disk, child) for child in wire.get("children") or [])
+            else:
+                by_node.setdefault(node_uuid, []).append((disk, DiskArg(disk, instance)))
+    for node_uuid, pairs in sorted(by_node.items()):
         node = cfg.nodes.get(node_uuid)
         if node is None or node.offline:
             continue
+        node_disks = [disk for disk, _ in pairs]
         result = await lu.ctx.rpc().call_one(node, "blockdev_getdimensions",
-                                             [[DiskArg(d, instance) for d in node_disks]])
+                                             [[arg for _, arg in pairs]])
         if not result.success:
             problems.append(f"cannot check the disks of instance {instance.name} on node "
                             f"{node.name}: {result.fail_msg}")
             continue
         dims = result.payload if isinstance(result.payload, list) else []
+        seen: set[str] = set()
         for disk, dim in zip(node_disks, dims + [None] * (len(node_disks) - len(dims)),
                              strict=False):
-            if dim is None:
+            if dim is None and disk.uuid not in seen:
+                seen.add(disk.uuid)
                 problems.append(f"disk {disk.iv_name} of instance {instance.name} is "
                                 f"missing on node {node.name}")
     return problems

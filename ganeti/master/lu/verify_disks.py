@@ -82,6 +82,7 @@ class LUGroupVerifyDisks(LogicalUnit):
         cfg = self.ctx.config.config
         members = {u for u, n in cfg.nodes.items() if n.group == self.group.uuid}
         wanted: dict[tuple[str, str], str] = {}  # (node uuid, "vg/lv") -> instance name
+        backing: set[tuple[str, str]] = set()  # the volumes under drbd disks
         for inst in cfg.instances.values():
             if inst.primary_node not in members or not inst.disks_active:
                 continue
@@ -95,6 +96,11 @@ class LUGroupVerifyDisks(LogicalUnit):
                     if vol.dev_type == constants.DT_PLAIN and len(lid) == 2:
                         for node_uuid in nodes:
                             wanted[(node_uuid, f"{lid[0]}/{lid[1]}")] = inst.name
+                            if vol is not disk:
+                                # held by the mirror, not linked: its state is the
+                                # mirror's (drbd_needs_activation below); only missing
+                                # volumes count here
+                                backing.add((node_uuid, f"{lid[0]}/{lid[1]}"))
         node_errors: dict[str, str] = {}
         offline_disk_instances: set[str] = set()
         nodes = sorted({node for node, _ in wanted}, key=lambda u: cfg.nodes[u].name
@@ -113,7 +119,8 @@ class LUGroupVerifyDisks(LogicalUnit):
             for lv_name, info in (result.payload or {}).items():
                 inst_name = wanted.pop((node.uuid, lv_name), None)
                 online_lv = bool(info[2]) if isinstance(info, list) and len(info) > 2 else True
-                if inst_name is not None and not online_lv:
+                if inst_name is not None and not online_lv \
+                        and (node.uuid, lv_name) not in backing:
                     offline_disk_instances.add(inst_name)
         missing: dict[str, list[list[str]]] = {}
         for (node_uuid, lv_name), inst_name in sorted(wanted.items()):
