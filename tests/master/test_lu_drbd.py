@@ -200,3 +200,84 @@ class DisksTest(DrbdCase):
             "amount": 8000})
         self.assertEqual((cls, code), ("OpPrereqError", "insufficient_resources"))
         self.assertIn("Not enough disk space on target node node1.test vg xenvg", msg)
+
+
+class ConvertTest(DrbdCase):
+    """gnt-instance modify -t drbd -n SNODE / -t plain (Ganeti's rename, no copy)."""
+
+    def convert(self, template: str, **params: object) -> dict:
+        return {"OP_ID": "OP_INSTANCE_SET_PARAMS", "instance_name": "inst1.test",
+                "disk_template": template, **params}
+
+    def test_plain_to_drbd_and_back_keeps_the_data_volumes(self) -> None:
+        self.run_ok(drbd_op(disk_template="plain", snode=None,
+                            disks=[{"size": 256, "name": "root"}]))
+        plain, = self.disks()
+        volume = f"xenvg/{plain.logical_id[1]}"
+        state = self.lvms["node1.test"].state
+        state["lvs"][volume]["tags"].append("data-marker")  # the volume keeps what it holds
+        self.lvms["node1.test"].state = state
+        status, result, log = self.run_logged(self.convert("drbd", remote_node="node2.test"))
+        self.assertEqual(status, "success", (result, log))
+        self.assertEqual(result, [["disk_template", "drbd"]])
+        for line in ("Converting disk template from 'plain' to 'drbd'",
+                     "Creating additional volumes...", "Renaming original volumes...",
+                     "Initializing DRBD devices...",
+                     " - INFO: Instance inst1.test's disks are in sync"):
+            self.assertIn(line, log)
+        disk, = self.disks()
+        self.assertEqual((disk.dev_type, disk.size, disk.name, disk.iv_name),
+                         ("drbd", 256, "root", "disk/0"))
+        self.assertEqual(self.instance().disk_template, "drbd")
+        self.assertNotIn(plain.uuid, self.config.disks)
+        data = f"xenvg/{disk.children[0].logical_id[1]}"
+        meta = f"xenvg/{disk.children[1].logical_id[1]}"
+        self.assertEqual(set(self.volumes("node1.test")), {data, meta})
+        self.assertIn("data-marker", self.volumes("node1.test")[data]["tags"])  # renamed
+        self.assertEqual(set(self.volumes("node2.test")), {data, meta})
+        self.assertFalse(self.find("node2.test")["is_degraded"])
+        self.assertLessEqual(disk.logical_id[2], self.config.cluster.highest_used_port)
+        port = disk.logical_id[2]
+        # and back: the data volume becomes the plain disk, the rest goes
+        status, result, log = self.run_logged(self.convert("plain"))
+        self.assertEqual(status, "success", (result, log))
+        for line in ("Converting disk template from 'drbd' to 'plain'",
+                     "Removing volumes on the secondary node...",
+                     "Removing unneeded volumes on the primary node..."):
+            self.assertIn(line, log)
+        back, = self.disks()
+        self.assertEqual((back.dev_type, back.logical_id, back.size, back.name),
+                         ("plain", disk.children[0].logical_id, 256, "root"))
+        self.assertEqual(back.nodes, [self.config.node_by_name("node1.test").uuid])
+        self.assertEqual(set(self.volumes("node1.test")), {data})
+        self.assertEqual(self.volumes("node2.test"), {})
+        self.assertIsNone(self.find_gone("node1.test", disk))
+        self.assertIn(port, self.config.cluster.tcpudp_port_pool)  # back in the pool
+        self.assertEqual(self.instance().disk_template, "plain")
+
+    def find_gone(self, node, disk):
+        from ganeti.core.rpcdefs.disks import DiskArg
+        return self.node_call(node, "blockdev_find", [DiskArg(disk, self.instance())]).payload
+
+    def test_refusals_and_a_failed_conversion(self) -> None:
+        self.run_ok(drbd_op(disk_template="plain", snode=None))
+        plain, = self.disks()
+        serial = self.config.serial_no
+        for params, code, text in (
+                ({}, "wrong_input", "Changing the disk template to a mirrored one needs a "
+                                    "secondary node (choosing one with an allocator is not "
+                                    "supported yet)"),
+                ({"remote_node": "node1.test"}, "wrong_state",
+                 "Given new secondary node node1.test is the same as the primary node of "
+                 "the instance")):
+            cls, msg, ecode = self.run_error(self.convert("drbd", **params))
+            self.assertEqual((cls, ecode, msg), ("OpPrereqError", code, text))
+        self.assertEqual(self.config.serial_no, serial)
+        # the secondary cannot make its volumes: everything is as it was
+        self.lvms["node2.test"].fail("lvcreate", "  Volume group xenvg is full")
+        status, result, _log = self.run_logged(self.convert("drbd", remote_node="node2.test"))
+        self.assertEqual(status, "error")
+        self.assertEqual(self.disks(), [plain])
+        self.assertEqual(set(self.volumes("node1.test")), {f"xenvg/{plain.logical_id[1]}"})
+        self.assertEqual(self.volumes("node2.test"), {})
+        self.assertEqual(self.master.daemon.reservations.reserved(), set())

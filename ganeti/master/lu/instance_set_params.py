@@ -31,8 +31,9 @@ from ganeti.core.params_merge import get_updated_params
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_convert_drbd as convert_drbd
+from ganeti.master.lu import instance_drbd, instance_policy, instance_storage
 from ganeti.master.lu import instance_forthcoming as forth
-from ganeti.master.lu import instance_policy, instance_storage
 from ganeti.master.lu.instance_create import check_disk_specs
 from ganeti.master.lu.instance_ops import (
     NOT_RUNNING,
@@ -133,12 +134,15 @@ class LUInstanceSetParams(InstanceLU):
                 raise OpPrereqError("Disk template conversion and other disk changes not "
                                     "supported at the same time", ECODE_INVAL)
             if op.disk_template in _DTS_INT_MIRROR:
-                raise OpPrereqError(f"Conversion to the '{op.disk_template}' disk template "
-                                    "is not supported yet", ECODE_INVAL)
+                if not (op.remote_node or op.remote_node_uuid):
+                    raise OpPrereqError("Changing the disk template to a mirrored one needs "
+                                        "a secondary node (choosing one with an allocator "
+                                        "is not supported yet)", ECODE_INVAL)
             elif op.remote_node or op.remote_node_uuid:
                 self.ignored_remote_node = True  # a warning in exec, as Ganeti's
-        if op.iallocator or (
-                (op.remote_node or op.remote_node_uuid) and not self.ignored_remote_node):
+        if op.iallocator or ((op.remote_node or op.remote_node_uuid)
+                             and not self.ignored_remote_node
+                             and op.disk_template not in _DTS_INT_MIRROR):
             raise OpPrereqError("Changing the nodes of an instance is not supported yet",
                                 ECODE_INVAL)
         for action, _ident, params in self.disk_mods:
@@ -155,6 +159,22 @@ class LUInstanceSetParams(InstanceLU):
             if action == DDM_REMOVE and params:
                 raise OpPrereqError("No settings should be passed when removing a NIC",
                                     ECODE_INVAL)
+
+    def expand_names(self) -> None:
+        super().expand_names()
+        self.remote_uuid: str | None = None
+        op = self.op
+        if op.disk_template in _DTS_INT_MIRROR and (op.remote_node or op.remote_node_uuid):
+            found = nodesmod.find_node(self.ctx.config.config,
+                                       op.remote_node_uuid or op.remote_node)
+            self.remote_uuid = found.uuid
+            self.record_op(remote_node_uuid=found.uuid, remote_node=found.name)
+
+    def declare_locks(self, level: int) -> None:
+        super().declare_locks(level)
+        if self.remote_uuid is not None and level in self.NODE_LEVELS:  # Ganeti's
+            held = list(self.needed_locks.get(level) or [])
+            self.needed_locks[level] = sorted({*held, self.remote_uuid})
 
     def build_hooks_env(self) -> dict[str, Any]:
         env = super().build_hooks_env()
@@ -372,6 +392,7 @@ class LUInstanceSetParams(InstanceLU):
         ``op.disk_template`` (the instance must be stopped: checked here in the
         config, on its node in exec); the new disks' specs."""
         self.template_specs: list[dict[str, Any]] = []
+        self.mode: tuple[str, str] | None = None
         target = self.op.disk_template
         if not target:
             return
@@ -390,6 +411,8 @@ class LUInstanceSetParams(InstanceLU):
                                 "supported", ECODE_INVAL)
         if target != c.DT_EXT and kinds == {target}:
             raise OpPrereqError(f"Instance already has disk template {target}", ECODE_INVAL)
+        convert_drbd.refuse_other_modes(current, target)
+        self.mode = (current, target)
         if target not in cluster.enabled_disk_templates:
             raise OpPrereqError(f"Disk template '{target}' is not enabled for this cluster "
                                 f"(enabled templates: "
@@ -410,6 +433,8 @@ class LUInstanceSetParams(InstanceLU):
         if target not in allowed:
             raise OpPrereqError(f"Disk template '{target}' in not allowed (allowed "
                                 f"templates: {', '.join(allowed)})", ECODE_STATE)
+        if target in _DTS_INT_MIRROR and self.remote_uuid is not None:
+            convert_drbd.check_secondary(self, cfg, pnode, cfg.nodes[self.remote_uuid])
         if target not in _DTS_EXCL_STORAGE and \
                 instance_storage.exclusive_storage(cfg, pnode):
             raise OpPrereqError(f"Cannot convert disk template from {current} to {target} "
@@ -418,6 +443,8 @@ class LUInstanceSetParams(InstanceLU):
             spec: dict[str, Any] = {"size": disk.size, "mode": disk.mode, "name": disk.name}
             if target == c.DT_PLAIN:
                 spec["vg"] = cluster.volume_group_name
+            elif target == c.DT_DRBD8:  # the data volume stays in its group
+                spec["vg"] = (disk.logical_id or [cluster.volume_group_name])[0]
             self.template_specs.append(spec)
 
     async def _check_template_resources(self) -> None:
@@ -432,7 +459,15 @@ class LUInstanceSetParams(InstanceLU):
         elif await ic.instance_running(self, inst):
             raise OpPrereqError(f"Instance {inst.name} is running, cannot change disk "
                                 "template", ECODE_STATE)
-        if self.op.disk_template in _DTS_LVM:
+        if self.mode == (c.DT_PLAIN, c.DT_DRBD8) and self.remote_uuid is not None:
+            # Ganeti: only the new secondary's room (the primary keeps its volumes)
+            await instance_storage.check_vg_free(
+                self, cfg.nodes[self.remote_uuid],
+                instance_drbd.size_per_vg(c.DT_DRBD8, self.template_specs,
+                                          cfg.cluster.volume_group_name))
+        elif self.mode == (c.DT_DRBD8, c.DT_PLAIN):
+            pass  # Ganeti: none (the data volumes stay)
+        elif self.op.disk_template in _DTS_LVM:
             required: dict[str, int] = {}
             for spec in self.template_specs:
                 vg = str(spec["vg"])
@@ -538,7 +573,16 @@ class LUInstanceSetParams(InstanceLU):
         if reserved:  # what it holds may grow only where it still fits
             await forth.check_resized(self, self.new, disks)
         converted: list[Disk] = []
-        if op.disk_template:
+        conversion: convert_drbd.Conversion | None = None
+        if op.disk_template and self.mode in convert_drbd.MODES:
+            if not await instance_storage.shutdown_disks(self, cfg, inst):
+                raise OpExecError("Cannot shutdown instance disks, unable to proceed with "
+                                  "disk template conversion")
+            conversion = convert_drbd.Conversion(self, op.disk_template, self.remote_uuid)
+            _old, converted = await conversion.convert()
+            disks = list(converted)
+            self.new.disk_template = op.disk_template
+        elif op.disk_template:
             old_disks, converted = await self._convert_disks()
             self.removed_disks.extend(old_disks)
             disks = list(converted)
@@ -560,6 +604,8 @@ class LUInstanceSetParams(InstanceLU):
                               release=True)
             for disk in self.removed_disks:
                 cfg.disks.pop(disk.uuid, None)
+            if conversion is not None:
+                conversion.change(cfg)
             for disk in disks:
                 cfg.disks[disk.uuid] = disk.clone()
             obj = new.clone()
@@ -571,13 +617,18 @@ class LUInstanceSetParams(InstanceLU):
         try:
             await self.update_config(change)
         except BaseException:
-            if converted:  # the instance keeps its old disks
+            if conversion is not None:
+                await conversion.undo()
+            elif converted:  # the instance keeps its old disks
                 view = before.view(disks={**before.disks,
                                           **{d.uuid: d for d in converted}})
                 await instance_storage.remove_disks(self, view, inst, converted,
                                                     ignore_failures=True)
             raise
-        if op.disk_template:
+        if conversion is not None:
+            self.result.append(["disk_template", op.disk_template])
+            await conversion.finish()
+        elif op.disk_template:
             self.result.append(["disk_template", op.disk_template])
             self._log(f"Removing old block devices of type "
                       f"'{inst.disk_template or c.DT_DISKLESS}'...")
