@@ -207,7 +207,7 @@ class ConvertTest(DrbdCase):
 
     def convert(self, template: str, **params: object) -> dict:
         return {"OP_ID": "OP_INSTANCE_SET_PARAMS", "instance_name": "inst1.test",
-                "disk_template": template, **params}
+                "disk_template": template, "ignore_ipolicy": True, **params}
 
     def test_plain_to_drbd_and_back_keeps_the_data_volumes(self) -> None:
         self.run_ok(drbd_op(disk_template="plain", snode=None,
