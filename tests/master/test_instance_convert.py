@@ -213,7 +213,8 @@ class ConvertTest(SynchronousTestCase):
                      "cluster (enabled templates: plain, file, sharedfile, diskless)",
                      "wrong_state")
         self.refused(self.convert("drbd", remote_node="node1.test"),
-                     "Conversion to the 'drbd' disk template is not supported yet",
+                     "Conversion from the 'file' to the 'drbd' disk template is not "
+                     "supported yet (plain <-> drbd only)",
                      "wrong_input")
         self.refused(self.convert("sharedfile", disks=[["add", {"size": 4}]]),
                      "Disk template conversion and other disk changes not supported at "
