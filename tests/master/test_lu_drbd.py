@@ -281,3 +281,37 @@ class ConvertTest(DrbdCase):
         self.assertEqual(set(self.volumes("node1.test")), {f"xenvg/{plain.logical_id[1]}"})
         self.assertEqual(self.volumes("node2.test"), {})
         self.assertEqual(self.master.daemon.reservations.reserved(), set())
+
+
+class RecreateTest(DrbdCase):
+    def test_recreate_in_place_and_on_new_nodes(self) -> None:
+        self.run_ok(drbd_op())
+        self.run_ok({"OP_ID": "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": "inst1.test"})
+        before, = self.disks()
+        for node in ("node1.test", "node2.test"):  # both nodes lost their volumes
+            state = self.lvms[node].state
+            state["lvs"] = {}
+            self.lvms[node].state = state
+        self.run_ok({"OP_ID": "OP_INSTANCE_RECREATE_DISKS", "instance_name": "inst1.test"})
+        names = {f"xenvg/{ch.logical_id[1]}" for ch in before.children}
+        for node in ("node1.test", "node2.test"):
+            self.assertEqual(set(self.volumes(node)), names)
+        self.assertEqual(self.disks(), [before])
+        self.run_ok({"OP_ID": "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": "inst1.test"})
+        for node in ("node1.test", "node2.test"):
+            state = self.lvms[node].state
+            state["lvs"] = {}
+            self.lvms[node].state = state
+        self.run_ok({"OP_ID": "OP_INSTANCE_RECREATE_DISKS", "instance_name": "inst1.test",
+                     "nodes": ["node3.test", "node1.test"]})
+        cfg = self.config
+        node3, node1 = (cfg.node_by_name(n).uuid for n in ("node3.test", "node1.test"))
+        after, = self.disks()
+        self.assertEqual(self.instance().primary_node, node3)
+        self.assertEqual(after.logical_id, [node3, node1, before.logical_id[2], 0, 0,
+                                            before.logical_id[5]])
+        self.assertEqual(after.nodes, [node3, node1])
+        self.assertEqual(set(self.volumes("node3.test")), names)
+        self.assertEqual(set(self.volumes("node1.test")), names)
+        self.assertEqual(self.volumes("node2.test"), {})
+        self.assertEqual(self.find("node1.test")["dev_path"], "/dev/drbd0")

@@ -273,6 +273,15 @@ class LUInstanceRecreateDisks(InstanceLU):
                 disk.spindles = int(params["spindles"])
             if self.new_nodes:
                 disk.nodes = list(self.new_nodes)
+                if disk.dev_type == c.DT_DRBD8 and disk.logical_id \
+                        and len(disk.logical_id) == 6:
+                    # Ganeti's: the new nodes with new minors; port and secret stay
+                    _a, _b, port, _ma, _mb, secret = disk.logical_id
+                    minors = self.ctx.reservations.allocate_drbd_minors(
+                        self.ctx.owner, cfg, list(self.new_nodes))
+                    disk.logical_id = [*self.new_nodes, port, *minors, secret]
+                    for child in disk.children:
+                        child.nodes = list(self.new_nodes)
             chosen.append(disk)
         target = inst.clone()
         if self.new_nodes:
