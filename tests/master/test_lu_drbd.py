@@ -308,10 +308,11 @@ class RecreateTest(DrbdCase):
         node3, node1 = (cfg.node_by_name(n).uuid for n in ("node3.test", "node1.test"))
         after, = self.disks()
         self.assertEqual(self.instance().primary_node, node3)
-        self.assertEqual(after.logical_id, [node3, node1, before.logical_id[2], 0, 0,
+        # node1's minor 0 is the disk's own in the config: Ganeti takes the next one
+        self.assertEqual(after.logical_id, [node3, node1, before.logical_id[2], 0, 1,
                                             before.logical_id[5]])
         self.assertEqual(after.nodes, [node3, node1])
         self.assertEqual(set(self.volumes("node3.test")), names)
         self.assertEqual(set(self.volumes("node1.test")), names)
         self.assertEqual(self.volumes("node2.test"), {})
-        self.assertEqual(self.find("node1.test")["dev_path"], "/dev/drbd0")
+        self.assertEqual(self.find("node1.test")["dev_path"], "/dev/drbd1")
