@@ -120,3 +120,23 @@ class DegradedTest(StatusCase):
         self.assertEqual(self.run_ok({"OP_ID": "OP_GROUP_VERIFY_DISKS",
                                       "group_name": "default"}), [{}, [], {}])
         self.assertEqual(self.verify_findings(), [])
+
+
+class CliTest(StatusCase):
+    def test_add_and_activate_disks_print_what_ganeti_prints(self) -> None:
+        code, out, err = self.cli(
+            gnt_instance, "add", "-t", "drbd", "-n", "node2.test:node3.test", "--disk",
+            "0:size=256", "-o", "busybox", "--no-install", "--no-start", "--no-name-check",
+            "--no-ip-check", "--ignore-ipolicy", "-B", "maxmem=128,minmem=128",
+            "inst2.test")
+        self.assertEqual(code, 0, err + out)
+        self.assertIn(" - INFO: Waiting for instance inst2.test to sync disks", out)
+        self.assertIn(" - INFO: Instance inst2.test's disks are in sync", out)
+        code, out, err = self.cli(gnt_instance, "activate-disks", "inst2.test")
+        self.assertEqual(code, 0, err)
+        # node2's first minor, node3's first minor: /dev/drbd1 on node2 (inst1 has 0)
+        self.assertEqual(out, "node2.test:disk/0:/dev/drbd1\n")
+        code, out, err = self.cli(gnt_instance, "list", "--no-headers", "-o",
+                                  "name,disk_template,pnode,snodes", "inst2.test")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out.split(), ["inst2.test", "drbd", "node2.test", "node3.test"])
