@@ -68,14 +68,11 @@ class DrbdCase(InstanceCase):
         self.allocators = InlineAllocators({"ganeti-place": builtin})
         self.master = InProcessMaster(tmp, cfg=cfg, rpc=self.net, allocators=self.allocators)
         self.addCleanup(self.master.stop)
-        self.net.clock = self.master.reactor
         self.tcp = self.net.tcp = LoopTCP(self.master.reactor)
+        self.net.clock = self.master.reactor
         self.net.config = lambda: self.master.config
         self.net.add("node1.test", "127.0.1.1", paths=self.master.paths)
-        for k in (2, 3):
-            self.net.add(f"node{k}.test", f"127.0.1.{k}")
-            self.run_ok({"OP_ID": "OP_NODE_ADD", "node_name": f"node{k}.test",
-                         "primary_ip": f"127.0.1.{k}"})
+        self.join(2, 3)
 
     def run_logged(self, *ops: dict[str, Any]) -> tuple[str, Any, list[str]]:
         status, results, log = self.master.finish(self.master.submit(*ops))
