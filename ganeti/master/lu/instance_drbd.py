@@ -377,7 +377,7 @@ async def needs_activation(lu: LogicalUnit, cfg: ConfigData, instances: Sequence
         if node is None or node.offline:
             continue
         args = [DiskArg(cfg.disks[u], inst) for inst in insts for u in inst.disks
-                if u in cfg.disks]
+                if u in cfg.disks and cfg.disks[u].dev_type == constants.DT_DRBD8]
         result = await lu.ctx.rpc().call_one(node, "drbd_needs_activation", [args])
         if not result.success:
             node_errors[node_uuid] = result.fail_msg or "failed"
