@@ -118,6 +118,8 @@ class LUInstanceCreate(LogicalUnit):
     HTYPE = hookdefs.HTYPE_INSTANCE
     #: The address the name resolved to (the name check), for the NICs and IP check.
     resolved_ip: str | None = None
+    #: whether the job log says that primary and secondary are in two groups
+    group_warned = False
     # -- reservations (:mod:`.instance_forthcoming` sets them) ---------------------
     forthcoming = False  #: only reserve: a forthcoming instance, in the config
     commit = False  #: make the reservation real
@@ -328,8 +330,8 @@ class LUInstanceCreate(LogicalUnit):
             ic.check_node_online(self.snode)
             ic.check_node_not_drained(self.snode)
             ic.check_node_vm_capable(self.snode)
-            if self.snode.group != self.pnode.group and not getattr(self, "_warned", False):
-                self._warned = True
+            if self.snode.group != self.pnode.group and not self.group_warned:
+                self.group_warned = True  # (an import checks the nodes twice)
                 self.ctx.feedback("message", " - WARNING: The primary and secondary nodes "
                                   "are in two different node groups; the disk parameters "
                                   "from the first disk's node group will be used")
