@@ -185,6 +185,26 @@ class DisksTest(DrbdCase):
         for node in ("node1.test", "node2.test"):
             self.assertIsNone(self.find(node))
 
+    def test_startup_with_a_dead_secondary_needs_force(self) -> None:
+        self.run_ok({"OP_ID": "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": "inst1.test"})
+        self.net.down.add("node2.test")
+        status, result, log = self.run_logged({"OP_ID": "OP_INSTANCE_STARTUP",
+                                               "instance_name": "inst1.test"})
+        self.assertEqual(status, "error")
+        self.assertIn("on node node2.test", result[1][0])
+        self.assertIn(" - WARNING: If the message above refers to a secondary node, you can "
+                      "retry the operation using '--force'", log)
+        self.assertTrue(any(line.startswith(" - WARNING: Could not prepare block device "
+                                            "disk/0 on node node2.test (is_primary=False, "
+                                            "pass=1)") for line in log), log)
+        self.assertFalse(self.running("inst1.test"))
+        self.assertIsNone(self.find("node1.test"))  # shut down again
+        status, result, log = self.run_logged({"OP_ID": "OP_INSTANCE_STARTUP",
+                                               "instance_name": "inst1.test", "force": True})
+        self.assertEqual(status, "success", result)
+        self.assertTrue(self.running("inst1.test"))
+        self.assertTrue(self.find("node1.test")["is_degraded"])  # no peer
+
     def test_grow_on_both_nodes(self) -> None:
         status, _result, log = self.run_logged({
             "OP_ID": "OP_INSTANCE_GROW_DISK", "instance_name": "inst1.test", "disk": 0,
