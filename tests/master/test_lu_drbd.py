@@ -6,6 +6,8 @@ the allocator choosing two nodes."""
 
 from __future__ import annotations
 
+import pytest
+
 from ganeti.core import constants as c
 from tests.master.drbd_cluster import VG_SIZE, DrbdCase, drbd_op
 
@@ -77,6 +79,19 @@ class CreateTest(DrbdCase):
         self.assertEqual(len(result), 2)
         disk, = self.disks()
         self.assertEqual(set(disk.nodes), {self.config.node_by_name(n).uuid for n in result})
+
+
+@pytest.mark.subprocess
+class HailTest(DrbdCase):
+    def test_debians_hail_chooses_two_nodes(self) -> None:
+        op = drbd_op(iallocator="hail", disks=[{"size": 1024}])
+        del op["pnode"], op["snode"]
+        status, result, _log = self.run_logged(op)
+        self.assertEqual(status, "success", result)
+        self.assertEqual(len(set(result)), 2)
+        request = self.allocators.inputs("hail")[0]["request"]
+        self.assertEqual((request["required_nodes"], request["disk_template"],
+                          request["disk_space_total"]), (2, "drbd", 1024 + 128))
 
 
 class RefusalTest(DrbdCase):
