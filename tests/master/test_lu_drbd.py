@@ -144,10 +144,9 @@ class RefusalTest(DrbdCase):
         def change(cfg):
             cfg.cluster.enabled_disk_templates = [c.DT_PLAIN, c.DT_DISKLESS]
         self.master.run_until(self.master.daemon.config_writer.update(change))
-        self.assert_refused(drbd_op(), "wrong_state",
-                            "Cannot create an instance with disk template 'drbd', because "
-                            "it is not enabled in the cluster. Enabled disk templates are: "
-                            "plain,diskless.")
+        self.assert_refused(drbd_op(), None,  # Ganeti 3.0's words, no error code
+                            "Disk template 'drbd' is not enabled in cluster. Enabled disk "
+                            "templates are: plain,diskless")
 
     def test_a_failed_creation_leaves_nothing_and_frees_its_reservations(self) -> None:
         self.lvms["node2.test"].fail("lvcreate", "  Volume group xenvg has gone")
