@@ -350,3 +350,23 @@ class RecreateTest(DrbdCase):
         self.assertEqual(set(self.volumes("node1.test")), names)
         self.assertEqual(self.volumes("node2.test"), {})
         self.assertEqual(self.find("node1.test")["dev_path"], "/dev/drbd1")
+
+
+class ForthcomingTest(DrbdCase):
+    def test_a_reserved_drbd_instance_is_made_on_both_nodes_at_its_commit(self) -> None:
+        self.run_ok(drbd_op(forthcoming=True, disks=[{"size": 1024}]))  # the policy minimum
+        disk, = self.disks()
+        self.assertTrue(disk.forthcoming)
+        self.assertTrue(all(ch.forthcoming for ch in disk.children))
+        for node in NODE_NAMES:  # nothing on a node yet
+            self.assertEqual(self.volumes(node), {})
+        self.assertLessEqual(disk.logical_id[2], self.config.cluster.highest_used_port)
+        status, result, log = self.run_logged(drbd_op(commit=True, disks=None))
+        self.assertEqual(status, "success", (result, log))
+        committed, = self.disks()
+        self.assertFalse(committed.forthcoming)
+        self.assertEqual(committed.logical_id, disk.logical_id)  # what was reserved
+        for node in ("node1.test", "node2.test"):
+            self.assertEqual(set(self.volumes(node)),
+                             {f"xenvg/{ch.logical_id[1]}" for ch in disk.children})
+        self.assertIn(" - INFO: Instance inst1.test's disks are in sync", log)
