@@ -199,6 +199,21 @@ class DisksTest(DrbdCase):
         for node in ("node1.test", "node2.test"):
             self.assertIsNone(self.find(node))
 
+    def test_reboot_keeps_the_mirror(self) -> None:
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test"})
+        self.net.contacted.clear()
+        self.run_ok({"OP_ID": "OP_INSTANCE_REBOOT", "instance_name": "inst1.test",
+                     "reboot_type": "full"})
+        self.assertTrue(self.running("inst1.test"))
+        calls = [(n, call) for n, call in self.net.contacted
+                 if call in ("blockdev_shutdown", "blockdev_assemble")]
+        self.assertEqual(calls, [("node1.test", "blockdev_shutdown"),
+                                 ("node2.test", "blockdev_shutdown"),
+                                 ("node1.test", "blockdev_assemble"),
+                                 ("node2.test", "blockdev_assemble"),
+                                 ("node1.test", "blockdev_assemble")])
+        self.assertFalse(self.find("node2.test")["is_degraded"])
+
     def test_startup_with_a_dead_secondary_needs_force(self) -> None:
         self.run_ok({"OP_ID": "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": "inst1.test"})
         self.net.down.add("node2.test")
