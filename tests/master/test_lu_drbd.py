@@ -148,6 +148,21 @@ class RefusalTest(DrbdCase):
                             "Disk template 'drbd' is not enabled in cluster. Enabled disk "
                             "templates are: plain,diskless")
 
+    def test_degraded_mirrors_remove_the_new_instance(self) -> None:
+        async def degraded(ctx, disks):
+            return [{"dev_path": "/dev/drbd0", "major": 147, "minor": 0,
+                     "sync_percent": None, "estimated_time": None, "is_degraded": True,
+                     "ldisk_status": 4} for _ in disks]
+        self.net.handlers["blockdev_getmirrorstatus"] = degraded
+        status, result, log = self.run_logged(drbd_op())
+        self.assertEqual(status, "error")
+        self.assertEqual(result, ["OpExecError",
+                                  ["There are some degraded disks for this instance"]])
+        self.assertIn("Removing instance inst1.test after the failure", log)
+        self.assertIsNone(self.instance())
+        for node in NODE_NAMES:
+            self.assertEqual(self.volumes(node), {})
+
     def test_a_failed_creation_leaves_nothing_and_frees_its_reservations(self) -> None:
         self.lvms["node2.test"].fail("lvcreate", "  Volume group xenvg has gone")
         status, result, _log = self.run_logged(drbd_op())
