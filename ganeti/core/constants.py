@@ -97,6 +97,13 @@ HV_KVM_MIGRATION_ACTIVE_STATUSES = frozenset({HV_MIGRATION_ACTIVE,
 HT_MIGRATION_LIVE = "live"
 HT_MIGRATION_NONLIVE = "non-live"
 HT_MIGRATION_MODES = frozenset({HT_MIGRATION_LIVE, HT_MIGRATION_NONLIVE})
+# Replace-disks modes (Ganeti's REPLACE_DISK_*; OP_INSTANCE_REPLACE_DISKS's ``mode``)
+REPLACE_DISK_PRI = "replace_on_primary"
+REPLACE_DISK_SEC = "replace_on_secondary"
+REPLACE_DISK_CHG = "replace_new_secondary"
+REPLACE_DISK_AUTO = "replace_auto"
+REPLACE_MODES = frozenset({REPLACE_DISK_PRI, REPLACE_DISK_SEC, REPLACE_DISK_CHG,
+                           REPLACE_DISK_AUTO})
 
 DT_DISKLESS = "diskless"
 DT_FILE = "file"

@@ -394,6 +394,21 @@ OP_NODE_MIGRATE = OpCode(
     ),
     summary_param="node_name", summary_format=_name)
 
+#: Replace the disks of a mirrored instance (Ganeti's OpInstanceReplaceDisks): new
+#: volumes on the primary or the secondary, a new secondary node (named or chosen by
+#: an allocator), or the faulty side found automatically
+OP_INSTANCE_REPLACE_DISKS = _instance_op(
+    "OP_INSTANCE_REPLACE_DISKS", "Replace the disks of an instance",
+    opt("early_release", kinds.BOOL, "Whether to release locks as soon as possible", False),
+    _IGNORE_IPOLICY,
+    req("mode", kinds.one_of(sorted(c.REPLACE_MODES), "a replace-disks mode:"),
+        "Replacement mode"),
+    opt("disks", kinds.list_of(DISK_INDEX, name="a list of disk indices"),
+        "List of disk indices", []),
+    opt("remote_node", kinds.maybe(kinds.STRING), "New secondary node"),
+    opt("remote_node_uuid", kinds.maybe(kinds.STRING), "New secondary node UUID"),
+    _MIGRATION_IALLOCATOR)
+
 #: The opcodes of this part, in the order of the reference.
 OP_INSTANCE_MULTI_ALLOC = OpCode(
     "OP_INSTANCE_MULTI_ALLOC", "Create several instances on nodes an allocator chooses",
@@ -413,4 +428,5 @@ OPCODES: tuple[OpCode, ...] = (
     OP_INSTANCE_ACTIVATE_DISKS, OP_INSTANCE_DEACTIVATE_DISKS, OP_INSTANCE_RECREATE_DISKS,
     OP_INSTANCE_QUERY_DATA, OP_INSTANCE_SET_PARAMS, OP_INSTANCE_GROW_DISK,
     OP_INSTANCE_MULTI_ALLOC, OP_INSTANCE_FAILOVER, OP_INSTANCE_MIGRATE, OP_NODE_MIGRATE,
+    OP_INSTANCE_REPLACE_DISKS,
 )

@@ -279,6 +279,26 @@ class OpInstanceRename(OpView):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpInstanceReplaceDisks(OpView):
+    """OP_INSTANCE_REPLACE_DISKS: Replace the disks of an instance."""
+
+    OP_ID: ClassVar[str] = "OP_INSTANCE_REPLACE_DISKS"
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"instance_name", "mode"})
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset({
+        "disks", "early_release", "ignore_ipolicy", "instance_name", "mode", "priority", "reason"
+    })
+    instance_name: str
+    instance_uuid: str | None = None
+    early_release: bool = False
+    ignore_ipolicy: bool = False
+    mode: str
+    disks: list[int] = field(default_factory=lambda: [])
+    remote_node: str | None = None
+    remote_node_uuid: str | None = None
+    iallocator: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpInstanceSetParams(OpView):
     """OP_INSTANCE_SET_PARAMS: Change the parameters of an instance."""
 

@@ -177,18 +177,9 @@ class MoveLU(InstanceLU):
         self.source_uuid = inst.primary_node
         source = cfg.nodes[self.source_uuid]
         if target.group != source.group:  # Ganeti's CheckTargetNodeIPolicy
-            be = params_fill.fill_instance_be(cfg.cluster, inst)
-            disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
-            spec = instance_policy.spec_of(be, [d.size for d in disks], len(inst.nics),
-                                           [d.spindles for d in disks])
-            template = disks[0].dev_type if disks else c.DT_DISKLESS
-            bad = instance_policy.violations(cfg, target.group, spec, template)
-            if bad:
-                msg = (f"Instance does not meet target node group's ({target.group}) "
-                       f"instance policy: {comma_join(bad)}")
-                if not self.op.ignore_ipolicy:
-                    raise OpPrereqError(msg, ECODE_INVAL)
-                self.ctx.feedback("message", f" - WARNING: {msg}")
+            instance_policy.check_target_policy(
+                cfg, inst, target.group, self.op.ignore_ipolicy,
+                lambda text: self.ctx.feedback("message", text))
         if self.target_uuid == inst.primary_node:
             raise OpPrereqError(f"Cannot migrate instance {inst.name} to its primary "
                                 f"({source.name})", ECODE_STATE)

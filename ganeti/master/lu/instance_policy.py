@@ -10,7 +10,8 @@ from typing import Any
 
 from ganeti.core import constants as c
 from ganeti.core import params_fill
-from ganeti.core.objects import ConfigData
+from ganeti.core.errors import ECODE_INVAL, OpPrereqError
+from ganeti.core.objects import ConfigData, Instance
 from ganeti.core.params_merge import comma_join
 
 
@@ -76,3 +77,21 @@ def violations(cfg: ConfigData, group_uuid: str, spec: Spec, template: str) -> l
     """The violations of ``spec`` against the filled policy of a node group."""
     group = cfg.nodegroups.get(group_uuid)
     return spec_violations(params_fill.fill_ipolicy(cfg.cluster, group), spec, template)
+
+
+def check_target_policy(cfg: ConfigData, inst: Instance, group_uuid: str, ignore: bool,
+                        warn: Any) -> None:
+    """Ganeti's CheckTargetNodeIPolicy: the instance must meet the policy of the group it
+    moves to (``OpPrereqError``), or with ``ignore`` only ``warn(text)`` is called."""
+    be = params_fill.fill_instance_be(cfg.cluster, inst)
+    disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
+    spec = spec_of(be, [d.size for d in disks], len(inst.nics), [d.spindles for d in disks])
+    template = disks[0].dev_type if disks else c.DT_DISKLESS
+    bad = violations(cfg, group_uuid, spec, template)
+    if not bad:
+        return
+    msg = (f"Instance does not meet target node group's ({group_uuid}) instance policy: "
+           f"{comma_join(bad)}")
+    if not ignore:
+        raise OpPrereqError(msg, ECODE_INVAL)
+    warn(f" - WARNING: {msg}")
