@@ -190,7 +190,8 @@ def _setup_lvm(p: argparse.ArgumentParser) -> None:
     lvm = p.add_mutually_exclusive_group()
     lvm.add_argument("--lvm", dest="lvm", action="store_const", const=True,
                      help="give every node a volume group on a loop device, enabling the "
-                          "plain template (root, lvm2; the default where possible)")
+                          "plain and drbd templates (root, lvm2; the default where "
+                          "possible)")
     lvm.add_argument("--no-lvm", dest="lvm", action="store_const", const=False,
                      help="no volume groups (only file and diskless disks)")
     p.add_argument("--vg-name", default=vcluster_lvm.DEFAULT_VG, metavar="VG",

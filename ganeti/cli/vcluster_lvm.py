@@ -52,8 +52,8 @@ DEFAULT_SIZE_MIB = 20480
 #: What the image holds beyond the volume group's extents: LVM's metadata area
 #: (1 MiB) rounded up to an extent (4 MiB).
 OVERHEAD_MIB = 4
-#: The disk templates the volume groups enable.
-TEMPLATES = [constants.DT_PLAIN]
+#: The disk templates the volume groups enable (drbd: data and metadata volumes).
+TEMPLATES = [constants.DT_PLAIN, constants.DT_DRBD8]
 #: Marks the configuration files this module writes.
 MARKER = "# written by ganeti-vcluster"
 SBIN_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])

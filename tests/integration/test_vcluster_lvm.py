@@ -104,7 +104,8 @@ class VClusterLvmTest(ClusterCase):
         self.assertEqual(len(devices), 3)
         info = self.ours("gnt-cluster", "info")
         self.assertRegex(info, rf"lvm volume group: {VG}\b")
-        self.assertIn("plain", info.split("enabled disk templates:")[1].splitlines()[0])
+        enabled = info.split("enabled disk templates:")[1].splitlines()[0]
+        self.assertEqual(enabled.split(), ["file,", "diskless,", "plain,", "drbd"])
         storage = self.debian("gnt-node", "list-storage", "-t", "lvm-vg", "--no-headers",
                               "-o", "node,name,size")
         rows = sorted(line.split() for line in storage.splitlines())
@@ -150,6 +151,28 @@ class VClusterLvmTest(ClusterCase):
         self.assertEqual(out.strip(), "2048")  # a list field: MiB, unformatted (Ganeti)
         self.verify_clean()
         self.debian("gnt-instance", "remove", "-f", INSTANCE)
+        self.assertEqual([self.volumes(k) for k in (1, 2, 3)], [{}, {}, {}])
+
+    def test_3_drbd_instance_lifecycle(self):
+        name = "dr1.vcluster.test"
+        self.debian("gnt-instance", "add", "-t", "drbd", "-s", "1G", "-o", "busybox",
+                    "--no-name-check", "--no-ip-check", "-n", f"{self.node(2)}:{self.node(3)}",
+                    "-B", "maxmem=128M,minmem=128M", name)
+        sides = [self.volumes(2), self.volumes(3)]
+        self.assertEqual(sides[0], sides[1])
+        self.assertEqual(sorted(sides[0].values()), [128.0, 1024.0])
+        data = next(lv for lv in sides[0] if lv.endswith(".disk0_data"))
+        self.assertIn(data.replace("_data", "_meta"), sides[0])
+        self.assertEqual(self.volumes(1), {})
+        info = self.debian("gnt-instance", "info", name)
+        self.assertIn("disk/0: drbd, size 1.0G", info)
+        self.assertRegex(info, r"on primary: /dev/drbd\d+ \(147:\d+\) in sync, status ok")
+        self.assertRegex(info, r"on secondary: /dev/drbd\d+ \(147:\d+\) in sync, status ok")
+        self.assertIn(f"logical_id: {VG}/{data}", info)
+        self.verify_clean()
+        self.debian("gnt-instance", "grow-disk", name, "0", "512M")
+        self.assertEqual([self.volumes(k)[data] for k in (2, 3)], [1536.0, 1536.0])
+        self.debian("gnt-instance", "remove", "-f", name)
         self.assertEqual([self.volumes(k) for k in (1, 2, 3)], [{}, {}, {}])
 
 
