@@ -1,0 +1,367 @@
+"""The ``qemu`` mirror engine's roles: the synchronous mirror, the resync, the swap.
+
+A disk's two daemons (:class:`~.qmirror.MirrorDaemon`) both export their data
+(``disk``).  The **secondary** only serves: its peer writes into its export.
+The **primary** also opens the peer's export as its NBD node ``peer`` and runs
+the mirror job ``mirror``: ``blockdev-mirror`` of ``disk`` to ``peer`` with
+``copy-mode=write-blocking``, so once the job is *ready* a write completes
+only when both sides have it (DRBD's protocol C).  The job is the connection:
+
+- ready, nothing pending: Connected, UpToDate on both sides;
+- running, not ready (or a resync copy running): resyncing, ``offset/len`` of
+  the job is the sync percentage;
+- gone (the peer died: the write to it failed, the job ended with the error,
+  the local write still completed): disconnected, degraded.
+
+**Dirty bitmaps** (``dirty-<n>`` on ``disk``, always recording while primary)
+say what the peer may lack: one is started when the mirror becomes ready
+and the older ones dropped (what was written before is on the peer), again
+every :data:`ROTATE_INTERVAL` seconds while the job stays ready.  When the
+peer comes back, :meth:`QemuMirror.connect_peer` copies only what the bitmap
+marks.  QEMU 7.2's ``blockdev-mirror`` takes no bitmap (``sync=bitmap`` came
+later) and no second job may run on a mirrored node, so the copy is done
+before the mirror starts, by ``blockdev-backup sync=bitmap`` rounds (each
+round freezes the current bitmap and starts the next, which records the
+writes made meanwhile; the rounds shrink), then a last round with the
+guest-facing export briefly closed (``block-export-del``: the guest's NBD
+client reconnects) so no write races it, and the mirror starts with
+``sync=none``.  Without a bitmap (a new daemon, a peer never in sync) the
+mirror starts with ``sync=full``.  A **role swap** (migration) stops the
+ready mirror (``block-job-cancel`` of a ready mirror leaves the target
+identical) and the new primary mirrors back with ``sync=none``: no byte copied.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer, task
+from twisted.logger import Logger
+
+from ganeti.noded.bdev.base import BlockDeviceError
+from ganeti.noded.bdev.qmirror import DISK_NODE, EXPORT, MirrorDaemon
+
+log = Logger()
+
+MIRROR_JOB = "mirror"
+PEER_NODE = "peer"
+#: The mirror's filter node above ``disk``: what the guest's export must write to.
+MIRROR_TOP = "mirror-top"
+#: Seconds between bitmap rotations while the mirror is ready.
+ROTATE_INTERVAL = 60.0
+#: A resync round leaving at most this many dirty bytes is followed by the last round.
+FINAL_ROUND_BYTES = 8 * 1024 * 1024
+#: At most this many background rounds before the last one.
+MAX_ROUNDS = 5
+#: Seconds a resync copy (one round) may take.
+ROUND_TIMEOUT = 3600.0
+#: Seconds a job change (cancel, export removal) may take.
+JOB_TIMEOUT = 60.0
+
+_BITMAP = re.compile(r"dirty-(\d+)")
+
+
+@dataclass(frozen=True)
+class MirrorStatus:
+    """What the engine reports of one side.
+
+    ``connected``: the primary's mirror job exists (None on a secondary, which
+    does not know); ``in_sync``: the job is ready with nothing pending;
+    ``sync_percent``: the copy's progress while resyncing (else None);
+    ``dirty_bytes``: what the newest bitmap marks (None without one).
+    """
+
+    role: str
+    connected: bool | None
+    in_sync: bool
+    sync_percent: float | None
+    offset: int
+    length: int
+    dirty_bytes: int | None
+
+
+class QemuMirror:
+    """One side of a mirrored disk: its daemon and its role (see the module docstring)."""
+
+    def __init__(self, daemon: MirrorDaemon) -> None:
+        self.daemon = daemon
+        self.copied = 0  # bytes the last connect_peer copied (resync rounds or full sync)
+        self._rotator: task.LoopingCall | None = None
+        self._resync_job: str | None = None
+        self._rotating: defer.Deferred[None] | None = None
+        daemon.listeners.append(self._event)
+
+    def close(self) -> None:
+        """Stop the periodic bitmap rotation (the daemon and its mirror run on)."""
+        self._stop_rotation()
+
+    # -- queries ----------------------------------------------------------------------
+
+    async def _jobs(self) -> dict[str, dict[str, Any]]:
+        jobs = await self.daemon.execute("query-block-jobs")
+        return {str(j.get("device")): j for j in jobs or []}
+
+    async def _nodes(self) -> dict[str, dict[str, Any]]:
+        nodes = await self.daemon.execute("query-named-block-nodes", {"flat": True})
+        return {str(n.get("node-name")): n for n in nodes or []}
+
+    async def bitmaps(self) -> dict[int, int]:
+        """The dirty bitmaps on the disk: generation -> dirty bytes."""
+        node = (await self._nodes()).get(DISK_NODE, {})
+        found: dict[int, int] = {}
+        for bm in node.get("dirty-bitmaps") or []:
+            m = _BITMAP.fullmatch(str(bm.get("name")))
+            if m:
+                found[int(m.group(1))] = int(bm.get("count", 0))
+        return found
+
+    async def status(self) -> MirrorStatus:
+        """This side's role and sync state."""
+        nodes = await self._nodes()
+        primary = PEER_NODE in nodes
+        jobs = await self._jobs()
+        maps = await self.bitmaps()
+        dirty = maps[max(maps)] if maps else None
+        if not primary:
+            return MirrorStatus("secondary", None, False, None, 0, 0, dirty)
+        job = jobs.get(self._resync_job or "") or jobs.get(MIRROR_JOB)
+        if job is None:
+            return MirrorStatus("primary", False, False, None, 0, 0, dirty)
+        offset, length = int(job.get("offset", 0)), int(job.get("len", 0))
+        in_sync = (job.get("device") == MIRROR_JOB and bool(job.get("ready"))
+                   and offset == length)
+        percent = None if in_sync else (100.0 * offset / length if length else 0.0)
+        return MirrorStatus("primary", True, in_sync, percent, offset, length, dirty)
+
+    # -- roles ------------------------------------------------------------------------
+
+    async def connect_peer(self, peer_ip: str, port: int, sync: str = "auto") -> int:
+        """Become (or stay) primary mirroring to ``peer_ip:port``; the bytes copied.
+
+        ``sync``: ``none`` (the sides are known equal: a new resource, a role
+        swap), ``full`` (copy everything), ``auto`` (the bitmap's extents if
+        there is one, else everything).  Returns once the copy of the dirty
+        extents is done and the mirror runs (a full sync goes on in the job:
+        :meth:`status`).  A peer that cannot be reached is BlockDeviceError.
+        """
+        if sync not in ("auto", "full", "none"):
+            raise BlockDeviceError(f"Unknown mirror sync mode {sync!r}")
+        jobs = await self._jobs()
+        if MIRROR_JOB in jobs:
+            return 0
+        await self._open_peer(peer_ip, port)
+        self.copied = 0
+        maps = await self.bitmaps()
+        if sync == "auto":
+            sync = "incremental" if maps else "full"
+        if sync == "incremental":
+            self.copied = await self._resync(maps)
+        else:
+            # A full copy makes old bitmaps meaningless (were it to fail, they would
+            # claim a partial copy complete); the sides being equal, writes are tracked
+            # from now on.
+            for gen in maps:
+                await self._remove_bitmap(gen)
+            if sync == "none":
+                await self._add_bitmap(1)
+            await self._start_mirror(sync)
+            if sync == "full":
+                image = (await self._nodes()).get(DISK_NODE, {}).get("image", {})
+                self.copied = int(image.get("virtual-size", 0))
+        self._start_rotation()
+        return self.copied
+
+    async def make_secondary(self) -> None:
+        """Stop mirroring (a ready mirror leaves the peer identical) and close the peer;
+        the dirty bitmaps are dropped (the new primary tracks the writes)."""
+        self._stop_rotation()
+        await self.disconnect()
+        for gen in await self.bitmaps():
+            await self.daemon.execute("block-dirty-bitmap-remove",
+                                      {"node": DISK_NODE, "name": f"dirty-{gen}"})
+
+    async def disconnect(self) -> None:
+        """Stop the mirror job and close the peer (StandAlone); the bitmap records on."""
+        jobs = await self._jobs()
+        if MIRROR_JOB in jobs:
+            gone = self.daemon.wait_event(_job_gone(MIRROR_JOB), JOB_TIMEOUT)
+            await self.daemon.execute("block-job-cancel", {"device": MIRROR_JOB})
+            await gone
+        if PEER_NODE in await self._nodes():
+            await self.daemon.execute("blockdev-del", {"node-name": PEER_NODE})
+
+    async def wait_in_sync(self, timeout: float) -> MirrorStatus:
+        """Wait (bounded, on the daemon's clock) until the mirror is ready; the status."""
+        st = await self.status()
+        if st.in_sync or not st.connected:
+            await self.settled()
+            return st
+        ready = self.daemon.wait_event(
+            lambda name, data: name == "BLOCK_JOB_READY" and data.get("device") == MIRROR_JOB,
+            timeout)
+        st = await self.status()
+        if st.in_sync:
+            ready.cancel()
+            ready.addErrback(lambda _: None)
+        else:
+            await ready
+        await self.settled()
+        return await self.status()
+
+    # -- the pieces -------------------------------------------------------------------
+
+    async def _open_peer(self, peer_ip: str, port: int) -> None:
+        if PEER_NODE in await self._nodes():
+            await self.daemon.execute("blockdev-del", {"node-name": PEER_NODE})
+        await self.daemon.execute("blockdev-add", {
+            "driver": "nbd", "node-name": PEER_NODE, "export": EXPORT,
+            "server": {"type": "inet", "host": peer_ip, "port": str(port)},
+            "reconnect-delay": 0})
+
+    async def _start_mirror(self, sync: str) -> None:
+        await self.daemon.execute("blockdev-mirror", {
+            "job-id": MIRROR_JOB, "device": DISK_NODE, "target": PEER_NODE, "sync": sync,
+            "copy-mode": "write-blocking", "on-source-error": "report",
+            "on-target-error": "report", "filter-node-name": MIRROR_TOP})
+
+    async def _add_bitmap(self, gen: int, disable: int | None = None) -> None:
+        """Start bitmap ``gen`` and (in the same transaction) freeze ``disable``."""
+        actions: list[dict[str, Any]] = [{"type": "block-dirty-bitmap-add", "data": {
+            "node": DISK_NODE, "name": f"dirty-{gen}"}}]
+        if disable is not None:
+            actions.append({"type": "block-dirty-bitmap-disable", "data": {
+                "node": DISK_NODE, "name": f"dirty-{disable}"}})
+        await self.daemon.execute("transaction", {"actions": actions})
+
+    async def _remove_bitmap(self, gen: int) -> None:
+        await self.daemon.execute("block-dirty-bitmap-remove",
+                                  {"node": DISK_NODE, "name": f"dirty-{gen}"})
+
+    async def _copy_round(self, gen: int, nxt: int) -> int:
+        """Freeze bitmap ``gen``, start ``nxt``, copy what ``gen`` marks to the peer
+        (``blockdev-backup sync=bitmap``); the bytes copied.  On failure ``gen`` is
+        merged back into ``nxt`` (nothing is forgotten)."""
+        await self._add_bitmap(nxt, disable=gen)
+        job = f"resync-{gen}"
+        done = self.daemon.wait_event(_job_done(job), ROUND_TIMEOUT)
+        try:
+            self._resync_job = job
+            await self.daemon.execute("blockdev-backup", {
+                "job-id": job, "device": DISK_NODE, "target": PEER_NODE, "sync": "bitmap",
+                "bitmap": f"dirty-{gen}", "bitmap-mode": "never",
+                "on-source-error": "report", "on-target-error": "report"})
+            data = await done
+            if data.get("error") or data.get("_cancelled"):
+                raise BlockDeviceError(f"Resync of {self.daemon.name} failed: "
+                                       f"{data.get('error', 'cancelled')}")
+        except BaseException:
+            done.cancel()
+            await self.daemon.execute("block-dirty-bitmap-merge", {
+                "node": DISK_NODE, "target": f"dirty-{nxt}", "bitmaps": [f"dirty-{gen}"]})
+            await self._remove_bitmap(gen)
+            raise
+        finally:
+            self._resync_job = None
+        await self._remove_bitmap(gen)
+        return int(data.get("len", 0))
+
+    async def _resync(self, maps: dict[int, int]) -> int:
+        """Copy what the bitmaps mark, then start the mirror (module docstring)."""
+        gen = max(maps)
+        for old in sorted(maps)[:-1]:  # several left by an interrupted rotation: merge
+            await self.daemon.execute("block-dirty-bitmap-merge", {
+                "node": DISK_NODE, "target": f"dirty-{gen}", "bitmaps": [f"dirty-{old}"]})
+            await self._remove_bitmap(old)
+        copied = 0
+        for _ in range(MAX_ROUNDS):
+            copied += await self._copy_round(gen, gen + 1)
+            gen += 1
+            if (await self.bitmaps()).get(gen, 0) <= FINAL_ROUND_BYTES:
+                break
+        gone = self.daemon.wait_event(
+            lambda name, data: name == "BLOCK_EXPORT_DELETED" and data.get("id") == EXPORT,
+            JOB_TIMEOUT)
+        await self.daemon.execute("block-export-del", {"id": EXPORT, "mode": "hard"})
+        await gone
+        top = DISK_NODE
+        try:
+            copied += await self._copy_round(gen, gen + 1)
+            await self._start_mirror("none")
+            top = MIRROR_TOP
+        finally:
+            # The export goes back above the mirror's filter (a new export on ``disk``
+            # would bypass it); when the job ends QEMU moves it down to ``disk``.
+            await self.daemon.execute("block-export-add", {
+                "type": "nbd", "id": EXPORT, "node-name": top, "name": EXPORT,
+                "writable": True})
+        return copied
+
+    # -- bitmap rotation --------------------------------------------------------------
+
+    def _event(self, name: str, data: dict[str, Any]) -> None:
+        if name == "BLOCK_JOB_READY" and data.get("device") == MIRROR_JOB:
+            self._rotate_soon()
+
+    def _rotate_soon(self) -> None:
+        if self._rotating is not None:
+            return
+        d = defer.ensureDeferred(self.rotate())
+        d.addErrback(lambda f: log.warn("Bitmap rotation of {name} failed: {err}",
+                                        name=self.daemon.name, err=f.getErrorMessage()))
+
+        def done(_: object) -> None:
+            self._rotating = None
+        d.addBoth(done)
+        if not d.called:
+            self._rotating = d
+
+    async def settled(self) -> None:
+        """Wait for a bitmap rotation in progress (started by the mirror's readiness)."""
+        if self._rotating is not None:
+            wait: defer.Deferred[None] = defer.Deferred()
+            self._rotating.addBoth(lambda r: (wait.callback(None), r)[1])
+            await wait
+
+    async def rotate(self) -> bool:
+        """Start a new bitmap and drop the older ones if the mirror is ready with
+        nothing pending (what they mark is on the peer); whether it rotated."""
+        maps = await self.bitmaps()
+        gen = max(maps) + 1 if maps else 1
+        await self._add_bitmap(gen)
+        job = (await self._jobs()).get(MIRROR_JOB)
+        if job is None or not job.get("ready") or job.get("offset") != job.get("len"):
+            await self._remove_bitmap(gen)  # not in sync: the old bitmaps stay
+            return False
+        for old in maps:
+            await self._remove_bitmap(old)
+        return True
+
+    def _start_rotation(self) -> None:
+        if self._rotator is None:
+            self._rotator = task.LoopingCall(self._rotate_soon)
+            self._rotator.clock = self.daemon.clock
+            self._rotator.start(ROTATE_INTERVAL, now=False)
+
+    def _stop_rotation(self) -> None:
+        if self._rotator is not None and self._rotator.running:
+            self._rotator.stop()
+        self._rotator = None
+
+
+def _job_gone(job: str) -> Any:
+    return lambda name, data: (name == "JOB_STATUS_CHANGE" and data.get("id") == job
+                               and data.get("status") == "null")
+
+
+def _job_done(job: str) -> Any:
+    def match(name: str, data: dict[str, Any]) -> bool:
+        if data.get("device") != job:
+            return False
+        if name == "BLOCK_JOB_CANCELLED":
+            data["_cancelled"] = True
+            return True
+        return name == "BLOCK_JOB_COMPLETED"
+    return match
+

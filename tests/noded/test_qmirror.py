@@ -1,0 +1,136 @@
+"""The qemu mirror engine with real qemu-storage-daemons on two loopback "nodes"."""
+
+import os
+
+import pytest
+from twisted.internet import defer
+from twisted.trial.unittest import TestCase
+
+from ganeti.noded.bdev.base import BlockDeviceError
+from ganeti.noded.bdev.qmirror_roles import MIRROR_JOB
+from tests.noded.qmirrorhelpers import IPS, MIB, MirrorPair
+
+
+def job_gone(name, data):
+    return (name == "JOB_STATUS_CHANGE" and data.get("id") == MIRROR_JOB
+            and data.get("status") == "null")
+
+
+def aio(f):
+    def run(self):
+        return defer.ensureDeferred(f(self))
+    run.__name__ = f.__name__
+    return run
+
+
+@pytest.mark.subprocess
+class QemuMirrorTest(TestCase):
+    timeout = 120
+
+    async def connected_pair(self, sync="none"):
+        pair = MirrorPair(self)
+        for d in pair.daemons:
+            self.assertTrue(await d.start())
+        copied = await pair.mirrors[0].connect_peer(IPS[1], pair.port, sync=sync)
+        st = await pair.mirrors[0].wait_in_sync(60)
+        self.assertTrue(st.in_sync, st)
+        return pair, copied
+
+    async def write(self, pair, i, pattern, offset, length):
+        out = await pair.io(i, f"write -P {pattern} {offset} {length}")
+        self.assertTrue(out.ok, out)
+
+    @aio
+    async def test_writes_reach_the_secondary_before_they_are_acknowledged(self):
+        pair, copied = await self.connected_pair()
+        self.assertEqual(copied, 0)
+        await self.write(pair, 0, 0x5A, 3 * MIB, MIB)
+        # qemu-io has its answer: the secondary's file already holds the data
+        self.assertEqual(pair.read(1, 3 * MIB, MIB), b"\x5a" * MIB)
+        self.assertEqual(pair.read(0, 3 * MIB, MIB), b"\x5a" * MIB)
+        st = await pair.mirrors[0].status()
+        self.assertEqual((st.role, st.connected, st.in_sync, st.sync_percent),
+                         ("primary", True, True, None))
+        self.assertEqual((await pair.mirrors[1].status()).role, "secondary")
+
+    @aio
+    async def test_full_sync_copies_the_disk(self):
+        pair = MirrorPair(self, size=16 * MIB)
+        with open(pair.files[0], "r+b") as f:
+            f.seek(5 * MIB)
+            f.write(b"\x17" * MIB)
+        for d in pair.daemons:
+            await d.start()
+        copied = await pair.mirrors[0].connect_peer(IPS[1], pair.port)  # no bitmap: full
+        self.assertEqual(copied, 16 * MIB)
+        st = await pair.mirrors[0].wait_in_sync(60)
+        self.assertTrue(st.in_sync)
+        self.assertEqual(pair.read(1, 5 * MIB, MIB), b"\x17" * MIB)
+
+    @aio
+    async def test_dead_secondary_degrades_and_resync_copies_only_the_dirty_extent(self):
+        pair, _ = await self.connected_pair()
+        primary = pair.mirrors[0]
+        await self.write(pair, 0, 0x11, 0, MIB)
+        self.assertTrue(await primary.rotate())  # what the peer has is forgotten
+        gone = pair.daemons[0].wait_event(job_gone, 60)
+        pair.kill(1)
+        # the writes still complete on the primary, degraded
+        await self.write(pair, 0, 0x22, 8 * MIB, 2 * MIB)
+        await gone
+        await self.write(pair, 0, 0x33, 20 * MIB, MIB)
+        st = await primary.status()
+        self.assertEqual((st.role, st.connected, st.in_sync), ("primary", False, False))
+        self.assertEqual(st.dirty_bytes, 3 * MIB)
+        self.assertNotEqual(pair.read(1, 20 * MIB, MIB), b"\x33" * MIB)
+
+        self.assertTrue(await pair.daemons[1].start())  # the secondary comes back
+        copied = await primary.connect_peer(IPS[1], pair.port)
+        self.assertEqual(copied, 3 * MIB)  # not the 64 MiB disk
+        st = await primary.wait_in_sync(60)
+        self.assertTrue(st.in_sync, st)
+        await self.write(pair, 0, 0x44, 30 * MIB, MIB)
+        with open(pair.files[0], "rb") as a, open(pair.files[1], "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    @aio
+    async def test_role_swap_copies_nothing(self):
+        pair, _ = await self.connected_pair()
+        await self.write(pair, 0, 0x61, MIB, MIB)
+        await pair.mirrors[0].make_secondary()
+        copied = await pair.mirrors[1].connect_peer(IPS[0], pair.port, sync="none")
+        self.assertEqual(copied, 0)
+        st = await pair.mirrors[1].wait_in_sync(60)
+        self.assertEqual((st.in_sync, st.offset, st.length), (True, 0, 0))
+        self.assertEqual((await pair.mirrors[0].status()).role, "secondary")
+        await self.write(pair, 1, 0x62, 2 * MIB, MIB)
+        self.assertEqual(pair.read(0, 2 * MIB, MIB), b"\x62" * MIB)
+        self.assertEqual(pair.read(1, MIB, MIB), b"\x61" * MIB)
+
+    @aio
+    async def test_daemon_is_refound_after_a_noded_restart(self):
+        pair, _ = await self.connected_pair()
+        pid = pair.daemons[0].pid()
+        pair.daemons[0].qmp.close()
+        again = pair.new_daemon(0)
+        pair.daemons[0] = again
+        self.assertFalse(await again.start())
+        self.assertEqual(again.pid(), pid)
+        from ganeti.noded.bdev.qmirror_roles import QemuMirror
+        st = await QemuMirror(again).status()
+        self.assertEqual((st.role, st.in_sync), ("primary", True))
+
+    @aio
+    async def test_unreachable_peer_is_an_error(self):
+        pair = MirrorPair(self)
+        await pair.daemons[0].start()
+        with self.assertRaises(BlockDeviceError):
+            await pair.mirrors[0].connect_peer(IPS[1], pair.port)
+
+    @aio
+    async def test_a_daemon_that_cannot_start_says_why(self):
+        pair = MirrorPair(self)
+        os.unlink(pair.files[0])
+        with self.assertRaises(BlockDeviceError) as cm:
+            await pair.daemons[0].start()
+        self.assertIn("data.img", str(cm.exception))
