@@ -38,7 +38,7 @@ def program(name):
 class MirrorPair:
     """Node A (primary to be) and node B, each with a data file of ``size`` bytes."""
 
-    def __init__(self, testcase, size=64 * MIB, name="d0"):
+    def __init__(self, testcase, size=64 * MIB, name="d0", offset=0):
         # UNIX socket paths must stay below 108 bytes: a short base, not mktemp()'s
         base = tempfile.mkdtemp(prefix="qm", dir="/tmp")
         testcase.addCleanup(shutil.rmtree, base, True)
@@ -51,11 +51,12 @@ class MirrorPair:
             os.makedirs(root)
             path = os.path.join(root, "data.img")
             with open(path, "wb") as f:
-                f.truncate(size)
+                f.truncate(offset + size + offset)  # a "PV" with room on both ends
             self.files.append(path)
             self.daemons.append(MirrorDaemon(reactor, reactor, self.children,
                                              os.path.join(root, "run"), name,
-                                             Volume(path), ip, self.port))
+                                             Volume(path, offset, size if offset else None),
+                                             ip, self.port))
         self.mirrors = [QemuMirror(d) for d in self.daemons]
         testcase.addCleanup(self.kill_all)
 

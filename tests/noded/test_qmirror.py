@@ -121,6 +121,19 @@ class QemuMirrorTest(TestCase):
         self.assertEqual((st.role, st.in_sync), ("primary", True))
 
     @aio
+    async def test_volume_as_a_range_of_its_physical_volume(self):
+        pair = MirrorPair(self, size=8 * MIB, offset=3 * MIB)
+        for d in pair.daemons:
+            await d.start()
+        await pair.mirrors[0].connect_peer(IPS[1], pair.port, sync="none")
+        await self.write(pair, 0, 0x7E, 0, MIB)
+        self.assertEqual(pair.read(1, 3 * MIB, MIB), b"\x7e" * MIB)
+        self.assertEqual(pair.read(1, 2 * MIB, MIB), bytes(MIB))  # before the range
+        out = await pair.io(0, f"write -P 1 {8 * MIB} 4096")  # beyond the volume
+        self.assertFalse(out.ok)
+        self.assertEqual(pair.read(1, 11 * MIB, 4096), bytes(4096))
+
+    @aio
     async def test_unreachable_peer_is_an_error(self):
         pair = MirrorPair(self)
         await pair.daemons[0].start()
