@@ -108,6 +108,23 @@ class QemuMirrorTest(TestCase):
         self.assertEqual(pair.read(1, MIB, MIB), b"\x61" * MIB)
 
     @aio
+    async def test_switch_over_with_the_peer_opened_ahead(self):
+        pair, _ = await self.connected_pair()
+        old, new = pair.mirrors
+        await new.prepare_peer(IPS[0], pair.port)
+        self.assertEqual((await new.status()).role, "secondary")  # until the switch-over
+        await self.write(pair, 0, 0x71, 0, MIB)  # the old primary still mirrors
+        self.assertEqual(pair.read(1, 0, MIB), b"\x71" * MIB)
+        stopped = defer.ensureDeferred(old.stop_mirror())
+        self.assertEqual(await new.connect_peer(IPS[0], pair.port, sync="none"), 0)
+        await stopped
+        self.assertTrue((await new.wait_in_sync(60)).in_sync)
+        await old.make_secondary()
+        self.assertEqual((await old.status()).role, "secondary")
+        await self.write(pair, 1, 0x72, MIB, MIB)
+        self.assertEqual(pair.read(0, MIB, MIB), b"\x72" * MIB)
+
+    @aio
     async def test_daemon_is_refound_after_a_noded_restart(self):
         pair, _ = await self.connected_pair()
         pid = pair.daemons[0].pid()

@@ -33,6 +33,7 @@ identical) and the new primary mirrors back with ``sync=none``: no byte copied.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +92,7 @@ class QemuMirror:
         self._rotator: task.LoopingCall | None = None
         self._resync_job: str | None = None
         self._rotating: defer.Deferred[None] | None = None
+        self._prepared: tuple[str, int] | None = None
         daemon.listeners.append(self._event)
 
     def close(self) -> None:
@@ -117,10 +119,33 @@ class QemuMirror:
                 found[int(m.group(1))] = int(bm.get("count", 0))
         return found
 
+    @property
+    def role_file(self) -> str:
+        """Where the side's role is kept (next to the daemon's pid file: it survives a
+        noded restart, and a new daemon starts secondary)."""
+        return os.path.join(self.daemon.dir, f"{self.daemon.name}.role")
+
+    def role(self) -> str:
+        """``primary`` or ``secondary``."""
+        try:
+            with open(self.role_file, encoding="ascii") as f:
+                role = f.read().strip()
+        except OSError:
+            return "secondary"
+        return role if role == "primary" and self.daemon.pid() is not None else "secondary"
+
+    def _set_role(self, role: str) -> None:
+        if role == "secondary":
+            if os.path.exists(self.role_file):
+                os.unlink(self.role_file)
+            return
+        with open(self.role_file + ".new", "w", encoding="ascii") as f:
+            f.write(role + "\n")
+        os.replace(self.role_file + ".new", self.role_file)
+
     async def status(self) -> MirrorStatus:
         """This side's role and sync state."""
-        nodes = await self._nodes()
-        primary = PEER_NODE in nodes
+        primary = self.role() == "primary"
         jobs = await self._jobs()
         maps = await self.bitmaps()
         dirty = maps[max(maps)] if maps else None
@@ -149,9 +174,13 @@ class QemuMirror:
         if sync not in ("auto", "full", "none"):
             raise BlockDeviceError(f"Unknown mirror sync mode {sync!r}")
         jobs = await self._jobs()
-        if MIRROR_JOB in jobs:
+        self._set_role("primary")
+        if MIRROR_JOB in jobs:  # already mirroring (a noded restart re-found it)
+            self._start_rotation()
             return 0
-        await self._open_peer(peer_ip, port)
+        if self._prepared != (peer_ip, port) or PEER_NODE not in await self._nodes():
+            await self._open_peer(peer_ip, port)
+        self._prepared = None
         self.copied = 0
         maps = await self.bitmaps()
         if sync == "auto":
@@ -173,10 +202,28 @@ class QemuMirror:
         self._start_rotation()
         return self.copied
 
+    async def prepare_peer(self, peer_ip: str, port: int) -> None:
+        """Open the peer's export ahead of a role swap (while the peer still mirrors
+        here), so that :meth:`connect_peer` at the switch-over only starts the job."""
+        await self._open_peer(peer_ip, port)
+        self._prepared = (peer_ip, port)
+
+    async def stop_mirror(self) -> None:
+        """The switch-over's half on the old primary: stop the mirror job (a ready mirror
+        leaves the peer identical; no write may come after); :meth:`make_secondary`
+        tidies up later."""
+        self._stop_rotation()
+        jobs = await self._jobs()
+        if MIRROR_JOB in jobs:
+            gone = self.daemon.wait_event(_job_gone(MIRROR_JOB), JOB_TIMEOUT)
+            await self.daemon.execute("block-job-cancel", {"device": MIRROR_JOB})
+            await gone
+        self._set_role("secondary")
+
     async def make_secondary(self) -> None:
         """Stop mirroring (a ready mirror leaves the peer identical) and close the peer;
         the dirty bitmaps are dropped (the new primary tracks the writes)."""
-        self._stop_rotation()
+        await self.stop_mirror()
         await self.disconnect()
         for gen in await self.bitmaps():
             await self.daemon.execute("block-dirty-bitmap-remove",
