@@ -6,7 +6,7 @@ import signal
 import socket
 import tempfile
 
-from twisted.internet import reactor
+from twisted.internet import defer, reactor
 
 from ganeti.noded.bdev.qmirror import MirrorDaemon, Volume
 from ganeti.noded.bdev.qmirror_roles import QemuMirror
@@ -38,7 +38,7 @@ def program(name):
 class MirrorPair:
     """Node A (primary to be) and node B, each with a data file of ``size`` bytes."""
 
-    def __init__(self, testcase, size=64 * MIB, name="d0", offset=0):
+    def __init__(self, testcase, size=64 * MIB, name="d0", offset=0, meta=False):
         # UNIX socket paths must stay below 108 bytes: a short base, not mktemp()'s
         base = tempfile.mkdtemp(prefix="qm", dir="/tmp")
         testcase.addCleanup(shutil.rmtree, base, True)
@@ -53,10 +53,16 @@ class MirrorPair:
             with open(path, "wb") as f:
                 f.truncate(offset + size + offset)  # a "PV" with room on both ends
             self.files.append(path)
+            meta_volume = None
+            if meta:
+                meta_path = os.path.join(root, "meta.img")
+                with open(meta_path, "wb") as f:
+                    f.truncate(128 * MIB)
+                meta_volume = Volume(meta_path)
             self.daemons.append(MirrorDaemon(reactor, reactor, self.children,
                                              os.path.join(root, "run"), name,
                                              Volume(path, offset, size if offset else None),
-                                             ip, self.port))
+                                             ip, self.port, meta=meta_volume))
         self.mirrors = [QemuMirror(d) for d in self.daemons]
         testcase.addCleanup(self.kill_all)
 
@@ -64,13 +70,17 @@ class MirrorPair:
         """Another object for node ``i``'s daemon (a restarted noded)."""
         old = self.daemons[i]
         return MirrorDaemon(reactor, reactor, self.children, os.path.dirname(old.dir),
-                            old.name, old.volume, old.local_ip, old.port)
+                            old.name, old.volume, old.local_ip, old.port, meta=old.meta)
 
     def kill(self, i):
-        pid = self.daemons[i].pid()
+        """SIGKILL node ``i``'s daemon; a Deferred that fires once it has died (its QMP
+        connection closed)."""
+        d = self.daemons[i]
+        lost = d.qmp.lost if d.qmp is not None and d.qmp.connected_ else defer.succeed(None)
+        pid = d.pid()
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
-        return pid
+        return lost
 
     def kill_all(self):
         for m in self.mirrors:

@@ -74,7 +74,7 @@ class QemuMirrorTest(TestCase):
         await self.write(pair, 0, 0x11, 0, MIB)
         self.assertTrue(await primary.rotate())  # what the peer has is forgotten
         gone = pair.daemons[0].wait_event(job_gone, 60)
-        pair.kill(1)
+        await pair.kill(1)
         # the writes still complete on the primary, degraded
         await self.write(pair, 0, 0x22, 8 * MIB, 2 * MIB)
         await gone

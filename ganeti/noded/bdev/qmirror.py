@@ -70,14 +70,28 @@ class Volume:
     offset: int = 0
     size: int | None = None
 
-    def raw_node(self) -> dict[str, Any]:
-        """The raw blockdev over the file node."""
-        node: dict[str, Any] = {"driver": "raw", "file": "file", "node-name": DISK_NODE}
+    def nodes(self, name: str) -> list[dict[str, Any]]:
+        """The file node ``<name>-file`` and the raw node ``name`` over it."""
+        file_node = {"driver": "file", "filename": self.path, "node-name": f"{name}-file",
+                     "aio": "threads", "cache": {"direct": False}}
+        raw: dict[str, Any] = {"driver": "raw", "file": f"{name}-file", "node-name": name}
         if self.offset:
-            node["offset"] = self.offset
+            raw["offset"] = self.offset
         if self.size is not None:
-            node["size"] = self.size
-        return node
+            raw["size"] = self.size
+        return [file_node, raw]
+
+    def head(self, length: int = 4096) -> bytes:
+        """The first bytes of the volume (a small read: is it formatted?)."""
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            return f.read(length)
+
+
+def export_args(node: str) -> dict[str, Any]:
+    """``block-export-add`` of the writable NBD export ``disk`` on ``node``."""
+    return {"type": "nbd", "id": EXPORT, "node-name": node, "name": EXPORT,
+            "writable": True}
 
 
 def daemon_dir(run_dir: str) -> str:
@@ -106,13 +120,15 @@ class MirrorDaemon:
     """
 
     def __init__(self, reactor: IReactorUNIX, clock: IReactorTime, children: ChildProcesses,
-                 run_dir: str, name: str, volume: Volume, local_ip: str, port: int) -> None:
+                 run_dir: str, name: str, volume: Volume, local_ip: str, port: int,
+                 meta: Volume | None = None) -> None:
         self.reactor = reactor
         self.clock = clock
         self.children = children
         self.dir = daemon_dir(run_dir)
         self.name = name
         self.volume = volume
+        self.meta = meta
         self.local_ip = local_ip
         self.port = port
         self.qmp: qmp.QMPProtocol | None = None
@@ -138,19 +154,21 @@ class MirrorDaemon:
         return pid if pid > 0 and _alive(pid) else None
 
     def argv(self) -> list[str]:
-        """The daemon's command line."""
-        file_node = {"driver": "file", "filename": self.volume.path, "node-name": "file",
-                     "aio": "threads", "cache": {"direct": False}}
-        server = {"addr": {"type": "inet", "host": self.local_ip, "port": str(self.port)}}
-        export = {"type": "nbd", "id": EXPORT, "node-name": DISK_NODE, "name": EXPORT,
-                  "writable": True}
-        return [qsd_program(), "--daemonize", "--pidfile", self.pidfile,
+        """The daemon's command line.  Without a metadata volume the data volume's raw
+        node is ``disk`` and exported at once; with one, :meth:`start` opens the qcow2
+        ``disk`` node over both and exports it."""
+        data_name = DISK_NODE if self.meta is None else "data"
+        argv = [qsd_program(), "--daemonize", "--pidfile", self.pidfile,
                 "--chardev", f"socket,id=qmp,path={self.qmp_socket},server=on,wait=off",
-                "--monitor", "chardev=qmp",
-                "--blockdev", json.dumps(file_node),
-                "--blockdev", json.dumps(self.volume.raw_node()),
-                "--nbd-server", json.dumps(server),
-                "--export", json.dumps(export)]
+                "--monitor", "chardev=qmp"]
+        for node in self.volume.nodes(data_name) + (self.meta.nodes("meta") if self.meta
+                                                     else []):
+            argv += ["--blockdev", json.dumps(node)]
+        server = {"addr": {"type": "inet", "host": self.local_ip, "port": str(self.port)}}
+        argv += ["--nbd-server", json.dumps(server)]
+        if self.meta is None:
+            argv += ["--export", json.dumps(export_args(DISK_NODE))]
+        return argv
 
     async def start(self) -> bool:
         """Make sure the daemon runs and QMP is connected; True if it was started now,
@@ -169,7 +187,47 @@ class MirrorDaemon:
                                        f"{text or out.reason()}")
             started = True
         await self.connect()
+        if started and self.meta is not None:
+            await self._open_qcow2()
         return started
+
+    async def _open_qcow2(self) -> None:
+        """Open ``disk``: a qcow2 image on the metadata volume whose data file is the
+        data volume (``data-file-raw``: the data stays a plain raw image); a zeroed
+        metadata volume is formatted first (a new disk)."""
+        assert self.meta is not None
+        node = {"driver": "qcow2", "node-name": DISK_NODE, "file": "meta",
+                "data-file": "data"}
+        try:
+            await self.execute("blockdev-add", node)
+        except BlockDeviceError:
+            if any(self.meta.head()):
+                raise BlockDeviceError(f"The metadata volume of {self.name} holds data "
+                                       "that is not its qcow2 metadata; refusing to "
+                                       "format it") from None
+            await self._format()
+            await self.execute("blockdev-add", node)
+        await self.execute("block-export-add", export_args(DISK_NODE))
+
+    async def _format(self) -> None:
+        assert self.meta is not None
+        info = await self.execute("query-named-block-nodes", {"flat": True})
+        size = next(int(n["image"]["virtual-size"]) for n in info
+                    if n.get("node-name") == "data")
+        job = f"format-{self.name}"
+        done = self.wait_event(lambda name, data: name == "JOB_STATUS_CHANGE"
+                               and data.get("id") == job
+                               and data.get("status") == "concluded", START_TIMEOUT)
+        await self.execute("blockdev-create", {"job-id": job, "options": {
+            "driver": "qcow2", "file": "meta", "size": size, "data-file": "data",
+            "data-file-raw": True, "preallocation": "metadata", "cluster-size": 65536}})
+        await done
+        jobs = await self.execute("query-jobs")
+        error = next((j.get("error") for j in jobs if j.get("id") == job), None)
+        await self.execute("job-dismiss", {"id": job})
+        if error:
+            raise BlockDeviceError(f"Cannot format the metadata volume of {self.name}: "
+                                   f"{error}")
 
     async def connect(self) -> qmp.QMPProtocol:
         """The QMP connection, (re)made if needed."""

@@ -42,7 +42,7 @@ from twisted.internet import defer, task
 from twisted.logger import Logger
 
 from ganeti.noded.bdev.base import BlockDeviceError
-from ganeti.noded.bdev.qmirror import DISK_NODE, EXPORT, MirrorDaemon
+from ganeti.noded.bdev.qmirror import DISK_NODE, EXPORT, MirrorDaemon, export_args
 
 log = Logger()
 
@@ -91,7 +91,8 @@ class QemuMirror:
         self.copied = 0  # bytes the last connect_peer copied (resync rounds or full sync)
         self._rotator: task.LoopingCall | None = None
         self._resync_job: str | None = None
-        self._rotating: defer.Deferred[None] | None = None
+        self._rotating = False
+        self._settle_waiters: list[defer.Deferred[None]] = []
         self._prepared: tuple[str, int] | None = None
         daemon.listeners.append(self._event)
 
@@ -110,13 +111,23 @@ class QemuMirror:
         return {str(n.get("node-name")): n for n in nodes or []}
 
     async def bitmaps(self) -> dict[int, int]:
-        """The dirty bitmaps on the disk: generation -> dirty bytes."""
+        """The dirty bitmaps on the disk: generation -> dirty bytes.  If one is
+        inconsistent (a persistent bitmap whose daemon did not stop cleanly: it may
+        miss writes), all are dropped and none is returned."""
         node = (await self._nodes()).get(DISK_NODE, {})
         found: dict[int, int] = {}
+        broken = False
         for bm in node.get("dirty-bitmaps") or []:
             m = _BITMAP.fullmatch(str(bm.get("name")))
             if m:
                 found[int(m.group(1))] = int(bm.get("count", 0))
+                broken = broken or bool(bm.get("inconsistent"))
+        if broken:
+            log.warn("Dirty bitmaps of {name} are inconsistent (an unclean stop); the "
+                     "next resync copies the whole disk", name=self.daemon.name)
+            for gen in found:
+                await self._remove_bitmap(gen)
+            return {}
         return found
 
     @property
@@ -275,8 +286,11 @@ class QemuMirror:
 
     async def _add_bitmap(self, gen: int, disable: int | None = None) -> None:
         """Start bitmap ``gen`` and (in the same transaction) freeze ``disable``."""
+        # on a qcow2 disk (a metadata volume) the bitmap is kept there across a clean
+        # stop of the daemon
         actions: list[dict[str, Any]] = [{"type": "block-dirty-bitmap-add", "data": {
-            "node": DISK_NODE, "name": f"dirty-{gen}"}}]
+            "node": DISK_NODE, "name": f"dirty-{gen}",
+            "persistent": self.daemon.meta is not None}}]
         if disable is not None:
             actions.append({"type": "block-dirty-bitmap-disable", "data": {
                 "node": DISK_NODE, "name": f"dirty-{disable}"}})
@@ -340,9 +354,7 @@ class QemuMirror:
         finally:
             # The export goes back above the mirror's filter (a new export on ``disk``
             # would bypass it); when the job ends QEMU moves it down to ``disk``.
-            await self.daemon.execute("block-export-add", {
-                "type": "nbd", "id": EXPORT, "node-name": top, "name": EXPORT,
-                "writable": True})
+            await self.daemon.execute("block-export-add", export_args(top))
         return copied
 
     # -- bitmap rotation --------------------------------------------------------------
@@ -352,23 +364,25 @@ class QemuMirror:
             self._rotate_soon()
 
     def _rotate_soon(self) -> None:
-        if self._rotating is not None:
+        if self._rotating:
             return
+        self._rotating = True
         d = defer.ensureDeferred(self.rotate())
         d.addErrback(lambda f: log.warn("Bitmap rotation of {name} failed: {err}",
                                         name=self.daemon.name, err=f.getErrorMessage()))
 
         def done(_: object) -> None:
-            self._rotating = None
+            self._rotating = False
+            waiters, self._settle_waiters = self._settle_waiters, []
+            for w in waiters:
+                w.callback(None)
         d.addBoth(done)
-        if not d.called:
-            self._rotating = d
 
     async def settled(self) -> None:
         """Wait for a bitmap rotation in progress (started by the mirror's readiness)."""
-        if self._rotating is not None:
+        if self._rotating:
             wait: defer.Deferred[None] = defer.Deferred()
-            self._rotating.addBoth(lambda r: (wait.callback(None), r)[1])
+            self._settle_waiters.append(wait)
             await wait
 
     async def rotate(self) -> bool:
