@@ -13,7 +13,10 @@ MiB, driven by the engine (ganeti.noded.bdev.qmirror*).  Printed:
 - the bytes a role swap copies (the old primary stops its ready mirror, the new
   one mirrors back with sync=none).
 
-Run: .venv/bin/python bench/bench_qmirror.py [SIZE_MIB] [DIRTY_MIB] [RUNS]
+With META=1 each side also has a 128 MiB metadata volume: the disk is then qcow2
+metadata there over the raw data file (persistent bitmaps), in both columns.
+
+Run: .venv/bin/python bench/bench_qmirror.py [SIZE_MIB] [DIRTY_MIB] [RUNS] [META]
 """
 
 import os
@@ -74,8 +77,8 @@ async def writes(children, ip, port, runs):
     return statistics.median(lat), statistics.median(tput)
 
 
-async def main(reactor, size_mib=256, dirty_mib=32, runs=3):
-    size_mib, dirty_mib, runs = int(size_mib), int(dirty_mib), int(runs)
+async def main(reactor, size_mib=256, dirty_mib=32, runs=3, meta=0):
+    size_mib, dirty_mib, runs, meta = int(size_mib), int(dirty_mib), int(runs), int(meta)
     base = tempfile.mkdtemp(prefix="qmb", dir="/tmp")
     children = ChildProcesses(reactor, reactor)
     port = free_port()
@@ -86,8 +89,13 @@ async def main(reactor, size_mib=256, dirty_mib=32, runs=3):
         with open(path, "wb") as f:
             f.truncate(size_mib * MIB)
         files.append(path)
+        meta_volume = None
+        if meta:
+            with open(os.path.join(base, f"meta{i}.img"), "wb") as f:
+                f.truncate(128 * MIB)
+            meta_volume = Volume(os.path.join(base, f"meta{i}.img"))
         daemons.append(MirrorDaemon(reactor, reactor, children, os.path.join(base, f"run{i}"),
-                                    "bench", Volume(path), ip, port))
+                                    "bench", Volume(path), ip, port, meta=meta_volume))
     a, b = (QemuMirror(d) for d in daemons)
     try:
         for d in daemons:
@@ -122,7 +130,7 @@ async def main(reactor, size_mib=256, dirty_mib=32, runs=3):
         swapped = await b.connect_peer(IPS[0], port, sync="none")
         st = await b.wait_in_sync(60)
         print(f"role swap: copied {swapped} bytes, new primary in sync: {st.in_sync}")
-        print(f"SUMMARY qmirror lat_ratio={mirrored[0] / plain[0]:.2f} "
+        print(f"SUMMARY qmirror{'-meta' if meta else ''} lat_ratio={mirrored[0] / plain[0]:.2f} "
               f"tput_ratio={mirrored[1] / plain[1]:.2f} resync_mib={copied / MIB:.1f}/"
               f"{size_mib} swap_bytes={swapped}")
     finally:
