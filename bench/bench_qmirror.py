@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -36,23 +35,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from ganeti.noded.bdev.qmirror import MirrorDaemon, Volume
 from ganeti.noded.bdev.qmirror_roles import QemuMirror
 from ganeti.noded.procs import ChildProcesses
+from tests.noded.qmirrorhelpers import free_port
 
 MIB = 1024 * 1024
 IPS = ("127.0.32.1", "127.0.32.2")
-
-
-def free_port():
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind((IPS[0], 0))
-            port = s.getsockname()[1]
-        with socket.socket() as s:
-            try:
-                s.bind((IPS[1], port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port")
 
 
 async def qemu_img_bench(children, ip, port, count, size, depth, offset=0):
@@ -81,7 +67,7 @@ async def main(reactor, size_mib=256, dirty_mib=32, runs=3, meta=0):
     size_mib, dirty_mib, runs, meta = int(size_mib), int(dirty_mib), int(runs), int(meta)
     base = tempfile.mkdtemp(prefix="qmb", dir="/tmp")
     children = ChildProcesses(reactor, reactor)
-    port = free_port()
+    port = free_port(IPS)
     daemons = []
     files = []
     for i, ip in enumerate(IPS):

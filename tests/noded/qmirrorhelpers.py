@@ -16,15 +16,15 @@ MIB = 1024 * 1024
 IPS = ("127.0.31.1", "127.0.31.2")
 
 
-def free_port():
+def free_port(ips=IPS):
     """A TCP port free on both addresses (the mirror's port is the same on both sides)."""
     for _ in range(50):
         with socket.socket() as s:
-            s.bind((IPS[0], 0))
+            s.bind((ips[0], 0))
             port = s.getsockname()[1]
         with socket.socket() as s:
             try:
-                s.bind((IPS[1], port))
+                s.bind((ips[1], port))
             except OSError:
                 continue
         return port
