@@ -94,6 +94,36 @@ class QemuMirrorTest(TestCase):
             self.assertEqual(a.read(), b.read())
 
     @aio
+    async def test_writes_during_a_resync_round_are_copied_in_the_next(self):
+        pair, _ = await self.connected_pair()
+        primary = pair.mirrors[0]
+        self.assertTrue(await primary.rotate())
+        gone = pair.daemons[0].wait_event(job_gone, 60)
+        await pair.kill(1)
+        await self.write(pair, 0, 0x21, 0, 16 * MIB)  # the peer lacks 16 MiB
+        await gone
+        self.assertFalse((await primary.status()).connected)
+        await pair.daemons[1].start()
+        primary.rate = 4 * MIB  # the first round takes 4 s on the clock of QEMU
+        round_started = pair.daemons[0].wait_event(
+            lambda name, data: name == "JOB_STATUS_CHANGE" and data.get("status") == "running"
+            and str(data.get("id")).startswith("resync-"), 60)
+        resync = defer.ensureDeferred(primary.connect_peer(IPS[1], pair.port))
+        await round_started
+        st = await primary.status()
+        self.assertEqual((st.connected, st.in_sync, st.length), (True, False, 16 * MIB))
+        self.assertIsNotNone(st.estimated_time)
+        # written while the round copies: inside the frozen extent and outside it
+        await self.write(pair, 0, 0x23, 2 * MIB, MIB)
+        await self.write(pair, 0, 0x24, 40 * MIB, MIB)
+        copied = await resync
+        self.assertEqual(copied, 18 * MIB)  # the 16 MiB, then the 2 MiB written meanwhile
+        self.assertTrue((await primary.wait_in_sync(60)).in_sync)
+        with open(pair.files[0], "rb") as a, open(pair.files[1], "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertEqual(pair.read(1, 2 * MIB, MIB), b"\x23" * MIB)
+
+    @aio
     async def test_role_swap_copies_nothing(self):
         pair, _ = await self.connected_pair()
         await self.write(pair, 0, 0x61, MIB, MIB)

@@ -71,7 +71,9 @@ class MirrorStatus:
     ``connected``: the primary's mirror job exists (None on a secondary, which
     does not know); ``in_sync``: the job is ready with nothing pending;
     ``sync_percent``: the copy's progress while resyncing (else None);
-    ``dirty_bytes``: what the newest bitmap marks (None without one).
+    ``dirty_bytes``: what the newest bitmap marks (None without one);
+    ``estimated_time``: seconds left of the copy at the engine's rate (None when
+    not copying or unlimited).
     """
 
     role: str
@@ -81,13 +83,17 @@ class MirrorStatus:
     offset: int
     length: int
     dirty_bytes: int | None
+    estimated_time: int | None = None
 
 
 class QemuMirror:
     """One side of a mirrored disk: its daemon and its role (see the module docstring)."""
 
-    def __init__(self, daemon: MirrorDaemon) -> None:
+    def __init__(self, daemon: MirrorDaemon, rate: int = 0) -> None:
         self.daemon = daemon
+        #: bytes/s of the background copies (the disk's ``resync-rate``); 0: unlimited.
+        #: Writes through the mirror are never slowed.
+        self.rate = rate
         self.copied = 0  # bytes the last connect_peer copied (resync rounds or full sync)
         self._rotator: task.LoopingCall | None = None
         self._resync_job: str | None = None
@@ -169,7 +175,9 @@ class QemuMirror:
         in_sync = (job.get("device") == MIRROR_JOB and bool(job.get("ready"))
                    and offset == length)
         percent = None if in_sync else (100.0 * offset / length if length else 0.0)
-        return MirrorStatus("primary", True, in_sync, percent, offset, length, dirty)
+        eta = (None if in_sync or not self.rate
+               else int((length - offset + self.rate - 1) // self.rate))
+        return MirrorStatus("primary", True, in_sync, percent, offset, length, dirty, eta)
 
     # -- roles ------------------------------------------------------------------------
 
@@ -279,7 +287,8 @@ class QemuMirror:
             "reconnect-delay": 0})
 
     async def _start_mirror(self, sync: str) -> None:
-        await self.daemon.execute("blockdev-mirror", {
+        speed = {"speed": self.rate} if self.rate else {}
+        await self.daemon.execute("blockdev-mirror", {**speed,
             "job-id": MIRROR_JOB, "device": DISK_NODE, "target": PEER_NODE, "sync": sync,
             "copy-mode": "write-blocking", "on-source-error": "report",
             "on-target-error": "report", "filter-node-name": MIRROR_TOP})
@@ -300,7 +309,7 @@ class QemuMirror:
         await self.daemon.execute("block-dirty-bitmap-remove",
                                   {"node": DISK_NODE, "name": f"dirty-{gen}"})
 
-    async def _copy_round(self, gen: int, nxt: int) -> int:
+    async def _copy_round(self, gen: int, nxt: int, limited: bool = True) -> int:
         """Freeze bitmap ``gen``, start ``nxt``, copy what ``gen`` marks to the peer
         (``blockdev-backup sync=bitmap``); the bytes copied.  On failure ``gen`` is
         merged back into ``nxt`` (nothing is forgotten)."""
@@ -309,8 +318,9 @@ class QemuMirror:
         done = self.daemon.wait_event(_job_done(job), ROUND_TIMEOUT)
         try:
             self._resync_job = job
+            speed = {"speed": self.rate} if self.rate and limited else {}
             await self.daemon.execute("blockdev-backup", {
-                "job-id": job, "device": DISK_NODE, "target": PEER_NODE, "sync": "bitmap",
+                **speed, "job-id": job, "device": DISK_NODE, "target": PEER_NODE, "sync": "bitmap",
                 "bitmap": f"dirty-{gen}", "bitmap-mode": "never",
                 "on-source-error": "report", "on-target-error": "report"})
             data = await done
@@ -348,7 +358,8 @@ class QemuMirror:
         await gone
         top = DISK_NODE
         try:
-            copied += await self._copy_round(gen, gen + 1)
+            # the guest waits on this round: at full speed
+            copied += await self._copy_round(gen, gen + 1, limited=False)
             await self._start_mirror("none")
             top = MIRROR_TOP
         finally:
