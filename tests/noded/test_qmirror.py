@@ -124,6 +124,38 @@ class QemuMirrorTest(TestCase):
         self.assertEqual(pair.read(1, 2 * MIB, MIB), b"\x23" * MIB)
 
     @aio
+    async def test_a_writers_hook_replaces_closing_the_export(self):
+        pair, _ = await self.connected_pair()
+        primary = pair.mirrors[0]
+        seen = []
+
+        class Hook:
+            async def pause(self):
+                seen.append(("pause", await primary._jobs()))
+
+            async def resume(self):
+                seen.append(("resume", await primary._jobs()))
+
+        primary.writers = Hook()
+        gone = pair.daemons[0].wait_event(job_gone, 60)
+        await pair.kill(1)
+        await self.write(pair, 0, 0x31, 0, MIB)
+        await gone
+        await pair.daemons[1].start()
+        exports = await pair.daemons[0].execute("query-block-exports")
+        self.assertEqual(await primary.connect_peer(IPS[1], pair.port), MIB)
+        self.assertEqual([step for step, _ in seen], ["pause", "resume"])
+        self.assertNotIn(MIRROR_JOB, seen[0][1])  # paused before the last round
+        self.assertIn(MIRROR_JOB, seen[1][1])  # resumed once the mirror runs
+        # the same export, never closed, moved by QEMU above the mirror's filter
+        self.assertEqual([(e["id"], e["node-name"]) for e in exports], [("disk", "disk")])
+        after = await pair.daemons[0].execute("query-block-exports")
+        self.assertEqual([(e["id"], e["node-name"], e["shutting-down"]) for e in after],
+                         [("disk", "mirror-top", False)])
+        await self.write(pair, 0, 0x32, 5 * MIB, MIB)  # through the same export
+        self.assertEqual(pair.read(1, 5 * MIB, MIB), b"\x32" * MIB)
+
+    @aio
     async def test_role_swap_copies_nothing(self):
         pair, _ = await self.connected_pair()
         await self.write(pair, 0, 0x61, MIB, MIB)

@@ -23,9 +23,9 @@ later) and no second job may run on a mirrored node, so the copy is done
 before the mirror starts, by ``blockdev-backup sync=bitmap`` rounds (each
 round freezes the current bitmap and starts the next, which records the
 writes made meanwhile; the rounds shrink), then a last round with the
-guest-facing export briefly closed (``block-export-del``: the guest's NBD
-client reconnects) so no write races it, and the mirror starts with
-``sync=none``.  Without a bitmap (a new daemon, a peer never in sync) the
+disk's writers paused (:class:`Writers`; by default the guest-facing export is
+closed, :class:`ExportClosed`) so no write races it, and the mirror starts
+with ``sync=none``.  Without a bitmap (a new daemon, a peer never in sync) the
 mirror starts with ``sync=full``.  A **role swap** (migration) stops the
 ready mirror (``block-job-cancel`` of a ready mirror leaves the target
 identical) and the new primary mirrors back with ``sync=none``: no byte copied.
@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from twisted.internet import defer, task
 from twisted.logger import Logger
@@ -86,11 +86,50 @@ class MirrorStatus:
     estimated_time: int | None = None
 
 
+class Writers(Protocol):
+    """Stops and restarts the writers of a disk (its guest) for the last resync round."""
+
+    async def pause(self) -> None:
+        """Return once no write can reach the disk."""
+
+    async def resume(self) -> None:
+        """Let writes reach the disk again."""
+
+
+class ExportClosed:
+    """The writers are paused by closing the guest-facing export (``block-export-del
+    mode=hard``; in-flight requests finish first): a QEMU whose NBD client has a
+    ``reconnect-delay`` waits and reconnects.  libvirt 9.0 sets no reconnect delay on
+    NBD disks, so a libvirt guest needs a hook that suspends the domain instead."""
+
+    def __init__(self, daemon: MirrorDaemon) -> None:
+        self.daemon = daemon
+
+    async def pause(self) -> None:
+        gone = self.daemon.wait_event(
+            lambda name, data: name == "BLOCK_EXPORT_DELETED" and data.get("id") == EXPORT,
+            JOB_TIMEOUT)
+        await self.daemon.execute("block-export-del", {"id": EXPORT, "mode": "hard"})
+        await gone
+
+    async def resume(self) -> None:
+        # back above the mirror's filter if the mirror started (an export on ``disk``
+        # would bypass it); when the job ends QEMU moves the export down to ``disk``
+        nodes = await self.daemon.execute("query-named-block-nodes", {"flat": True})
+        top = MIRROR_TOP if any(n.get("node-name") == MIRROR_TOP for n in nodes or []) \
+            else DISK_NODE
+        await self.daemon.execute("block-export-add", export_args(top))
+
+
 class QemuMirror:
     """One side of a mirrored disk: its daemon and its role (see the module docstring)."""
 
-    def __init__(self, daemon: MirrorDaemon, rate: int = 0) -> None:
+    def __init__(self, daemon: MirrorDaemon, rate: int = 0,
+                 writers: Writers | None = None) -> None:
         self.daemon = daemon
+        #: stops the disk's writers for the last resync round (default: the export is
+        #: closed, see :class:`ExportClosed`)
+        self.writers = writers
         #: bytes/s of the background copies (the disk's ``resync-rate``); 0: unlimited.
         #: Writes through the mirror are never slowed.
         self.rate = rate
@@ -351,21 +390,14 @@ class QemuMirror:
             gen += 1
             if (await self.bitmaps()).get(gen, 0) <= FINAL_ROUND_BYTES:
                 break
-        gone = self.daemon.wait_event(
-            lambda name, data: name == "BLOCK_EXPORT_DELETED" and data.get("id") == EXPORT,
-            JOB_TIMEOUT)
-        await self.daemon.execute("block-export-del", {"id": EXPORT, "mode": "hard"})
-        await gone
-        top = DISK_NODE
+        writers = self.writers or ExportClosed(self.daemon)
+        await writers.pause()
         try:
             # the guest waits on this round: at full speed
             copied += await self._copy_round(gen, gen + 1, limited=False)
             await self._start_mirror("none")
-            top = MIRROR_TOP
         finally:
-            # The export goes back above the mirror's filter (a new export on ``disk``
-            # would bypass it); when the job ends QEMU moves it down to ``disk``.
-            await self.daemon.execute("block-export-add", export_args(top))
+            await writers.resume()
         return copied
 
     # -- bitmap rotation --------------------------------------------------------------
