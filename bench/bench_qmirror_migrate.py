@@ -12,7 +12,9 @@ primary stops its ready mirror, the new one mirrors back with ``sync=none``)
 and the destination is resumed.  Printed per RUNS migrations: QEMU's
 ``downtime`` and ``total-time`` (query-migrate), the role swap, and the pause
 the guest sees (downtime + swap + ``cont``), p50/p95/max; the bytes each swap
-copied; and whether both data files are equal at the end.
+copied.  The guest writes all along (a counter to a file, ``sync`` after each
+value); at the end it reports how many values it synced and both data files
+must be equal.
 
 Needs root, qemu-system-x86_64, the guest files (``make guest``; GANETI_GUEST_DIR)
 and the busybox OS's tools.  Run:
@@ -21,6 +23,7 @@ GANETI_GUEST_DIR=/work/main/.cache/guest .venv/bin/python bench/bench_qmirror_mi
 
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -29,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from twisted.internet import defer, task
+from twisted.internet import defer, endpoints, protocol, task
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -44,6 +47,8 @@ MIB = 1024 * 1024
 PORT = 7789
 MIGRATION_PORT = 8102  # Ganeti's kvm migration_port default
 IP = shutil.which("ip")
+#: busybox's shell prompt (its line editing then asks for the cursor: ESC [6n)
+PROMPT = re.compile(rb"\n# (\x1b\[6n)?$")
 
 
 class NsDaemon(MirrorDaemon):
@@ -83,9 +88,49 @@ def boot_disk(path):
                    check=True, capture_output=True)
 
 
+class Console(protocol.Protocol):
+    """A guest's serial console (QEMU's UNIX socket): its output, and typing."""
+
+    def __init__(self):
+        self.output = b""
+        self.waiters = []
+
+    def dataReceived(self, data):
+        self.output += data
+        for item in list(self.waiters):
+            pattern, since, d = item
+            m = pattern.search(self.output, since)
+            if m:
+                self.waiters.remove(item)
+                d.callback(m)
+
+    def wait_for(self, reactor, pattern, timeout, since=0):
+        d = defer.Deferred()
+        m = pattern.search(self.output, since)
+        if m:
+            return defer.succeed(m)
+        self.waiters.append((pattern, since, d))
+        return d.addTimeout(timeout, reactor)
+
+    def send(self, text):
+        mark = len(self.output)
+        self.transport.write(text)
+        return mark
+
+
+async def console_of(reactor, path):
+    for _ in range(200):
+        if os.path.exists(path):
+            proto = Console()
+            await endpoints.connectProtocol(endpoints.UNIXClientEndpoint(reactor, path), proto)
+            return proto
+        await task.deferLater(reactor, 0.05, lambda: None)
+    raise RuntimeError(f"no console at {path}")
+
+
 def start_qemu(guest, ns, ip, base, name, incoming=None):
     sock = os.path.join(base, f"{name}.qmp")
-    console = os.path.join(base, f"{name}.console")
+    console = os.path.join(base, f"{name}.serial")
     nbd = {"driver": "nbd", "node-name": "nbd0", "export": "disk", "reconnect-delay": 10,
            "server": {"type": "inet", "host": ip, "port": str(PORT)}}
     argv = [IP, "netns", "exec", ns, shutil.which("qemu-system-x86_64"), "-accel", "tcg",
@@ -95,7 +140,7 @@ def start_qemu(guest, ns, ip, base, name, incoming=None):
             "-blockdev", json.dumps(nbd),
             "-blockdev", json.dumps({"driver": "raw", "file": "nbd0", "node-name": "vd0"}),
             "-device", "virtio-blk-pci,drive=vd0,id=vd0dev",
-            "-serial", f"file:{console}", "-monitor", "none",
+            "-serial", f"unix:{console},server=on,wait=on", "-monitor", "none",
             "-qmp", f"unix:{sock},server=on,wait=off"]
     if incoming:
         argv += ["-S", "-incoming", incoming]
@@ -112,15 +157,6 @@ async def qmp_of(reactor, sock):
                 pass
         await task.deferLater(reactor, 0.05, lambda: None)
     raise RuntimeError(f"no QMP at {sock}")
-
-
-async def wait_console(reactor, path, marker, timeout):
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if os.path.exists(path) and marker in open(path, "rb").read():
-            return time.monotonic() - start
-        await task.deferLater(reactor, 0.1, lambda: None)
-    raise RuntimeError(f"no {marker!r} on the console within {timeout} s")
 
 
 def pct(values, p):
@@ -153,18 +189,26 @@ async def main(reactor, runs=20):
             mirrors.append(QemuMirror(d))
         await mirrors[0].connect_peer(ips[1], PORT, sync="none")  # identical copies
         await mirrors[0].wait_in_sync(60)
-        proc, sock, console = start_qemu(guest, names[0], ips[0], base, "vm0")
+        proc, sock, serial = start_qemu(guest, names[0], ips[0], base, "vm0")
         procs.append(proc)
-        boot = await wait_console(reactor, console, b"GANETI-GUEST-READY", 120)
+        t0 = time.monotonic()
+        console = await console_of(reactor, serial)
         src = await qmp_of(reactor, sock)
-        print(f"guest booted from the mirrored NBD disk in {boot:.1f} s")
+        await console.wait_for(reactor, re.compile(rb"GANETI-GUEST-READY"), 120)
+        print(f"guest booted from the mirrored NBD disk in {time.monotonic() - t0:.1f} s")
+        # the guest writes all along: a counter to a file, each value synced to the disk
+        mark = console.send(b"\n")
+        await console.wait_for(reactor, PROMPT, 30, since=mark)
+        console.send(b"(i=0; while true; do i=$((i+1)); echo $i > /cnt; sync; done) &\n")
         down, total, swap, cont, pause, swapped = [], [], [], [], [], []
         cur = 0
         for run in range(runs):
             nxt = 1 - cur
-            dproc, dsock, _ = start_qemu(guest, names[nxt], ips[nxt], base, f"vm{run + 1}",
-                                         incoming=f"tcp:{ips[nxt]}:{MIGRATION_PORT}")
+            dproc, dsock, dserial = start_qemu(guest, names[nxt], ips[nxt], base,
+                                               f"vm{run + 1}",
+                                               incoming=f"tcp:{ips[nxt]}:{MIGRATION_PORT}")
             procs.append(dproc)
+            dconsole = await console_of(reactor, dserial)
             dst = await qmp_of(reactor, dsock)
             await mirrors[nxt].prepare_peer(ips[cur], PORT)
             await src.execute("migrate-set-parameters",
@@ -195,7 +239,10 @@ async def main(reactor, runs=20):
             cont.append((t2 - t1) * 1000)
             pause.append(info["downtime"] + (t2 - t0) * 1000)
             await src.execute("quit")
-            src, cur = dst, nxt
+            src, cur, console = dst, nxt, dconsole
+        mark = console.send(b"kill $!; sync; echo CNT=$(cat /cnt)\n")
+        count = int((await console.wait_for(reactor, re.compile(rb"CNT=(\d+)"), 60,
+                                            since=mark)).group(1))
         st = await mirrors[cur].wait_in_sync(60)
         for label, vals in (("QEMU downtime", down), ("QEMU total-time", total),
                             ("role swap", swap), ("destination cont", cont),
@@ -208,7 +255,8 @@ async def main(reactor, runs=20):
         await task.deferLater(reactor, 0.5, lambda: None)
         same = (open(os.path.join(base, "data0.img"), "rb").read()
                 == open(os.path.join(base, "data1.img"), "rb").read())
-        print(f"data files equal after the guest stopped: {same}")
+        print(f"the guest synced {count} counter values to its disk meanwhile; data files "
+              f"equal after it stopped: {same}")
         print(f"SUMMARY qmirror-migrate runs={runs} downtime_p95_ms={pct(down, 0.95):.1f} "
               f"pause_p95_ms={pct(pause, 0.95):.1f} swap_bytes={sum(swapped)}")
     finally:
