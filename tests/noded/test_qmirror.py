@@ -156,6 +156,21 @@ class QemuMirrorTest(TestCase):
         self.assertEqual(pair.read(1, 5 * MIB, MIB), b"\x32" * MIB)
 
     @aio
+    async def test_disconnect_then_reattach_copies_what_changed(self):
+        pair, _ = await self.connected_pair()
+        primary = pair.mirrors[0]
+        await self.write(pair, 0, 0x51, 0, MIB)
+        self.assertTrue(await primary.rotate())
+        await primary.disconnect()  # StandAlone: the peer's daemon stays up
+        st = await primary.status()
+        self.assertEqual((st.role, st.connected), ("primary", False))
+        await self.write(pair, 0, 0x52, 6 * MIB, MIB)
+        self.assertEqual(pair.read(1, 6 * MIB, MIB), bytes(MIB))
+        self.assertEqual(await primary.connect_peer(IPS[1], pair.port), MIB)
+        self.assertTrue((await primary.wait_in_sync(60)).in_sync)
+        self.assertEqual(pair.read(1, 6 * MIB, MIB), b"\x52" * MIB)
+
+    @aio
     async def test_role_swap_copies_nothing(self):
         pair, _ = await self.connected_pair()
         await self.write(pair, 0, 0x61, MIB, MIB)
