@@ -63,8 +63,9 @@ async def writes(children, ip, port, runs):
     return statistics.median(lat), statistics.median(tput)
 
 
-async def main(reactor, size_mib=256, dirty_mib=32, runs=3, meta=0):
+async def main(reactor, size_mib=256, dirty_mib=32, runs=3, meta=0, writethrough=0):
     size_mib, dirty_mib, runs, meta = int(size_mib), int(dirty_mib), int(runs), int(meta)
+    writethrough = bool(int(writethrough))
     base = tempfile.mkdtemp(prefix="qmb", dir="/tmp")
     children = ChildProcesses(reactor, reactor)
     port = free_port(IPS)
@@ -81,7 +82,8 @@ async def main(reactor, size_mib=256, dirty_mib=32, runs=3, meta=0):
                 f.truncate(128 * MIB)
             meta_volume = Volume(os.path.join(base, f"meta{i}.img"))
         daemons.append(MirrorDaemon(reactor, reactor, children, os.path.join(base, f"run{i}"),
-                                    "bench", Volume(path), ip, port, meta=meta_volume))
+                                    "bench", Volume(path), ip, port, meta=meta_volume,
+                                    peer_writethrough=writethrough))
     a, b = (QemuMirror(d) for d in daemons)
     try:
         for d in daemons:

@@ -18,7 +18,8 @@ must be equal.
 
 Needs root, qemu-system-x86_64, the guest files (``make guest``; GANETI_GUEST_DIR)
 and the busybox OS's tools.  Run:
-GANETI_GUEST_DIR=/work/main/.cache/guest .venv/bin/python bench/bench_qmirror_migrate.py [RUNS]
+GANETI_GUEST_DIR=/work/main/.cache/guest .venv/bin/python bench/bench_qmirror_migrate.py \
+    [RUNS] [WRITETHROUGH]
 """
 
 import json
@@ -49,15 +50,6 @@ MIGRATION_PORT = 8102  # Ganeti's kvm migration_port default
 IP = shutil.which("ip")
 #: busybox's shell prompt (its line editing then asks for the cursor: ESC [6n)
 PROMPT = re.compile(rb"\n# (\x1b\[6n)?$")
-
-
-class NsDaemon(MirrorDaemon):
-    """A mirror daemon started inside a network namespace."""
-
-    ns = ""
-
-    def argv(self):
-        return [IP, "netns", "exec", self.ns, *super().argv()]
 
 
 def sh(*argv):
@@ -164,8 +156,8 @@ def pct(values, p):
     return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
 
 
-async def main(reactor, runs=20):
-    runs = int(runs)
+async def main(reactor, runs=20, writethrough=0):
+    runs, writethrough = int(runs), bool(int(writethrough))
     guest = guestfiles.find_guest()
     if guest is None or os.geteuid() != 0:
         raise SystemExit("needs root and the guest files (GANETI_GUEST_DIR, make guest)")
@@ -181,9 +173,9 @@ async def main(reactor, runs=20):
                 boot_disk(path)
             else:
                 shutil.copyfile(os.path.join(base, "data0.img"), path)
-            d = NsDaemon(reactor, reactor, children, os.path.join(base, f"run{i}"), "m",
-                         Volume(path), ips[i], PORT)
-            d.ns = names[i]
+            d = MirrorDaemon(reactor, reactor, children, os.path.join(base, f"run{i}"), "m",
+                             Volume(path), ips[i], PORT, peer_writethrough=writethrough,
+                             prefix=[IP, "netns", "exec", names[i]])
             await d.start()
             daemons.append(d)
             mirrors.append(QemuMirror(d))
@@ -199,7 +191,8 @@ async def main(reactor, runs=20):
         # the guest writes all along: a counter to a file, each value synced to the disk
         mark = console.send(b"\n")
         await console.wait_for(reactor, PROMPT, 30, since=mark)
-        console.send(b"(i=0; while true; do i=$((i+1)); echo $i > /cnt; sync; done) &\n")
+        console.send(b"(i=0; while true; do i=$((i+1)); echo $i > /c.new; mv /c.new /cnt; "
+                     b"sync; done) &\n")
         down, total, swap, cont, pause, swapped = [], [], [], [], [], []
         cur = 0
         for run in range(runs):
@@ -241,8 +234,12 @@ async def main(reactor, runs=20):
             await src.execute("quit")
             src, cur, console = dst, nxt, dconsole
         mark = console.send(b"kill $!; sync; echo CNT=$(cat /cnt)\n")
-        count = int((await console.wait_for(reactor, re.compile(rb"CNT=(\d+)"), 60,
-                                            since=mark)).group(1))
+        try:
+            count = int((await console.wait_for(reactor, re.compile(rb"CNT=(\d+)"), 60,
+                                                since=mark)).group(1))
+        except defer.TimeoutError:
+            raise SystemExit("the guest did not answer; its console:\n"
+                             + console.output[-2000:].decode(errors="replace")) from None
         st = await mirrors[cur].wait_in_sync(60)
         for label, vals in (("QEMU downtime", down), ("QEMU total-time", total),
                             ("role swap", swap), ("destination cont", cont),

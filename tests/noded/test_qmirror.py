@@ -8,7 +8,7 @@ from twisted.trial.unittest import TestCase
 
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.qmirror_roles import MIRROR_JOB
-from tests.noded.qmirrorhelpers import IPS, MIB, MirrorPair
+from tests.noded.qmirrorhelpers import IPS, MIB, MirrorPair, program
 
 
 def job_gone(name, data):
@@ -148,10 +148,11 @@ class QemuMirrorTest(TestCase):
         self.assertNotIn(MIRROR_JOB, seen[0][1])  # paused before the last round
         self.assertIn(MIRROR_JOB, seen[1][1])  # resumed once the mirror runs
         # the same export, never closed, moved by QEMU above the mirror's filter
-        self.assertEqual([(e["id"], e["node-name"]) for e in exports], [("disk", "disk")])
+        self.assertEqual(sorted((e["id"], e["node-name"]) for e in exports),
+                         [("disk", "disk"), ("peer", "disk")])
         after = await pair.daemons[0].execute("query-block-exports")
-        self.assertEqual([(e["id"], e["node-name"], e["shutting-down"]) for e in after],
-                         [("disk", "mirror-top", False)])
+        self.assertEqual(sorted((e["id"], e["node-name"], e["shutting-down"]) for e in after),
+                         [("disk", "mirror-top", False), ("peer", "mirror-top", False)])
         await self.write(pair, 0, 0x32, 5 * MIB, MIB)  # through the same export
         self.assertEqual(pair.read(1, 5 * MIB, MIB), b"\x32" * MIB)
 
@@ -169,6 +170,20 @@ class QemuMirrorTest(TestCase):
         self.assertEqual(await primary.connect_peer(IPS[1], pair.port), MIB)
         self.assertTrue((await primary.wait_in_sync(60)).in_sync)
         self.assertEqual(pair.read(1, 6 * MIB, MIB), b"\x52" * MIB)
+
+    @aio
+    async def test_bitmaps_are_dropped_only_once_the_peer_has_flushed(self):
+        pair, _ = await self.connected_pair()
+        primary = pair.mirrors[0]
+        await self.write(pair, 0, 0x41, 0, MIB)
+        before = await primary.bitmaps()
+        self.assertEqual(list(before.values()), [MIB])
+        pair.daemons[0].prefix = [program("false")]  # the flush cannot run
+        self.assertFalse(await primary.rotate())
+        self.assertEqual(await primary.bitmaps(), before)
+        pair.daemons[0].prefix = []
+        self.assertTrue(await primary.rotate())
+        self.assertEqual(list((await primary.bitmaps()).values()), [0])
 
     @aio
     async def test_role_swap_copies_nothing(self):

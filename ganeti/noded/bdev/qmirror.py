@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,16 +49,27 @@ log = Logger()
 START_TIMEOUT = 30.0
 #: The export every daemon serves (the peer's mirror and the guest open it by name).
 EXPORT = "disk"
+#: The export the peer's mirror writes into (write-through: see the module docstring).
+PEER_EXPORT = "peer"
 #: The node the export serves.
 DISK_NODE = "disk"
 
 
+def _program(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise BlockDeviceError(f"{name} is not installed (not found on PATH)")
+    return os.path.abspath(path)
+
+
 def qsd_program() -> str:
     """The ``qemu-storage-daemon`` program on the daemon's PATH."""
-    path = shutil.which("qemu-storage-daemon")
-    if path is None:
-        raise BlockDeviceError("qemu-storage-daemon is not installed (not found on PATH)")
-    return os.path.abspath(path)
+    return _program("qemu-storage-daemon")
+
+
+def qemu_io_program() -> str:
+    """The ``qemu-io`` program on the daemon's PATH (flushes the peer's export)."""
+    return _program("qemu-io")
 
 
 @dataclass(frozen=True)
@@ -88,10 +99,11 @@ class Volume:
             return f.read(length)
 
 
-def export_args(node: str) -> dict[str, Any]:
-    """``block-export-add`` of the writable NBD export ``disk`` on ``node``."""
-    return {"type": "nbd", "id": EXPORT, "node-name": node, "name": EXPORT,
-            "writable": True}
+def export_args(node: str, name: str = EXPORT, writethrough: bool = False
+                ) -> dict[str, Any]:
+    """``block-export-add`` of the writable NBD export ``name`` on ``node``."""
+    return {"type": "nbd", "id": name, "node-name": node, "name": name, "writable": True,
+            "writethrough": writethrough}
 
 
 def daemon_dir(run_dir: str) -> str:
@@ -121,7 +133,8 @@ class MirrorDaemon:
 
     def __init__(self, reactor: IReactorUNIX, clock: IReactorTime, children: ChildProcesses,
                  run_dir: str, name: str, volume: Volume, local_ip: str, port: int,
-                 meta: Volume | None = None) -> None:
+                 meta: Volume | None = None, peer_writethrough: bool = False,
+                 prefix: Sequence[str] = ()) -> None:
         self.reactor = reactor
         self.clock = clock
         self.children = children
@@ -129,6 +142,10 @@ class MirrorDaemon:
         self.name = name
         self.volume = volume
         self.meta = meta
+        self.peer_writethrough = peer_writethrough
+        #: runs the programs as on the node (a test's or bench's network namespace:
+        #: ``ip netns exec NS``); the first word an absolute path
+        self.prefix = list(prefix)
         self.local_ip = local_ip
         self.port = port
         self.qmp: qmp.QMPProtocol | None = None
@@ -158,7 +175,7 @@ class MirrorDaemon:
         node is ``disk`` and exported at once; with one, :meth:`start` opens the qcow2
         ``disk`` node over both and exports it."""
         data_name = DISK_NODE if self.meta is None else "data"
-        argv = [qsd_program(), "--daemonize", "--pidfile", self.pidfile,
+        argv = [*self.prefix, qsd_program(), "--daemonize", "--pidfile", self.pidfile,
                 "--chardev", f"socket,id=qmp,path={self.qmp_socket},server=on,wait=off",
                 "--monitor", "chardev=qmp"]
         for node in self.volume.nodes(data_name) + (self.meta.nodes("meta") if self.meta
@@ -167,8 +184,13 @@ class MirrorDaemon:
         server = {"addr": {"type": "inet", "host": self.local_ip, "port": str(self.port)}}
         argv += ["--nbd-server", json.dumps(server)]
         if self.meta is None:
-            argv += ["--export", json.dumps(export_args(DISK_NODE))]
+            argv += ["--export", json.dumps(export_args(DISK_NODE)),
+                     "--export", json.dumps(self.peer_export())]
         return argv
+
+    def peer_export(self) -> dict[str, Any]:
+        """The export the peer's mirror writes into."""
+        return export_args(DISK_NODE, PEER_EXPORT, self.peer_writethrough)
 
     async def start(self) -> bool:
         """Make sure the daemon runs and QMP is connected; True if it was started now,
@@ -208,6 +230,7 @@ class MirrorDaemon:
             await self._format()
             await self.execute("blockdev-add", node)
         await self.execute("block-export-add", export_args(DISK_NODE))
+        await self.execute("block-export-add", self.peer_export())
 
     async def _format(self) -> None:
         assert self.meta is not None

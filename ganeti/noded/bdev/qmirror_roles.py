@@ -42,7 +42,14 @@ from twisted.internet import defer, task
 from twisted.logger import Logger
 
 from ganeti.noded.bdev.base import BlockDeviceError
-from ganeti.noded.bdev.qmirror import DISK_NODE, EXPORT, MirrorDaemon, export_args
+from ganeti.noded.bdev.qmirror import (
+    DISK_NODE,
+    EXPORT,
+    PEER_EXPORT,
+    MirrorDaemon,
+    export_args,
+    qemu_io_program,
+)
 
 log = Logger()
 
@@ -321,7 +328,7 @@ class QemuMirror:
         if PEER_NODE in await self._nodes():
             await self.daemon.execute("blockdev-del", {"node-name": PEER_NODE})
         await self.daemon.execute("blockdev-add", {
-            "driver": "nbd", "node-name": PEER_NODE, "export": EXPORT,
+            "driver": "nbd", "node-name": PEER_NODE, "export": PEER_EXPORT,
             "server": {"type": "inet", "host": peer_ip, "port": str(port)},
             "reconnect-delay": 0})
 
@@ -430,17 +437,40 @@ class QemuMirror:
 
     async def rotate(self) -> bool:
         """Start a new bitmap and drop the older ones if the mirror is ready with
-        nothing pending (what they mark is on the peer); whether it rotated."""
+        nothing pending and the peer has flushed (what they mark is on the peer's
+        disk); whether it rotated."""
         maps = await self.bitmaps()
         gen = max(maps) + 1 if maps else 1
         await self._add_bitmap(gen)
-        job = (await self._jobs()).get(MIRROR_JOB)
-        if job is None or not job.get("ready") or job.get("offset") != job.get("len"):
-            await self._remove_bitmap(gen)  # not in sync: the old bitmaps stay
+        if not await self._ready() or not await self._flush_peer() \
+                or not await self._ready():
+            await self._remove_bitmap(gen)  # not known on the peer's disk: they stay
             return False
         for old in maps:
             await self._remove_bitmap(old)
         return True
+
+    async def _ready(self) -> bool:
+        job = (await self._jobs()).get(MIRROR_JOB)
+        return job is not None and bool(job.get("ready")) \
+            and job.get("offset") == job.get("len")
+
+    async def _flush_peer(self) -> bool:
+        """Make what the peer acknowledged durable there (a flush through its export,
+        which covers every write it completed; a write-through export needs none)."""
+        if self.daemon.peer_writethrough:
+            return True
+        peer = (await self._nodes()).get(PEER_NODE, {})
+        url = str(peer.get("image", {}).get("filename") or peer.get("file") or "")
+        if not url.startswith("nbd:"):
+            return False
+        out = await self.daemon.children.run(
+            [*self.daemon.prefix, qemu_io_program(), "-f", "raw", "-c", "flush", url],
+            timeout=JOB_TIMEOUT)
+        if not out.ok:
+            log.warn("Flushing the peer of {name} failed: {why}", name=self.daemon.name,
+                     why=out.reason())
+        return out.ok
 
     def _start_rotation(self) -> None:
         if self._rotator is None:
