@@ -5,10 +5,16 @@ disk's local data volume and serves it over NBD on ``local-ip:port`` (the
 disk's DRBD port, Ganeti's layout: both nodes use the same port, each on its
 own address).  Its node graph is::
 
-    file "file"  (the data volume: a file, or the PV holding an LV)
-      raw "disk" (offset/size: the LV's extents on its PV; none for a file)
-        NBD export "disk", writable   (the peer's mirror when secondary,
-                                       the local guest when primary)
+    file "disk-file"  (the data volume: a file, or the PV holding an LV)
+      raw "disk"      (offset/size: the LV's extents on its PV; none for a file)
+        NBD export "disk", writable   (the local guest's, when primary)
+        NBD export "peer", writable   (the peer's mirror's, when secondary;
+                                       write-back unless ``peer_writethrough``)
+
+With a metadata volume, ``disk`` is instead a qcow2 node whose metadata (and
+persistent dirty bitmaps) live on the metadata volume and whose data file is
+the data volume's raw node ``data`` (``data-file-raw``: the data volume stays
+a plain raw image); a zeroed metadata volume is formatted on first start.
 
 The daemon is started through the node's child processes
 (:mod:`ganeti.noded.procs`) with ``--daemonize``: the child ends when the
@@ -20,7 +26,7 @@ re-finds a running daemon by its pid file and reconnects to it rather than
 starting another.  The roles, the mirror job and the resync are in
 :mod:`.qmirror_roles`.
 
-QSD runs one NBD server per process, so both exports share the TCP listener
+QSD runs one NBD server per process, so the exports share the TCP listener
 (a migration target serves its peer's mirror and the incoming guest at once);
 the guest-facing export is reached on the node's own address, not a UNIX
 socket (docs/design/block-devices.md, "The qemu mirror engine").

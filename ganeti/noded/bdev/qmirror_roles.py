@@ -1,8 +1,9 @@
 """The ``qemu`` mirror engine's roles: the synchronous mirror, the resync, the swap.
 
 A disk's two daemons (:class:`~.qmirror.MirrorDaemon`) both export their data
-(``disk``).  The **secondary** only serves: its peer writes into its export.
-The **primary** also opens the peer's export as its NBD node ``peer`` and runs
+(``disk`` for the guest, ``peer`` for the other side's mirror).  The
+**secondary** only serves: its peer writes into its ``peer`` export.  The
+**primary** also opens the peer's ``peer`` export as its NBD node ``peer`` and runs
 the mirror job ``mirror``: ``blockdev-mirror`` of ``disk`` to ``peer`` with
 ``copy-mode=write-blocking``, so once the job is *ready* a write completes
 only when both sides have it (DRBD's protocol C).  The job is the connection:
@@ -15,8 +16,9 @@ only when both sides have it (DRBD's protocol C).  The job is the connection:
 
 **Dirty bitmaps** (``dirty-<n>`` on ``disk``, always recording while primary)
 say what the peer may lack: one is started when the mirror becomes ready
-and the older ones dropped (what was written before is on the peer), again
-every :data:`ROTATE_INTERVAL` seconds while the job stays ready.  When the
+and the older ones dropped once the peer has flushed (what was written before
+is on its disk), again every :data:`ROTATE_INTERVAL` seconds while the job
+stays ready.  When the
 peer comes back, :meth:`QemuMirror.connect_peer` copies only what the bitmap
 marks.  QEMU 7.2's ``blockdev-mirror`` takes no bitmap (``sync=bitmap`` came
 later) and no second job may run on a mirrored node, so the copy is done
