@@ -27,6 +27,7 @@ from ganeti.noded.backend.context import NodeContext
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.blockdev import AdoptedDevice
 from ganeti.noded.bdev.device import BlockDevice, DisklessDevice
+from ganeti.noded.bdev.drbd import DrbdDevice
 from ganeti.noded.bdev.files import FileDevice
 from ganeti.noded.bdev.lvm import LogicalVolume
 
@@ -39,6 +40,7 @@ DEVICE_CLASSES: dict[str, type[BlockDevice]] = {
     constants.DT_PLAIN: LogicalVolume,
     constants.DT_BLOCK: AdoptedDevice,
     constants.DT_DISKLESS: DisklessDevice,
+    constants.DT_DRBD8: DrbdDevice,
 }
 
 
@@ -84,6 +86,14 @@ async def find_device(ctx: NodeContext, disk: dict[str, Any]) -> BlockDevice | N
     """The disk's device if it exists (attached, with the children found), else None."""
     dev = build(ctx, disk)
     return dev if await _attach(dev) else None
+
+
+async def find_quietly(ctx: NodeContext, disk: dict[str, Any]) -> BlockDevice | None:
+    """:func:`find_device`, None also for a disk it cannot even look for (malformed)."""
+    try:
+        return await find_device(ctx, disk)
+    except BlockDeviceError:
+        return None
 
 
 async def _assemble(dev: BlockDevice, as_primary: bool) -> bool:
