@@ -321,7 +321,7 @@ class DrbdDevice(BlockDevice):
             state.net, state.multimaster = True, bool(multimaster)
             await self.net.listen(state)
             await self.net.save(state)
-        if self.qemu and state.role == PRIMARY and not multimaster:
+        if self.qemu and state.role == PRIMARY:
             await qmirror_drbd.opened(self)
 
     async def add_children(self, devices: Sequence[BlockDevice]) -> None:

@@ -10,9 +10,13 @@ secondary.
 
 - assemble (both sides, with local volumes): the daemon runs (re-found if it
   does); a diskless side has none;
-- open (primary): the mirror to the peer starts; a new resource (its first
-  open after create) starts in sync (``sync=none``), otherwise the dirty
-  bitmap's extents are copied (or everything without a bitmap); an
+- open (primary), and attach_net on a primary: the mirror to the peer starts
+  (not while the peer is primary too: dual-primary during a migration, the old
+  primary's mirror runs on); a new resource (its first open after create)
+  starts in sync (``sync=none``), otherwise the dirty bitmap's extents are
+  copied, or everything without a bitmap -- so a role swap through
+  close/open copies the whole disk (the zero-copy swap of
+  :meth:`QemuMirror.prepare_peer` needs the migration to drive it); an
   unreachable peer leaves the primary degraded, as DRBD's WFConnection;
 - close (secondary): the mirror stops (a ready mirror leaves the peer
   identical), the peer's export stays for the new primary;
@@ -39,6 +43,7 @@ from ganeti.core import constants
 from ganeti.noded.bdev import lvm
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.device import BlockDevice
+from ganeti.noded.bdev.drbdstate import PRIMARY
 from ganeti.noded.bdev.qmirror import EXPORT, MirrorDaemon, Volume, daemon_dir
 from ganeti.noded.bdev.qmirror_roles import MirrorStatus, QemuMirror
 
@@ -93,14 +98,35 @@ def _rate(dev: DrbdDevice) -> int:
     return dev._rate() * 1024  # KiB/s (the disk's resync-rate) to bytes/s
 
 
+#: The node daemon's engines by pid file: one QMP connection per qemu-storage-daemon
+#: (its monitor takes one client), one rotation loop.
+_MIRRORS: dict[str, QemuMirror] = {}
+
+
 async def mirror_of(dev: DrbdDevice, start: bool = False) -> QemuMirror | None:
     """The side's engine, its daemon connected (``start``: started if it does not run;
     else None when it does not run)."""
     daemon = await _daemon(dev)
-    if daemon is None or (not start and daemon.pid() is None):
+    if daemon is None:
         return None
-    await daemon.start()
-    return QemuMirror(daemon, rate=_rate(dev))
+    mirror = _MIRRORS.get(daemon.pidfile)
+    if mirror is None or mirror.daemon.pid() is None:
+        if mirror is not None:
+            forget(mirror)
+        if not start and daemon.pid() is None:
+            return None
+        mirror = _MIRRORS[daemon.pidfile] = QemuMirror(daemon, rate=_rate(dev))
+    mirror.rate = _rate(dev)
+    await mirror.daemon.start()
+    return mirror
+
+
+def forget(mirror: QemuMirror) -> None:
+    """Drop an engine whose daemon ended (its connection closed, its loop stopped)."""
+    mirror.close()
+    if mirror.daemon.qmp is not None:
+        mirror.daemon.qmp.close()
+    _MIRRORS.pop(mirror.daemon.pidfile, None)
 
 
 def _fresh_marker(dev: DrbdDevice) -> str:
@@ -123,9 +149,15 @@ async def assembled(dev: DrbdDevice) -> None:
 
 
 async def opened(dev: DrbdDevice) -> None:
-    """Primary: mirror to the peer (see the module docstring)."""
+    """Primary: mirror to the peer (see the module docstring); not while the peer is
+    primary too (dual-primary, a migration: the peer mirrors here, and two mirrors
+    would send writes round)."""
     mirror = await mirror_of(dev, start=True)
     if mirror is None or dev.port is None or not dev.remote_ip:
+        return
+    state = await dev.net.load(dev._minor())
+    peer = await dev.net.ask_peer(state) if state is not None else None
+    if peer is not None and peer.get("role") == PRIMARY:
         return
     marker = _fresh_marker(dev)
     fresh = await dev.ctx.run(os.path.exists, marker)
@@ -158,6 +190,10 @@ async def shut_down(dev: DrbdDevice) -> None:
     """The daemon ends (a persistent bitmap is saved); safe when it does not run."""
     daemon = await _daemon(dev)
     if daemon is not None:
+        mirror = _MIRRORS.pop(daemon.pidfile, None)
+        if mirror is not None:  # its own connection says quit
+            mirror.close()
+            daemon = mirror.daemon
         await daemon.stop()
         if os.path.exists(_fresh_marker(dev)):
             await dev.ctx.run(os.unlink, _fresh_marker(dev))
