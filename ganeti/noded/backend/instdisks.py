@@ -18,7 +18,7 @@ from typing import Any
 
 from ganeti.core import constants
 from ganeti.noded.backend.context import NodeContext, RPCFail
-from ganeti.noded.bdev import devices, lvm
+from ganeti.noded.bdev import devices, lvm, qmirror_drbd
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors.domainxml import DiskSpec
 
@@ -37,6 +37,13 @@ async def gather(ctx: NodeContext, name: str, instance: Mapping[str, Any]) -> li
             raise RPCFail(f"Could not start instance {name}: disk {idx}: {err}") from None
         if path is None:
             continue  # diskless
+        if kind == constants.DT_DRBD8 and qmirror_drbd.is_qemu(
+                disk.get("dynamic_params") or {}):
+            # the qemu mirror engine: the node's own mirror daemon serves it over NBD
+            export, host, port = qmirror_drbd.guest_nbd(disk)
+            specs.append(DiskSpec(export, nbd=(host, port),
+                                  read_only=disk.get("mode") == "ro"))
+            continue
         if kind == constants.DT_PLAIN and not lvm.dm_available():
             specs.append(await volume_range(ctx, name, idx, disk))
             continue

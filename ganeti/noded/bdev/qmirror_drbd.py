@@ -209,6 +209,17 @@ async def status(dev: DrbdDevice) -> MirrorStatus | None:
 
 def guest_disk(dev: DrbdDevice) -> tuple[str, str, int]:
     """(export, host, port) the guest opens on this node."""
-    if dev.port is None or not dev.local_ip:
-        raise BlockDeviceError("drbd disk without its network parameters")
-    return EXPORT, str(dev.local_ip), nbd_port(dev.port)
+    return guest_nbd(dev.disk)
+
+
+def guest_nbd(disk: Mapping[str, Any]) -> tuple[str, str, int]:
+    """(export, host, port) the guest opens on this node, from the disk dict (its
+    port in ``logical_id``, this node's address in its dynamic parameters)."""
+    lid = disk.get("logical_id")
+    dyn = disk.get("dynamic_params") or {}
+    port = lid[2] if isinstance(lid, list) and len(lid) == 6 else None
+    host = dyn.get("local-ip") if isinstance(dyn, Mapping) else None
+    if not isinstance(port, int) or isinstance(port, bool) or not host:
+        raise BlockDeviceError("drbd disk without its network parameters (port, "
+                               "local-ip)")
+    return EXPORT, str(host), nbd_port(port)
