@@ -170,13 +170,33 @@ class QemuEngineTest(TestCase):
         for dev in (a, b):
             await dev.attach_net(False)
         mirror_b = await qmirror_drbd.mirror_of(b)
-        self.assertEqual(mirror_b.copied, SIZE * MIB)  # no bitmap on b: a full copy
+        # b recorded what reached it while both were primary (a's mirrored write; a
+        # migrated guest's own first writes would be there too): that is copied back
+        self.assertEqual(mirror_b.copied, MIB)
         self.assertTrue((await mirror_b.wait_in_sync(60)).in_sync)
         self.assertFalse((await b.sync_status()).is_degraded)
         await self.write(self.b, 0x5D, 8 * MIB, MIB)
         self.assertEqual(self.a.read(8 * MIB, MIB), b"\x5d" * MIB)
         with open(self.a.data, "rb") as fa, open(self.b.data, "rb") as fb:
             self.assertEqual(fa.read(), fb.read())
+
+        # a plain swap: b closes in sync (a hand-over), a opens and copies nothing
+        await b.close()
+        await a.open()
+        mirror_a = await qmirror_drbd.mirror_of(a)
+        self.assertEqual(mirror_a.copied, 0)
+        self.assertTrue((await mirror_a.wait_in_sync(60)).in_sync)
+        await self.write(self.a, 0x5F, 16 * MIB, MIB)
+        self.assertEqual(self.b.read(16 * MIB, MIB), b"\x5f" * MIB)
+        # the hand-over is used once: after a's session, b's next open cannot take it
+        await a.close()  # a hands over in turn (in sync)
+        await qmirror_drbd.shut_down(b)  # b's daemon restarts: still no bitmap on b
+        await b.assemble()
+        await b.open()
+        self.assertEqual((await qmirror_drbd.mirror_of(b)).copied, 0)  # a's token, new
+        await b.close()
+        await b.open()  # b's own token is not the peer's: a's old one is used up
+        self.assertEqual((await qmirror_drbd.mirror_of(b)).copied, SIZE * MIB)
 
         for dev in (a, b):
             await dev.shutdown()

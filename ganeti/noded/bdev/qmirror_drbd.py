@@ -13,13 +13,15 @@ secondary.
 - open (primary), and attach_net on a primary: the mirror to the peer starts
   (not while the peer is primary too: dual-primary during a migration, the old
   primary's mirror runs on); a new resource (its first open after create)
-  starts in sync (``sync=none``), otherwise the dirty bitmap's extents are
-  copied, or everything without a bitmap -- so a role swap through
-  close/open copies the whole disk (the zero-copy swap of
-  :meth:`QemuMirror.prepare_peer` needs the migration to drive it); an
-  unreachable peer leaves the primary degraded, as DRBD's WFConnection;
+  starts in sync (``sync=none``), as does a side the old primary handed over
+  to (below); otherwise the dirty bitmap's extents are copied, or everything
+  without a bitmap; an unreachable peer leaves the primary degraded, as
+  DRBD's WFConnection; while the peer is primary too, this side only records
+  its writes in a bitmap (copied when its mirror starts);
 - close (secondary): the mirror stops (a ready mirror leaves the peer
-  identical), the peer's export stays for the new primary;
+  identical); if it was in sync, the record gets a hand-over token that the
+  handshake shows the peer, whose next open then copies nothing (each token
+  is used once; a side with a bitmap resyncs from it instead);
 - disconnect_net / attach_net: the mirror stops (the bitmap records on) /
   restarts on a primary;
 - shutdown: the daemon ends (``quit``: a persistent bitmap is saved);
@@ -34,6 +36,7 @@ The handshake listens on the resource's port; the daemon's NBD server on
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -148,34 +151,73 @@ async def assembled(dev: DrbdDevice) -> None:
     await mirror_of(dev, start=True)
 
 
+async def _set_handoff(dev: DrbdDevice, token: str | None) -> None:
+    async with dev.net.locked(dev._minor()):
+        state = await dev.net.load(dev._minor())
+        if state is not None and state.handoff != token:
+            state.handoff = token
+            await dev.net.save(state)
+
+
+def _consumed_file(dev: DrbdDevice) -> str:
+    return os.path.join(daemon_dir(dev.ctx.paths.run_dir), f"drbd{dev._minor()}.handoff")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".new", "w", encoding="ascii") as f:
+        f.write(text + "\n")
+    os.replace(path + ".new", path)
+
+
 async def opened(dev: DrbdDevice) -> None:
     """Primary: mirror to the peer (see the module docstring); not while the peer is
     primary too (dual-primary, a migration: the peer mirrors here, and two mirrors
-    would send writes round)."""
+    would send writes round; what this side writes meanwhile is tracked)."""
     mirror = await mirror_of(dev, start=True)
     if mirror is None or dev.port is None or not dev.remote_ip:
         return
+    await _set_handoff(dev, None)  # this side writes now
     state = await dev.net.load(dev._minor())
     peer = await dev.net.ask_peer(state) if state is not None else None
     if peer is not None and peer.get("role") == PRIMARY:
+        await mirror.track()
         return
     marker = _fresh_marker(dev)
     fresh = await dev.ctx.run(os.path.exists, marker)
+    token = peer.get("handoff") if peer is not None else None
+    handed = (not fresh and isinstance(token, str) and token
+              and not await mirror.bitmaps()
+              and token != await dev.ctx.run(_read, _consumed_file(dev)))
     try:
         await mirror.connect_peer(str(dev.remote_ip), nbd_port(dev.port),
-                                  sync="none" if fresh else "auto")
+                                  sync="none" if fresh or handed else "auto")
     except BlockDeviceError as err:  # the peer is not there: degraded, as WFConnection
         log.warn("drbd{minor}: mirror to {peer} not connected: {err}", minor=dev.minor,
                  peer=dev.remote_ip, err=str(err))
         return
     if fresh:
         await dev.ctx.run(os.unlink, marker)
+    if handed:  # a hand-over is used once
+        await dev.ctx.run(_write, _consumed_file(dev), str(token))
 
 
 async def closed(dev: DrbdDevice) -> None:
-    """Secondary: the mirror stops."""
+    """Secondary: the mirror stops; if the peer was identical then, this side says so
+    in its handshake (a hand-over token), and the peer's open copies nothing."""
     mirror = await mirror_of(dev)
-    if mirror is not None:
+    if mirror is not None and mirror.role() == "primary":
+        clean = await mirror.make_secondary()
+        await _set_handoff(dev, secrets.token_hex(8) if clean else None)
+    elif mirror is not None:
         await mirror.make_secondary()
 
 

@@ -275,26 +275,36 @@ class QemuMirror:
         await self._open_peer(peer_ip, port)
         self._prepared = (peer_ip, port)
 
-    async def stop_mirror(self) -> None:
+    async def stop_mirror(self) -> bool:
         """The switch-over's half on the old primary: stop the mirror job (a ready mirror
         leaves the peer identical; no write may come after); :meth:`make_secondary`
-        tidies up later."""
+        tidies up later.  Whether the peer was identical when it stopped."""
         self._stop_rotation()
         jobs = await self._jobs()
+        clean = await self._ready()
         if MIRROR_JOB in jobs:
             gone = self.daemon.wait_event(_job_gone(MIRROR_JOB), JOB_TIMEOUT)
             await self.daemon.execute("block-job-cancel", {"device": MIRROR_JOB})
             await gone
         self._set_role("secondary")
+        return clean
 
-    async def make_secondary(self) -> None:
+    async def track(self) -> None:
+        """Record writes in a bitmap without mirroring (a new primary while its peer is
+        primary too: what it writes meanwhile is copied when its mirror starts)."""
+        if not await self.bitmaps():
+            await self._add_bitmap(1)
+
+    async def make_secondary(self) -> bool:
         """Stop mirroring (a ready mirror leaves the peer identical) and close the peer;
-        the dirty bitmaps are dropped (the new primary tracks the writes)."""
-        await self.stop_mirror()
+        the dirty bitmaps are dropped (the new primary tracks the writes).  Whether
+        the peer was identical when the mirror stopped."""
+        clean = await self.stop_mirror()
         await self.disconnect()
         for gen in await self.bitmaps():
             await self.daemon.execute("block-dirty-bitmap-remove",
                                       {"node": DISK_NODE, "name": f"dirty-{gen}"})
+        return clean
 
     async def disconnect(self) -> None:
         """Stop the mirror job and close the peer (StandAlone); the bitmap records on."""
