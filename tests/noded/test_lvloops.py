@@ -112,6 +112,11 @@ class OsScriptLoopsTest(OsTestCase):
         self.assertEqual(read_env(out)["DISK_0_PATH"], "/dev/loop9")
         self.assertEqual([r[2] for r in self.ranges], [["xenvg", "u.disk0_data"]])
         self.assertEqual(lvloops.data_volume({"dev_type": "drbd", "children": []}), None)
+        # the qemu engine's disk is written through its mirror only: no loop, no path
+        qemu = dict(drbd, dynamic_params={"mirror": "qemu"})
+        self.assertEqual(await lvloops.attach(self.ctx, instance(disks_info=[qemu]), "x"),
+                         ({}, []))
+        self.assertEqual(lvloops.engine(instance(hypervisor="fake"), drbd), "emulated")
         self.assertEqual(lvloops.data_volume({"dev_type": "file"}), None)
 
     async def test_nothing_attached_with_device_mapper_or_without_volumes(self):

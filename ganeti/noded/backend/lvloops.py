@@ -5,8 +5,10 @@ range of its physical volume (:func:`ganeti.noded.backend.instdisks.volume_range
 An OS script (create, rename) is handed ``DISK_<n>_PATH``: for such a volume this
 module attaches a loop device over that range (``losetup --offset --sizelimit``),
 which the script then opens like any block device, and detaches it afterwards.  A
-``drbd`` disk (whose device does not exist without kernel DRBD either) is its data
-volume, the first child, on this node: the OS is written there.  With device-mapper
+``drbd`` disk of the emulated mirror engine (whose device does not exist) is its
+data volume, the first child, on this node: the OS is written there, as the
+engine's device path is that volume too.  A drbd disk of the ``qemu`` engine is
+left alone: written beside its mirror, the peer's copy would differ unseen.  With device-mapper
 (or for other templates) nothing is attached: the paths stay as the device table
 gives them.
 """
@@ -18,7 +20,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from ganeti.core import constants
+from ganeti.core import constants, diskparams
 from ganeti.noded.backend import instdisks
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.bdev import lvm
@@ -36,12 +38,24 @@ def losetup_program() -> str:
     return os.path.abspath(path)
 
 
-def data_volume(disk: Any) -> dict[str, Any] | None:
-    """The volume holding ``disk``'s data: itself if plain, a drbd disk's first child
-    if that is plain; None otherwise."""
+def engine(instance: Mapping[str, Any], disk: Mapping[str, Any]) -> str:
+    """The mirror engine of a drbd disk: its dynamic parameters', else the master's
+    choice for the instance's hypervisor."""
+    dyn = disk.get("dynamic_params")
+    if isinstance(dyn, dict) and dyn.get("mirror"):
+        return str(dyn["mirror"])
+    return diskparams.MIRROR_ENGINES.get(str(instance.get("hypervisor")),
+                                         diskparams.DEFAULT_MIRROR)
+
+
+def data_volume(disk: Any, mirror: str = diskparams.DEFAULT_MIRROR) -> dict[str, Any] | None:
+    """The volume holding ``disk``'s data: itself if plain, the first child of a drbd
+    disk of the emulated engine (``mirror``) if that is plain; None otherwise."""
     if not isinstance(disk, dict):
         return None
     if disk.get("dev_type") == constants.DT_DRBD8:
+        if mirror != diskparams.DEFAULT_MIRROR:
+            return None
         children = disk.get("children") or []
         child = children[0] if children else None
         if isinstance(child, dict):
@@ -53,7 +67,8 @@ def data_volume(disk: Any) -> dict[str, Any] | None:
 def needs_loops(instance: Mapping[str, Any]) -> bool:
     """Whether some disk of ``instance`` is a volume with no device on this node."""
     disks = instance.get("disks_info") or []
-    return (any(data_volume(d) is not None for d in disks) and not lvm.dm_available())
+    return (any(isinstance(d, dict) and data_volume(d, engine(instance, d)) is not None
+                for d in disks) and not lvm.dm_available())
 
 
 async def attach(ctx: NodeContext, instance: Mapping[str, Any], action: str,
@@ -68,7 +83,8 @@ async def attach(ctx: NodeContext, instance: Mapping[str, Any], action: str,
     loops: list[str] = []
     try:
         for idx, disk in enumerate(instance.get("disks_info") or []):
-            volume = data_volume(disk)
+            volume = (data_volume(disk, engine(instance, disk))
+                      if isinstance(disk, dict) else None)
             if volume is None or only not in (None, idx):
                 continue
             spec = await instdisks.volume_range(ctx, name, idx, volume, action)
