@@ -1,15 +1,20 @@
 """The chunk transfer's reads and writes on a node (ganeti/noded/backend/transfer.py):
-data, runs of zeros, holes of sparse files, the end of the device."""
+data, runs of zeros, holes of sparse files, the end of the device; a volume without
+device-mapper read and written at its extent of its physical volume."""
 
 from __future__ import annotations
 
 import base64
 import os
 
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.noded.backend.context import RPCFail
+from ganeti.noded.backend import transfer
+from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.backend.transfer import read_at, write_at
+from ganeti.noded.bdev import devices, lvm
+from tests.noded.helpers import node_paths
 
 MIB = 1024 * 1024
 
@@ -51,3 +56,47 @@ class ReadWriteTest(SynchronousTestCase):
             read_at(os.path.join(self.mktemp(), "none"), 0, 1)
         with self.assertRaises(RPCFail):
             write_at(os.path.join(self.mktemp(), "none"), 0, b"x", 1, sparse=False)
+
+
+class VolumeExtentTest(SynchronousTestCase):
+    """Without device-mapper a plain volume's chunks are its extent of the physical
+    volume (a file stands in for it), never past its end."""
+
+    def setUp(self):
+        self.pv = self.mktemp()
+        with open(self.pv, "wb") as f:
+            f.write(b"\x11" * (4 * MIB))  # the volume before, the volume, the one after
+        self.patch(lvm, "dm_available", lambda: False)
+
+        async def found(_ctx, _disk):
+            return object()
+
+        async def extents(_ctx, vg, lv):
+            self.assertEqual((vg, lv), ("xenvg", "u.disk0"))
+            return self.pv, MIB, 2 * MIB
+        self.patch(devices, "find_device", found)
+        self.patch(lvm, "extents", extents)
+        self.ctx = NodeContext(paths=node_paths(self), clock=Clock(), run=inline_runner)
+        self.disk = {"dev_type": "plain", "logical_id": ["xenvg", "u.disk0"], "size": 2}
+
+    def read(self, offset, length):
+        return self.successResultOf(transfer.blockdev_read_chunk(self.ctx, self.disk,
+                                                                 offset, length))
+
+    def test_chunks_are_the_extent(self):
+        data = base64.b64encode(b"volume").decode("ascii")
+        self.successResultOf(transfer.blockdev_write_chunk(self.ctx, self.disk, 0, 6, data))
+        self.successResultOf(transfer.blockdev_write_chunk(self.ctx, self.disk, MIB, MIB,
+                                                           None))
+        with open(self.pv, "rb") as f:
+            pv = f.read()
+        self.assertEqual(pv[MIB:MIB + 7], b"volume\x11")
+        self.assertEqual(pv[2 * MIB:3 * MIB], bytes(MIB))  # zeros written, not skipped
+        self.assertEqual(pv[3 * MIB:], b"\x11" * MIB)  # the next volume untouched
+        covered, chunk = self.read(0, 4096)
+        self.assertEqual((covered, base64.b64decode(chunk)[:6]), (4096, b"volume"))
+        self.assertEqual(self.read(MIB, 2 * MIB), [MIB, None])  # cut at the end: zeros
+        self.assertEqual(self.read(2 * MIB, MIB), [0, None])
+        failure = self.failureResultOf(transfer.blockdev_write_chunk(
+            self.ctx, self.disk, 2 * MIB - 2, 6, data), RPCFail)
+        self.assertIn("goes past the end of the volume", str(failure.value))

@@ -2,8 +2,10 @@
 the node reads or writes a piece of one disk's device for an instance move.
 
 The device must exist on this node (it is assembled to find its data path,
-as :mod:`ganeti.noded.bdev.convert` does); the reads and writes run in the
-daemon's blocking pool, never on the reactor.
+as :mod:`ganeti.noded.bdev.convert` does); without device-mapper a ``plain``
+volume has no device, and its data is read and written at its extent of its
+physical volume (:func:`ganeti.noded.bdev.lvm.extents`), never past its end.
+The reads and writes run in the daemon's blocking pool, never on the reactor.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 
 from twisted.internet import defer
 
+from ganeti.core import constants
 from ganeti.core.rpcdefs.transfer import MAX_CHUNK
 from ganeti.noded.backend.context import NodeContext, RPCFail
-from ganeti.noded.bdev import convert, devices
+from ganeti.noded.bdev import convert, devices, lvm
 from ganeti.noded.bdev.base import BlockDeviceError
 
 
@@ -83,9 +86,34 @@ async def _path(ctx: NodeContext, disk: dict[str, Any]) -> str:
         raise RPCFail(str(err)) from None
 
 
+async def _place(ctx: NodeContext, disk: dict[str, Any]) -> tuple[str, int, int | None]:
+    """Where the disk's data is: (path, offset of its first byte there, size in bytes or
+    None for the whole file or device)."""
+    if disk.get("dev_type") != constants.DT_PLAIN or lvm.dm_available():
+        return await _path(ctx, disk), 0, None
+    if await devices.find_device(ctx, disk) is None:
+        raise RPCFail(f"Device '{disk.get('uuid') or disk.get('logical_id')}' not found")
+    try:
+        vg, lv = lvm.vg_lv(disk)
+        return await lvm.extents(ctx, vg, lv)
+    except BlockDeviceError as err:
+        raise RPCFail(str(err)) from None
+
+
+def _within(offset: int, length: int, size: int | None) -> int:
+    """``length`` cut at the end of a range of ``size`` bytes (None: no end)."""
+    if size is None:
+        return length
+    return max(0, min(length, size - offset))
+
+
 async def _read(ctx: NodeContext, disk: dict[str, Any], offset: int, length: int) -> list[Any]:
-    path = await _path(ctx, disk)
-    out: list[Any] = await ctx.run(read_at, path, offset, length)
+    path, base, size = await _place(ctx, disk)
+    length = _within(offset, length, size)
+    if length == 0 and size is not None:
+        return [0, None]
+    out: list[Any] = await ctx.run(read_at, path, base + offset, length)
+    out[0] = _within(offset, out[0], size)  # a hole answered whole stops at the end
     return out
 
 
@@ -103,8 +131,11 @@ async def _write(ctx: NodeContext, disk: dict[str, Any], offset: int, length: in
             raise RPCFail("The chunk is not base64 data") from None
         if len(raw) > min(length, MAX_CHUNK):
             raise RPCFail(f"The chunk has {len(raw)} bytes, more than its length {length}")
-    path = await _path(ctx, disk)
-    await ctx.run(write_at, path, offset, raw, length, cls.sparse)
+    path, base, size = await _place(ctx, disk)
+    if _within(offset, length, size) < length:
+        raise RPCFail(f"The chunk at {offset} ({length} bytes) goes past the end of the "
+                      f"volume ({size} bytes)")
+    await ctx.run(write_at, path, base + offset, raw, length, cls.sparse)
 
 
 def blockdev_read_chunk(ctx: NodeContext, disk: dict[str, Any], offset: int,
