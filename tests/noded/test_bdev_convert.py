@@ -75,17 +75,40 @@ class ConvertTest(NodeCalls, SynchronousTestCase):
         self.assertIn("Disk conversion command '/bin/false if=", msg)
         self.assertIn("exited with error: exited with exit code 1", msg)
 
-    def test_volume_target_is_its_assembled_path(self):
+    def volume(self):
         FakeLvm.install(self, vgs={"xenvg": {"size": 100, "pvs": ["/dev/sdb"]}})
-        self.patch(lvm, "dm_available", lambda: False)
         lv = {"dev_type": "plain", "logical_id": ["xenvg", "c.disk0"], "size": 4,
               "params": {"stripes": 1}, "iv_name": "disk/0", "uuid": "d-3"}
         self.ok("blockdev_create", [lv, 4, "i", True, "", False])
-        # without device-mapper /dev/xenvg/c.disk0 does not exist: dd says so
+        return lv
+
+    def test_volume_without_device_mapper_is_its_extent(self):
+        self.patch(lvm, "dm_available", lambda: False)
+        lv = self.volume()
+        pv = os.path.join(self.root, "pv")  # stands in for the physical volume
+        with open(pv, "wb") as f:
+            f.write(b"\x11" * (6 * MIB))
+
+        async def extents(_ctx, vg, name):
+            self.assertEqual((vg, name), ("xenvg", "c.disk0"))
+            return pv, MIB, 4 * MIB
+        self.patch(lvm, "extents", extents)
+        self.write(self.src["logical_id"][1], 7, b"data")
+        self.ok("blockdev_convert", [self.src, lv])
+        with open(pv, "rb") as f:
+            data = f.read()
+        self.assertEqual(data[MIB:5 * MIB], self.read(self.src["logical_id"][1]))
+        self.assertEqual(data[:MIB] + data[5 * MIB:], b"\x11" * (2 * MIB))  # neighbours
+        self.ok("blockdev_convert", [lv, self.dest])  # and back, from the extent
+        self.assertEqual(self.read(self.dest["logical_id"][1]), data[MIB:5 * MIB])
+        self.patch(convert, "dd_program", lambda: "/bin/false")
         msg = self.fails("blockdev_convert", [self.src, lv])
-        self.assertIn("of=/dev/xenvg/c.disk0", msg)
-        self.assertIn("conv=notrunc,fsync", msg)
-        # where the volume's device exists, the data lands there
+        self.assertIn(f"of={pv} bs=1M count=4 conv=notrunc,fsync seek={MIB} "
+                      "oflag=seek_bytes", msg)
+
+    def test_volume_with_device_mapper_is_its_assembled_path(self):
+        self.patch(lvm, "dm_available", lambda: True)
+        lv = self.volume()
         target = os.path.join(self.root, "lvdev")
         with open(target, "wb") as f:
             f.truncate(4 * MIB)

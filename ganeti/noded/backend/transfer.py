@@ -18,10 +18,9 @@ from typing import Any
 
 from twisted.internet import defer
 
-from ganeti.core import constants
 from ganeti.core.rpcdefs.transfer import MAX_CHUNK
 from ganeti.noded.backend.context import NodeContext, RPCFail
-from ganeti.noded.bdev import convert, devices, lvm
+from ganeti.noded.bdev import convert, devices
 from ganeti.noded.bdev.base import BlockDeviceError
 
 
@@ -74,28 +73,16 @@ def write_at(path: str, offset: int, data: bytes | None, length: int, sparse: bo
         raise RPCFail(f"Cannot write {path}: {err}") from None
 
 
-async def _path(ctx: NodeContext, disk: dict[str, Any]) -> str:
+async def _place(ctx: NodeContext, disk: dict[str, Any]) -> tuple[str, int, int | None]:
+    """Where the disk's data is: (path, offset of its first byte there, size in bytes or
+    None for the whole file or device)."""
     cls = devices.device_class(disk)
     if not cls.holds_data:
         raise RPCFail("Diskless disks hold no data to copy")
     if await devices.find_device(ctx, disk) is None:
         raise RPCFail(f"Device '{disk.get('uuid') or disk.get('logical_id')}' not found")
     try:
-        return await convert.device_path(ctx, disk)
-    except BlockDeviceError as err:
-        raise RPCFail(str(err)) from None
-
-
-async def _place(ctx: NodeContext, disk: dict[str, Any]) -> tuple[str, int, int | None]:
-    """Where the disk's data is: (path, offset of its first byte there, size in bytes or
-    None for the whole file or device)."""
-    if disk.get("dev_type") != constants.DT_PLAIN or lvm.dm_available():
-        return await _path(ctx, disk), 0, None
-    if await devices.find_device(ctx, disk) is None:
-        raise RPCFail(f"Device '{disk.get('uuid') or disk.get('logical_id')}' not found")
-    try:
-        vg, lv = lvm.vg_lv(disk)
-        return await lvm.extents(ctx, vg, lv)
+        return await convert.data_place(ctx, disk)
     except BlockDeviceError as err:
         raise RPCFail(str(err)) from None
 

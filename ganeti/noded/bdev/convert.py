@@ -12,8 +12,8 @@ into them too).
 
 Device paths: a file disk's file below the node's root; a volume's
 ``/dev/<vg>/<lv>`` as assembling it answers (activated with device-mapper;
-without it the path does not exist and the copy fails, see docs/instances.md);
-an adopted device's path.
+without it, its extent of its physical volume: ``dd``'s ``skip``/``seek`` in
+bytes, see docs/instances.md); an adopted device's path.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import os
 import shutil
 from typing import Any
 
+from ganeti.core import constants
 from ganeti.core.rpcdefs.base import RPC_TMO_SLOW
 from ganeti.noded.backend.context import NodeContext
-from ganeti.noded.bdev import devices
+from ganeti.noded.bdev import devices, lvm
 from ganeti.noded.bdev.base import BlockDeviceError, run_program
 
 #: Seconds a copy may run: a little less than the master waits for the call.
@@ -59,6 +60,16 @@ def _name(disk: dict[str, Any]) -> str:
     return str(disk.get("uuid") or disk.get("logical_id"))
 
 
+async def data_place(ctx: NodeContext, disk: dict[str, Any]) -> tuple[str, int, int | None]:
+    """Where the disk's data is on this node (the device exists: checked by the
+    caller): ``(path, offset of its first byte, size in bytes or None)``; without
+    device-mapper a ``plain`` volume is its extent of its physical volume."""
+    if disk.get("dev_type") == constants.DT_PLAIN and not lvm.dm_available():
+        vg, lv = lvm.vg_lv(disk)
+        return await lvm.extents(ctx, vg, lv)
+    return await device_path(ctx, disk), 0, None
+
+
 async def copy(ctx: NodeContext, src: dict[str, Any], dest: dict[str, Any]) -> None:
     """Copy the data of ``src`` to ``dest`` (both disk dicts as the master sends them)."""
     src_cls, dest_cls = devices.device_class(src), devices.device_class(dest)
@@ -72,11 +83,15 @@ async def copy(ctx: NodeContext, src: dict[str, Any], dest: dict[str, Any]) -> N
     if await devices.find_device(ctx, dest) is None:
         raise BlockDeviceError(f"Cannot copy to device '{_name(dest)}': device not found")
     size = _size(src)
-    source = await device_path(ctx, src)
-    target = await device_path(ctx, dest)
+    source, skip, _ = await data_place(ctx, src)
+    target, seek, _ = await data_place(ctx, dest)
     conv = "notrunc,sparse,fsync" if dest_cls.sparse else "notrunc,fsync"
     argv = [dd_program(), f"if={source}", f"of={target}", "bs=1M", f"count={size}",
             f"conv={conv}"]
+    if skip:
+        argv += [f"skip={skip}", "iflag=skip_bytes"]
+    if seek:
+        argv += [f"seek={seek}", "oflag=seek_bytes"]
     out = await run_program(ctx, argv, timeout=COPY_TIMEOUT)
     if not out.ok:
         raise BlockDeviceError(f"Disk conversion command '{' '.join(argv)}' exited with "
