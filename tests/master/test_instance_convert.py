@@ -12,6 +12,7 @@ import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.noded.bdev import convert, lvm
+from ganeti.noded.bdev.base import BlockDeviceError
 from tests.fakes.fakelvm import FakeLvm, enable_lvm
 from tests.fakes.nodes import master_with_nodes
 
@@ -145,6 +146,7 @@ class ConvertTest(SynchronousTestCase):
         self.assertEqual(self.read_pattern(self.paths()[0]), (self.pattern, self.pattern))
 
     def test_file_to_plain_and_back(self):
+        self.patch(lvm, "dm_available", lambda: True)  # volumes have devices: files here
         devices: dict[str, str] = {}
         real = convert.device_path
 
@@ -184,12 +186,15 @@ class ConvertTest(SynchronousTestCase):
         self.assertFalse(os.path.exists(self.root + SHARED + "/conv1.test"))
         self.assertEqual(self.read_pattern(self.paths()[0]), (self.pattern, self.pattern))
 
-    def test_volumes_without_a_device_fail_cleanly(self):
-        # without device-mapper a new volume has no device to copy into
+    def test_volume_extent_unreadable_fails_cleanly(self):
+        # without device-mapper the copy goes to the volume's extent of its PV
+        async def extents(_ctx, vg, lv):
+            raise BlockDeviceError(f"volume {vg}/{lv} lies on several physical volumes")
+        self.patch(lvm, "extents", extents)
         before = self.snapshot()
         status, result, _log = self.run_job(self.convert("plain"))
         self.assertEqual((status, result[0]), ("error", "OpExecError"))
-        self.assertIn("/dev/xenvg/", result[1][0])
+        self.assertIn("lies on several physical volumes", result[1][0])
         self.assertEqual(self.snapshot(), before)
         self.assertEqual(self.lvm.state["lvs"], {})
 
