@@ -143,6 +143,18 @@ class VClusterLvmTest(ClusterCase):
         info = self.debian("gnt-instance", "info", INSTANCE)
         self.assertIn("Disk template: plain", info)
         self.assertIn(f"logical_id: {VG}/{lv}", info)
+        # conversions copy the data at the volume's extent (no device-mapper)
+        self.debian("gnt-instance", "shutdown", "--timeout=0", INSTANCE)
+        self.debian("gnt-instance", "modify", "-t", "file", INSTANCE)
+        self.assertEqual(self.volumes(2), {})
+        (image,) = [os.path.join(d, f) for d, _, files in os.walk(os.path.join(
+            self.root(2), "srv", "ganeti", "file-storage")) for f in files]
+        with open(image, "rb") as f:
+            f.seek(1080)
+            self.assertEqual(f.read(2), b"\x53\xef")
+        self.debian("gnt-instance", "modify", "-t", "plain", INSTANCE)
+        ((lv, size),) = self.volumes(2).items()
+        self.assertEqual(size, 1024.0)
         self.ours("gnt-instance", "grow-disk", INSTANCE, "0", "512M")
         self.assertEqual(self.volumes(2), {lv: 1536.0})
         self.debian("gnt-instance", "grow-disk", INSTANCE, "0", "512M")
