@@ -501,7 +501,7 @@ class HooksTest(MigrationCase):
 class TableTest(MigrationCase):
     def test_templates_move_as_the_table_says(self):
         from ganeti.master.lu import instance_migration as im
-        self.assertEqual(im.MOBILITY, {"diskless": im.EXT, "sharedfile": im.EXT})
+        self.assertEqual(im.MOBILITY, {"diskless": im.EXT, "sharedfile": im.EXT, "drbd": im.INT})
         self.make("s1.test", disk_template="sharedfile", disks=[{"size": 1024}])
         self.make("f1.test", start=False, disk_template="file", disks=[{"size": 1024}])
         cfg = self.config

@@ -5,7 +5,7 @@ What moves where is a table entry (:data:`MOBILITY`): the templates whose storag
 every node reaches (Ganeti's DTS_EXT_MIRROR; here ``diskless`` and
 ``sharedfile``) go to any node, named (``target_node``) or chosen by an
 allocator (a ``relocate`` request); a template with a secondary (Ganeti's
-DTS_INT_MIRROR, ``drbd``, a later slice) goes to its secondary; the others are
+DTS_INT_MIRROR, ``drbd``) goes to its secondary; the others are
 refused with Ganeti's "Instance's disk layout 'X' does not allow migrations".
 
 The steps on the nodes (:mod:`.instance_migration_exec`,
@@ -25,6 +25,7 @@ from ganeti.core.errors import (
     ECODE_INVAL,
     ECODE_NORES,
     ECODE_STATE,
+    ConfigurationError,
     OpExecError,
     OpPrereqError,
 )
@@ -44,7 +45,7 @@ from ganeti.master.lu.instance_ops import InstanceLU
 #: reached from every node: Ganeti's DTS_EXT_MIRROR), ``INT`` to its secondary (the
 #: mirror: Ganeti's DTS_INT_MIRROR).  A template not listed cannot move.
 EXT, INT = "ext", "int"
-MOBILITY: dict[str, str] = {c.DT_DISKLESS: EXT, c.DT_SHARED_FILE: EXT}
+MOBILITY: dict[str, str] = {c.DT_DISKLESS: EXT, c.DT_SHARED_FILE: EXT, c.DT_DRBD8: INT}
 
 
 def disk_types(cfg: Any, inst: Any) -> list[str]:
@@ -134,8 +135,11 @@ class MoveLU(InstanceLU):
             text = "failovers" if self.failover else "migrations"
             raise OpPrereqError(f"Instance's disk layout '{comma_join(bad)}' does not allow "
                                 f"{text}", ECODE_STATE)
-        if kind == INT:  # (drbd: a later slice; the secondary is the target)
+        if kind == INT:  # (drbd: the secondary is the target)
             secondaries = nodesmod.secondary_nodes(cfg, inst)
+            if not secondaries:
+                raise ConfigurationError(f"No secondary node but using "
+                                         f"{comma_join(disk_types(cfg, inst))} disk template")
             if self.op.iallocator or (self.target_uuid and self.target_uuid
                                       not in secondaries[:1]):
                 what = "failed over" if self.failover else "migrated"
@@ -177,18 +181,9 @@ class MoveLU(InstanceLU):
         self.source_uuid = inst.primary_node
         source = cfg.nodes[self.source_uuid]
         if target.group != source.group:  # Ganeti's CheckTargetNodeIPolicy
-            be = params_fill.fill_instance_be(cfg.cluster, inst)
-            disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
-            spec = instance_policy.spec_of(be, [d.size for d in disks], len(inst.nics),
-                                           [d.spindles for d in disks])
-            template = disks[0].dev_type if disks else c.DT_DISKLESS
-            bad = instance_policy.violations(cfg, target.group, spec, template)
-            if bad:
-                msg = (f"Instance does not meet target node group's ({target.group}) "
-                       f"instance policy: {comma_join(bad)}")
-                if not self.op.ignore_ipolicy:
-                    raise OpPrereqError(msg, ECODE_INVAL)
-                self.ctx.feedback("message", f" - WARNING: {msg}")
+            instance_policy.check_target_node(
+                cfg, inst, target.group, self.op.ignore_ipolicy,
+                lambda text: self.ctx.feedback("message", text))
         if self.target_uuid == inst.primary_node:
             raise OpPrereqError(f"Cannot migrate instance {inst.name} to its primary "
                                 f"({source.name})", ECODE_STATE)
@@ -232,9 +227,15 @@ class MoveLU(InstanceLU):
 
     def _move_env(self) -> dict[str, Any]:
         cfg = self.ctx.config.config
-        return {"OLD_PRIMARY": ic.node_name(cfg, self.source_uuid),
-                "NEW_PRIMARY": ic.node_name(cfg, self.target_uuid or ""),
-                "OLD_SECONDARY": "", "NEW_SECONDARY": ""}
+        env = {"OLD_PRIMARY": ic.node_name(cfg, self.source_uuid),
+               "NEW_PRIMARY": ic.node_name(cfg, self.target_uuid or ""),
+               "OLD_SECONDARY": "", "NEW_SECONDARY": ""}
+        secondaries = nodesmod.secondary_nodes(cfg, self.instance)
+        if mobility(cfg, self.instance)[0] == INT and secondaries:
+            # the mirror's secondary becomes the primary and the primary the secondary
+            env.update(OLD_SECONDARY=ic.node_name(cfg, secondaries[0]),
+                       NEW_SECONDARY=ic.node_name(cfg, self.source_uuid))
+        return env
 
     # --- node checks, in exec ----------------------------------------------------
 

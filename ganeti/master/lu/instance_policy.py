@@ -10,7 +10,8 @@ from typing import Any
 
 from ganeti.core import constants as c
 from ganeti.core import params_fill
-from ganeti.core.objects import ConfigData
+from ganeti.core.errors import ECODE_INVAL, OpPrereqError
+from ganeti.core.objects import ConfigData, Instance
 from ganeti.core.params_merge import comma_join
 
 
@@ -76,3 +77,20 @@ def violations(cfg: ConfigData, group_uuid: str, spec: Spec, template: str) -> l
     """The violations of ``spec`` against the filled policy of a node group."""
     group = cfg.nodegroups.get(group_uuid)
     return spec_violations(params_fill.fill_ipolicy(cfg.cluster, group), spec, template)
+
+
+def check_target_node(cfg: ConfigData, inst: Instance, group_uuid: str, ignore: bool,
+                      warn: Any) -> None:
+    """Ganeti's CheckTargetNodeIPolicy: the instance meets the policy of the group of the
+    node it moves to; with ``ignore`` a violation is ``warn``-ed, else refused."""
+    be = params_fill.fill_instance_be(cfg.cluster, inst)
+    disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
+    spec = spec_of(be, [d.size for d in disks], len(inst.nics), [d.spindles for d in disks])
+    template = disks[0].dev_type if disks else c.DT_DISKLESS
+    bad = violations(cfg, group_uuid, spec, template)
+    if bad:
+        msg = (f"Instance does not meet target node group's ({group_uuid}) instance "
+               f"policy: {comma_join(bad)}")
+        if not ignore:
+            raise OpPrereqError(msg, ECODE_INVAL)
+        warn(f" - WARNING: {msg}")

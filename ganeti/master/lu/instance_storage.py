@@ -442,13 +442,15 @@ async def _mark_active(lu: LogicalUnit, instance: Instance, active: bool) -> Non
 
 
 async def assemble_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
-                         ignore_size: bool = False) -> list[tuple[str, str, str]]:
+                         ignore_size: bool = False, ignore_secondaries: bool = False
+                         ) -> list[tuple[str, str, str]]:
     """Make the instance's disks usable (Ganeti's ``AssembleInstanceDisks``): on the
     secondary nodes first, then on the primary; the disks are marked active.
 
     Returns ``[(primary node name, iv_name, device path), ...]``.  On a failure
     the disks are shut down again and ``OpExecError`` names disk and node.
     ``ignore_size`` is accepted for Ganeti's callers (sizes are not checked here).
+    With ``ignore_secondaries`` (a failover) a secondary that fails is a warning.
     """
     disks = instance_disks(cfg, instance)
     if not disks:
@@ -464,6 +466,11 @@ async def assemble_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
                     node = _node(cfg, node_uuid)
                     result = await lu.ctx.rpc().call_one(node, "blockdev_assemble", [
                         DiskArg(disk, instance), instance, on_primary, idx])
+                    if not result.success and not on_primary and ignore_secondaries:
+                        _warn(lu, f"Could not prepare block device {disk.iv_name} on node "
+                                  f"{node.name} (is_primary=False, pass=1): "
+                                  f"{result.fail_msg}")
+                        continue
                     if not result.success:
                         raise OpExecError(f"Cannot activate block device {disk.iv_name} "
                                           f"of instance {instance.name} on node "

@@ -6,6 +6,7 @@ from ganeti.master.lu import (
     backup,
     instance,
     instance_migration,
+    instance_replace_disks,
     masterip,
     network,
     node_migrate,
@@ -47,7 +48,7 @@ _UNITS: tuple[type[LogicalUnit], ...] = (
     LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand, LUTestAllocator,
     LUInstanceMultiAlloc,
     *instance.LUS, *instance_migration.LUS, *node_migrate.LUS, *network.LUS, *os_lu.LUS,
-    *storage.LUS, *backup.LUS, *masterip.LUS,
+    *storage.LUS, *backup.LUS, *masterip.LUS, *instance_replace_disks.LUS,
 )
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in _UNITS}
 
