@@ -478,6 +478,8 @@ COMMANDS = [
             move.FAILOVER_DESCRIPTION),
     Command("migrate", move.cmd_migrate, "Move a running instance to another node",
             move.setup_migrate, move.MIGRATE_DESCRIPTION),
+    Command("replace-disks", move.cmd_replace_disks, "Replaces disks for the instance",
+            move.setup_replace_disks, move.REPLACE_DISKS_DESCRIPTION),
     Command("rename", cmd_rename, "Rename an instance", _setup_rename),
     Command("modify", cmd_modify, "Change the parameters of an instance", _setup_modify,
             "Change an instance's parameters, OS, disks or NICs, or mark it offline or "
