@@ -1,0 +1,189 @@
+"""A cluster of three in-process nodes with mirrored (drbd) instances, for the tests of
+drbd migration, failover and replace-disks.
+
+Each node has its own volume group ``xenvg`` (its own fake ``lvm`` state, so both
+sides of a mirror use the same volume names, as Ganeti's do), and the nodes' mirrors
+listen and connect over an in-memory network on the master's clock
+(:class:`~tests.fakes.memtcp.MemoryTcp`).  :meth:`DrbdCase.make_drbd` writes a drbd
+instance into the config (Ganeti's logical ids, a port, minors and a secret) and
+creates its devices on both nodes with the node calls, as the master's creation does.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import uuid as uuidmod
+from typing import Any
+
+from ganeti.core import constants as c
+from ganeti.core import storagetypes
+from ganeti.core.objects import Disk, Instance
+from ganeti.core.rpcdefs.disks import DiskArg
+from ganeti.noded.bdev import lvm
+from ganeti.noded.bdev.base import run_program
+from ganeti.rpc.client import NodeTarget
+from tests.fakes.fakelvm import FakeLvm
+from tests.fakes.memtcp import MemoryTcp
+from tests.master.test_lu_migration import NODES, MigrationCase
+
+VG = "xenvg"
+VG_SIZE = 65536
+
+
+def per_node_lvm(case: Any, names: tuple[str, ...]) -> dict[str, FakeLvm]:
+    """A fake ``lvm`` (and volume group ``xenvg``) of its own for each node."""
+    fakes = {}
+    for name in names:
+        directory = os.path.abspath(case.mktemp())
+        os.makedirs(directory)
+        fakes[name] = FakeLvm.create(directory, {VG: {"size": VG_SIZE, "pvs": ["/dev/sdb"]}})
+    os.environ.setdefault("LC_ALL", "C")
+
+    async def node_lvm(ctx: Any, *args: str) -> Any:
+        fake = fakes[ctx.paths.hostname]
+        return await run_program(ctx, [os.path.join(fake.directory, "lvm"), *args],
+                                 env=fake.env(lvm._env()))
+    case.patch(lvm, "lvm", node_lvm)
+    case.patch(lvm, "dm_available", lambda: False)
+    case.patch(os, "environ", fakes[names[0]].env())
+    return fakes
+
+
+class DrbdCase(MigrationCase):
+    """:class:`MigrationCase` (faults, allocators, fake hypervisor) with drbd."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.lvm = per_node_lvm(self, NODES)
+        self.tcp = MemoryTcp(self.master.reactor)
+        self.net.tcp = self.tcp
+        self.addCleanup(self.net.close)
+
+        def enable(cfg: Any) -> None:
+            cfg.cluster.volume_group_name = VG
+            cfg.cluster.enabled_disk_templates = [
+                c.DT_DRBD8, c.DT_PLAIN, c.DT_DISKLESS, c.DT_SHARED_FILE, c.DT_FILE]
+            cfg.cluster.ipolicy["disk-templates"] = list(cfg.cluster.enabled_disk_templates)
+        self.update(enable)
+
+    def update(self, change: Any) -> None:
+        failure = self.master.run_until(self.master.daemon.config_writer.update(change))
+        if failure is not None:
+            failure.raiseException()
+
+    def node_uuid(self, name: str) -> str:
+        return self.config.node_by_name(name).uuid
+
+    def call(self, node: str, name: str, args: list[Any]) -> Any:
+        """A node call's result (run to its end on the master's clock)."""
+        n = self.config.node_by_name(node)
+        d = self.net.call_one(NodeTarget(n.name, n.primary_ip, False), name, args)
+        result = self.master.run_until(d)
+        return result
+
+    # -- making drbd instances --------------------------------------------------------
+
+    def drbd_disk(self, index: int, pnode: str, snode: str, size: int) -> Disk:
+        cfg = self.config
+        used = {u: {m for d in cfg.disks.values() if d.dev_type == c.DT_DRBD8
+                    for m, n in ((d.logical_id[3], d.logical_id[0]),
+                                 (d.logical_id[4], d.logical_id[1])) if n == u}
+                for u in cfg.nodes}
+        minors = []
+        for node in (pnode, snode):
+            minor = 0
+            while minor in used.get(node, set()):
+                minor += 1
+            minors.append(minor)
+        unique = str(uuidmod.uuid4())
+        return Disk(
+            uuid=str(uuidmod.uuid4()), dev_type=c.DT_DRBD8, size=size,
+            iv_name=f"disk/{index}", nodes=[pnode, snode], serial_no=1,
+            logical_id=[pnode, snode, cfg.cluster.highest_used_port + 1 + index,
+                        minors[0], minors[1], secrets.token_hex(20)],
+            children=[Disk(dev_type=c.DT_PLAIN, size=size,
+                           logical_id=[VG, f"{unique}.disk{index}_data"]),
+                      Disk(dev_type=c.DT_PLAIN, size=c.DRBD_META_SIZE,
+                           logical_id=[VG, f"{unique}.disk{index}_meta"])])
+
+    def make_drbd(self, name: str = "inst1.test", pnode: str = "node1.test",
+                  snode: str = "node2.test", sizes: tuple[int, ...] = (1024,),
+                  start: bool = True) -> Instance:
+        """A drbd instance in the config, its devices created on both nodes (in sync),
+        started unless ``start`` is false."""
+        p, s = self.node_uuid(pnode), self.node_uuid(snode)
+        disks: list[Disk] = []
+        for index, size in enumerate(sizes):
+            disk = self.drbd_disk(index, p, s, size)
+            disks.append(disk)
+
+            def add_disk(cfg: Any, disk: Disk = disk) -> None:
+                cfg.disks[disk.uuid] = disk
+                cfg.cluster.highest_used_port = max(cfg.cluster.highest_used_port,
+                                                    disk.logical_id[2])
+            self.update(add_disk)
+        inst = Instance(uuid=str(uuidmod.uuid4()), name=name, primary_node=p,
+                        hypervisor=c.HT_FAKE, os="busybox", disks=[d.uuid for d in disks],
+                        beparams={"maxmem": 128, "minmem": 128}, nics=[],
+                        admin_state=c.ADMINST_DOWN, disks_active=False, serial_no=1,
+                        ctime=1.0, mtime=1.0, network_port=None)
+
+        def add_instance(cfg: Any) -> None:
+            cfg.instances[inst.uuid] = inst
+        self.update(add_instance)
+        inst = self.instance(name)
+        for disk in disks:
+            for node in (snode, pnode):
+                for child in disk.children:
+                    self.ok(node, "blockdev_create", [DiskArg(child, inst), child.size, name,
+                                                      node == pnode, f"originstname+{name}",
+                                                      False])
+            for node in (snode, pnode):
+                self.ok(node, "blockdev_create", [DiskArg(disk, inst), disk.size, name,
+                                                  node == pnode, f"originstname+{name}", False])
+        if start:
+            self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": name})
+        else:
+            self.run_ok({"OP_ID": "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": name})
+        return self.instance(name)
+
+    def ok(self, node: str, name: str, args: list[Any]) -> Any:
+        result = self.call(node, name, args)
+        self.assertTrue(result.success, (node, name, result.fail_msg))
+        return result.payload
+
+    # -- looking at the mirror -----------------------------------------------------------
+
+    def disks(self, name: str = "inst1.test") -> list[Disk]:
+        inst = self.instance(name)
+        return [self.config.disks[u] for u in inst.disks]
+
+    def status(self, node: str, name: str = "inst1.test") -> list[Any]:
+        """``blockdev_find`` of each disk on ``node`` (None: not there)."""
+        inst = self.instance(name)
+        return [self.ok(node, "blockdev_find", [DiskArg(d, inst)]) for d in self.disks(name)]
+
+    def assert_mirror_healthy(self, name: str = "inst1.test") -> None:
+        """Both nodes have every disk, connected and in sync (not degraded, local disk
+        okay), and the node that does not run the instance is not its primary."""
+        inst = self.instance(name)
+        for node_uuid in self.disks(name)[0].nodes:
+            node = self.config.nodes[node_uuid].name
+            for status in self.status(node, name):
+                self.assertIsNotNone(status, node)
+                self.assertFalse(status["is_degraded"], (node, status))
+                self.assertEqual(status["ldisk_status"], storagetypes.LDS_OKAY, node)
+        secondary = [u for u in self.disks(name)[0].nodes if u != inst.primary_node]
+        self.assertEqual(len(secondary), 1)
+        for disk in self.disks(name):
+            self.assertEqual(self.role(self.config.nodes[secondary[0]].name, disk),
+                             "secondary")
+
+    def role(self, node: str, disk: Disk) -> str | None:
+        """The device's role on ``node`` as the node's record says it."""
+        from ganeti.noded.bdev import drbdstate
+        minor = disk.logical_id[3] if disk.logical_id[0] == self.node_uuid(node) \
+            else disk.logical_id[4]
+        state = drbdstate.load(self.net.paths(node).run_dir, minor)
+        return None if state is None else state.role
