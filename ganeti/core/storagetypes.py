@@ -78,6 +78,7 @@ ADOPTABLE_BLOCKDEV_ROOT = "/dev/disk/"
 
 # Local-disk status of blockdev_find (Ganeti's LDS_*).
 LDS_OKAY = 1
+LDS_SYNC = 2
 LDS_UNKNOWN = 3
 LDS_FAULTY = 4
 

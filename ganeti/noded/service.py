@@ -24,6 +24,7 @@ from ganeti.daemon import (
     StepService,
     ThreadPoolService,
 )
+from ganeti.noded.bdev.drbdnet import MirrorNet
 from ganeti.noded.hypervisors.virt import VirtConnection
 from ganeti.noded.procs import ChildProcesses
 from ganeti.noded.tls import ClusterServerContextFactory
@@ -62,7 +63,8 @@ class NodeDaemon(DaemonService):
                  install_signal: SignalInstaller | None = None,
                  process_exit: ProcessExit | None = None,
                  children: ChildProcesses | None = None,
-                 virt: VirtConnection | None = None) -> None:
+                 virt: VirtConnection | None = None,
+                 mirrors: MirrorNet | None = None) -> None:
         super().__init__(reactor, daemon_log, install_signal, process_exit)
         self.site = site
         self.pool = pool
@@ -73,6 +75,12 @@ class NodeDaemon(DaemonService):
         # the log first, so that the memory lock is logged in it
         StepService("memory lock", start=lock if mlock else None).setServiceParent(self)
         ThreadPoolService(pool).setServiceParent(self)
+        # the drbd listeners of the minors whose net is attached (their records survive
+        # the daemon, as kernel DRBD's state does): open again at start, closed at stop
+        StepService("mirror listeners",
+                    start=mirrors.start if mirrors is not None else None,
+                    stop=mirrors.stop if mirrors is not None else None
+                    ).setServiceParent(self)
         # the libvirt thread (kvm): connects and finds the running guests before
         # calls are accepted; stopping it leaves the guests running
         StepService("libvirt connection",

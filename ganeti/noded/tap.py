@@ -66,6 +66,7 @@ def makeService(options: Options) -> service.IService:
 
     from ganeti.noded.backend.context import NodeContext, thread_runner
     from ganeti.noded.backend.registry import handlers
+    from ganeti.noded.bdev.drbdnet import MirrorNet
     from ganeti.noded.console import PATH_PREFIX, console_resource
     from ganeti.noded.hypervisors.base import NodeEnv
     from ganeti.noded.hypervisors.registry import NodeHypervisors
@@ -93,12 +94,14 @@ def makeService(options: Options) -> service.IService:
     ctx = NodeContext(paths=paths, clock=reactor, run=run,
                       shutdown=reactor_stopper(reactor),
                       manage_confd=bool(options["manage-confd"]), processes=reactor,
-                      events=events, hypervisors=hypervisors)
+                      events=events, hypervisors=hypervisors,
+                      mirrors=MirrorNet(paths.run_dir, reactor, run, reactor))
     site = make_site(ctx, handlers(), max_body=options["max-body"],
                      streams={PATH_PREFIX: console_resource(reactor, paths.run_dir,
                                                             hypervisors.serial_console)})
     return NodeDaemon(reactor, site, pool, ClusterServerContextFactory(cluster),
                       port=options["port"], bind=bind, children=ctx.children, virt=virt,
+                      mirrors=ctx.mirrors,
                       mlock=os.geteuid() == 0 and not options["no-mlock"],
                       daemon_log=daemon_log, install_signal=daemon.sighup_installer(reactor),
                       process_exit=daemon.ProcessExit())

@@ -7,6 +7,13 @@ by the real noded handler against the target node's own root, so files the
 master distributes really appear under that node's directories.  Nodes can be "down" (the call fails
 as a refused connection would); every contacted node is recorded, so tests
 can check that offline nodes are never contacted.
+
+Each node has one mirror network (its drbd listeners, as one noded has) that
+listens and connects for real on the node's address (the reactor that runs the
+test, unless ``tcp`` is given), so two in-process nodes' mirrors really
+connect; :meth:`FakeNodeNet.stop_node` and :meth:`~FakeNodeNet.start_node` stop
+and restart a node daemon (its listeners closed, then re-opened from its
+records), :meth:`~FakeNodeNet.close` closes them all (a test's cleanup).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from ganeti.core.constants import DEFAULT_FILE_STORAGE_DIR, DEFAULT_SHARED_FILE_
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.backend.registry import handlers
+from ganeti.noded.bdev.drbdnet import MirrorNet
 from ganeti.noded.osoutput import OsRuns
 from ganeti.rpc.client import OFFLINE_MSG, NodeTarget, RpcResult
 from ganeti.rpc.noderpc import OneNodeCalls
@@ -49,6 +57,10 @@ class FakeNodeNet(OneNodeCalls):
         #: what the nodes start programs with (None: they cannot; a test may give a
         #: stand-in for ChildProcesses that plays the programs on the clock)
         self.children: Any = None
+        #: each node daemon's mirror network (made at its first call)
+        self.mirrors: dict[str, MirrorNet] = {}
+        #: the reactor the mirrors listen and connect with (None: the global one)
+        self.tcp: Any = None
 
     def add(self, name: str, ip: str, paths: Paths | None = None) -> Paths:
         """A node answering at ``ip`` (its root under tmpdir unless ``paths`` is given),
@@ -70,11 +82,41 @@ class FakeNodeNet(OneNodeCalls):
         """The paths of the node called ``name``."""
         return next(p for p in self.nodes.values() if p.hostname == name)
 
+    def mirror_net(self, name: str) -> MirrorNet:
+        """The mirror network of the node daemon of ``name``."""
+        net = self.mirrors.get(name)
+        if net is None:
+            tcp = self.tcp
+            if tcp is None:
+                from twisted.internet import reactor as tcp
+            net = self.mirrors[name] = MirrorNet(self.paths(name).run_dir, self.clock,
+                                                 inline_runner, tcp)
+        return net
+
+    def stop_node(self, name: str) -> defer.Deferred[Any]:
+        """The node daemon of ``name`` stops: it answers no call, its mirror
+        listeners are closed (its records stay)."""
+        self.down.add(name)
+        net = self.mirrors.pop(name, None)
+        return net.stop() if net is not None else defer.succeed(None)
+
+    def start_node(self, name: str) -> defer.Deferred[None]:
+        """The node daemon of ``name`` starts again: it listens for the mirrors its
+        records say are connected."""
+        self.down.discard(name)
+        return self.mirror_net(name).start()
+
+    def close(self) -> defer.Deferred[Any]:
+        """Close every node's mirror listeners (the end of a test)."""
+        nets, self.mirrors = list(self.mirrors.values()), {}
+        return defer.gatherResults([n.stop() for n in nets], consumeErrors=True)
+
     def _context(self, paths: Paths) -> NodeContext:
         return NodeContext(paths=paths, clock=self.clock, run=inline_runner,
                            shutdown=lambda: self.stopped.append(paths.hostname),
                            os_runs=self.os_runs.setdefault(paths.hostname, OsRuns()),
-                           children=self.children)
+                           children=self.children,
+                           mirrors=self.mirror_net(paths.hostname))
 
     async def _one(self, target: NodeTarget, call: rpcdefs.RpcCall, args: list[Any]
                    ) -> RpcResult:
@@ -149,6 +191,7 @@ def master_with_nodes(case: Any, nodes: int = 2) -> tuple[Any, FakeNodeNet]:
     net = FakeNodeNet(os.path.join(tmp, "nodes"), None)
     master = InProcessMaster(tmp, rpc=net)
     case.addCleanup(master.stop)
+    case.addCleanup(net.close)
     net.clock = master.reactor
     net.config = lambda: master.config
     net.add("node1.test", "127.0.1.1", paths=master.paths)

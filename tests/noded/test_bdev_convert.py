@@ -65,9 +65,9 @@ class ConvertTest(NodeCalls, SynchronousTestCase):
                       self.fails("blockdev_convert", [self.src, block]))
         diskless = dict(self.dest, dev_type="diskless")
         self.assertIn("hold no data", self.fails("blockdev_convert", [self.src, diskless]))
-        drbd = dict(self.dest, dev_type="drbd")
+        rbd = dict(self.dest, dev_type="rbd")
         self.assertIn("not supported on this node",
-                      self.fails("blockdev_convert", [self.src, drbd]))
+                      self.fails("blockdev_convert", [self.src, rbd]))
 
     def test_a_failing_copy_is_reported(self):
         self.patch(convert, "dd_program", lambda: "/bin/false")

@@ -6,9 +6,9 @@ timeout, argument encoders and result decoder from it and checks its own
 arguments before sending anything.
 
 The declarations live in one module per domain (:mod:`.cluster`,
-:mod:`.files`, :mod:`.jobqueue`, :mod:`.instances`, :mod:`.hooks`, :mod:`.oob`,
-:mod:`.test`); the building blocks in :mod:`.base`, the master-side argument
-encoders in :mod:`.encoders`, the wire helpers in :mod:`.wire`.
+:mod:`.files`, :mod:`.jobqueue`, :mod:`.instances`, :mod:`.disks`, :mod:`.drbd`,
+:mod:`.hooks`, :mod:`.oob`, :mod:`.test`); the building blocks in :mod:`.base`, the
+master-side argument encoders in :mod:`.encoders`, the wire helpers in :mod:`.wire`.
 
 Wire format (Ganeti's noded convention): ``PUT /<call name>`` with a JSON list
 of the positional arguments as the body; the reply body is ``[true, result]``

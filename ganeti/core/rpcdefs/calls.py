@@ -5,6 +5,7 @@ from __future__ import annotations
 from ganeti.core.rpcdefs import (
     cluster,
     disks,
+    drbd,
     exports,
     files,
     hooks,
@@ -19,7 +20,7 @@ from ganeti.core.rpcdefs import os as osdefs
 from ganeti.core.rpcdefs.base import RpcArgumentError, RpcCall
 
 #: The domain modules, in the order their calls are listed.
-DOMAINS = (cluster, files, jobqueue, instances, osdefs, disks, storage, hooks, oob, test,
+DOMAINS = (cluster, files, jobqueue, instances, osdefs, disks, drbd, storage, hooks, oob, test,
            exports, masterip)
 
 

@@ -121,12 +121,15 @@ def _is_instance_dict(v: Any) -> bool:
     return isinstance(v, dict) and isinstance(v.get("name"), str)
 
 
-def _disk_arg(name: str) -> RpcArg:
-    return RpcArg(name, _is_disk, "a disk object", encode=disk_dict)
+def disk_arg(name: str) -> RpcArg:
+    """A disk argument: each node gets its own dynamic parameters (drbd)."""
+    return RpcArg(name, _is_disk, "a disk object", encode=disk_dict, per_node=True)
 
 
-def _disks_arg(name: str) -> RpcArg:
-    return RpcArg(name, _is_disk_list, "a list of disk objects", encode=disk_list)
+def disks_arg(name: str) -> RpcArg:
+    """A list of disks, each node getting its own dynamic parameters."""
+    return RpcArg(name, _is_disk_list, "a list of disk objects", encode=disk_list,
+                  per_node=True)
 
 
 def _dir_arg(name: str) -> RpcArg:
@@ -137,7 +140,7 @@ CALLS = [
     call("blockdev_create", RPC_TMO_NORMAL,
          "Create a disk's block device (file, LV; nothing for adopted devices); its "
          "logical id.",
-         _disk_arg("bdev"),
+         disk_arg("bdev"),
          RpcArg("size", lambda v: is_int(v) and v >= 0, "a size in MiB"),
          RpcArg("owner", _is_str, "the owning instance's name"),
          RpcArg("on_primary", _is_bool, "a boolean"),
@@ -145,10 +148,10 @@ CALLS = [
          RpcArg("exclusive_storage", _is_bool, "a boolean")),
     call("blockdev_remove", RPC_TMO_NORMAL,
          "Remove a disk's block device (nothing if it is gone already).",
-         _disk_arg("bdev")),
+         disk_arg("bdev")),
     call("blockdev_grow", RPC_TMO_NORMAL,
          "Grow a disk's block device by an amount (MiB).",
-         _disk_arg("cf_bdev"),
+         disk_arg("cf_bdev"),
          RpcArg("amount", lambda v: is_int(v) and v >= 0, "a non-negative number of MiB"),
          RpcArg("dryrun", _is_bool, "a boolean"),
          RpcArg("backingstore", _is_bool, "a boolean"),
@@ -159,26 +162,26 @@ CALLS = [
                 encode=rename_list)),
     call("blockdev_assemble", RPC_TMO_NORMAL,
          "Make a disk usable on the node: [device path, link, uri] on the primary.",
-         _disk_arg("disk"),
+         disk_arg("disk"),
          RpcArg("instance", _is_instance_dict, "an instance object", encode=instance_dict),
          RpcArg("on_primary", _is_bool, "a boolean"),
          RpcArg("idx", lambda v: is_int(v) and v >= 0, "a disk index")),
     call("blockdev_shutdown", RPC_TMO_NORMAL,
          "Shut a disk's block device down (remove the instance's link to it).",
-         _disk_arg("disk")),
+         disk_arg("disk")),
     call("blockdev_find", RPC_TMO_NORMAL,
          "A disk's block device status (null if it does not exist).",
-         _disk_arg("disk")),
+         disk_arg("disk")),
     call("blockdev_getdimensions", RPC_TMO_NORMAL,
          "[size in bytes, spindles] of each disk (null for a missing one).",
-         _disks_arg("disks")),
+         disks_arg("disks")),
     call("blockdev_convert", RPC_TMO_SLOW,
          "Copy the data of a disk's device to another's (disk template conversion).",
-         _disk_arg("bdev_src"), _disk_arg("bdev_dest")),
+         disk_arg("bdev_src"), disk_arg("bdev_dest")),
     call("blockdev_image", RPC_TMO_SLOW,
          "Write an OS image (a URL or a file on the node) onto a disk's device, at "
          "most size MiB from its start.",
-         _disk_arg("bdev"),
+         disk_arg("bdev"),
          RpcArg("image", lambda v: isinstance(v, str) and bool(v) and "\0" not in v,
                 "a URL or a path"),
          RpcArg("size", lambda v: is_int(v), "a size in MiB")),

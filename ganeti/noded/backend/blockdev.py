@@ -93,7 +93,7 @@ async def blockdev_rename(ctx: NodeContext, devlist: list[list[Any]]) -> None:
         raise RPCFail("; ".join(msgs))
 
 
-def _link(ctx: NodeContext, instance: str, idx: int, target: str) -> str:
+def link_disk(ctx: NodeContext, instance: str, idx: int, target: str) -> str:
     """(Re)point ``instance-disks/<instance>:<idx>`` at ``target`` (blocking)."""
     directory = devices.link_dir(ctx)
     os.makedirs(directory, 0o755, exist_ok=True)
@@ -126,7 +126,7 @@ async def blockdev_assemble(ctx: NodeContext, disk: dict[str, Any], instance: di
     if dev is None or path is None:
         return [None, None, None]
     try:
-        link = await ctx.run(_link, ctx, name, idx, path)
+        link = await ctx.run(link_disk, ctx, name, idx, path)
     except OSError as err:
         raise RPCFail(f"Error while symlinking disk: {err}") from None
     return [dev.dev_path, to_wire_path(ctx.paths.root, link), None]

@@ -20,6 +20,7 @@ from ganeti.noded.osoutput import OsRuns
 from ganeti.noded.procs import ChildProcesses
 
 if TYPE_CHECKING:
+    from ganeti.noded.bdev.drbdnet import MirrorNet
     from ganeti.noded.hypervisors.kvm import KvmHypervisor
 
 Runner = Callable[..., "defer.Deferred[Any]"]
@@ -72,8 +73,15 @@ class NodeContext:
     #: the hypervisors of the node (:mod:`ganeti.noded.hypervisors.registry`); made
     #: from the table unless given (without a libvirt connection: no kvm)
     hypervisors: NodeHypervisors | None = None
+    #: the listeners and handshakes of the node's mirrored (drbd) disks, one per
+    #: daemon (:mod:`ganeti.noded.bdev.drbdnet`); made without a network unless given
+    mirrors: MirrorNet | None = None
 
     def __post_init__(self) -> None:
+        if self.mirrors is None:
+            from ganeti.noded.bdev.drbdnet import MirrorNet
+            object.__setattr__(self, "mirrors",
+                               MirrorNet(self.paths.run_dir, self.clock, self.run, None))
         if self.children is None and self.processes is not None:
             object.__setattr__(self, "children", ChildProcesses(self.processes, self.clock))
         if self.events is None:

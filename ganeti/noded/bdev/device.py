@@ -37,12 +37,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ganeti.core import storagetypes
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext
 from ganeti.noded.bdev.base import BlockDeviceError
+
+if TYPE_CHECKING:
+    from ganeti.noded.bdev.drbdstate import Observed
 
 MIB = 1024 * 1024
 
@@ -122,6 +125,9 @@ class BlockDevice:
     accepts_import: ClassVar[bool] = True
     #: whether it is a sparse file (a copy onto it skips blocks of zeros)
     sparse: ClassVar[bool] = False
+    #: whether it mirrors its data to a peer node (``drbd``): the mirror calls
+    #: (network, roles, local volumes) apply to it
+    mirrored: ClassVar[bool] = False
 
     def __init__(self, ctx: NodeContext, disk: dict[str, Any],
                  children: Sequence[BlockDevice | None] = ()) -> None:
@@ -171,8 +177,9 @@ class BlockDevice:
         be (it does not exist)."""
         raise NotImplementedError
 
-    async def open(self, force: bool = False) -> None:
-        """Make the assembled device ready for I/O (a mirror's primary role)."""
+    async def open(self, force: bool = False, exclusive: bool = True) -> None:
+        """Make the assembled device ready for I/O (a mirror's primary role;
+        ``exclusive``: the peer may not be primary too)."""
 
     async def close(self) -> None:
         """Say the device will no longer be used for I/O."""
@@ -192,6 +199,31 @@ class BlockDevice:
         """Grow the (attached) device by ``amount`` MiB (``backingstore``: grow the
         storage under it, not a mirror on top; ``dryrun``: only check)."""
         raise BlockDeviceError(f"Grow is not supported for {self.dev_type} disks")
+
+    # -- a mirror's network and local volumes (the drbd calls) ------------------------
+
+    def _not_mirrored(self) -> BlockDeviceError:
+        return BlockDeviceError(f"{self.dev_type} devices are not mirrored")
+
+    async def mirror_status(self) -> Observed:
+        """The mirror as DRBD's status shows it (connection, roles, disks, resync)."""
+        raise self._not_mirrored()
+
+    async def disconnect_net(self) -> None:
+        """Disconnect the mirror from its peer (StandAlone)."""
+        raise self._not_mirrored()
+
+    async def attach_net(self, multimaster: bool) -> None:
+        """(Re)connect the mirror to its peer (``multimaster``: dual-primary)."""
+        raise self._not_mirrored()
+
+    async def add_children(self, devices: Sequence[BlockDevice]) -> None:
+        """Attach new local volumes to the mirror."""
+        raise self._not_mirrored()
+
+    async def remove_children(self, paths: Sequence[str]) -> None:
+        """Detach the local volumes at ``paths`` from the mirror."""
+        raise self._not_mirrored()
 
     # -- state -----------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from ganeti.noded.backend.context import NodeContext
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.blockdev import AdoptedDevice
 from ganeti.noded.bdev.device import BlockDevice, DisklessDevice
+from ganeti.noded.bdev.drbd import DrbdDevice
 from ganeti.noded.bdev.files import FileDevice
 from ganeti.noded.bdev.lvm import LogicalVolume
 
@@ -39,6 +40,7 @@ DEVICE_CLASSES: dict[str, type[BlockDevice]] = {
     constants.DT_PLAIN: LogicalVolume,
     constants.DT_BLOCK: AdoptedDevice,
     constants.DT_DISKLESS: DisklessDevice,
+    constants.DT_DRBD8: DrbdDevice,
 }
 
 
