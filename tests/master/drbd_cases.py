@@ -20,7 +20,8 @@ from ganeti.core import constants as c
 from ganeti.core import storagetypes
 from ganeti.core.objects import Disk, Instance
 from ganeti.core.rpcdefs.disks import DiskArg
-from ganeti.noded.bdev import lvm
+from ganeti.master.locking.manager import LEVEL_INSTANCE
+from ganeti.noded.bdev import drbdstate, lvm
 from ganeti.noded.bdev.base import run_program
 from ganeti.rpc.client import NodeTarget
 from tests.fakes.fakelvm import FakeLvm
@@ -57,6 +58,7 @@ class DrbdCase(MigrationCase):
         super().setUp()
         self.lvm = per_node_lvm(self, NODES)
         self.tcp = MemoryTcp(self.master.reactor)
+        self.master.run_until(self.net.close())  # (made with the global reactor)
         self.net.tcp = self.tcp
         self.addCleanup(self.net.close)
 
@@ -84,9 +86,10 @@ class DrbdCase(MigrationCase):
 
     # -- making drbd instances --------------------------------------------------------
 
-    def drbd_disk(self, index: int, pnode: str, snode: str, size: int) -> Disk:
+    def drbd_disk(self, index: int, pnode: str, snode: str, size: int,
+                  others: list[Disk]) -> Disk:
         cfg = self.config
-        used = {u: {m for d in cfg.disks.values() if d.dev_type == c.DT_DRBD8
+        used = {u: {m for d in [*cfg.disks.values(), *others] if d.dev_type == c.DT_DRBD8
                     for m, n in ((d.logical_id[3], d.logical_id[0]),
                                  (d.logical_id[4], d.logical_id[1])) if n == u}
                 for u in cfg.nodes}
@@ -99,13 +102,13 @@ class DrbdCase(MigrationCase):
         unique = str(uuidmod.uuid4())
         return Disk(
             uuid=str(uuidmod.uuid4()), dev_type=c.DT_DRBD8, size=size,
-            iv_name=f"disk/{index}", nodes=[pnode, snode], serial_no=1,
+            iv_name=f"disk/{index}", nodes=[pnode, snode], serial_no=1, ctime=1.0, mtime=1.0,
             logical_id=[pnode, snode, cfg.cluster.highest_used_port + 1 + index,
                         minors[0], minors[1], secrets.token_hex(20)],
-            children=[Disk(dev_type=c.DT_PLAIN, size=size,
+            children=[Disk(dev_type=c.DT_PLAIN, size=size, serial_no=1, ctime=1.0, mtime=1.0,
                            logical_id=[VG, f"{unique}.disk{index}_data"]),
-                      Disk(dev_type=c.DT_PLAIN, size=c.DRBD_META_SIZE,
-                           logical_id=[VG, f"{unique}.disk{index}_meta"])])
+                      Disk(dev_type=c.DT_PLAIN, size=c.DRBD_META_SIZE, serial_no=1, ctime=1.0,
+                           mtime=1.0, logical_id=[VG, f"{unique}.disk{index}_meta"])])
 
     def make_drbd(self, name: str = "inst1.test", pnode: str = "node1.test",
                   snode: str = "node2.test", sizes: tuple[int, ...] = (1024,),
@@ -115,14 +118,7 @@ class DrbdCase(MigrationCase):
         p, s = self.node_uuid(pnode), self.node_uuid(snode)
         disks: list[Disk] = []
         for index, size in enumerate(sizes):
-            disk = self.drbd_disk(index, p, s, size)
-            disks.append(disk)
-
-            def add_disk(cfg: Any, disk: Disk = disk) -> None:
-                cfg.disks[disk.uuid] = disk
-                cfg.cluster.highest_used_port = max(cfg.cluster.highest_used_port,
-                                                    disk.logical_id[2])
-            self.update(add_disk)
+            disks.append(self.drbd_disk(index, p, s, size, disks))
         inst = Instance(uuid=str(uuidmod.uuid4()), name=name, primary_node=p,
                         hypervisor=c.HT_FAKE, os="busybox", disks=[d.uuid for d in disks],
                         beparams={"maxmem": 128, "minmem": 128}, nics=[],
@@ -130,8 +126,13 @@ class DrbdCase(MigrationCase):
                         ctime=1.0, mtime=1.0, network_port=None)
 
         def add_instance(cfg: Any) -> None:
+            for disk in disks:
+                cfg.disks[disk.uuid] = disk
+                cfg.cluster.highest_used_port = max(cfg.cluster.highest_used_port,
+                                                    disk.logical_id[2])
             cfg.instances[inst.uuid] = inst
         self.update(add_instance)
+        self.master.daemon.locks.add(LEVEL_INSTANCE, [name])  # (as a creation adds it)
         inst = self.instance(name)
         for disk in disks:
             for node in (snode, pnode):
@@ -147,6 +148,18 @@ class DrbdCase(MigrationCase):
         else:
             self.run_ok({"OP_ID": "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": name})
         return self.instance(name)
+
+    def on_nodes(self, nodes: tuple[str, ...], name: str, args: list[Any]) -> list[Any]:
+        """A call on several nodes at once (as the master's multi-node calls); each
+        node's payload (a failure fails the test)."""
+        from twisted.internet import defer
+        targets = [self.config.node_by_name(n) for n in nodes]
+        ds = [self.net.call_one(NodeTarget(n.name, n.primary_ip, False), name, args)
+              for n in targets]
+        results = self.master.run_until(defer.gatherResults(ds))
+        for node, result in zip(nodes, results, strict=True):
+            self.assertTrue(result.success, (node, name, result.fail_msg))
+        return [r.payload for r in results]
 
     def ok(self, node: str, name: str, args: list[Any]) -> Any:
         result = self.call(node, name, args)
@@ -178,11 +191,10 @@ class DrbdCase(MigrationCase):
         self.assertEqual(len(secondary), 1)
         for disk in self.disks(name):
             self.assertEqual(self.role(self.config.nodes[secondary[0]].name, disk),
-                             "secondary")
+                             drbdstate.SECONDARY)
 
     def role(self, node: str, disk: Disk) -> str | None:
         """The device's role on ``node`` as the node's record says it."""
-        from ganeti.noded.bdev import drbdstate
         minor = disk.logical_id[3] if disk.logical_id[0] == self.node_uuid(node) \
             else disk.logical_id[4]
         state = drbdstate.load(self.net.paths(node).run_dir, minor)

@@ -45,7 +45,8 @@ class MigrationNet(FakeNodeNet):
         env = NodeEnv(paths.run_dir, self.clock, base.run, base.events, options=options)
         return NodeContext(paths=base.paths, clock=base.clock, run=base.run,
                            shutdown=base.shutdown, os_runs=base.os_runs,
-                           children=base.children, hypervisors=NodeHypervisors(env))
+                           children=base.children, hypervisors=NodeHypervisors(env),
+                           mirrors=base.mirrors)
 
     async def _one(self, target, call, args):
         key = (target.name, call.name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from ganeti.core.rpcdefs.disks import DiskArg
+from ganeti.noded.bdev import drbdstate
 from tests.master.drbd_cases import DrbdCase
 
 SOURCE, TARGET = "node1.test", "node2.test"
@@ -74,7 +75,8 @@ class DrbdMigrateTest(DrbdCase):
                                      "blockdev_find"))]
         self.assertTrue(in_order(calls, MIRROR_CALLS), calls)
         self.assert_mirror_healthy()
-        self.assertEqual(self.role(SOURCE, self.disks()[0]), "secondary")
+        self.assertEqual(self.role(SOURCE, self.disks()[0]), drbdstate.SECONDARY)
+        self.assertEqual(self.role(TARGET, self.disks()[0]), drbdstate.PRIMARY)
         # and back, to the secondary again (named this time)
         status, result, log = self.run_logged(self.migrate(target_node=SOURCE))
         self.assertEqual(status, "success", (result, log))
@@ -116,10 +118,8 @@ class DrbdMigrateTest(DrbdCase):
         inst = self.instance()
         disks = [DiskArg(d, inst) for d in self.disks()]
         # a migration that stopped half-way: dual-master, both open
-        for node in (SOURCE, TARGET):
-            self.ok(node, "drbd_disconnect_net", [disks])
-        for node in (SOURCE, TARGET):
-            self.ok(node, "drbd_attach_net", [disks, True])
+        self.on_nodes((SOURCE, TARGET), "drbd_disconnect_net", [disks])
+        self.on_nodes((SOURCE, TARGET), "drbd_attach_net", [disks, True])
         self.ok(TARGET, "blockdev_open", ["inst1.test", disks, False])
         status, result, log = self.run_logged(self.migrate(cleanup=True))
         self.assertEqual(status, "success", (result, log))
