@@ -18,7 +18,7 @@ from typing import Any
 
 from ganeti.core import constants as c
 from ganeti.core import storagetypes
-from ganeti.core.objects import Disk, Instance
+from ganeti.core.objects import NIC, Disk, Instance
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.master.locking.manager import LEVEL_INSTANCE
 from ganeti.noded.bdev import drbdstate, lvm
@@ -121,7 +121,10 @@ class DrbdCase(MigrationCase):
             disks.append(self.drbd_disk(index, p, s, size, disks))
         inst = Instance(uuid=str(uuidmod.uuid4()), name=name, primary_node=p,
                         hypervisor=c.HT_FAKE, os="busybox", disks=[d.uuid for d in disks],
-                        beparams={"maxmem": 128, "minmem": 128}, nics=[],
+                        beparams={"maxmem": 128, "minmem": 128},
+                        nics=[NIC(uuid=str(uuidmod.uuid4()),
+                                  mac=f"aa:00:00:{secrets.token_hex(3)[:2]}:"
+                                      f"{secrets.token_hex(1)}:{secrets.token_hex(1)}")],
                         admin_state=c.ADMINST_DOWN, disks_active=False, serial_no=1,
                         ctime=1.0, mtime=1.0, network_port=None)
 

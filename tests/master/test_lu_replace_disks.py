@@ -162,10 +162,10 @@ class NewSecondaryTest(ReplaceCase):
 
     def test_attach_failure_message(self):
         self.make_drbd()
-        self.net.faults[(OTHER, "drbd_attach_net")] = "fail"
+        self.net.faults[(PRIMARY, "drbd_attach_net")] = "fail"
         cls, msg, _code = self.run_error(replace("replace_new_secondary", remote_node=OTHER))
         self.assertEqual((cls, msg), (
-            "OpExecError", "Can't attach drbd disks on node node3.test: injected failure of "
+            "OpExecError", "Can't attach drbd disks on node node1.test: injected failure of "
             "drbd_attach_net (please do a gnt-instance info inst1.test to see the status of "
             "disks)"))
         # the config names the new secondary (Ganeti's order); a second run of the

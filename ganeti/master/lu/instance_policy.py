@@ -89,8 +89,9 @@ def check_target_node(cfg: ConfigData, inst: Instance, group_uuid: str, ignore: 
     template = disks[0].dev_type if disks else c.DT_DISKLESS
     bad = violations(cfg, group_uuid, spec, template)
     if bad:
-        msg = (f"Instance does not meet target node group's ({group_uuid}) instance "
-               f"policy: {comma_join(bad)}")
+        group = cfg.nodegroups.get(group_uuid)
+        msg = (f"Instance does not meet target node group's "
+               f"({group.name if group else group_uuid}) instance policy: {comma_join(bad)}")
         if not ignore:
             raise OpPrereqError(msg, ECODE_INVAL)
         warn(f" - WARNING: {msg}")

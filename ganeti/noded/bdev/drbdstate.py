@@ -128,9 +128,11 @@ class Observed:
 
     @property
     def is_degraded(self) -> bool:
-        """Redundancy is missing: not Connected, or a disk that is not UpToDate."""
-        return not (self.is_connected and self.disk == UP_TO_DATE
-                    and self.peer_disk == UP_TO_DATE)
+        """Redundancy is missing: not Connected (resyncing, or no peer), or the local
+        disk is not UpToDate (Ganeti's GetSyncStatus: a Connected side whose peer lost
+        its disk is not degraded itself -- the peer is, its local disk faulty -- which
+        is what lets replace-disks check the healthy side and rebuild the other)."""
+        return not (self.is_connected and self.disk == UP_TO_DATE)
 
     @property
     def ldisk_status(self) -> int:
