@@ -69,7 +69,7 @@ class DrbdFaultMatrixTest(DrbdCase):
              "injected failure of blockdev_close"),
             ((SOURCE, "drbd_disconnect_net"), "Cannot disconnect disks node node1.test: "
              "injected failure of drbd_disconnect_net"),
-            ((TARGET, "drbd_attach_net"), "Cannot change disks config on node node2.test: "
+            ((SOURCE, "drbd_attach_net"), "Cannot change disks config on node node1.test: "
              "injected failure of drbd_attach_net"),
             ((SOURCE, "drbd_wait_sync"), "Cannot resync disks on node node1.test: "
              "injected failure of drbd_wait_sync"),
