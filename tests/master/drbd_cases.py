@@ -11,6 +11,8 @@ creates its devices on both nodes with the node calls, as the master's creation 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import secrets
 import uuid as uuidmod
@@ -22,8 +24,9 @@ from ganeti.core.objects import NIC, Disk, Instance
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.master.locking.manager import LEVEL_INSTANCE
 from ganeti.noded.bdev import drbdstate, lvm
-from ganeti.noded.bdev.base import run_program
+from ganeti.noded.bdev.base import Outcome
 from ganeti.rpc.client import NodeTarget
+from tests.fakes import fakelvm
 from tests.fakes.fakelvm import FakeLvm
 from tests.fakes.memtcp import MemoryTcp
 from tests.master.test_lu_migration import NODES, MigrationCase
@@ -32,19 +35,36 @@ VG = "xenvg"
 VG_SIZE = 65536
 
 
+#: The fake lvm's program, run in this process (a hundred programs started per
+#: migration would take most of a test's time).
+_LVM = compile(fakelvm._SCRIPT.replace('os.environ["FAKE_LVM_STATE"]', "STATE_FILE")
+               .replace("sys.argv[1:]", "ARGV"), "fakelvm", "exec")
+
+
+def _run_lvm(state_file: str, args: tuple[str, ...]) -> Outcome:
+    out, err = io.StringIO(), io.StringIO()
+    code: Any = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            exec(_LVM, {"STATE_FILE": state_file, "ARGV": list(args), "__name__": "lvm"})
+        except SystemExit as exit_:
+            code = exit_.code or 0
+    if code == 0:
+        return Outcome(True, out.getvalue(), err.getvalue())
+    return Outcome(False, out.getvalue(), err.getvalue(), f"exited with exit code {code}")
+
+
 def per_node_lvm(case: Any, names: tuple[str, ...]) -> dict[str, FakeLvm]:
-    """A fake ``lvm`` (and volume group ``xenvg``) of its own for each node."""
+    """A fake ``lvm`` (and volume group ``xenvg``) of its own for each node, run in
+    process."""
     fakes = {}
     for name in names:
         directory = os.path.abspath(case.mktemp())
         os.makedirs(directory)
         fakes[name] = FakeLvm.create(directory, {VG: {"size": VG_SIZE, "pvs": ["/dev/sdb"]}})
-    os.environ.setdefault("LC_ALL", "C")
 
-    async def node_lvm(ctx: Any, *args: str) -> Any:
-        fake = fakes[ctx.paths.hostname]
-        return await run_program(ctx, [os.path.join(fake.directory, "lvm"), *args],
-                                 env=fake.env(lvm._env()))
+    async def node_lvm(ctx: Any, *args: str) -> Outcome:
+        return _run_lvm(fakes[ctx.paths.hostname].state_file, args)
     case.patch(lvm, "lvm", node_lvm)
     case.patch(lvm, "dm_available", lambda: False)
     case.patch(os, "environ", fakes[names[0]].env())

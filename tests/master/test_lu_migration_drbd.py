@@ -9,8 +9,6 @@ steps: tests/master/test_lu_migration_drbd_faults.py."""
 
 from __future__ import annotations
 
-import pytest
-
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.noded.bdev import drbdstate
 from tests.master.drbd_cases import DrbdCase
@@ -54,7 +52,6 @@ def in_order(lines, wanted):
     return all(any(line == w for line in it) for w in wanted)
 
 
-@pytest.mark.subprocess
 class DrbdMigrateTest(DrbdCase):
     def test_live_migration_to_the_secondary_and_back(self):
         self.make_drbd()
@@ -131,7 +128,6 @@ class DrbdMigrateTest(DrbdCase):
         self.assert_mirror_healthy()
 
 
-@pytest.mark.subprocess
 class DrbdFailoverTest(DrbdCase):
     def test_failover_of_a_running_instance(self):
         self.make_drbd()
@@ -184,7 +180,6 @@ class DrbdFailoverTest(DrbdCase):
                             line for line in log), log)
 
 
-@pytest.mark.subprocess
 class DrbdNodeOperationsTest(DrbdCase):
     def test_node_migrate_moves_every_drbd_primary_to_its_secondary(self):
         self.make_drbd("a.test", SOURCE, TARGET)

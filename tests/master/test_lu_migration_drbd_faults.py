@@ -6,8 +6,6 @@ migration works."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.master.drbd_cases import DrbdCase
 
 SOURCE, TARGET = "node1.test", "node2.test"
@@ -29,7 +27,6 @@ STEPS = (
 )
 
 
-@pytest.mark.subprocess
 class DrbdFaultMatrixTest(DrbdCase):
     def _one(self, call, side, skip, fault):
         node = SOURCE if side == "source" else TARGET

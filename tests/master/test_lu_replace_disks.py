@@ -7,8 +7,6 @@ instance, Ganeti's step lines and refusals, and failed steps."""
 
 from __future__ import annotations
 
-import pytest
-
 from ganeti.core.rpcdefs.disks import DiskArg
 from tests.fakes.allocators import answer
 from tests.master.drbd_cases import VG, DrbdCase
@@ -40,7 +38,6 @@ class ReplaceCase(DrbdCase):
         return sorted(ch.logical_id[1] for d in self.disks(name) for ch in d.children)
 
 
-@pytest.mark.subprocess
 class ReplaceOnOneSideTest(ReplaceCase):
     def test_on_secondary(self):
         self.make_drbd()
@@ -116,7 +113,6 @@ class ReplaceOnOneSideTest(ReplaceCase):
         self.assertTrue(all(name.split("_replaced-")[0] in names for name in leftovers))
 
 
-@pytest.mark.subprocess
 class NewSecondaryTest(ReplaceCase):
     def _check_moved(self, old_ids):
         disks = self.disks()
@@ -173,7 +169,6 @@ class NewSecondaryTest(ReplaceCase):
         self.assertEqual(self.disks()[0].nodes[1], self.node_uuid(OTHER))
 
 
-@pytest.mark.subprocess
 class AutoTest(ReplaceCase):
     def test_nothing_faulty(self):
         self.make_drbd()
@@ -201,7 +196,6 @@ class AutoTest(ReplaceCase):
                                             "instance inst1.test first", "wrong_state"))
 
 
-@pytest.mark.subprocess
 class RefusalTest(ReplaceCase):
     def test_refusals_are_ganetis(self):
         self.make_drbd()
