@@ -132,7 +132,8 @@ class MemoryTcp:
         return _Port(self, key)
 
     def connectTCP(self, host: str, port: int, factory: Any, timeout: float = 30,
-                   bindAddress: tuple[str, int] | None = None) -> _Connector:
+                   bindAddress: tuple[str, int] | None = None  # noqa: N803 (IReactorTCP)
+                   ) -> _Connector:
         connector = _Connector(host, port)
         self.clock.callLater(0, self._connect, connector, factory,
                              (bindAddress or ("127.0.0.1", 0))[0])
