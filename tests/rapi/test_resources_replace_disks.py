@@ -7,18 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti.rapi import errors as http
+from tests.rapi import test_resources_migration as migration_tests
 from tests.rapi.test_resources_instances import InstancesCase
 
 URL = "/2/instances/web1.test/replace-disks"
 
 
 class ReplaceDisksResourceTest(InstancesCase):
-    def opcode(self, method: str, path: str, query: str = "", body: Any = None
-               ) -> dict[str, Any]:
-        job_id = self.call(method, path, query, body)
-        self.assertIsInstance(job_id, int)
-        (op,) = self.master.daemon.queue.jobs[job_id].ops
-        return dict(op.input if hasattr(op, "input") else op)
+    opcode = migration_tests.MigrationResourcesTest.opcode
 
     def _fields(self, op: dict[str, Any]) -> tuple[Any, ...]:
         return (op["OP_ID"], op["instance_name"], op["mode"], op.get("disks", []),
