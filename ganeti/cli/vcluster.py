@@ -51,6 +51,9 @@ START_TIMEOUT = 30.0
 JOIN_TIMEOUT = 120.0
 DEFAULT_DOMAIN = "vcluster.test"
 DEFAULT_IP_BASE = "127.0.1."
+#: The directory of DIR every node's shared file storage directory is (the cluster
+#: file system of a real cluster).
+SHARED_FILE_DIR = "shared-file-storage"
 #: Number of nodes ``demo`` creates.
 DEMO_NODES = 3
 
@@ -239,18 +242,30 @@ def link_os_definitions(paths: Paths) -> None:
             os.symlink(os.path.join(shipped, name), link)
 
 
-def allow_file_storage(paths: Paths, directories: list[str], master_root: str) -> None:
+def allow_file_storage(paths: Paths, directories: list[str], master_root: str,
+                       shared: dict[str, str] | None = None) -> None:
     """List the cluster's file storage directories in the node's
     ``CONF_DIR/file-storage-paths`` (Ganeti's file: without it the node daemon
     accepts no file disk), as an administrator does on a real node, and make them
     below the node's root (the config names the master's; each node daemon uses
-    the same place below its own root)."""
+    the same place below its own root).  A directory in ``shared`` (the config's
+    path -> one directory of the machine) is that directory on every node, as a
+    cluster file system is: what ``sharedfile`` needs to move instances."""
     os.makedirs(paths.conf_dir, exist_ok=True)
     fileutil.atomic_write(os.path.join(paths.conf_dir, "file-storage-paths"),
                           "".join(f"{d}\n" for d in directories if d), mode=0o644)
     for d in directories:
-        if d and d.startswith(master_root + "/"):
-            os.makedirs(paths.root + d[len(master_root):], 0o750, exist_ok=True)
+        if not d or not d.startswith(master_root + "/"):
+            continue
+        local = paths.root + d[len(master_root):]
+        target = (shared or {}).get(d)
+        if target is None:
+            os.makedirs(local, 0o750, exist_ok=True)
+            continue
+        os.makedirs(target, 0o750, exist_ok=True)
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        if not os.path.islink(local):
+            os.symlink(os.path.abspath(target), local)
 
 
 def ip_base_of(node: VNode) -> str:
@@ -447,7 +462,8 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
     for node in nodes:
         link_os_definitions(node.paths)
         allow_file_storage(node.paths, [init.file_storage_dir, init.shared_file_storage_dir],
-                           master.root)
+                           master.root, {init.shared_file_storage_dir:
+                                         os.path.join(directory, SHARED_FILE_DIR)})
     try:
         if plan is not None:
             vcluster_ns.write_hosts(vc)

@@ -1,13 +1,16 @@
 """The real-VM part of ganeti-vcluster demo: one kvm instance (QEMU through the node's
-libvirtd) with the busybox OS, a file disk and a bridged NIC with an address in the
-node subnet; wait for its ready line on the serial console, show the console, leave
-it running with what to try next."""
+libvirtd) with the busybox OS, a ``sharedfile`` disk (the virtual cluster's shared
+directory) and a bridged NIC with an address in the node subnet; wait for its ready
+line on the serial console, show the console, live-migrate it to a node the
+allocator chooses while the client namespace pings it, leave it running with what
+to try next."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +26,13 @@ KVM_INSTANCE = ("vm1", 1)
 #: the machine is busy).
 READY_TIMEOUT = 120.0
 READY_MARKER = "GANETI-GUEST-READY"
+#: The templates the demo's cluster allows: its guest's disk is ``sharedfile``, which
+#: moves (every node reaches the shared directory).
+DEMO_TEMPLATES = f"{constants.DT_FILE},{constants.DT_DISKLESS},{constants.DT_SHARED_FILE}"
+#: The guest's memory moves at this rate (MiB/s; Ganeti's default is 32).
+DEMO_MIGRATION_BANDWIDTH = 1000
+#: Pings to the guest while it migrates: interval and count (busybox ping).
+PING_INTERVAL, PING_COUNT = 0.1, 60
 
 
 def possible(vc: Any) -> bool:
@@ -80,7 +90,8 @@ def wait_ready(path: str, name: str, timeout: float = READY_TIMEOUT,
 
 def add_command(vc: Any, name: str, node: str, ip: str) -> list[str]:
     """``gnt-instance add`` for the demo's kvm instance."""
-    return ["gnt-instance", "add", "-t", "file", "-o", "busybox", "-H", constants.HT_KVM,
+    return ["gnt-instance", "add", "-t", constants.DT_SHARED_FILE, "-o", "busybox",
+            "-H", constants.HT_KVM,
             "--disk", "0:size=1G", "--net", f"0:ip={ip}", "--no-name-check",
             "--no-ip-check", "-B", "maxmem=128M,minmem=128M", "-n", node, name]
 
@@ -97,7 +108,13 @@ def demonstrate(ctx: Context, vc: Any, run_shown: Callable[..., int],
     ip = plan.instance_ip(0)
     ctx.out("")
     ctx.out(f"A real guest: QEMU through {node.name}'s own libvirtd, a bridged NIC on its "
-            f"br0 with {ip}, the busybox OS on a file disk:")
+            f"br0 with {ip}, the busybox OS on a sharedfile disk:")
+    if name not in existing and run_shown(ctx, vc, [
+            "gnt-cluster", "modify", "--enabled-disk-templates", DEMO_TEMPLATES,
+            "--ipolicy-disk-templates", DEMO_TEMPLATES,
+            "-H", f"{constants.HT_KVM}:migration_bandwidth={DEMO_MIGRATION_BANDWIDTH}"]) != 0:
+        return 1
+    node = primary_of(vc, name) or node
     log = console_log(vc, node, name)
     command = (["gnt-instance", "start", name] if name in existing
                else add_command(vc, name, node.name, ip))
@@ -112,6 +129,7 @@ def demonstrate(ctx: Context, vc: Any, run_shown: Callable[..., int],
         ctx.out(f"  | {printable(line)}")
     failed = run_shown(ctx, vc, ["gnt-instance", "list", "-o", "name,hypervisor,status,"
                                  "oper_state,pnode,nic.ips", name])
+    failed += migrate_while_pinging(ctx, vc, run_shown, name, ip)
     tool = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "ganeti-vcluster")
     d = shlex.quote(vc.directory)
     ctx.out(f"{name} stays running. Try:")
@@ -120,4 +138,45 @@ def demonstrate(ctx: Context, vc: Any, run_shown: Callable[..., int],
             f"busybox ping -c 3 {ip}")
     ctx.out(f"  {tool} exec {d} --client -- curl -k "
             f"https://{plan.master_ip}:{constants.DEFAULT_RAPI_PORT}/dashboard/")
+    return int(failed != 0)
+
+
+def primary_of(vc: Any, name: str) -> Any:
+    """The node that runs ``name`` now (a demo run before may have migrated it); None
+    if the cluster does not know it."""
+    env = dict(os.environ)
+    env.update(vc.node(None).paths.env())
+    tool = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "gnt-instance")
+    proc = subprocess.run([tool, "list", "--no-headers", "-o", "pnode", name], env=env,
+                          capture_output=True, text=True, check=False)
+    wanted = proc.stdout.strip() if proc.returncode == 0 else ""
+    return next((n for n in vc.nodes if n.name == wanted), None)
+
+
+def migrate_while_pinging(ctx: Context, vc: Any, run_shown: Callable[..., int], name: str,
+                          ip: str) -> int:
+    """Live-migrate ``name`` to the node the allocator chooses while the client
+    namespace pings the guest; show the pings' summary.  The number of failures."""
+    ctx.out("")
+    ctx.out(f"Live migration: {name} moves to another node (the allocator chooses it; "
+            "its disk is in the shared directory, its memory moves) while the client "
+            f"namespace pings {ip} every {PING_INTERVAL:g}s:")
+    ping = subprocess.Popen(
+        vcluster_ns.exec_argv(vc, None, True, ["busybox", "ping", "-q", "-i",
+                                               f"{PING_INTERVAL:g}", "-c", str(PING_COUNT),
+                                               ip]),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.0)  # a few answers from the source first
+        failed = run_shown(ctx, vc, ["gnt-instance", "migrate", "-f", name])
+        out, _ = ping.communicate(timeout=PING_INTERVAL * PING_COUNT + 30)
+    finally:
+        if ping.poll() is None:
+            ping.kill()
+            ping.wait()
+    for line in out.splitlines():
+        if "packets" in line:
+            ctx.out(f"  ping {ip}: {line.strip()}")
+    failed += run_shown(ctx, vc, ["gnt-instance", "list", "-o", "name,status,oper_state,pnode",
+                                  name])
     return int(failed != 0)

@@ -698,3 +698,33 @@ class DaemonsTest(SynchronousTestCase):
         with self.assertRaises(errors.CommandError) as cm:
             daemons.wait_listening(self.paths, NODED, "127.0.0.1", 1811, timeout=5)
         self.assertIn("exited without a message", str(cm.exception))
+
+
+class SharedFileStorageTest(SynchronousTestCase):
+    """The cluster's shared file storage directory is one directory of the machine on
+    every node (a cluster file system): a file one node writes there, another reads
+    at its own path; the plain file storage directory stays each node's own."""
+
+    def test_shared_directory_is_one_directory_for_all_nodes(self):
+        top = os.path.abspath(self.mktemp())
+        master_root = os.path.join(top, "node1")
+        storage = os.path.join(master_root, "srv", "ganeti")
+        files, shared = os.path.join(storage, "file-storage"), os.path.join(
+            storage, "shared-file-storage")
+        common = os.path.join(top, vcluster.SHARED_FILE_DIR)
+        roots = [master_root, os.path.join(top, "node2")]
+        for root in roots:
+            vcluster.allow_file_storage(Paths(root, "n"), [files, shared], master_root,
+                                        {shared: common})
+            vcluster.allow_file_storage(Paths(root, "n"), [files, shared], master_root,
+                                        {shared: common})  # twice: no change, no error
+        with open(os.path.join(roots[0], "srv", "ganeti", "shared-file-storage", "d"),
+                  "w", encoding="ascii") as f:
+            f.write("x")
+        with open(os.path.join(roots[1], "srv", "ganeti", "shared-file-storage", "d"),
+                  encoding="ascii") as f:
+            self.assertEqual(f.read(), "x")
+        self.assertNotEqual(os.path.realpath(os.path.join(roots[0], "srv/ganeti/file-storage")),
+                            os.path.realpath(os.path.join(roots[1], "srv/ganeti/file-storage")))
+        with open(Paths(roots[1], "n").conf_dir + "/file-storage-paths", encoding="utf-8") as f:
+            self.assertEqual(f.read().split(), [files, shared])

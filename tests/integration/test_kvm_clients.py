@@ -1,21 +1,28 @@
 """Debian's real clients drive a real VM through our daemons on a namespaced cluster:
 the RAPI client, run in the cluster's client namespace, reaches RAPI at the live
 master IP (on the master node's br0) and creates, shuts down, starts and removes a
-kvm instance; Debian's gnt-instance reboots and stops one and shows its console
+kvm instance (a ``sharedfile`` disk in the cluster's shared directory); Debian's
+gnt-instance live-migrates it to another node and the RAPI client migrates it back,
+the guest answering pings all along (two real migrations between two nodes'
+libvirtds); Debian's gnt-instance reboots and stops it and shows its console
 command.  Three or four TCG boots."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 from tests.integration.clustercase import needs_debian_tool, needs_rapi_client
-from tests.integration.helpers import VCLUSTER
-from tests.integration.kvmcluster import MARKER, KvmClusterCase
+from tests.integration.helpers import VCLUSTER, run
+from tests.integration.kvmcluster import MARKER, SLOWDOWN, KvmClusterCase
 from tests.integration.test_rapi_compat import DRIVER, SYSTEM_PYTHON, call
 
 DEBIAN = "/usr/share/ganeti/3.0"
+TEMPLATES = "file,diskless,sharedfile"
+#: Pings to the guest while it migrates (every 0.1 s): a reboot would miss ~40.
+PINGS, PINGS_MISSED_AT_MOST = 40, 5
 
 
 class RealClientsKvmTest(KvmClusterCase):
@@ -33,6 +40,9 @@ class RealClientsKvmTest(KvmClusterCase):
             f.write(DRIVER)
         cls.user, cls.password = cls.cluster.rapi_credentials()
         cls.name = cls.instance_name(cls, "rvm1")
+        run([VCLUSTER, "exec", cls.dir, "--", "gnt-cluster", "modify",
+             "--enabled-disk-templates", TEMPLATES, "--ipolicy-disk-templates", TEMPLATES,
+             "-H", "kvm:migration_bandwidth=1000"], timeout=120)
 
     def rapi(self, *calls: list) -> list:
         """The calls by Debian's RAPI client from the client namespace, at the master IP."""
@@ -68,7 +78,7 @@ class RealClientsKvmTest(KvmClusterCase):
     def test_2_rapi_creates_a_kvm_instance_that_boots(self) -> None:
         log = self.follow(self.NODE, self.name)
         (job,) = self.rapi(call(
-            "CreateInstance", "create", self.name, "file", [{"size": 1024}],
+            "CreateInstance", "create", self.name, "sharedfile", [{"size": 1024}],
             [{"ip": self.plan.instance_ip(20)}], os="busybox", pnode=self.node_name(self.NODE),
             hypervisor="kvm", beparams={"maxmem": 128, "minmem": 128}, name_check=False,
             ip_check=False))
@@ -87,9 +97,47 @@ class RealClientsKvmTest(KvmClusterCase):
         self.job_ok(job)
         log.wait_for(rf"^{MARKER} {self.name}$")
 
-    def test_4_debian_gnt_instance_reboot_console_stop(self) -> None:
+    def migrate_while_pinging(self, migrate, source: int, target: int) -> None:
+        """Run ``migrate()`` while the client namespace pings the guest; the guest then
+        runs on ``target`` only, the config says so, and it kept answering."""
+        ip = self.plan.instance_ip(20)
+        ping = subprocess.Popen(
+            [VCLUSTER, "exec", self.dir, "--client", "--", "busybox", "ping", "-q", "-i",
+             "0.1", "-c", str(PINGS), ip], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        try:
+            migrate()
+            out, _ = ping.communicate(timeout=60 * SLOWDOWN)
+        finally:
+            if ping.poll() is None:
+                ping.kill()
+                ping.wait()
+        self.assertIn(self.name, self.domains(target))
+        self.assertNotIn(self.name, self.domains(source))
+        (inst,) = self.rapi(call("GetInstance", self.name))
+        self.assertEqual((inst["pnode"], inst["status"]), (self.node_name(target), "running"))
+        got = re.search(r"(\d+) packets transmitted, (\d+) (?:packets )?received", out)
+        self.assertIsNotNone(got, out)
+        sent, received = int(got.group(1)), int(got.group(2))
+        self.assertGreaterEqual(received, sent - PINGS_MISSED_AT_MOST, out)
+        job = self.virsh(target, "domjobinfo", self.name, "--completed")
+        self.assertIn("Incoming migration", job)
+
+    def test_3b_live_migration_there_by_debian_client_and_back_by_rapi(self) -> None:
         log = self.follow(self.NODE, self.name)
         log.wait_for(rf"^{MARKER} {self.name}$", timeout=30)  # the boot so far
+        self.migrate_while_pinging(
+            lambda: self.debian("migrate", "-f", "-n", self.node_name(2), self.name),
+            self.NODE, 2)
+        self.migrate_while_pinging(
+            lambda: self.job_ok(self.rapi(call("MigrateInstance", self.name,
+                                               target_node=self.node_name(self.NODE)))[0]),
+            2, self.NODE)
+
+    def test_4_debian_gnt_instance_reboot_console_stop(self) -> None:
+        # booted (test 2/3); migrated back here, its console log on this node holds
+        # only what the guest printed since it arrived
+        log = self.follow(self.NODE, self.name)
         self.debian("reboot", "--type", "hard", self.name)
         log.wait_for(rf"^{MARKER} {self.name}$")
         out = self.debian("list", "--no-headers", "-o", "name,hypervisor,status,pnode",

@@ -63,10 +63,10 @@ class Pair:
                 {"dev_type": "plain", "logical_id": [vg, f"{lv}_meta"], "size": 128,
                  "params": {"stripes": 1}, "dynamic_params": {}}]
 
-    def disk(self, side, port=None, secret=SECRET, minor=None):
+    def disk(self, side, port="default", secret=SECRET, minor=None):
         """The drbd disk as ``side`` gets it (its own dynamic parameters)."""
         other = self.other(side)
-        port = self.port if port is None else port
+        port = self.port if port == "default" else port
         lid = ["uuid-a", "uuid-b", port, self.minor["a"], self.minor["b"], secret]
         return {"dev_type": "drbd", "logical_id": lid, "size": self.size,
                 "uuid": "disk-uuid-0", "iv_name": "disk/0",

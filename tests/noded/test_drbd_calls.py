@@ -36,6 +36,26 @@ class ConnectTest(TestCase):
         self.assertIn("Can't find device", msg)
 
 
+    async def test_getmirrorstatus_multi_gives_each_node_its_disks(self):
+        from ganeti.rpc.client import NodeTarget
+        pair = Pair(self)
+        await pair.create("a")
+        await pair.create("b")
+        missing = pair.disk("a", minor=7)
+        targets = [NodeTarget(pair.name[s], pair.ip[s], False) for s in "ab"]
+        results = await pair.net.call(targets, "blockdev_getmirrorstatus_multi", [
+            {"nodea.test": [pair.disk("a"), missing], "nodeb.test": [pair.disk("b")]}])
+        [(ok_a, status_a), (ok_missing, msg)] = results["nodea.test"].payload
+        self.assertTrue(ok_a)
+        self.assertEqual(status_a["dev_path"], "/dev/drbd0")
+        self.assertFalse(status_a["is_degraded"])
+        self.assertFalse(ok_missing)
+        self.assertIn("Can't find device disk/0", msg)
+        [(ok_b, status_b)] = results["nodeb.test"].payload
+        self.assertTrue(ok_b)
+        self.assertEqual(status_b["dev_path"], "/dev/drbd1")
+
+
 async def connected_pair(case, **kw):
     pair = Pair(case, **kw)
     await pair.create("a")
@@ -116,22 +136,73 @@ class NetworkTest(TestCase):
         pair = await connected_pair(self)
         await pair.ok("b", "drbd_disconnect_net", [[pair.disk("b")]])
         await pair.ok("a", "drbd_disconnect_net", [[pair.disk("a")]])
-        d = pair.call("a", "drbd_attach_net", [[pair.disk("a")], False])
-        from twisted.internet.defer import Deferred
-        d = Deferred.fromCoroutine(d)
-        for _ in range(200):
-            if d.called:
-                break
-            await self._spin()
-            pair.clock.advance(5)
-        result = await d
+        start = pair.clock.seconds()
+        result = await drive(pair, pair.call("a", "drbd_attach_net",
+                                             [[pair.disk("a")], False]), step=5)
+        self.assertGreaterEqual(pair.clock.seconds() - start, 120)
+        self.assertLessEqual(pair.clock.seconds() - start, 125)
         self.assertFalse(result.success)
         self.assertIn("Timeout in disk reconnecting", result.fail_msg)
 
-    async def _spin(self):
-        from twisted.internet import reactor
-        from twisted.internet.task import deferLater
+    async def test_wait_sync_fails_for_a_device_neither_connected_nor_resyncing(self):
+        pair = await connected_pair(self)
+        await pair.ok("a", "drbd_disconnect_net", [[pair.disk("a")]])
+        start = pair.clock.seconds()
+        result = await drive(pair, pair.call("b", "drbd_wait_sync", [[pair.disk("b")]]))
+        self.assertGreaterEqual(pair.clock.seconds() - start, 15)
+        self.assertLessEqual(pair.clock.seconds() - start, 16)
+        self.assertFalse(result.success)
+        self.assertIn("DRBD device <DrbdDevice drbd1 port", result.fail_msg)
+        self.assertIn("is not in sync: stats=", result.fail_msg)
+        self.assertIn("WFConnection", result.fail_msg)
+
+    async def test_calls_on_missing_or_other_disks_fail_with_ganetis_messages(self):
+        pair = await connected_pair(self)
+        other = pair.disk("a", minor=9)
+        for call, args in (("drbd_disconnect_net", [[other]]),
+                           ("drbd_attach_net", [[other], False]),
+                           ("drbd_wait_sync", [[other]]),
+                           ("blockdev_close", ["inst1", [other]]),
+                           ("blockdev_open", ["inst1", [other], False])):
+            self.assertIn("Can't find device disk/0", await pair.fail("a", call, args))
+        msg = await pair.fail("a", "blockdev_addchildren", [other, pair.children("a")])
+        self.assertIn("Can't find parent device 'disk/0' in add children", msg)
+        msg = await pair.fail("a", "blockdev_removechildren", [other, pair.children("a")])
+        self.assertIn("Can't find parent device 'disk/0' in remove children", msg)
+        msg = await pair.fail("a", "blockdev_addchildren",
+                              [pair.disk("a"), pair.children("a", lv="nothere")])
+        self.assertIn("Can't find new device(s) to add", msg)
+        plain = pair.children("a")[0]
+        msg = await pair.fail("a", "drbd_disconnect_net", [[plain]])
+        self.assertIn("is not a drbd device", msg)
+        self.assertEqual(await pair.ok("a", "drbd_needs_activation", [[other]]),
+                         ["disk-uuid-0"])
+
+    async def test_open_links_the_disk_and_close_removes_the_link(self):
+        import os
+        pair = await connected_pair(self)
+        await pair.ok("a", "blockdev_close", ["inst1", [pair.disk("a")]])
+        link = os.path.join(pair.net.paths("nodeb.test").run_dir, "instance-disks",
+                            "inst1:0")
+        await pair.ok("b", "blockdev_open", ["inst1", [pair.disk("b")], True])
+        self.assertEqual(os.readlink(link), "/dev/vgb/u1.disk0_data")
+        await pair.ok("b", "blockdev_close", ["inst1", [pair.disk("b")]])
+        self.assertFalse(os.path.lexists(link))
+
+
+async def drive(pair, coro, step=1.0, rounds=400):
+    """Run a call that waits on the clock: advance it ``step`` s at a time (letting
+    the real reactor run in between) until the call is done."""
+    from twisted.internet import reactor
+    from twisted.internet.defer import Deferred
+    from twisted.internet.task import deferLater
+    d = Deferred.fromCoroutine(coro)
+    for _ in range(rounds):
+        if d.called:
+            break
         await deferLater(reactor, 0.001)
+        pair.clock.advance(step)
+    return await d
 
 
 class ResyncTest(TestCase):
@@ -145,6 +216,8 @@ class ResyncTest(TestCase):
         self.assertEqual(status["ldisk_status"], storagetypes.LDS_FAULTY)
         self.assertEqual(await pair.ok("b", "drbd_needs_activation", [[pair.disk("b")]]),
                          ["disk-uuid-0"])
+        # Ganeti's GetSyncStatus: the side that kept its disk is not degraded itself
+        self.assertFalse((await pair.find("a"))["is_degraded"])
         await pair.create_volumes("b", lv="u2.disk0")
         await pair.ok("b", "blockdev_addchildren",
                       [pair.disk("b"), pair.children("b", lv="u2.disk0")])
@@ -187,3 +260,25 @@ class ResyncTest(TestCase):
         await pair.net.start_node("nodea.test")
         status = await pair.find("b")
         self.assertEqual(status["sync_percent"], 25.0)
+
+    async def test_new_secondary_of_replace_disks_n_resyncs_everything(self):
+        """Ganeti's order: the new secondary is created with the "alone" id (no port),
+        the primary disconnects, then both attach with the new ids."""
+        pair = await connected_pair(self, size=64, rate=1024)
+        await pair.ok("b", "blockdev_remove", [pair.disk("b")])  # the old secondary
+        pair.minor["b"] = 5  # a new minor on the new secondary
+        await pair.create_volumes("b")
+        alone = pair.disk("b", port=None)
+        await pair.ok("b", "blockdev_create", [alone, pair.size, "inst1", False, "i", False])
+        status = await pair.ok("b", "blockdev_find", [alone])
+        self.assertEqual(status["ldisk_status"], storagetypes.LDS_FAULTY)  # StandAlone
+        await pair.ok("a", "drbd_disconnect_net", [[pair.disk("a")]])
+        results = await pair.both("drbd_attach_net", lambda s: [[pair.disk(s)], False])
+        self.assertTrue(all(r.success for r in results), results)
+        status = await pair.find("b")
+        self.assertEqual(status["sync_percent"], 0.0)
+        self.assertEqual(status["ldisk_status"], storagetypes.LDS_SYNC)
+        pair.clock.advance(64)
+        self.assertEqual(await pair.ok("a", "drbd_wait_sync", [[pair.disk("a")]]),
+                         [True, 100])
+        self.assertFalse((await pair.find("b"))["is_degraded"])

@@ -159,3 +159,30 @@ class StopTest(SynchronousTestCase):
         self.assertIsNotNone(ctx.children)
         self.assertIsNone(NodeContext(paths=node_paths(self), clock=MemoryReactorClock(),
                                       run=inline_runner).children)
+
+
+class MirrorListenersTest(SynchronousTestCase):
+    def test_net_attached_minors_listen_again_at_start_and_close_at_stop(self):
+        from ganeti.noded.bdev import drbdstate
+        from ganeti.noded.bdev.drbdnet import MirrorNet
+
+        reactor = MemoryReactorClock()
+        paths = node_paths(self)
+        for minor, net in ((0, True), (1, False)):
+            drbdstate.save(paths.run_dir, drbdstate.MinorState(
+                minor=minor, secret=f"s{minor}", logical_id=[], size=4, net=net,
+                local_ip="192.0.2.1", remote_ip="192.0.2.2", port=11000 + minor,
+                remote_minor=minor))
+        mirrors = MirrorNet(paths.run_dir, reactor, inline_runner, reactor)
+        ctx = NodeContext(paths=paths, clock=reactor, run=inline_runner, mirrors=mirrors)
+        node = service.NodeDaemon(
+            reactor, make_site(ctx, handlers()), ThreadPool(minthreads=0, maxthreads=1),
+            ClusterServerContextFactory(cert("cluster.example.com")), port=1811,
+            bind="127.0.0.1", mlock=False, mirrors=mirrors)
+        node.startService()
+        self.assertEqual([(port, iface) for port, _, _, iface in reactor.tcpServers],
+                         [(11000, "192.0.2.1")])
+        self.assertEqual(mirrors.listening(0), ("192.0.2.1", 11000))
+        self.successResultOf(node.stopService())
+        self.assertIsNone(mirrors.listening(0))
+        self.assertTrue(drbdstate.load(paths.run_dir, 0).net)  # the record stays

@@ -90,7 +90,8 @@ def _is_disk(v: Any) -> bool:
             and (v.get("logical_id") is None or isinstance(v.get("logical_id"), list)))
 
 
-def _is_disk_list(v: Any) -> bool:
+def is_disk_list(v: Any) -> bool:
+    """Whether ``v`` is a list of disk dicts (a wire value)."""
     return isinstance(v, list) and all(_is_disk(d) for d in v)
 
 
@@ -128,7 +129,7 @@ def disk_arg(name: str) -> RpcArg:
 
 def disks_arg(name: str) -> RpcArg:
     """A list of disks, each node getting its own dynamic parameters."""
-    return RpcArg(name, _is_disk_list, "a list of disk objects", encode=disk_list,
+    return RpcArg(name, is_disk_list, "a list of disk objects", encode=disk_list,
                   per_node=True)
 
 

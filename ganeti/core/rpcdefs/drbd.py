@@ -12,8 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganeti.core.rpcdefs.base import RPC_TMO_NORMAL, RPC_TMO_SLOW, RpcArg, call
-from ganeti.core.rpcdefs.disks import disk_arg, disks_arg
+from ganeti.core.objects import ConfigData
+from ganeti.core.rpcdefs.base import (
+    RPC_TMO_NORMAL,
+    RPC_TMO_SLOW,
+    EncodeContext,
+    RpcArg,
+    call,
+)
+from ganeti.core.rpcdefs.disks import disk_arg, disk_list, disks_arg, is_disk_list
 
 
 def _is_bool(v: Any) -> bool:
@@ -24,11 +31,44 @@ def _is_name(v: Any) -> bool:
     return isinstance(v, str)
 
 
+def node_disks(value: Any, ctx: EncodeContext) -> list[dict[str, Any]]:
+    """``{node: [disks]}`` (by node name or UUID) as the target node's own list
+    (Ganeti's ``ED_NODE_TO_DISK_DICT_DP``); a list is taken as that node's."""
+    if isinstance(value, list):
+        return disk_list(value, ctx)
+    if not isinstance(value, dict):
+        raise TypeError("expected {node: [disks]}")
+    keys = [ctx.node]
+    if isinstance(ctx.config, ConfigData) and ctx.node is not None:
+        keys.append(ctx.config.name_index("nodes").get(ctx.node))
+    for key in keys:
+        if key is not None and key in value:
+            return disk_list(value[key], ctx)
+    return []
+
+
+def _is_status_list(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(r, list) and len(r) == 2 and isinstance(r[0], bool) for r in v)
+
+
+def _status_list(v: Any) -> list[list[Any]]:
+    if not _is_status_list(v):
+        raise ValueError("expected a list of [success, status or message]")
+    return [list(r) for r in v]
+
+
 CALLS = [
     call("blockdev_getmirrorstatus", RPC_TMO_NORMAL,
          "The status of each disk merged with its children's (blockdev_find's dict); "
          "fails if one is missing.",
          disks_arg("disks")),
+    call("blockdev_getmirrorstatus_multi", RPC_TMO_NORMAL,
+         "[success, status dict or message] of each of the node's disks (cluster "
+         "verify); the master passes {node: [disks]}, each node gets its own.",
+         RpcArg("node_disks", is_disk_list, "a list of disk objects", encode=node_disks,
+                per_node=True),
+         decode=_status_list),
     call("blockdev_close", RPC_TMO_NORMAL,
          "Switch disks to secondary (no I/O here); the instance's disk links are "
          "removed when it is named.",

@@ -72,6 +72,23 @@ async def blockdev_getmirrorstatus(ctx: NodeContext, disks: list[dict[str, Any]]
     return out
 
 
+async def blockdev_getmirrorstatus_multi(ctx: NodeContext, node_disks: list[dict[str, Any]]
+                                         ) -> list[list[Any]]:
+    """``[success, status dict or message]`` of each disk (one failing disk does not
+    fail the others)."""
+    out: list[list[Any]] = []
+    for disk in node_disks:
+        try:
+            dev = await devices.find_device(ctx, disk)
+            if dev is None:
+                out.append([False, f"Can't find device {_name(disk)}"])
+                continue
+            out.append([True, (await dev.combined_sync_status()).to_wire()])
+        except BlockDeviceError as err:
+            out.append([False, str(err)])
+    return out
+
+
 def _unlink(ctx: NodeContext, instance: str, count: int) -> None:
     directory = devices.link_dir(ctx)
     for idx in range(count):
@@ -193,8 +210,8 @@ async def drbd_needs_activation(ctx: NodeContext, disks: list[dict[str, Any]]
     """The uuids of the disks that are not there, StandAlone or without local disk."""
     out = []
     for disk in disks:
+        dev = await devices.find_quietly(ctx, disk)
         try:
-            dev = await devices.find_device(ctx, disk)
             seen = await dev.mirror_status() if dev is not None and dev.mirrored else None
         except BlockDeviceError:
             dev, seen = None, None
@@ -207,12 +224,7 @@ async def blockdev_addchildren(ctx: NodeContext, bdev: dict[str, Any],
                                ndevs: list[dict[str, Any]]) -> None:
     """Attach new local volumes to a mirror (it resyncs them from its peer)."""
     parent = await _parent(ctx, bdev, "add children")
-    new = []
-    for disk in ndevs:
-        try:
-            new.append(await devices.find_device(ctx, disk))
-        except BlockDeviceError:
-            new.append(None)
+    new = [await devices.find_quietly(ctx, disk) for disk in ndevs]
     found = [d for d in new if d is not None]
     if len(found) != len(new):
         missing = [_name(d) for d, dev in zip(ndevs, new, strict=True) if dev is None]
@@ -224,10 +236,7 @@ async def blockdev_addchildren(ctx: NodeContext, bdev: dict[str, Any],
 
 
 async def _parent(ctx: NodeContext, disk: dict[str, Any], what: str) -> BlockDevice:
-    try:
-        dev = await devices.find_device(ctx, disk)
-    except BlockDeviceError:
-        dev = None
+    dev = await devices.find_quietly(ctx, disk)
     if dev is None or not dev.mirrored:
         raise RPCFail(f"Can't find parent device '{_name(disk)}' in {what}")
     return dev
@@ -243,10 +252,7 @@ async def blockdev_removechildren(ctx: NodeContext, bdev: dict[str, Any],
             paths.append(devices.device_class(disk).static_path(
                 str(disk.get("dev_type")), disk.get("logical_id") or []))
         except (ValueError, BlockDeviceError):
-            try:
-                dev = await devices.find_device(ctx, disk)
-            except BlockDeviceError:
-                dev = None
+            dev = await devices.find_quietly(ctx, disk)
             if dev is None or dev.dev_path is None:
                 raise RPCFail(f"Can't find device {_name(disk)} while removing "
                               "children") from None

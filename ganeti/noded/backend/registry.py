@@ -72,6 +72,7 @@ def handlers() -> dict[str, Handler]:
         "blockdev_getdimensions": blockdev.blockdev_getdimensions,
         "blockdev_convert": blockdev.blockdev_convert,
         "blockdev_getmirrorstatus": drbd.blockdev_getmirrorstatus,
+        "blockdev_getmirrorstatus_multi": drbd.blockdev_getmirrorstatus_multi,
         "blockdev_close": drbd.blockdev_close,
         "blockdev_open": drbd.blockdev_open,
         "blockdev_addchildren": drbd.blockdev_addchildren,

@@ -88,6 +88,14 @@ async def find_device(ctx: NodeContext, disk: dict[str, Any]) -> BlockDevice | N
     return dev if await _attach(dev) else None
 
 
+async def find_quietly(ctx: NodeContext, disk: dict[str, Any]) -> BlockDevice | None:
+    """:func:`find_device`, None also for a disk it cannot even look for (malformed)."""
+    try:
+        return await find_device(ctx, disk)
+    except BlockDeviceError:
+        return None
+
+
 async def _assemble(dev: BlockDevice, as_primary: bool) -> bool:
     allowed = 0 if dev.children_needed < 0 else len(dev.children) - dev.children_needed
     failed = 0

@@ -11,8 +11,10 @@ daemon as the kernel's would); its network is a listener and a handshake
 (:mod:`.drbdnet`), so a dead or unreachable peer really shows as not
 connected.  A new resource starts in sync (both sides' volumes are new and
 empty, DRBD's ``new-current-uuid --clear-bitmap``); a side that gets new local
-volumes (``blockdev_addchildren``, replace-disks) is Inconsistent and resyncs
-from an UpToDate peer at the disk's ``resync-rate`` on the node's clock.
+volumes (``blockdev_addchildren``, replace-disks ``-p``/``-s``) or is created
+without a port (Ganeti's "alone" id for the new secondary of replace-disks
+``-n``) is Inconsistent and resyncs from an UpToDate peer at the disk's
+``resync-rate`` on the node's clock.
 
 The engine is chosen by the disk's ``dynamic_params["mirror"]``: ``emulated``
 (the default) is the only one this module serves.
@@ -140,7 +142,9 @@ class DrbdDevice(BlockDevice):
     async def create(cls, ctx: NodeContext, disk: dict[str, Any],
                      children: Sequence[BlockDevice | None], size: int,
                      info: str) -> BlockDevice:
-        """Configure the minor on its two local volumes, in sync (new and empty)."""
+        """Configure the minor on its two local volumes: in sync (both sides are new and
+        empty), but Inconsistent when the disk has no port yet (Ganeti creates a new
+        secondary so in replace-disks -n: it resyncs everything once attached)."""
         dev = cls(ctx, disk, children)
         minor = dev._minor()
         paths = dev._child_paths()
@@ -153,6 +157,10 @@ class DrbdDevice(BlockDevice):
                                        "Create() time")
             state = MinorState(minor=minor, secret=dev.secret, logical_id=list(dev.logical_id),
                                size=int(size), children=paths, rate=dev._rate())
+            if dev.port is None:
+                # Ganeti's "alone" id (no port): a new secondary of replace-disks -n,
+                # whose empty volumes get everything from the primary
+                state.start_resync(ctx.clock.seconds())
             await dev.net.save(state)
         dev._set_found(minor)
         return dev
@@ -337,7 +345,7 @@ class DrbdDevice(BlockDevice):
 
     async def sync_status(self) -> SyncStatus:
         """Sync percentage and time left while resyncing; degraded unless Connected
-        with both disks UpToDate; the local disk okay, syncing or faulty."""
+        with the local disk UpToDate; the local disk okay, syncing or faulty."""
         seen = await self.mirror_status()
         return SyncStatus(self.dev_path, self.major, self.minor, seen.sync_percent,
                           seen.estimated_time, seen.is_degraded, seen.ldisk_status)

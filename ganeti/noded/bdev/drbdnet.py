@@ -66,6 +66,7 @@ class _Server(LineOnlyReceiver):
         self.net = net
         self.minor = minor
         self._timer: Any = None
+        self._asked = False
 
     def connectionMade(self) -> None:
         self.net.servers.add(self)
@@ -76,6 +77,9 @@ class _Server(LineOnlyReceiver):
         _abort(self.transport)
 
     def lineReceived(self, line: bytes) -> None:
+        if self._asked:
+            return  # one question per connection
+        self._asked = True
         self.net.served(logged_deferred(self._answer(line)))
 
     async def _answer(self, line: bytes) -> None:

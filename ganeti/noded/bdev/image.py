@@ -42,10 +42,7 @@ async def write_image(ctx: NodeContext, disk: dict[str, Any], image: str, size: 
     """Write ``image`` onto ``disk``'s device (at most ``size`` MiB)."""
     if not is_url(image) and not await ctx.run(os.path.exists, image):
         raise BlockDeviceError(f"Image '{image}' not found")
-    try:
-        dev = await devices.find_device(ctx, disk)
-    except BlockDeviceError:
-        dev = None
+    dev = await devices.find_quietly(ctx, disk)
     if dev is None or not dev.holds_data:
         raise BlockDeviceError(f"Cannot image device {_iv_name(disk)}: device not found")
     if size < 0:

@@ -22,11 +22,16 @@
   domain stopped with libvirt's "migrated" reason, which makes no event); on
   failure a migration still running is aborted (``abortJob``).
 
-``migration_downtime`` is not applied yet, and nothing here has been run against
-two real libvirtds: the destination's libvirtd must accept connections at
-:data:`DEST_URI` (TCP, no authentication), which the virtual cluster's node
-namespaces do not configure.  libvirt's test driver refuses peer-to-peer
-migration, which the unit tests use to exercise the failure path.
+``migration_downtime`` (ms) is set on the domain before it migrates
+(``migrateSetMaxDowntime``).  libvirt's own "is the storage shared?" check is
+skipped (``VIR_MIGRATE_UNSAFE``): the master migrates only instances whose disks the
+target reaches or that are mirrored to it, and libvirt takes a ``sharedfile`` disk
+for a local file.  In the namespaced virtual cluster each node's libvirtd listens on
+TCP at its node's address (no authentication, inside the cluster's private
+network), so the peer-to-peer migration runs between two real libvirtds
+(tests/integration/test_kvm_migration.py, ``make demo``).  libvirt's test driver
+refuses peer-to-peer migration, which the unit tests use to exercise the failure
+path.
 """
 
 from __future__ import annotations
@@ -49,6 +54,11 @@ if TYPE_CHECKING:
 # libvirt's numbers (kept here so that this module imports without libvirt)
 MIGRATE_LIVE = 1
 MIGRATE_PEER2PEER = 2
+#: Skip libvirt's own check that the disks are on storage it knows to be shared: the
+#: master migrates only instances whose storage the target reaches (Ganeti's
+#: DTS_EXT_MIRROR, ``sharedfile`` here, which libvirt takes for local files) or that
+#: are mirrored to it.
+MIGRATE_UNSAFE = 512
 PARAM_URI = "migrate_uri"
 PARAM_BANDWIDTH = "bandwidth"
 ERR_NO_SUPPORT = 3
@@ -68,11 +78,14 @@ def _host(target: str) -> str:
 # --- functions run in the libvirt thread (conn first) --------------------------------
 
 def migrate_domain(conn: Any, name: str, dest_uri: str, params: dict[str, Any],
-                   flags: int) -> None:
-    """Migrate our domain ``name``; returns when the migration has ended."""
+                   flags: int, downtime: int | None = None) -> None:
+    """Migrate our domain ``name`` (``downtime``: the longest pause allowed, ms);
+    returns when the migration has ended."""
     dom = gone_means(not_running(name))(lookup_ours)(conn, name)
     if dom is None:
         not_running(name)()
+    if downtime:
+        dom.migrateSetMaxDowntime(downtime, 0)
     dom.migrateToURI3(dest_uri, params, flags)
 
 
@@ -151,7 +164,8 @@ class KvmMigrations:
         bandwidth = hv.get("migration_bandwidth")
         if bandwidth:
             params[PARAM_BANDWIDTH] = int(bandwidth)  # MiB/s, as Ganeti's parameter
-        flags = MIGRATE_PEER2PEER | (MIGRATE_LIVE if live else 0)
+        flags = MIGRATE_PEER2PEER | MIGRATE_UNSAFE | (MIGRATE_LIVE if live else 0)
+        downtime = hv.get("migration_downtime")
         record = Outgoing(target)
         self.outgoing[name] = record
 
@@ -164,7 +178,8 @@ class KvmMigrations:
                      target=target, error=record.error)
 
         d = self.kvm.virt.call_aside(migrate_domain, name,
-                                     DEST_URI.format(host=_host(target)), params, flags)
+                                     DEST_URI.format(host=_host(target)), params, flags,
+                                     int(downtime) if downtime else None)
         d.addCallbacks(ended, failed)
         if record.error is not None:  # failed at once: no connection
             self.outgoing.pop(name, None)
