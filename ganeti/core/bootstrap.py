@@ -203,6 +203,9 @@ def build_config(opts: InitOptions, paths: Paths, now: float | None = None) -> C
         raise OpPrereqError(f"Invalid RAPI user name {opts.rapi_user!r}", ECODE_INVAL)
 
     group_uuid, node_uuid = str(uuidlib.uuid4()), str(uuidlib.uuid4())
+    diskparams = copy.deepcopy(constants.DISK_DT_DEFAULTS)
+    if opts.vg_name:  # Ganeti: drbd's metadata volumes go to the init-time group
+        diskparams[constants.DT_DRBD8]["metavg"] = opts.vg_name
     cluster = Cluster(
         uuid=str(uuidlib.uuid4()), cluster_name=name, master_node=node_uuid,
         master_ip=master_ip, master_netdev=opts.master_netdev, master_netmask=netmask,
@@ -214,7 +217,7 @@ def build_config(opts: InitOptions, paths: Paths, now: float | None = None) -> C
         gluster_storage_dir=opts.gluster_storage_dir,
         enabled_hypervisors=list(opts.enabled_hypervisors), hvparams=hvparams,
         beparams={"default": beparams}, nicparams={"default": nicparams},
-        ndparams=ndparams, diskparams=copy.deepcopy(constants.DISK_DT_DEFAULTS),
+        ndparams=ndparams, diskparams=diskparams,
         ipolicy=default_ipolicy(opts.enabled_disk_templates),
         candidate_pool_size=opts.candidate_pool_size, uid_pool=[list(r) for r in pool],
         default_iallocator=opts.default_iallocator,

@@ -90,10 +90,22 @@ def _annotated(disk_dict: dict[str, Any], ld_params: list[dict[str, Any]]) -> No
             child["params"] = {**params, **(child.get("params") or {})}
 
 
+#: The mirror engine of an instance's drbd disks by hypervisor (the contract between the
+#: master and the nodes: the ``mirror`` dynamic parameter); the others get
+#: :data:`DEFAULT_MIRROR`.  kvm gets ``qemu`` once that engine exists.
+MIRROR_ENGINES: dict[str, str] = {}
+DEFAULT_MIRROR = "emulated"
+
+
+def mirror_engine(instance: Instance) -> str:
+    """The mirror engine of ``instance``'s drbd disks."""
+    return MIRROR_ENGINES.get(instance.hypervisor, DEFAULT_MIRROR)
+
+
 def _dynamic(disk_dict: dict[str, Any], target_uuid: str | None,
-             ips: Mapping[str, str | None]) -> None:
+             ips: Mapping[str, str | None], mirror: str = DEFAULT_MIRROR) -> None:
     for child in disk_dict.get("children") or []:
-        _dynamic(child, target_uuid, ips)
+        _dynamic(child, target_uuid, ips, mirror)
     dyn: dict[str, Any] = {}
     lid = disk_dict.get("logical_id")
     if (disk_dict.get("dev_type") == constants.DT_DRBD8 and isinstance(lid, list)
@@ -105,10 +117,10 @@ def _dynamic(disk_dict: dict[str, Any], target_uuid: str | None,
                              f"{disk_dict.get('uuid') or disk_dict.get('iv_name')}")
         if target_uuid == pnode:
             dyn = {"local-ip": pip, "remote-ip": sip, "local-minor": pminor,
-                   "remote-minor": sminor}
+                   "remote-minor": sminor, "mirror": mirror}
         else:
             dyn = {"local-ip": sip, "remote-ip": pip, "local-minor": sminor,
-                   "remote-minor": pminor}
+                   "remote-minor": pminor, "mirror": mirror}
     disk_dict["dynamic_params"] = dyn
 
 
@@ -127,6 +139,6 @@ def disk_wire_dicts(cfg: ConfigData, instance: Instance, disks: Sequence[Disk],
         d = disk.to_dict()
         if disk.dev_type != constants.DT_DISKLESS and disk.dev_type in DISK_LD_DEFAULTS:
             _annotated(d, compute_ld_params(disk.dev_type, dt_params))
-        _dynamic(d, target, ips)
+        _dynamic(d, target, ips, mirror_engine(instance))
         out.append(d)
     return out

@@ -67,6 +67,10 @@ class OpPrereqError(GenericError):
     """A prerequisite of an operation does not hold; args are (message, ecode)."""
 
 
+class RemoteError(GenericError):
+    """A remote node could not be asked (Ganeti's RemoteError)."""
+
+
 class OpExecError(GenericError):
     """An operation failed while executing."""
 

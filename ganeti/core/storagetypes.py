@@ -60,9 +60,9 @@ VOLUME_FIELDS = frozenset({VF_NODE, VF_PHYS, VF_VG, VF_NAME, VF_SIZE, VF_INSTANC
 
 # Disk templates by kind.
 DTS_FILEBASED = frozenset({constants.DT_FILE, constants.DT_SHARED_FILE, constants.DT_GLUSTER})
-#: The templates whose disks this project can create (drbd, ext, rbd, gluster: not yet).
+#: The templates whose disks this project can create (ext, rbd, gluster: not yet).
 DTS_CREATABLE = frozenset({constants.DT_DISKLESS, constants.DT_FILE, constants.DT_SHARED_FILE,
-                           constants.DT_PLAIN, constants.DT_BLOCK})
+                           constants.DT_PLAIN, constants.DT_BLOCK, constants.DT_DRBD8})
 #: Templates whose disks may be adopted (existing volumes or devices).
 DTS_MAY_ADOPT = frozenset({constants.DT_PLAIN, constants.DT_BLOCK})
 
@@ -81,6 +81,8 @@ LDS_OKAY = 1
 LDS_SYNC = 2
 LDS_UNKNOWN = 3
 LDS_FAULTY = 4
+#: How verify names a local-disk status (Ganeti's ``LDS_NAMES``).
+LDS_NAMES = {LDS_OKAY: "ok", LDS_SYNC: "syncing", LDS_UNKNOWN: "unknown", LDS_FAULTY: "faulty"}
 
 
 def storage_type_templates(storage_type: str) -> list[str]:

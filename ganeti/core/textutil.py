@@ -24,3 +24,16 @@ def safe_encode(text: str) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def format_seconds(secs: float) -> str:
+    """Seconds for reading, as Ganeti's ``FormatSeconds``: ``"2d 9h 19m 49s"``."""
+    parts: list[str] = []
+    left = round(secs, 0)
+    if left > 0:
+        for unit, one in (("d", 86400), ("h", 3600), ("m", 60)):
+            complete, left = divmod(left, one)
+            if complete or parts:
+                parts.append(f"{int(complete)}{unit}")
+    parts.append(f"{int(left)}s")
+    return " ".join(parts)

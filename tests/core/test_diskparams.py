@@ -84,7 +84,10 @@ class DisksInfoTest(SynchronousTestCase):
         mine = diskparams.disk_wire_dicts(self.cfg, self.inst, [drbd], "node2.test")[0]
         self.assertEqual(mine["dynamic_params"], {"local-ip": "10.0.0.2", "remote-ip":
                                                   "10.0.0.1", "local-minor": 3,
-                                                  "remote-minor": 0})
+                                                  "remote-minor": 0, "mirror": "emulated"})
+        self.patch(diskparams, "MIRROR_ENGINES", {self.inst.hypervisor: "qemu"})
+        mine = diskparams.disk_wire_dicts(self.cfg, self.inst, [drbd], "node2.test")[0]
+        self.assertEqual(mine["dynamic_params"]["mirror"], "qemu")  # chosen per instance
         self.assertEqual(mine["children"][0]["params"], {"stripes": 1})
         self.assertIn("resync-rate", mine["params"])
         nobody = diskparams.disk_wire_dicts(self.cfg, self.inst, [drbd], None)[0]

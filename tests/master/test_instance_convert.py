@@ -213,7 +213,9 @@ class ConvertTest(SynchronousTestCase):
                      "cluster (enabled templates: plain, file, sharedfile, diskless)",
                      "wrong_state")
         self.refused(self.convert("drbd", remote_node="node1.test"),
-                     "Disk template 'drbd' is not supported yet", "wrong_input")
+                     "Conversion from the 'file' to the 'drbd' disk template is not "
+                     "supported yet (plain <-> drbd only)",
+                     "wrong_input")
         self.refused(self.convert("sharedfile", disks=[["add", {"size": 4}]]),
                      "Disk template conversion and other disk changes not supported at "
                      "the same time", "wrong_input")

@@ -124,7 +124,10 @@ class GenerateTest(_Base):
 
     def test_unsupported_and_disabled_templates(self):
         err = self.assertRaises(OpPrereqError, self.generate, "drbd", [{"size": 1}])
-        self.assertIn("'drbd' is not supported yet", str(err))
+        self.assertEqual(err.args, ("Disk template drbd needs exactly one secondary node",
+                                    "wrong_input"))
+        err = self.assertRaises(OpPrereqError, self.generate, "rbd", [{"size": 1}])
+        self.assertIn("'rbd' is not supported yet", str(err))
         self.assertEqual(err.args[1], "wrong_input")
         err = self.assertRaises(OpPrereqError, self.generate, "ext", [{"size": 1}])
         self.assertIn("'ext' is not supported yet", str(err))

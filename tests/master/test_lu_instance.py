@@ -46,6 +46,13 @@ class InstanceCase(TestCase):
     def config(self):
         return self.master.config
 
+    def join(self, *numbers):
+        """Node daemons node<k>.test at 127.0.1.<k>, added to the cluster."""
+        for k in numbers:
+            self.net.add(f"node{k}.test", f"127.0.1.{k}")
+            self.run_ok({"OP_ID": "OP_NODE_ADD", "node_name": f"node{k}.test",
+                         "primary_ip": f"127.0.1.{k}"})
+
     def run_ok(self, *ops):
         status, results, log = self.master.finish(self.master.submit(*ops))
         self.assertEqual(status, "success", results)

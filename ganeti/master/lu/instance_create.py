@@ -43,6 +43,7 @@ from ganeti.master.lu import (
     osoutput,
 )
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_drbd as drbd
 from ganeti.master.lu import instance_forthcoming as forth
 from ganeti.master.lu import (
     instance_placement as placement,
@@ -50,12 +51,11 @@ from ganeti.master.lu import (
 from ganeti.master.lu import instance_storage as storage
 from ganeti.master.lu.base import LogicalUnit
 
-#: Templates whose disks live on two nodes (Ganeti's DTS_INT_MIRROR).
-DTS_INT_MIRROR = frozenset({c.DT_DRBD8})
-#: Templates this version can create disks for (drbd and ext: accepted by the
-#: config and queries, refused here until the mirrored template exists).
+DTS_INT_MIRROR = drbd.DTS_INT_MIRROR
+#: Templates this version can create disks for (ext, rbd, gluster: accepted by the
+#: config and queries, refused here until they exist).
 DTS_CREATABLE = frozenset({c.DT_DISKLESS, c.DT_FILE, c.DT_SHARED_FILE, c.DT_PLAIN,
-                           c.DT_BLOCK})
+                           c.DT_BLOCK, c.DT_DRBD8})
 DTS_MAY_ADOPT = frozenset({c.DT_PLAIN, c.DT_BLOCK})
 DTS_MUST_ADOPT = frozenset({c.DT_BLOCK})
 DTS_FILEBASED = frozenset({c.DT_FILE, c.DT_SHARED_FILE})
@@ -118,6 +118,8 @@ class LUInstanceCreate(LogicalUnit):
     HTYPE = hookdefs.HTYPE_INSTANCE
     #: The address the name resolved to (the name check), for the NICs and IP check.
     resolved_ip: str | None = None
+    #: whether the job log says that primary and secondary are in two groups
+    group_warned = False
     # -- reservations (:mod:`.instance_forthcoming` sets them) ---------------------
     forthcoming = False  #: only reserve: a forthcoming instance, in the config
     commit = False  #: make the reservation real
@@ -282,8 +284,7 @@ class LUInstanceCreate(LogicalUnit):
                                 f"{','.join(cluster.enabled_disk_templates)}.", ECODE_STATE)
         if self.template not in DTS_CREATABLE:
             raise OpPrereqError(f"Disk template '{self.template}' cannot be created yet "
-                                "(the mirrored and external templates come later)",
-                                ECODE_INVAL)
+                                "(the external templates come later)", ECODE_INVAL)
         disks = list(op.disks or [])
         if self.template == c.DT_DISKLESS and disks:
             raise OpPrereqError("Diskless instances cannot have disks", ECODE_INVAL)
@@ -319,13 +320,21 @@ class LUInstanceCreate(LogicalUnit):
         """The nodes (given or chosen), and the policy of the primary's group."""
         cfg = self.ctx.config.config
         op = self.op
-        for node in [self.pnode] + ([self.snode] if self.snode else []):
-            ic.check_node_online(node, "Cannot use offline primary node" if node is self.pnode
-                                 else None)
-            ic.check_node_not_drained(node)
-            ic.check_node_vm_capable(node)
-        if self.snode is not None and self.snode.uuid == self.pnode.uuid:
-            raise OpPrereqError("The secondary node cannot be the primary node", ECODE_INVAL)
+        ic.check_node_online(self.pnode, "Cannot use offline primary node")
+        ic.check_node_not_drained(self.pnode)
+        ic.check_node_vm_capable(self.pnode)
+        if self.snode is not None:  # Ganeti's mirror node verification
+            if self.snode.uuid == self.pnode.uuid:
+                raise OpPrereqError("The secondary node cannot be the primary node",
+                                    ECODE_INVAL)
+            ic.check_node_online(self.snode)
+            ic.check_node_not_drained(self.snode)
+            ic.check_node_vm_capable(self.snode)
+            if self.snode.group != self.pnode.group and not self.group_warned:
+                self.group_warned = True  # (an import checks the nodes twice)
+                self.ctx.feedback("message", " - WARNING: The primary and secondary nodes "
+                                  "are in two different node groups; the disk parameters "
+                                  "from the first disk's node group will be used")
         # the instance policy of the primary node's group
         spec = instance_policy.spec_of(self.be_full, [d.get("size", 0) for d in self.disk_specs],
                                        len(self.nics), [d.get("spindles") for d in
@@ -391,6 +400,8 @@ class LUInstanceCreate(LogicalUnit):
                                             f"creating instance {self.name}",
                                             int(self.be_full.get(c.BE_MINMEM) or 0),
                                             exclude=uuid)
+        if not self.forthcoming and not self.adopt and self.reservation is None:
+            await self._check_free_space(cfg)
         if not self.keep_nics:
             ic.assign_nic_resources(self, cfg, self.nics, op.conflicts_check)
         disks: list[Disk] = []
@@ -442,6 +453,8 @@ class LUInstanceCreate(LogicalUnit):
         self.release_locks(LEVEL_NODE, keep=[src_uuid] if op.mode == "import" and src_uuid
                            else None)
         self.release_locks(LEVEL_NODE_RES)
+        if any(d.dev_type in DTS_INT_MIRROR for d in disks):
+            await self._check_mirrors(inst, disks)
         if op.mode == "create" and not op.no_install:
             await self._image(inst, disks)
             await self._install(inst, disks)
@@ -458,6 +471,31 @@ class LUInstanceCreate(LogicalUnit):
         cfg = self.ctx.config.config
         return sorted(cfg.nodes[u].name for u in nodesmod.instance_nodes(cfg, inst)
                       if u in cfg.nodes)
+
+    async def _check_free_space(self, cfg: ConfigData) -> None:
+        """Ganeti's CheckNodesFreeDiskPerVG for the lvm templates: each node of the
+        instance has room in each volume group (drbd: 128 MiB more per disk)."""
+        required = drbd.size_per_vg(self.template, self.disk_specs,
+                                    cfg.cluster.volume_group_name)
+        if not required:
+            return
+        for node in [self.pnode] + ([self.snode] if self.snode else []):
+            await storage.check_vg_free(self, node, required)
+
+    async def _check_mirrors(self, inst: Instance, disks: list[Disk]) -> None:
+        """Ganeti's _RemoveDegradedDisks: wait for the mirrors to sync (or, without
+        ``wait_for_sync``, look once that they are not degraded); degraded disks
+        remove the instance again."""
+        cfg = self.ctx.config.config
+        current = cfg.instances[inst.uuid]
+        if self.op.wait_for_sync:
+            ok = await drbd.wait_for_sync(self, cfg, current)
+        else:
+            self.ctx.feedback("message", "* checking mirrors status")
+            ok = await drbd.wait_for_sync(self, cfg, current, oneshot=True)
+        if not ok:
+            await self._undo(inst, disks)
+            raise OpExecError("There are some degraded disks for this instance")
 
     @staticmethod
     def _with_disks(cfg: ConfigData, inst: Instance, disks: list[Disk]) -> ConfigData:
@@ -477,6 +515,7 @@ class LUInstanceCreate(LogicalUnit):
                                     ECODE_EXISTS)
             for d in disks:
                 cfg.disks[d.uuid] = d
+            drbd.commit_ports(cfg, disks)
             cfg.instances[inst.uuid] = inst.clone()
             ic.commit_nic_ips(cfg, inst.nics)
         return change

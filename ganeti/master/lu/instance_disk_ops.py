@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti.core import constants as c
-from ganeti.core.errors import ECODE_INVAL, ECODE_STATE, OpPrereqError
+from ganeti.core.errors import ECODE_INVAL, ECODE_STATE, OpExecError, OpPrereqError
 from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import (
     OpInstanceActivateDisks,
@@ -18,7 +18,7 @@ from ganeti.master.config import nodes as nodesmod
 from ganeti.master.iallocator import jobs as iajobs
 from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
-from ganeti.master.lu import instance_storage
+from ganeti.master.lu import instance_drbd, instance_storage
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.instance_ops import (
     NOT_RUNNING,
@@ -47,8 +47,13 @@ class LUInstanceActivateDisks(InstanceLU):
         if not inst.disks:
             return []
         result = await instance_storage.assemble_disks(self, self.ctx.config.config, inst,
-                                                 ignore_size=self.op.ignore_size)
+                                                       ignore_size=self.op.ignore_size)
         await self.set_disks_active(True)
+        if self.op.wait_for_sync:
+            cfg = self.ctx.config.config
+            if not await instance_drbd.wait_for_sync(self, cfg, cfg.instances[inst.uuid]):
+                await self.set_disks_active(False)
+                raise OpExecError("Some disks of the instance are degraded!")
         return [list(item) for item in result]
 
 
@@ -108,9 +113,20 @@ class LUInstanceGrowDisk(InstanceLU):
         if self.op.dry_run or self.delta == 0:
             return None
         inst = self.instance
+        cfg = self.ctx.config.config
+        mirrored = self.disk.dev_type in instance_drbd.DTS_INT_MIRROR
+        if self.disk.dev_type in (c.DT_PLAIN, c.DT_DRBD8):  # Ganeti's _CheckDiskSpace
+            data = self.disk.children[0] if self.disk.children else self.disk
+            vg = str((data.logical_id or [cfg.cluster.volume_group_name])[0])
+            for uuid in instance_storage.disk_nodes(inst, self.disk):
+                if not instance_storage.exclusive_storage(cfg, cfg.nodes[uuid]):
+                    await instance_storage.check_vg_free(self, cfg.nodes[uuid],
+                                                         {vg: self.delta})
+        if mirrored:  # Ganeti assembles the disk first: a drbd device grows when set up
+            await instance_storage.assemble_disks(self, cfg, inst, disks=[self.disk])
         self.ctx.feedback("message", f"Growing disk {self.op.disk} of instance '{inst.name}' "
                                      f"by {self.delta} MiB to {self.target} MiB")
-        await instance_storage.grow_disk(self, self.ctx.config.config, inst, self.disk, self.delta)
+        await instance_storage.grow_disk(self, cfg, inst, self.disk, self.delta)
         disk_uuid, target = self.disk.uuid, self.target
 
         def change(cfg: ConfigData) -> None:
@@ -119,7 +135,27 @@ class LUInstanceGrowDisk(InstanceLU):
             disk.serial_no = (disk.serial_no or 0) + 1
             cfg.instances[inst.uuid].serial_no += 1
         await self.update_config(change)
+        if mirrored:
+            await self._after_grow()
         return None
+
+    async def _after_grow(self) -> None:
+        """Ganeti's end of a grow: wait for the sync (then shut the disk down again if
+        the instance's disks are not active), or warn that it stays up."""
+        cfg = self.ctx.config.config
+        inst = cfg.instances[self.instance.uuid]
+        disk = cfg.disks[self.disk.uuid]
+        if self.op.wait_for_sync:
+            if not await instance_drbd.wait_for_sync(self, cfg, inst, disks=[disk]):
+                instance_drbd.warning(self, "Disk syncing has not returned a good status; "
+                                            "check the instance")
+            if not inst.disks_active:
+                await check_not_running(self, inst, "cannot shutdown disks")
+                await instance_storage.shutdown_disks(self, cfg, inst, disks=[disk])
+        elif not inst.disks_active:
+            instance_drbd.warning(self, "Not shutting down the disk even if the instance is "
+                                        "not supposed to be running because no wait for "
+                                        "sync mode was requested")
 
 
 class LUInstanceRecreateDisks(InstanceLU):
@@ -237,6 +273,15 @@ class LUInstanceRecreateDisks(InstanceLU):
                 disk.spindles = int(params["spindles"])
             if self.new_nodes:
                 disk.nodes = list(self.new_nodes)
+                if disk.dev_type == c.DT_DRBD8 and disk.logical_id \
+                        and len(disk.logical_id) == 6:
+                    # Ganeti's: the new nodes with new minors; port and secret stay
+                    _a, _b, port, _ma, _mb, secret = disk.logical_id
+                    minors = self.ctx.reservations.allocate_drbd_minors(
+                        self.ctx.owner, cfg, list(self.new_nodes))
+                    disk.logical_id = [*self.new_nodes, port, *minors, secret]
+                    for child in disk.children:
+                        child.nodes = list(self.new_nodes)
             chosen.append(disk)
         target = inst.clone()
         if self.new_nodes:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from ganeti.core import params_fill
-from ganeti.core.objects import ConfigData, Disk, Instance
+from ganeti.core.objects import ConfigData, Instance
 from ganeti.core.opcodes.views import OpInstanceQueryData
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_INSTANCE
 from ganeti.master.lu import instance_common as ic
-from ganeti.master.lu import instance_storage
+from ganeti.master.lu import instance_drbd, instance_storage
 from ganeti.master.lu.base import LogicalUnit
 
 
@@ -23,19 +23,9 @@ def nic_tuple(cfg: ConfigData, nic: Any) -> list[Any]:
             filled.get("vlan", ""), nic.network, net.to_dict() if net is not None else None]
 
 
-def disk_info(cfg: ConfigData, disk: Disk, pstatus: Any = None) -> dict[str, Any]:
-    return {
-        "iv_name": disk.iv_name, "dev_type": disk.dev_type,
-        "logical_id": list(disk.logical_id or []), "drbd_info": None,
-        "pstatus": pstatus, "sstatus": None,
-        "children": [disk_info(cfg, child) for child in disk.children],
-        "mode": disk.mode, "size": disk.size, "spindles": disk.spindles,
-        "name": disk.name, "uuid": disk.uuid,
-    }
-
-
-def instance_data(cfg: ConfigData, inst: Instance, run_state: str | None) -> dict[str, Any]:
-    """One instance's entry of the answer."""
+def instance_data(cfg: ConfigData, inst: Instance, run_state: str | None,
+                  disks: list[dict[str, Any]]) -> dict[str, Any]:
+    """One instance's entry of the answer (``disks``: its disks' entries)."""
     cluster = cfg.cluster
     pnode = cfg.nodes.get(inst.primary_node)
     snodes = nodesmod.secondary_nodes(cfg, inst)
@@ -55,7 +45,7 @@ def instance_data(cfg: ConfigData, inst: Instance, run_state: str | None) -> dic
         "os": inst.os, "network_port": inst.network_port,
         "nics": [nic_tuple(cfg, nic) for nic in inst.nics],
         "disk_template": inst.disk_template,
-        "disks": [disk_info(cfg, d) for d in instance_storage.instance_disks(cfg, inst)],
+        "disks": disks,
         "hypervisor": inst.hypervisor,
         "hv_instance": dict(inst.hvparams),
         "hv_actual": params_fill.fill_instance_hv(cluster, inst),
@@ -121,7 +111,9 @@ class LUInstanceQueryData(LogicalUnit):
                     state = None
                 else:
                     state = "up" if inst.name in running.get(node.name, set()) else "down"
-            out[inst.name] = instance_data(cfg, inst, state)
+            disks = [await instance_drbd.disk_status_tree(self, cfg, inst, d, self.op.static)
+                     for d in instance_storage.instance_disks(cfg, inst)]
+            out[inst.name] = instance_data(cfg, inst, state, disks)
         return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from ganeti.core import constants as c
 from ganeti.core import params_fill
 from ganeti.core.errors import ECODE_INVAL, ECODE_STATE, OpExecError, OpPrereqError
-from ganeti.core.objects import NIC, ConfigData, Disk, Node
+from ganeti.core.objects import NIC, ConfigData, Disk
 from ganeti.core.opcodes.table_instance import (
     DDM_ADD,
     DDM_ATTACH,
@@ -31,8 +31,9 @@ from ganeti.core.params_merge import get_updated_params
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_convert_drbd as convert_drbd
 from ganeti.master.lu import instance_forthcoming as forth
-from ganeti.master.lu import instance_policy, instance_storage
+from ganeti.master.lu import instance_policy, instance_storage, instance_template
 from ganeti.master.lu.instance_create import check_disk_specs
 from ganeti.master.lu.instance_ops import (
     NOT_RUNNING,
@@ -41,28 +42,8 @@ from ganeti.master.lu.instance_ops import (
     check_not_running,
 )
 
-# Ganeti's template sets of a disk template conversion.
-_DTS_INT_MIRROR = frozenset({c.DT_DRBD8})
-_DTS_LVM = frozenset({c.DT_PLAIN, c.DT_DRBD8})
-_DTS_NOT_LVM = frozenset(c.DISK_TEMPLATES) - _DTS_LVM
-_DTS_EXCL_STORAGE = frozenset({c.DT_PLAIN, c.DT_DRBD8})
-_DTS_NOT_CONVERTIBLE_FROM = frozenset({c.DT_DISKLESS})
-_DTS_NOT_CONVERTIBLE_TO = frozenset({c.DT_DISKLESS, c.DT_BLOCK})
-
-
-def _format_mib(size: int) -> str:
-    """A size in MiB as Ganeti's ``FormatUnit(size, "h")`` shows it."""
-    if size < 1024:
-        return f"{size}M"
-    if size < 1024 * 1024:
-        return f"{size / 1024.0:.1f}G"
-    return f"{size / (1024.0 * 1024):.1f}T"
-
-
-def _where(disk: Disk) -> str:
-    """The disk's place as Ganeti names it in the conversion log (logical id part 2)."""
-    return str(disk.logical_id[1]) if disk.logical_id and len(disk.logical_id) > 1 \
-        else disk.uuid
+# Ganeti's template sets (the conversion's are in .instance_template).
+_DTS_INT_MIRROR = instance_template.DTS_INT_MIRROR
 
 
 def _mods(raw: list[list[Any]]) -> list[tuple[str, Any, dict[str, Any]]]:
@@ -114,6 +95,9 @@ class LUInstanceSetParams(InstanceLU):
     NODE_LEVELS = (LEVEL_NODE, LEVEL_NODE_RES)
     #: a reservation's parameters, NICs and disks change in the config only
     ALLOW_FORTHCOMING = True
+    #: a template change (.instance_template): the new disks' specs, (from, to)
+    template_specs: list[dict[str, Any]]
+    mode: tuple[str, str] | None = None
 
     def check_arguments(self) -> None:
         op = self.op
@@ -133,11 +117,15 @@ class LUInstanceSetParams(InstanceLU):
                 raise OpPrereqError("Disk template conversion and other disk changes not "
                                     "supported at the same time", ECODE_INVAL)
             if op.disk_template in _DTS_INT_MIRROR:
-                instance_storage.check_template_supported(op.disk_template)
+                if not (op.remote_node or op.remote_node_uuid):
+                    raise OpPrereqError("Changing the disk template to a mirrored one needs "
+                                        "a secondary node (choosing one with an allocator "
+                                        "is not supported yet)", ECODE_INVAL)
             elif op.remote_node or op.remote_node_uuid:
                 self.ignored_remote_node = True  # a warning in exec, as Ganeti's
-        if op.iallocator or (
-                (op.remote_node or op.remote_node_uuid) and not self.ignored_remote_node):
+        if op.iallocator or ((op.remote_node or op.remote_node_uuid)
+                             and not self.ignored_remote_node
+                             and op.disk_template not in _DTS_INT_MIRROR):
             raise OpPrereqError("Changing the nodes of an instance is not supported yet",
                                 ECODE_INVAL)
         for action, _ident, params in self.disk_mods:
@@ -154,6 +142,22 @@ class LUInstanceSetParams(InstanceLU):
             if action == DDM_REMOVE and params:
                 raise OpPrereqError("No settings should be passed when removing a NIC",
                                     ECODE_INVAL)
+
+    def expand_names(self) -> None:
+        super().expand_names()
+        self.remote_uuid: str | None = None
+        op = self.op
+        if op.disk_template in _DTS_INT_MIRROR and (op.remote_node or op.remote_node_uuid):
+            found = nodesmod.find_node(self.ctx.config.config,
+                                       op.remote_node_uuid or op.remote_node)
+            self.remote_uuid = found.uuid
+            self.record_op(remote_node_uuid=found.uuid, remote_node=found.name)
+
+    def declare_locks(self, level: int) -> None:
+        super().declare_locks(level)
+        if self.remote_uuid is not None and level in self.NODE_LEVELS:  # Ganeti's
+            held = list(self.needed_locks.get(level) or [])
+            self.needed_locks[level] = sorted({*held, self.remote_uuid})
 
     def build_hooks_env(self) -> dict[str, Any]:
         env = super().build_hooks_env()
@@ -233,7 +237,7 @@ class LUInstanceSetParams(InstanceLU):
         self._prepare_nics(cfg)
         # disks
         self._prepare_disks(cfg)
-        self._prepare_template(cfg, pnode)
+        instance_template.prepare_template(self, cfg, pnode)
         # policy (the instance's new shape against its group's policy)
         if (op.beparams or self.disk_mods or self.nic_mods or op.disk_template) \
                 and not op.ignore_ipolicy:
@@ -366,128 +370,6 @@ class LUInstanceSetParams(InstanceLU):
                     self.result.append([f"disk.name/{idx}", disks[idx].name])
         self._disks_after = disks
 
-    def _prepare_template(self, cfg: ConfigData, pnode: Node) -> None:
-        """Ganeti's ``_PreCheckDiskTemplate``: whether the disks can be converted to
-        ``op.disk_template`` (the instance must be stopped: checked here in the
-        config, on its node in exec); the new disks' specs."""
-        self.template_specs: list[dict[str, Any]] = []
-        target = self.op.disk_template
-        if not target:
-            return
-        inst = self.instance
-        cluster = cfg.cluster
-        disks = instance_storage.instance_disks(cfg, inst)
-        kinds = {d.dev_type for d in disks}
-        if len(kinds) > 1:
-            raise OpPrereqError("Conversion from mixed is not yet supported.", ECODE_INVAL)
-        current = next(iter(kinds)) if kinds else c.DT_DISKLESS
-        if current in _DTS_NOT_CONVERTIBLE_FROM:
-            raise OpPrereqError(f"Conversion from the '{current}' disk template is not "
-                                "supported", ECODE_INVAL)
-        if target in _DTS_NOT_CONVERTIBLE_TO:
-            raise OpPrereqError(f"Conversion to the '{target}' disk template is not "
-                                "supported", ECODE_INVAL)
-        if target != c.DT_EXT and kinds == {target}:
-            raise OpPrereqError(f"Instance already has disk template {target}", ECODE_INVAL)
-        if target not in cluster.enabled_disk_templates:
-            raise OpPrereqError(f"Disk template '{target}' is not enabled for this cluster "
-                                f"(enabled templates: "
-                                f"{', '.join(cluster.enabled_disk_templates)})", ECODE_STATE)
-        instance_storage.check_template_supported(target)
-        if not cluster.volume_group_name and target not in _DTS_NOT_LVM:
-            raise OpPrereqError("Disk template conversions to lvm-based instances are not "
-                                "supported by the cluster", ECODE_STATE)
-        if inst.admin_state != c.ADMINST_DOWN:
-            raise OpPrereqError(f"Instance '{inst.name}' is marked to be "
-                                f"{inst.admin_state}, cannot change disk template",
-                                ECODE_STATE)
-        # the new disks' directory (its errors now, before anything changes)
-        instance_storage.calculate_file_storage_dir(cfg, target, inst.name,
-                                                    self.op.file_storage_dir)
-        allowed = params_fill.fill_ipolicy(cluster, cfg.nodegroups.get(pnode.group)).get(
-            c.IPOLICY_DTS, [])
-        if target not in allowed:
-            raise OpPrereqError(f"Disk template '{target}' in not allowed (allowed "
-                                f"templates: {', '.join(allowed)})", ECODE_STATE)
-        if target not in _DTS_EXCL_STORAGE and \
-                instance_storage.exclusive_storage(cfg, pnode):
-            raise OpPrereqError(f"Cannot convert disk template from {current} to {target} "
-                                "when exclusive storage is enabled", ECODE_STATE)
-        for disk in disks:  # Ganeti's ComputeDisksInfo
-            spec: dict[str, Any] = {"size": disk.size, "mode": disk.mode, "name": disk.name}
-            if target == c.DT_PLAIN:
-                spec["vg"] = cluster.volume_group_name
-            self.template_specs.append(spec)
-
-    async def _check_template_resources(self) -> None:
-        """The checks of a conversion that ask the primary node: the instance is not
-        running there, its volume group has room for the new volumes."""
-        cfg = self.ctx.config.config
-        inst = self.instance
-        pnode = cfg.nodes[inst.primary_node]
-        if pnode.offline:
-            self.ctx.feedback("message", "Warning: Primary node offline, ignoring check "
-                                         "that instance is down")
-        elif await ic.instance_running(self, inst):
-            raise OpPrereqError(f"Instance {inst.name} is running, cannot change disk "
-                                "template", ECODE_STATE)
-        if self.op.disk_template in _DTS_LVM:
-            required: dict[str, int] = {}
-            for spec in self.template_specs:
-                vg = str(spec["vg"])
-                required[vg] = required.get(vg, 0) + int(spec["size"])
-            await instance_storage.check_vg_free(self, pnode, required)
-
-    async def _convert_disks(self) -> tuple[list[Disk], list[Disk]]:
-        """Ganeti's ``_ConvertInstanceDisks`` up to the config change: new disks of
-        the target template created on the primary and filled with the old disks'
-        data.  ``(old disks, new disks)``; on a failure the new disks are removed
-        again and the instance is as it was."""
-        cfg = self.ctx.config.config
-        inst = self.instance
-        target = self.op.disk_template
-        assert target is not None
-        log = self._log
-        old_disks = instance_storage.instance_disks(cfg, inst)
-        current = old_disks[0].dev_type if old_disks else c.DT_DISKLESS
-        if self.ignored_remote_node:
-            log("Warning: Changing the disk template to a non-mirrored one, the secondary "
-                "node will be ignored")
-        if not await instance_storage.shutdown_disks(self, cfg, inst):
-            raise OpExecError("Cannot shutdown instance disks, unable to proceed with disk "
-                              "template conversion")
-        log(f"Converting disk template from '{current}' to '{target}'")
-        log(f"Generating new '{target}' disk template...")
-        new_disks = instance_storage.generate_disks(
-            self, cfg, target, inst.uuid, inst.primary_node, [], self.template_specs,
-            self.op.file_storage_dir, self.op.file_driver)
-        log(f"Creating new empty disks of type '{target}'...")
-        view = cfg.view(disks={**cfg.disks, **{d.uuid: d for d in new_disks}})
-        try:
-            await instance_storage.create_disks(self, view, inst, new_disks)
-        except OpExecError:
-            log("Warning: Device creation failed")
-            raise
-        log(f"Populating the new empty disks of type '{target}'...")
-        for idx, (old, new) in enumerate(zip(old_disks, new_disks, strict=True)):
-            log(f" - copying data from disk {idx} ({old.dev_type}), size "
-                f"{_format_mib(new.size)}")
-            result = await instance_storage.copy_disk_data(self, inst, old, new)
-            if not result.success:
-                log(f" - ERROR: Could not copy disk '{_where(old)}' to '{_where(new)}'")
-                log("Some disks failed to copy")
-                log("The instance will not be affected, aborting operation")
-                log(f"Removing newly created disks of type '{target}'...")
-                if await instance_storage.remove_disks(self, view, inst, new_disks,
-                                                       ignore_failures=True):
-                    log("Newly created disks removed successfully")
-                result.raise_if_failed("Error while converting the instance's template")
-        log(f"Detaching old disks ({current}) from the instance and removing them from "
-            "cluster config")
-        log(f"Adding new disks ({target}) to cluster config and attaching them to the "
-            "instance")
-        return old_disks, new_disks
-
     def _log(self, text: str) -> None:
         self.ctx.feedback("message", text)
 
@@ -500,7 +382,7 @@ class LUInstanceSetParams(InstanceLU):
             await check_not_running(self, inst, self.not_running_msg)
         await self._check_pnode_change()
         if op.disk_template:
-            await self._check_template_resources()
+            await instance_template.check_template_resources(self)
         if self.hv_validate is not None and not reserved:  # Ganeti's CheckHVParams
             await ic.validate_hvparams_on_nodes(self, sorted(nodesmod.instance_nodes(cfg, inst)),
                                                 inst.hypervisor, self.hv_validate)
@@ -537,8 +419,17 @@ class LUInstanceSetParams(InstanceLU):
         if reserved:  # what it holds may grow only where it still fits
             await forth.check_resized(self, self.new, disks)
         converted: list[Disk] = []
-        if op.disk_template:
-            old_disks, converted = await self._convert_disks()
+        conversion: convert_drbd.Conversion | None = None
+        if op.disk_template and self.mode in convert_drbd.MODES:
+            if not await instance_storage.shutdown_disks(self, cfg, inst):
+                raise OpExecError("Cannot shutdown instance disks, unable to proceed with "
+                                  "disk template conversion")
+            conversion = convert_drbd.Conversion(self, op.disk_template, self.remote_uuid)
+            _old, converted = await conversion.convert()
+            disks = list(converted)
+            self.new.disk_template = op.disk_template
+        elif op.disk_template:
+            old_disks, converted = await instance_template.convert_disks(self)
             self.removed_disks.extend(old_disks)
             disks = list(converted)
             self.new.disk_template = op.disk_template
@@ -559,6 +450,8 @@ class LUInstanceSetParams(InstanceLU):
                               release=True)
             for disk in self.removed_disks:
                 cfg.disks.pop(disk.uuid, None)
+            if conversion is not None:
+                conversion.change(cfg)
             for disk in disks:
                 cfg.disks[disk.uuid] = disk.clone()
             obj = new.clone()
@@ -570,13 +463,18 @@ class LUInstanceSetParams(InstanceLU):
         try:
             await self.update_config(change)
         except BaseException:
-            if converted:  # the instance keeps its old disks
+            if conversion is not None:
+                await conversion.undo()
+            elif converted:  # the instance keeps its old disks
                 view = before.view(disks={**before.disks,
                                           **{d.uuid: d for d in converted}})
                 await instance_storage.remove_disks(self, view, inst, converted,
                                                     ignore_failures=True)
             raise
-        if op.disk_template:
+        if conversion is not None:
+            self.result.append(["disk_template", op.disk_template])
+            await conversion.finish()
+        elif op.disk_template:
             self.result.append(["disk_template", op.disk_template])
             self._log(f"Removing old block devices of type "
                       f"'{inst.disk_template or c.DT_DISKLESS}'...")

@@ -14,8 +14,9 @@ Disk layout per template (Ganeti 3.0's), ``logical_id`` and ``nodes``:
 
 ``<dir>`` is the instance's file storage directory:
 ``<cluster dir>[/<op file_storage_dir>]/<instance name>``
-(:func:`calculate_file_storage_dir`).  ``drbd``, ``ext``, ``rbd`` and ``gluster``
-disks are refused with ``OpPrereqError`` (not supported yet).
+(:func:`calculate_file_storage_dir`).  ``drbd`` disks (two nodes, two plain
+children) are laid out, created and synced by :mod:`.instance_drbd`; ``ext``,
+``rbd`` and ``gluster`` disks are refused with ``OpPrereqError`` (not supported yet).
 """
 
 from __future__ import annotations
@@ -39,7 +40,14 @@ from ganeti.core.errors import (
 from ganeti.core.objects import ConfigData, Disk, Instance, Node
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.master.config.reservations import as_prereq
+from ganeti.master.lu import instance_drbd
 from ganeti.master.lu.base import LogicalUnit
+from ganeti.master.lu.instance_filedirs import _file_dir
+from ganeti.master.lu.instance_filedirs import (  # re-exported for the instance units
+    calculate_file_storage_dir as calculate_file_storage_dir,
+)
+from ganeti.master.lu.instance_filedirs import rename_instance_disks as rename_instance_disks
+from ganeti.master.lu.instance_filedirs import renamed_file_disk_ids as renamed_file_disk_ids
 from ganeti.rpc.client import RpcResult
 
 _NAME_PREFIX = {constants.DT_PLAIN: "", constants.DT_FILE: ".file",
@@ -128,66 +136,6 @@ def check_template_supported(template: str) -> None:
                             f"{', '.join(sorted(storagetypes.DTS_CREATABLE))})", ECODE_INVAL)
 
 
-def calculate_file_storage_dir(cfg: ConfigData, template: str, instance_name: str,
-                               file_storage_dir: str | None = None) -> str | None:
-    """The instance's file storage directory (Ganeti's ``CalculateFileStorageDir``):
-    the cluster's directory of the template, the op's relative ``file_storage_dir``
-    (if any), the instance name; None for templates that are not file based."""
-    if template not in (constants.DT_FILE, constants.DT_SHARED_FILE):
-        return None
-    base = (cfg.cluster.file_storage_dir if template == constants.DT_FILE
-            else cfg.cluster.shared_file_storage_dir)
-    if not base:
-        raise OpPrereqError(f"Cluster file storage dir for {template!r} storage type not "
-                            "defined", ECODE_STATE)
-    parts = [base]
-    if file_storage_dir:
-        if posixpath.isabs(file_storage_dir):
-            raise OpPrereqError("File storage directory path not absolute", ECODE_INVAL)
-        if ".." in file_storage_dir.split("/"):
-            raise OpPrereqError("File storage directory may not contain '..' components",
-                                ECODE_INVAL)
-        parts.append(file_storage_dir)
-    parts.append(instance_name)
-    return posixpath.normpath(posixpath.join(*parts))
-
-
-def _instance_name(cfg: ConfigData, instance_uuid: str, name: str | None) -> str:
-    """The instance's name: from the config, else ``name`` (a new instance's)."""
-    inst = cfg.instances.get(instance_uuid)
-    if inst is not None:
-        return inst.name
-    if name:
-        return name
-    raise OpPrereqError(f"Cannot tell the name of instance {instance_uuid} for its file "
-                        "storage directory", ECODE_INVAL)
-
-
-def _file_dir(cfg: ConfigData, template: str, instance_uuid: str,
-              file_storage_dir: str | None, instance_name: str | None) -> str:
-    base = (cfg.cluster.file_storage_dir if template == constants.DT_FILE
-            else cfg.cluster.shared_file_storage_dir)
-    if file_storage_dir and posixpath.isabs(file_storage_dir):
-        # already the instance's directory (Ganeti's callers pass it computed)
-        norm = posixpath.normpath(file_storage_dir)
-        if not base or not norm.startswith(base.rstrip("/") + "/"):
-            raise OpPrereqError(f"File storage directory {file_storage_dir} is not below "
-                                f"the cluster's {template} storage directory {base!r}",
-                                ECODE_INVAL)
-        return norm
-    inst = cfg.instances.get(instance_uuid)
-    if inst is not None and file_storage_dir is None:
-        for uuid in inst.disks:  # new disks go beside the existing ones
-            d = cfg.disks.get(uuid)
-            if d is not None and d.dev_type == template and d.logical_id:
-                return posixpath.dirname(str(d.logical_id[1]))
-    path = calculate_file_storage_dir(cfg, template,
-                                      _instance_name(cfg, instance_uuid, instance_name),
-                                      file_storage_dir)
-    assert path is not None
-    return path
-
-
 # -- generate --------------------------------------------------------------------------
 
 def generate_disks(lu: LogicalUnit, cfg: ConfigData, template: str, instance_uuid: str,
@@ -213,6 +161,12 @@ def generate_disks(lu: LogicalUnit, cfg: ConfigData, template: str, instance_uui
                             ECODE_STATE)
     if template == constants.DT_DISKLESS:
         return []
+    if template == constants.DT_DRBD8:
+        if len(secondary_uuids) != 1:
+            raise OpPrereqError("Disk template drbd needs exactly one secondary node",
+                                ECODE_INVAL)
+        return instance_drbd.generate_drbd_disks(lu, cfg, primary_uuid, secondary_uuids[0],
+                                                 disk_specs, base_index)
     if secondary_uuids:
         raise OpPrereqError(f"Disk template {template} takes no secondary node", ECODE_INVAL)
     disks: list[Disk] = []
@@ -330,7 +284,7 @@ async def create_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
         result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_create", [directory])
         result.raise_if_failed(f"Failed to create directory '{directory}' on node "
                                f"{primary.name}")
-    created: list[tuple[Node, Disk]] = []
+    created: list[tuple[Node, Any]] = []
     try:
         for disk in disks:
             if disk.dev_type == constants.DT_BLOCK or disk.uuid in adopted:
@@ -339,6 +293,15 @@ async def create_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
             for node_uuid in disk_nodes(instance, disk):
                 node = _node(cfg, node_uuid)
                 on_primary = node_uuid == instance.primary_node
+                if disk.dev_type == constants.DT_DRBD8:  # children first, on every node
+                    try:
+                        created += await instance_drbd.create_on_node(
+                            lu, cfg, instance, disk, node, on_primary,
+                            exclusive_storage(cfg, node), info_text(instance))
+                    except OpExecError as err:
+                        created += getattr(err, "created", [])
+                        raise
+                    continue
                 result = await lu.ctx.rpc().call_one(node, "blockdev_create", [
                     DiskArg(disk, instance), disk.size, instance.name, on_primary,
                     info_text(instance), exclusive_storage(cfg, node)])
@@ -346,12 +309,12 @@ async def create_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
                     raise OpExecError(f"Can't create block device {disk.iv_name} on node "
                                       f"{node.name} for instance {instance.name}: "
                                       f"{result.fail_msg}")
-                created.append((node, disk))
+                created.append((node, DiskArg(disk, instance)))
     except BaseException:
-        for node, disk in reversed(created):
-            result = await lu.ctx.rpc().call_one(node, "blockdev_remove",
-                                                 [DiskArg(disk, instance)])
-            result.warn(f"Failed to remove newly-created disk {disk.iv_name} on node "
+        for node, arg in reversed(created):
+            result = await lu.ctx.rpc().call_one(node, "blockdev_remove", [arg])
+            name = arg.disk.iv_name if isinstance(arg, DiskArg) else arg.get("logical_id")
+            result.warn(f"Failed to remove newly-created disk {name} on node "
                         f"{node.name}", lambda text: _warn(lu, text))
         for directory in file_dirs:
             result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_remove", [directory])
@@ -442,59 +405,77 @@ async def _mark_active(lu: LogicalUnit, instance: Instance, active: bool) -> Non
 
 
 async def assemble_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
-                         ignore_size: bool = False, ignore_secondaries: bool = False
-                         ) -> list[tuple[str, str, str]]:
-    """Make the instance's disks usable (Ganeti's ``AssembleInstanceDisks``): on the
-    secondary nodes first, then on the primary; the disks are marked active.
+                         ignore_size: bool = False, disks: Sequence[Disk] | None = None,
+                         ignore_secondaries: bool = False) -> list[tuple[str, str, str]]:
+    """Make the instance's disks (or ``disks`` of it) usable in Ganeti's two passes
+    (``AssembleInstanceDisks``): every node of each disk as a secondary, then the
+    primary as the primary; all disks assembled mark the instance's disks active.
 
-    Returns ``[(primary node name, iv_name, device path), ...]``.  On a failure
-    the disks are shut down again and ``OpExecError`` names disk and node.
-    ``ignore_size`` is accepted for Ganeti's callers (sizes are not checked here).
-    With ``ignore_secondaries`` (a failover) a secondary that fails is a warning.
+    Returns ``[(primary node name, iv_name, device path), ...]``.  A failure on a
+    secondary is a warning and counts unless the node is offline or
+    ``ignore_secondaries``; on a failure the disks are shut down again and
+    ``OpExecError`` names disk and node.  ``ignore_size`` is accepted for Ganeti's
+    callers (sizes are not checked here).
     """
-    disks = instance_disks(cfg, instance)
+    everything = disks is None
+    disks = instance_disks(cfg, instance) if disks is None else list(disks)
     if not disks:
         return []
-    await _mark_active(lu, instance, True)
+    indices = {u: i for i, u in enumerate(instance.disks)}
+    if everything:
+        await _mark_active(lu, instance, True)
     out: list[tuple[str, str, str]] = []
+    failure: str | None = None
     try:
-        for on_primary in (False, True):
-            for idx, disk in enumerate(disks):
-                for node_uuid in disk_nodes(instance, disk):
-                    if (node_uuid == instance.primary_node) != on_primary:
-                        continue
-                    node = _node(cfg, node_uuid)
-                    result = await lu.ctx.rpc().call_one(node, "blockdev_assemble", [
-                        DiskArg(disk, instance), instance, on_primary, idx])
-                    if not result.success and not on_primary and ignore_secondaries:
-                        _warn(lu, f"Could not prepare block device {disk.iv_name} on node "
-                                  f"{node.name} (is_primary=False, pass=1): "
-                                  f"{result.fail_msg}")
-                        continue
-                    if not result.success:
-                        raise OpExecError(f"Cannot activate block device {disk.iv_name} "
-                                          f"of instance {instance.name} on node "
-                                          f"{node.name}: {result.fail_msg}")
-                    if on_primary:
-                        path = result.payload[0] if result.payload else None
-                        out.append((node.name, disk.iv_name or f"disk/{idx}", str(path)))
+        for disk in disks:  # pass 1: every node, as a secondary
+            idx = indices.get(disk.uuid, 0)
+            for node_uuid in disk_nodes(instance, disk):
+                node = _node(cfg, node_uuid)
+                result = await lu.ctx.rpc().call_one(node, "blockdev_assemble", [
+                    DiskArg(disk, instance), instance, False, idx])
+                if result.success:
+                    continue
+                text = (f"Cannot activate block device {disk.iv_name} of instance "
+                        f"{instance.name} on node {node.name}: {result.fail_msg}")
+                if node_uuid == instance.primary_node:
+                    raise OpExecError(text)
+                instance_drbd.warning(lu, f"Could not prepare block device {disk.iv_name} "
+                                          f"on node {node.name} (is_primary=False, "
+                                          f"pass=1): {result.fail_msg}")
+                if not (ignore_secondaries or result.offline) and failure is None:
+                    failure = text
+        if failure is not None:
+            raise OpExecError(failure)
+        for disk in disks:  # pass 2: the primary
+            idx = indices.get(disk.uuid, 0)
+            node = _node(cfg, instance.primary_node)
+            result = await lu.ctx.rpc().call_one(node, "blockdev_assemble", [
+                DiskArg(disk, instance), instance, True, idx])
+            if not result.success:
+                raise OpExecError(f"Cannot activate block device {disk.iv_name} "
+                                  f"of instance {instance.name} on node "
+                                  f"{node.name}: {result.fail_msg}")
+            path = result.payload[0] if result.payload else None
+            out.append((node.name, disk.iv_name or f"disk/{idx}", str(path)))
     except OpExecError:
-        await shutdown_disks(lu, cfg, instance)
+        await shutdown_disks(lu, cfg, instance, disks=None if everything else disks)
         raise
     return out
 
 
 async def shutdown_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
-                         ignore_primary: bool = False) -> bool:
-    """Shut the instance's disks down on all their nodes (Ganeti's
-    ``ShutdownInstanceDisks``) and mark them inactive.  Failures are warnings; they
-    count unless the node is offline, or is the primary and ``ignore_primary``.
+                         ignore_primary: bool = False,
+                         disks: Sequence[Disk] | None = None) -> bool:
+    """Shut the instance's disks (or ``disks`` of it) down on all their nodes (Ganeti's
+    ``ShutdownInstanceDisks``); all of them: marked inactive.  Failures are warnings;
+    they count unless the node is offline, or is the primary and ``ignore_primary``.
     Returns whether all went well."""
-    await _mark_active(lu, instance, False)
+    if disks is None:
+        await _mark_active(lu, instance, False)
     ok = True
-    for disk, node, result in await _on_disk_nodes(lu, cfg, instance,
-                                                   instance_disks(cfg, instance),
-                                                   "blockdev_shutdown"):
+    for disk, node, result in await _on_disk_nodes(
+            lu, cfg, instance, instance_disks(cfg, instance) if disks is None else disks,
+            "blockdev_shutdown"):
         if result.warn(f"Could not shutdown block device {disk.iv_name} on node "
                        f"{node.name}", lambda text: _warn(lu, text)):
             if not (result.offline or (node.uuid == instance.primary_node
@@ -514,82 +495,57 @@ async def grow_disk(lu: LogicalUnit, cfg: ConfigData, instance: Instance, disk: 
     """
     if amount < 0:
         raise OpPrereqError("Can't grow a disk by a negative amount", ECODE_INVAL)
-    if disk.dev_type not in (constants.DT_PLAIN, constants.DT_FILE, constants.DT_SHARED_FILE):
+    if disk.dev_type not in (constants.DT_PLAIN, constants.DT_FILE, constants.DT_SHARED_FILE,
+                             constants.DT_DRBD8):
         raise OpPrereqError(f"Instance's disk layout '{disk.dev_type}' does not support "
                             "growing", ECODE_INVAL)
     nodes = [_node(cfg, u) for u in disk_nodes(instance, disk)]
     for dry in ((True,) if dry_run else (True, False)):
-        for node in nodes:
+        for node in nodes:  # the backing storage (a drbd disk's data volume) everywhere
             result = await lu.ctx.rpc().call_one(node, "blockdev_grow", [
                 DiskArg(disk, instance), amount, dry, True, exclusive_storage(cfg, node)])
             result.raise_if_failed(f"{'Dry-run grow' if dry else 'Grow'} request failed "
                                    f"to node {node.name}")
-
-
-def renamed_file_disk_ids(disks: Sequence[Disk], new_name: str) -> dict[str, list[Any]]:
-    """The new ``logical_id`` of each file disk of an instance renamed to ``new_name``
-    (its directory's last part becomes the new name, as Ganeti's config rename)."""
-    out: dict[str, list[Any]] = {}
-    for d in disks:
-        if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id:
-            path = str(d.logical_id[1])
-            base = posixpath.dirname(posixpath.dirname(path))
-            out[d.uuid] = [d.logical_id[0],
-                           posixpath.join(base, new_name, posixpath.basename(path))]
-    return out
-
-
-async def rename_instance_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
-                                old_name: str, new_name: str, on_node: bool = True) -> None:
-    """After an instance rename: move its file storage directory on the primary and
-    point its file disks at the new place in the config (if not done yet).  Nothing
-    for other templates.  ``OpExecError`` if the node cannot rename the directory.
-    Without ``on_node`` (a forthcoming instance: nothing exists there) the config only."""
-    disks = [d for d in instance_disks(cfg, instance)
-             if d.dev_type in storagetypes.DTS_FILEBASED and d.logical_id]
-    if not disks:
-        return
-    base = posixpath.dirname(posixpath.dirname(str(disks[0].logical_id[1])))  # type: ignore[index]
-    old_dir, new_dir = posixpath.join(base, old_name), posixpath.join(base, new_name)
-    new_ids = renamed_file_disk_ids(disks, new_name)
-    if any(list(d.logical_id or []) != new_ids[d.uuid] for d in disks):
-        def change(config: ConfigData) -> None:
-            for uuid, lid in new_ids.items():
-                if uuid in config.disks:
-                    config.disks[uuid].logical_id = list(lid)
-        await lu.update_config(change)
-    if not on_node:
-        return
-    primary = _node(cfg, instance.primary_node)
-    result = await lu.ctx.rpc().call_one(primary, "file_storage_dir_rename", [old_dir, new_dir])
-    result.raise_if_failed(f"Could not rename on node {primary.name} directory '{old_dir}' "
-                           f"to '{new_dir}' (but the instance has been renamed in Ganeti)")
+    if not dry_run:  # then the logical device, on the primary (drbd takes the new size)
+        node = nodes[0]
+        result = await lu.ctx.rpc().call_one(node, "blockdev_grow", [
+            DiskArg(disk, instance), amount, False, False, exclusive_storage(cfg, node)])
+        result.raise_if_failed(f"Grow request failed to node {node.name}")
 
 
 async def check_disks_exist(lu: LogicalUnit, cfg: ConfigData, instance: Instance) -> list[str]:
     """Problems with the instance's disks for verify: a device missing on a node, or a
-    node that could not be asked (offline nodes are skipped).  One call per node."""
+    node that could not be asked (offline nodes are skipped).  One call per node.  A
+    drbd disk exists where its volumes do (its device is there only while active)."""
     problems: list[str] = []
-    by_node: dict[str, list[Disk]] = {}
+    by_node: dict[str, list[tuple[Disk, Any]]] = {}
     for disk in instance_disks(cfg, instance):
         if disk.dev_type == constants.DT_DISKLESS:
             continue
         for node_uuid in disk_nodes(instance, disk):
-            by_node.setdefault(node_uuid, []).append(disk)
-    for node_uuid, node_disks in sorted(by_node.items()):
+            if disk.dev_type == constants.DT_DRBD8 and node_uuid in cfg.nodes:
+                wire = diskparams.disk_wire_dicts(cfg, instance, [disk], node_uuid)[0]
+                by_node.setdefault(node_uuid, []).extend(
+                    (disk, child) for child in wire.get("children") or [])
+            else:
+                by_node.setdefault(node_uuid, []).append((disk, DiskArg(disk, instance)))
+    for node_uuid, pairs in sorted(by_node.items()):
         node = cfg.nodes.get(node_uuid)
         if node is None or node.offline:
             continue
+        node_disks = [disk for disk, _ in pairs]
         result = await lu.ctx.rpc().call_one(node, "blockdev_getdimensions",
-                                             [[DiskArg(d, instance) for d in node_disks]])
+                                             [[arg for _, arg in pairs]])
         if not result.success:
             problems.append(f"cannot check the disks of instance {instance.name} on node "
                             f"{node.name}: {result.fail_msg}")
             continue
         dims = result.payload if isinstance(result.payload, list) else []
+        seen: set[str] = set()
         for disk, dim in zip(node_disks, dims + [None] * (len(node_disks) - len(dims)),
                              strict=False):
-            if dim is None:
+            if dim is None and disk.uuid not in seen:
+                seen.add(disk.uuid)
                 problems.append(f"disk {disk.iv_name} of instance {instance.name} is "
                                 f"missing on node {node.name}")
     return problems

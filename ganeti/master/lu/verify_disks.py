@@ -6,7 +6,9 @@ instance uses external storage (``ext``), which includes the case of a
 cluster without instances.  The group opcode answers ``[node errors, instances
 whose disks need activating, missing volumes by instance]``.  Instances
 whose disks are active have their plain volumes looked up on their nodes
-(file disks have no activation state; mirrored templates come later).
+(file disks have no activation state); the nodes of active drbd disks say which
+of them need an activation (``drbd_needs_activation``: missing, disconnected or
+without their local disk), as Ganeti's ``_VerifyDrbdStates``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ganeti.core.objects import ConfigData
 from ganeti.core.opcodes.views import OpClusterVerifyDisks, OpGroupVerifyDisks
 from ganeti.master.config import nodes as nodesmod
 from ganeti.master.locking.manager import LEVEL_NODEGROUP
+from ganeti.master.lu import instance_drbd
 from ganeti.master.lu.base import LogicalUnit, ResultWithJobs
 
 
@@ -79,17 +82,25 @@ class LUGroupVerifyDisks(LogicalUnit):
         cfg = self.ctx.config.config
         members = {u for u, n in cfg.nodes.items() if n.group == self.group.uuid}
         wanted: dict[tuple[str, str], str] = {}  # (node uuid, "vg/lv") -> instance name
+        backing: set[tuple[str, str]] = set()  # the volumes under drbd disks
         for inst in cfg.instances.values():
             if inst.primary_node not in members or not inst.disks_active:
                 continue
             for disk_uuid in inst.disks:
                 disk = cfg.disks.get(disk_uuid)
-                if disk is None or disk.dev_type != constants.DT_PLAIN:
+                if disk is None:
                     continue
-                lid = disk.logical_id or []
-                if len(lid) == 2:
-                    for node_uuid in disk.nodes or [inst.primary_node]:
-                        wanted[(node_uuid, f"{lid[0]}/{lid[1]}")] = inst.name
+                nodes = disk.nodes or [inst.primary_node]
+                for vol in [disk, *disk.children]:  # a drbd disk's volumes, on both nodes
+                    lid = vol.logical_id or []
+                    if vol.dev_type == constants.DT_PLAIN and len(lid) == 2:
+                        for node_uuid in nodes:
+                            wanted[(node_uuid, f"{lid[0]}/{lid[1]}")] = inst.name
+                            if vol is not disk:
+                                # held by the mirror, not linked: its state is the
+                                # mirror's (drbd_needs_activation below); only missing
+                                # volumes count here
+                                backing.add((node_uuid, f"{lid[0]}/{lid[1]}"))
         node_errors: dict[str, str] = {}
         offline_disk_instances: set[str] = set()
         nodes = sorted({node for node, _ in wanted}, key=lambda u: cfg.nodes[u].name
@@ -108,11 +119,17 @@ class LUGroupVerifyDisks(LogicalUnit):
             for lv_name, info in (result.payload or {}).items():
                 inst_name = wanted.pop((node.uuid, lv_name), None)
                 online_lv = bool(info[2]) if isinstance(info, list) and len(info) > 2 else True
-                if inst_name is not None and not online_lv:
+                if inst_name is not None and not online_lv \
+                        and (node.uuid, lv_name) not in backing:
                     offline_disk_instances.add(inst_name)
         missing: dict[str, list[list[str]]] = {}
         for (node_uuid, lv_name), inst_name in sorted(wanted.items()):
             if node_uuid in cfg.nodes and cfg.nodes[node_uuid].offline:
                 continue
             missing.setdefault(inst_name, []).append([node_uuid, lv_name])
+        group_instances = sorted((i for i in cfg.instances.values()
+                                  if i.primary_node in members and not i.forthcoming),
+                                 key=lambda i: i.name)
+        offline_disk_instances |= await instance_drbd.needs_activation(
+            self, cfg, group_instances, node_errors)
         return [node_errors, sorted(offline_disk_instances), missing]

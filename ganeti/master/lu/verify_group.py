@@ -29,7 +29,7 @@ from ganeti.core.objects import ConfigData, Node
 from ganeti.core.opcodes.views import OpClusterVerifyGroup
 from ganeti.core.textutil import safe_encode
 from ganeti.master.config import nodes as nodesmod
-from ganeti.master.lu import instance_storage
+from ganeti.master.lu import instance_drbd, instance_storage
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.hooks import NodeHooks
 from ganeti.master.lu.storage import instance_lvs
@@ -529,6 +529,9 @@ class LUClusterVerifyGroup(VerifyReporter, LogicalUnit):
             if inst.disks and not inst.forthcoming:  # a reservation's exist nowhere yet
                 for problem in await instance_storage.check_disks_exist(self, cfg, inst):
                     self.error_if(True, cv.EINSTANCEMISSINGDISK, inst.name, problem)
+                for error, text in await instance_drbd.degraded_disks(self, cfg, inst):
+                    self.error_if(True, cv.EINSTANCEFAULTYDISK, inst.name, text,
+                                  warning=not error)
 
     def _node_volumes(self, node: Node, data: dict[str, Any],
                       vg_name: str | None) -> dict[str, Any] | None:
