@@ -4,9 +4,8 @@ drbd migration, failover and replace-disks.
 Each node has its own volume group ``xenvg`` (its own fake ``lvm`` state, so both
 sides of a mirror use the same volume names, as Ganeti's do), and the nodes' mirrors
 listen and connect over an in-memory network on the master's clock
-(:class:`~tests.fakes.memtcp.MemoryTcp`).  :meth:`DrbdCase.make_drbd` writes a drbd
-instance into the config (Ganeti's logical ids, a port, minors and a secret) and
-creates its devices on both nodes with the node calls, as the master's creation does.
+(:class:`~tests.fakes.looptcp.LoopTCP`); :meth:`DrbdCase.make_drbd` creates drbd
+instances.
 """
 
 from __future__ import annotations
@@ -14,21 +13,19 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import secrets
-import uuid as uuidmod
 from typing import Any
 
 from ganeti.core import constants as c
 from ganeti.core import storagetypes
-from ganeti.core.objects import NIC, Disk, Instance
+from ganeti.core.objects import Disk, Instance
 from ganeti.core.rpcdefs.disks import DiskArg
-from ganeti.master.locking.manager import LEVEL_INSTANCE
 from ganeti.noded.bdev import drbdstate, lvm
 from ganeti.noded.bdev.base import Outcome
 from ganeti.rpc.client import NodeTarget
 from tests.fakes import fakelvm
 from tests.fakes.fakelvm import FakeLvm
-from tests.fakes.memtcp import MemoryTcp
+from tests.fakes.looptcp import LoopTCP
+from tests.master.test_lu_instance import create_op
 from tests.master.test_lu_migration import NODES, MigrationCase
 
 VG = "xenvg"
@@ -77,7 +74,7 @@ class DrbdCase(MigrationCase):
     def setUp(self) -> None:
         super().setUp()
         self.lvm = per_node_lvm(self, NODES)
-        self.tcp = MemoryTcp(self.master.reactor)
+        self.tcp = LoopTCP(self.master.reactor)
         self.master.run_until(self.net.close())  # (made with the global reactor)
         self.net.tcp = self.tcp
         self.addCleanup(self.net.close)
@@ -106,70 +103,15 @@ class DrbdCase(MigrationCase):
 
     # -- making drbd instances --------------------------------------------------------
 
-    def drbd_disk(self, index: int, pnode: str, snode: str, size: int,
-                  others: list[Disk]) -> Disk:
-        cfg = self.config
-        used = {u: {m for d in [*cfg.disks.values(), *others] if d.dev_type == c.DT_DRBD8
-                    for m, n in ((d.logical_id[3], d.logical_id[0]),
-                                 (d.logical_id[4], d.logical_id[1])) if n == u}
-                for u in cfg.nodes}
-        minors = []
-        for node in (pnode, snode):
-            minor = 0
-            while minor in used.get(node, set()):
-                minor += 1
-            minors.append(minor)
-        unique = str(uuidmod.uuid4())
-        return Disk(
-            uuid=str(uuidmod.uuid4()), dev_type=c.DT_DRBD8, size=size,
-            iv_name=f"disk/{index}", nodes=[pnode, snode], serial_no=1, ctime=1.0, mtime=1.0,
-            logical_id=[pnode, snode, cfg.cluster.highest_used_port + 1 + index,
-                        minors[0], minors[1], secrets.token_hex(20)],
-            children=[Disk(dev_type=c.DT_PLAIN, size=size, serial_no=1, ctime=1.0, mtime=1.0,
-                           logical_id=[VG, f"{unique}.disk{index}_data"]),
-                      Disk(dev_type=c.DT_PLAIN, size=c.DRBD_META_SIZE, serial_no=1, ctime=1.0,
-                           mtime=1.0, logical_id=[VG, f"{unique}.disk{index}_meta"])])
-
     def make_drbd(self, name: str = "inst1.test", pnode: str = "node1.test",
                   snode: str = "node2.test", sizes: tuple[int, ...] = (1024,),
                   start: bool = True) -> Instance:
-        """A drbd instance in the config, its devices created on both nodes (in sync),
-        started unless ``start`` is false."""
-        p, s = self.node_uuid(pnode), self.node_uuid(snode)
-        disks: list[Disk] = []
-        for index, size in enumerate(sizes):
-            disks.append(self.drbd_disk(index, p, s, size, disks))
-        inst = Instance(uuid=str(uuidmod.uuid4()), name=name, primary_node=p,
-                        hypervisor=c.HT_FAKE, os="busybox", disks=[d.uuid for d in disks],
-                        beparams={"maxmem": 128, "minmem": 128},
-                        nics=[NIC(uuid=str(uuidmod.uuid4()),
-                                  mac=f"aa:00:00:{secrets.token_hex(3)[:2]}:"
-                                      f"{secrets.token_hex(1)}:{secrets.token_hex(1)}")],
-                        admin_state=c.ADMINST_DOWN, disks_active=False, serial_no=1,
-                        ctime=1.0, mtime=1.0, network_port=None)
-
-        def add_instance(cfg: Any) -> None:
-            for disk in disks:
-                cfg.disks[disk.uuid] = disk
-                cfg.cluster.highest_used_port = max(cfg.cluster.highest_used_port,
-                                                    disk.logical_id[2])
-            cfg.instances[inst.uuid] = inst
-        self.update(add_instance)
-        self.master.daemon.locks.add(LEVEL_INSTANCE, [name])  # (as a creation adds it)
-        inst = self.instance(name)
-        for disk in disks:
-            for node in (snode, pnode):
-                for child in disk.children:
-                    self.ok(node, "blockdev_create", [DiskArg(child, inst), child.size, name,
-                                                      node == pnode, f"originstname+{name}",
-                                                      False])
-            for node in (snode, pnode):
-                self.ok(node, "blockdev_create", [DiskArg(disk, inst), disk.size, name,
-                                                  node == pnode, f"originstname+{name}", False])
-        if start:
-            self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": name})
-        else:
-            self.run_ok({"OP_ID": "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": name})
+        """A drbd instance created on ``pnode`` and ``snode`` (OP_INSTANCE_CREATE, which
+        waits for the sync), started, or with ``start`` false its disks deactivated."""
+        self.run_ok(create_op(name, disk_template=c.DT_DRBD8, pnode=pnode, snode=snode,
+                              disks=[{"size": size} for size in sizes], ignore_ipolicy=True))
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP" if start
+                     else "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": name})
         return self.instance(name)
 
     def on_nodes(self, nodes: tuple[str, ...], name: str, args: list[Any]) -> list[Any]:

@@ -168,7 +168,7 @@ class DrbdFailoverTest(DrbdCase):
         self.make_drbd()
         self.net.down_for = None
         self.net.down.add(SOURCE)  # the node (its daemon and its mirror) is gone
-        self.tcp.cut("127.0.1.1")
+        self.tcp.partition("127.0.1.1")
         cls, msg, _code = self.run_error(self.failover())
         self.assertEqual(cls, "OpExecError")
         self.assertEqual(self.primary(), SOURCE)

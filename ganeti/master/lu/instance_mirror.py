@@ -1,14 +1,14 @@
 """The mirror's steps on the nodes, shared by migrate, failover, replace-disks and the
-reconciliation (Ganeti's ``TLMigrateInstance`` disk helpers, ``CheckDiskConsistency``,
-``WaitForSync`` and ``FindFaultyInstanceDisks``).
+reconciliation (Ganeti's ``TLMigrateInstance`` disk helpers, ``CheckDiskConsistency``
+and ``FindFaultyInstanceDisks``).
 
 Each step is one node call on the instance's mirrored (``drbd``) disks with Ganeti's
 progress line and error: the consistency check (``blockdev_find`` of the device, and
 of its children where the node is the primary), ``blockdev_close`` /
 ``blockdev_open`` (the device's role), ``drbd_disconnect_net`` (standalone),
 ``drbd_attach_net`` (single- or dual-master), ``drbd_wait_sync`` polled until every
-node is done, and ``blockdev_getmirrorstatus`` polled on the primary
-(:func:`wait_for_sync`).  Waits run on the unit's clock.
+node is done (Ganeti's WaitForSync, on the primary, is
+:func:`~.instance_drbd.wait_for_sync`).  Waits run on the unit's clock.
 
 :func:`restore_single_primary` is the reconciliation of the mirror: after any failed
 step of a move, the node that does not run the instance is made secondary and both
@@ -29,6 +29,7 @@ from ganeti.core.errors import ECODE_ENVIRON, OpExecError
 from ganeti.core.objects import Disk, Instance
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_drbd
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.master.lu.instance_storage import instance_disks
 from ganeti.rpc.noderpc import as_target
@@ -39,11 +40,6 @@ SYNC_POLL = 2.0
 #: How often, and how far apart (seconds), the mirror's reconnection is tried again.
 RESTORE_RETRIES = 10
 RESTORE_INTERVAL = 3.0
-#: Ganeti's WaitForSync: rounds a node may fail to answer, and the wait between them;
-#: the rounds a degraded but finished mirror is looked at again (one second apart).
-STATUS_RETRIES = 10
-STATUS_RETRY_WAIT = 6.0
-DEGRADED_RETRIES = 10
 
 
 def say(lu: LogicalUnit, text: str) -> None:
@@ -51,14 +47,12 @@ def say(lu: LogicalUnit, text: str) -> None:
     lu.ctx.feedback(c.ELOG_MESSAGE, text)
 
 
-def log_info(lu: LogicalUnit, text: str) -> None:
-    """Ganeti's LogInfo."""
-    say(lu, f" - INFO: {text}")
+log_info = instance_drbd.info
 
 
 def log_warning(lu: LogicalUnit, text: str, hint: str | None = None) -> None:
     """Ganeti's LogWarning (with its hint line)."""
-    say(lu, f" - WARNING: {text}")
+    instance_drbd.warning(lu, text)
     if hint:
         say(lu, f"      Hint: {hint}")
 
@@ -212,75 +206,6 @@ async def wait_until_sync(lu: LogicalUnit, inst: Instance, node_uuids: Sequence[
         if least < 100:
             say(lu, f"   - progress: {least:.1f}%")
         await sleep(lu, SYNC_POLL)
-
-
-# -- Ganeti's WaitForSync ------------------------------------------------------------------
-
-def _format_seconds(secs: float) -> str:
-    """Ganeti's utils.FormatSeconds: ``[Nd ][Nh ][Nm ]Ns``."""
-    parts: list[str] = []
-    secs = round(secs, 0)
-    if secs > 0:
-        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-            (count, secs) = divmod(secs, size)
-            if count or parts:
-                parts.append(f"{int(count)}{unit}")
-    parts.append(f"{int(secs)}s")
-    return " ".join(parts)
-
-
-async def wait_for_sync(lu: LogicalUnit, inst: Instance, oneshot: bool = False) -> bool:
-    """Ganeti's WaitForSync: poll the primary's ``blockdev_getmirrorstatus`` of the
-    mirrored disks until none is resyncing, with the progress of each in the log;
-    whether the mirror ended up not degraded."""
-    cfg = lu.ctx.config.config
-    disks = mirrored(lu, inst)
-    if not disks:
-        return True
-    if not oneshot:
-        log_info(lu, f"Waiting for instance {inst.name} to sync disks")
-    node = cfg.nodes[inst.primary_node]
-    retries, degraded_retries = 0, DEGRADED_RETRIES
-    while True:
-        result = await lu.ctx.rpc().call_one(node, "blockdev_getmirrorstatus",
-                                             [args(inst, disks)])
-        if not result.success:
-            log_warning(lu, f"Can't get any data from node {node.name}: {result.fail_msg}")
-            retries += 1
-            if retries >= STATUS_RETRIES:
-                # (Ganeti raises its RemoteError; its text is kept)
-                raise OpExecError(f"Can't contact node {node.name} for mirror data, "
-                                  "aborting.")
-            await sleep(lu, STATUS_RETRY_WAIT)
-            continue
-        retries = 0
-        done, degraded, max_time = True, False, 0.0
-        for disk, status in zip(disks, result.payload or [], strict=False):
-            if not isinstance(status, dict):
-                log_warning(lu, f"Can't compute data for node {node.name}/{disk.iv_name}")
-                continue
-            percent = status.get("sync_percent")
-            degraded = degraded or (bool(status.get("is_degraded")) and percent is None)
-            if percent is not None:
-                done = False
-                eta = status.get("estimated_time")
-                if eta is not None:
-                    remaining = f"{_format_seconds(eta)} remaining (estimated)"
-                    max_time = float(eta)
-                else:
-                    remaining, max_time = "no time estimate", 5.0
-                log_info(lu, f"- device {disk.iv_name}: {float(percent):5.2f}% done, "
-                             f"{remaining}")
-        if (done or oneshot) and degraded and degraded_retries > 0:
-            degraded_retries -= 1  # a transient state is looked at again
-            await sleep(lu, 1.0)
-            continue
-        if done or oneshot:
-            break
-        await sleep(lu, min(60.0, max(max_time, 1.0)))
-    if done:
-        log_info(lu, f"Instance {inst.name}'s disks are in sync")
-    return not degraded
 
 
 # -- the reconciliation of the mirror ---------------------------------------------------

@@ -33,8 +33,8 @@ from ganeti.core.errors import GenericError, OpExecError, ReservationError
 from ganeti.core.objects import ConfigData, Disk
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.master.locking.manager import LEVEL_NODE, LEVEL_NODE_RES
+from ganeti.master.lu import instance_drbd, instance_ops, instance_storage
 from ganeti.master.lu import instance_mirror as mirror
-from ganeti.master.lu import instance_ops, instance_storage
 from ganeti.master.lu.instance_storage import instance_disks
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ class Replacer:
         lu.release_locks(LEVEL_NODE)
         self.step(next(steps), "Sync devices")
         # (degraded old devices may make this report false: the devices are checked next)
-        await mirror.wait_for_sync(lu, lu.instance)
+        await instance_drbd.wait_for_sync(lu, self.cfg, lu.instance)
         await self._check_devices(lu.instance.primary_node, iv_names)
         if not lu.early_release:
             self.step(next(steps), "Removing old storage")
