@@ -103,13 +103,18 @@ class DrbdCase(MigrationCase):
 
     # -- making drbd instances --------------------------------------------------------
 
+    @staticmethod
+    def create_drbd_op(name: str, pnode: str = "node1.test", snode: str = "node2.test",
+                       sizes: tuple[int, ...] = (1024,)) -> dict[str, Any]:
+        return create_op(name, disk_template=c.DT_DRBD8, pnode=pnode, snode=snode,
+                         disks=[{"size": size} for size in sizes], ignore_ipolicy=True)
+
     def make_drbd(self, name: str = "inst1.test", pnode: str = "node1.test",
                   snode: str = "node2.test", sizes: tuple[int, ...] = (1024,),
                   start: bool = True) -> Instance:
         """A drbd instance created on ``pnode`` and ``snode`` (OP_INSTANCE_CREATE, which
         waits for the sync), started, or with ``start`` false its disks deactivated."""
-        self.run_ok(create_op(name, disk_template=c.DT_DRBD8, pnode=pnode, snode=snode,
-                              disks=[{"size": size} for size in sizes], ignore_ipolicy=True))
+        self.run_ok(self.create_drbd_op(name, pnode, snode, sizes))
         self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP" if start
                      else "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": name})
         return self.instance(name)

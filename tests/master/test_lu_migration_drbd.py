@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.noded.bdev import drbdstate
+from tests.master import test_lu_migration_faults as faults
 from tests.master.drbd_cases import DrbdCase
 
 SOURCE, TARGET = "node1.test", "node2.test"
@@ -126,6 +127,24 @@ class DrbdMigrateTest(DrbdCase):
             self.assertIn(line, log)
         self.assert_consistent()
         self.assert_mirror_healthy()
+
+    def test_interrupted_migration_is_reconciled_with_its_mirror(self):
+        """The job died after the memory moved: the instance runs on the target only,
+        the mirror is dual-master with both sides primary.  The next migration finds
+        its work done, the config follows, the mirror is single-master again."""
+        self.make_drbd()
+        inst = self.instance()
+        disks = [DiskArg(d, inst) for d in self.disks()]
+        self.on_nodes((SOURCE, TARGET), "drbd_disconnect_net", [disks])
+        self.on_nodes((SOURCE, TARGET), "drbd_attach_net", [disks, True])
+        self.ok(TARGET, "blockdev_open", ["inst1.test", disks, False])
+        faults.InterruptedTest._move_state(self, SOURCE, TARGET)
+        status, result, log = self.run_logged(self.migrate())
+        self.assertEqual(status, "success", (result, log))
+        self.assertIn("* instance inst1.test already runs on node2.test", log)
+        self.assertEqual((self.where(), self.primary()), ([TARGET], TARGET))
+        self.assert_mirror_healthy()
+        self.assertEqual(self.role(SOURCE, self.disks()[0]), drbdstate.SECONDARY)
 
 
 class DrbdFailoverTest(DrbdCase):

@@ -232,3 +232,33 @@ class RefusalTest(ReplaceCase):
         self.run_ok({"OP_ID": "OP_NODE_SET_PARAMS", "node_name": OTHER, "drained": True})
         cls, msg, _code = self.run_error(replace("replace_new_secondary", remote_node=OTHER))
         self.assertEqual((cls, msg), ("OpPrereqError", "Can't use drained node node3.test"))
+
+
+class HooksAndReservationsTest(ReplaceCase):
+    def test_hooks_environment_and_nodes(self):
+        from tests.master.test_hooks import RecordingHooks
+        self.make_drbd()
+        hooks = RecordingHooks()
+        self.net.handlers["hooks_runner"] = hooks
+        self.run_ok(replace("replace_new_secondary", remote_node=OTHER))
+        env = hooks.env(PRIMARY, "mirrors-replace", "pre")
+        self.assertEqual((env["GANETI_MODE"], env["GANETI_OLD_SECONDARY"],
+                          env["GANETI_NEW_SECONDARY"], env["GANETI_INSTANCE_NAME"]),
+                         ("replace_new_secondary", SECONDARY, OTHER, "inst1.test"))
+        self.assertIsNotNone(hooks.env(OTHER, "mirrors-replace", "post"))
+
+    def test_forthcoming_instance_changes_in_the_config_only(self):
+        # (the built-in allocator's rules accept this reservation with node2 primary)
+        self.run_ok({**self.create_drbd_op("f.test", SECONDARY, PRIMARY), "forthcoming": True})
+        before = {n: self.volumes(n) for n in (PRIMARY, SECONDARY, OTHER)}
+        status, result, log = self.run_logged(replace("replace_new_secondary", "f.test",
+                                                      remote_node=OTHER))
+        self.assertEqual(status, "success", (result, log))
+        self.assertIn("Instance fortcoming, will only update the configuration", log)
+        disk = self.disks("f.test")[0]
+        self.assertEqual(disk.nodes, [self.node_uuid(SECONDARY), self.node_uuid(OTHER)])
+        self.assertEqual(disk.logical_id[1], self.node_uuid(OTHER))
+        status, result, log = self.run_logged(replace("replace_on_primary", "f.test"))
+        self.assertEqual(status, "success", (result, log))
+        self.assertIn("Instance forthcoming, not touching disks", log)
+        self.assertEqual({n: self.volumes(n) for n in (PRIMARY, SECONDARY, OTHER)}, before)
