@@ -198,6 +198,21 @@ class DrbdFailoverTest(DrbdCase):
         self.assertTrue(any("Could not shutdown instance inst1.test on node node1.test" in
                             line for line in log), log)
 
+    def test_old_primary_failing_to_assemble_is_a_warning(self):
+        """Ganeti's ignore_secondaries: the instance starts on the new primary; the old
+        one's mirror half is brought back by activate-disks."""
+        self.make_drbd()
+        self.net.faults[(SOURCE, "blockdev_assemble")] = "fail"
+        status, result, log = self.run_logged(self.failover())
+        self.assertEqual(status, "success", (result, log))
+        self.assertIn(" - WARNING: Could not prepare block device disk/0 on node node1.test "
+                      "(is_primary=False, pass=1): injected failure of blockdev_assemble",
+                      log)
+        self.assertEqual((self.where(), self.primary()), ([TARGET], TARGET))
+        self.assertTrue(self.status(TARGET)[0]["is_degraded"])
+        self.run_ok({"OP_ID": "OP_INSTANCE_ACTIVATE_DISKS", "instance_name": "inst1.test"})
+        self.assert_mirror_healthy()
+
 
 class DrbdNodeOperationsTest(DrbdCase):
     def test_node_migrate_moves_every_drbd_primary_to_its_secondary(self):
