@@ -11,6 +11,7 @@ from typing import Any
 
 from ganeti.cli import (
     daemons,
+    gnt_cluster_balance,
     gnt_cluster_modify,
     gnt_cluster_verify,
     gnt_cluster_watcher,
@@ -32,7 +33,7 @@ from ganeti.core import config as configmod
 from ganeti.core.params_cluster import IALLOCATOR_SEARCH_PATH, find_iallocator
 
 DESCRIPTION = ("Ganeti cluster administration: init, info, modify, verify, verify-disks, "
-               "redist-conf, activate-master-ip, deactivate-master-ip, "
+               "balance, redist-conf, activate-master-ip, deactivate-master-ip, "
                "getmaster, version, tags, queue, destroy.")
 
 
@@ -409,6 +410,9 @@ COMMANDS = [
     Command("modify", gnt_cluster_modify.cmd_modify, "Change the cluster's parameters",
             gnt_cluster_modify.setup, gnt_cluster_modify.DESCRIPTION),
     *gnt_cluster_verify.COMMANDS,
+    Command("balance", gnt_cluster_balance.cmd_balance,
+            "Compute moves that balance the cluster and execute them",
+            gnt_cluster_balance.setup, gnt_cluster_balance.DESCRIPTION),
     Command("redist-conf", cmd_redist_conf,
             "Push the configuration and ssconf files to all nodes", _setup_redist_conf),
     Command("list-tags", cmd_list_tags, "List the cluster's tags"),

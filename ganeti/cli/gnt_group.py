@@ -7,13 +7,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ganeti.cli import gnt_evacuate as evac
 from ganeti.cli import ipolicy_opts, jobs, table
 from ganeti.cli.framework import Command, Context, UsageError, run_tool
 from ganeti.core import constants as c
 from ganeti.core import errors, params, qlang
 
 DESCRIPTION = ("Ganeti node group administration: add, remove, rename, modify, list, "
-               "list-fields, info, assign-nodes, tags.")
+               "list-fields, info, assign-nodes, evacuate, tags.")
 
 #: Fields of ``gnt-group list`` without ``-o`` (Ganeti's).
 LIST_DEFAULT_FIELDS = ["name", "node_cnt", "pinst_cnt", "alloc_policy", "ndparams"]
@@ -269,6 +270,8 @@ COMMANDS = [
             "instance policy (OP_GROUP_SET_PARAMS) and print what changed."),
     Command("assign-nodes", cmd_assign_nodes, "Move nodes into a node group",
             _setup_assign_nodes),
+    Command("evacuate", evac.cmd_group_evacuate, "Evacuate all instances within a group",
+            evac.setup_group_evacuate, evac.GROUP_EVACUATE_DESCRIPTION),
     Command("list", cmd_list, "List the node groups", _setup_list,
             "List the node groups (all, or those named or matching a glob pattern; one "
             "argument such as 'node_cnt > 0' is a query filter expression, see -F). "

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ganeti.cli import gnt_evacuate as evac
 from ganeti.cli import gnt_instance_args as iargs
 from ganeti.cli import gnt_instance_batch as batch
 from ganeti.cli import gnt_instance_info as info
@@ -40,8 +41,8 @@ from ganeti.core import errors
 from ganeti.core.params_types import UnitParseError, parse_unit
 
 DESCRIPTION = ("Ganeti instance administration: add, remove, start, stop, reboot, "
-               "reinstall, failover, migrate, rename, modify, list, info, console, "
-               "disks, tags.")
+               "reinstall, failover, migrate, move, change-group, rename, modify, list, "
+               "info, console, disks, tags.")
 
 #: Fields of ``gnt-instance list`` without ``-o`` (Ganeti 3.0's ``_LIST_DEF_FIELDS``).
 LIST_DEFAULT_FIELDS = ["name", "hypervisor", "os", "pnode", "status", "oper_ram"]
@@ -480,6 +481,10 @@ COMMANDS = [
             move.setup_migrate, move.MIGRATE_DESCRIPTION),
     Command("replace-disks", move.cmd_replace_disks, "Replaces disks for the instance",
             move.setup_replace_disks, move.REPLACE_DISKS_DESCRIPTION),
+    Command("move", evac.cmd_move, "Move an instance to an arbitrary node by copying its "
+            "disks", evac.setup_move, evac.MOVE_DESCRIPTION),
+    Command("change-group", evac.cmd_change_group, "Change group of instance",
+            evac.setup_change_group, evac.CHANGE_GROUP_DESCRIPTION),
     Command("rename", cmd_rename, "Rename an instance", _setup_rename),
     Command("modify", cmd_modify, "Change the parameters of an instance", _setup_modify,
             "Change an instance's parameters, OS, disks or NICs, or mark it offline or "

@@ -7,13 +7,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ganeti.cli import gnt_evacuate as evac
 from ganeti.cli import gnt_node_move, gnt_node_oob, gnt_node_storage, jobs, table
 from ganeti.cli.framework import Command, Context, run_tool
 from ganeti.core import constants as c
 from ganeti.core import errors, params
 
-DESCRIPTION = ("Ganeti node administration: add, remove, modify, migrate, failover, list, "
-               "list-fields, info, health, power, volumes, storage units, tags.")
+DESCRIPTION = ("Ganeti node administration: add, remove, modify, migrate, failover, "
+               "evacuate, list, list-fields, info, health, power, volumes, storage units, "
+               "tags.")
 
 #: Fields of ``gnt-node list`` without ``-o`` (Ganeti's).
 LIST_DEFAULT_FIELDS = ["name", "dtotal", "dfree", "mtotal", "mnode", "mfree", "pinst_cnt",
@@ -321,6 +323,9 @@ COMMANDS = [
     Command("failover", gnt_node_move.cmd_failover,
             "Fail over all the primary instances of a node",
             gnt_node_move.setup_failover, gnt_node_move.FAILOVER_DESCRIPTION),
+    Command("evacuate", evac.cmd_node_evacuate,
+            "Relocate the primary and/or secondary instances from a node",
+            evac.setup_node_evacuate, evac.NODE_EVACUATE_DESCRIPTION),
     Command("list", cmd_list, "List the nodes", _setup_list,
             "List the nodes (all, or those named; glob patterns such as 'node*' work; "
             "one argument such as 'master_candidate and not offline' is a query filter "

@@ -75,14 +75,8 @@ def cmd_migrate(ctx: Context, opts: argparse.Namespace) -> int:
     result = jobs.submit_or_send(ctx, opts, migrate_opcode(opts.node, opts))
     if result is jobs.SUBMITTED:
         return c.EXIT_SUCCESS
-    submitted = (result or {}).get("jobs") or []
-    results = jobs.wait_for_jobs(ctx, submitted)
-    bad = len([row for row in results if not row[0]])
-    if bad == 0:
-        ctx.out("All instances migrated successfully.")
-        return c.EXIT_SUCCESS
-    ctx.out(f"There were {bad} errors during the node migration.")
-    return c.EXIT_FAILURE
+    return jobs.report_submitted(ctx, result, "All instances migrated successfully.",
+                                 "There were {bad} errors during the node migration.")
 
 
 # --- failover ----------------------------------------------------------------------

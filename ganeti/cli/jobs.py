@@ -319,6 +319,20 @@ def wait_for_jobs(ctx: Context, submitted: Sequence[Sequence[Any]],
     return results
 
 
+def report_submitted(ctx: Context, result: Any, success: str, failure: str) -> int:
+    """Follow the jobs an opcode submitted (its result's ``"jobs"``) and report as
+    Ganeti's tools do: ``success``, or ``failure`` with ``{bad}`` the number of failed
+    jobs; the exit code (1 when a job failed)."""
+    submitted = (result or {}).get("jobs") or []
+    results = wait_for_jobs(ctx, submitted)
+    bad = len([row for row in results if not row[0]])
+    if bad == 0:
+        ctx.out(success)
+        return c.EXIT_SUCCESS
+    ctx.out(failure.format(bad=bad))
+    return c.EXIT_FAILURE
+
+
 def print_modified(ctx: Context, what: str, result: Any) -> None:
     """Ganeti's report of a ``modify`` job: the changed ``[param, value]`` pairs."""
     if result and result is not SUBMITTED:

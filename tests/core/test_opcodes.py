@@ -90,6 +90,14 @@ GOOD = {
                             "iallocator": "hail"},
     "OP_NODE_MIGRATE": {"node_name": "node1", "mode": "live", "target_node": "node2",
                         "iallocator": None, "ignore_ipolicy": True},
+    # evacuations and moves
+    "OP_NODE_EVACUATE": {"node_name": "node1", "mode": "secondary-only",
+                         "remote_node": "node3", "early_release": True},
+    "OP_GROUP_EVACUATE": {"group_name": "default", "target_groups": ["other"],
+                          "sequential": True, "force_failover": False},
+    "OP_INSTANCE_CHANGE_GROUP": {"instance_name": "inst1", "iallocator": "hail"},
+    "OP_INSTANCE_MOVE": {"instance_name": "inst1", "target_node": "node2",
+                         "compress": "gzip", "shutdown_timeout": 10},
     "OP_INSTANCE_REPLACE_DISKS": {"instance_name": "inst1", "mode": "replace_new_secondary",
                                   "remote_node": "node3", "disks": [0, 1],
                                   "early_release": True, "ignore_ipolicy": True},
@@ -264,6 +272,13 @@ BAD = {
     "OP_NODE_MIGRATE.node_name": ["", 5, None.__class__],
     "live": [1, "yes"], "allow_runtime_changes": [0, "no", None.__class__],
     "cleanup": [1, "x"], "allow_failover": ["yes"], "ignore_hvversions": [0],
+    # evacuations and moves
+    "OP_NODE_EVACUATE.mode": ["primary", None.__class__, 1],
+    "OP_NODE_EVACUATE.node_name": ["", 5, None.__class__],
+    "ignore_soft_errors": ["yes", 1],
+    "sequential": ["yes"], "force_failover": [0],
+    "OP_INSTANCE_MOVE.target_node": ["", 5, None.__class__],
+    "OP_INSTANCE_MOVE.target_node_uuid": [5, True],
     # replace-disks
     "OP_INSTANCE_REPLACE_DISKS.mode": ["replace_both", "", 1, None.__class__],
     "OP_INSTANCE_REPLACE_DISKS.disks": [0, [-1], [16], ["0"], [True]],

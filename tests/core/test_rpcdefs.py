@@ -32,6 +32,7 @@ class TableTest(SynchronousTestCase):
             "storage_modify", "storage_execute",
             "export_list", "export_info", "export_remove", "export_dump", "export_read",
             "export_write", "export_finalize", "export_abort", "instance_import_disk",
+            "blockdev_read_chunk", "blockdev_write_chunk",
             "node_activate_master_ip", "node_deactivate_master_ip",
             "node_change_master_netmask"})
         for name, call in rpcdefs.CALLS.items():

@@ -179,6 +179,20 @@ UNBALANCED = {f"shared{k}.{DOMAIN}": (0, c.DT_SHARED_FILE, (1024,), 512, 1, True
               for k in range(4)}
 
 
+def write_unbalanced(cluster: VirtualCluster) -> None:
+    """Enable sharedfile and put the :data:`UNBALANCED` instances into the config."""
+    path = os.path.join(cluster.root, "var/lib/ganeti/config.data")
+    cfg = configmod.load_file(path)
+    cfg.cluster.enabled_disk_templates = [c.DT_FILE, c.DT_DISKLESS, c.DT_SHARED_FILE]
+    fileutil.atomic_write(path, configmod.dump(cfg).encode(), mode=0o640)
+    global INSTANCES
+    saved, INSTANCES = INSTANCES, UNBALANCED
+    try:
+        write_instances(cluster)
+    finally:
+        INSTANCES = saved
+
+
 class HbalOverLuxiTest(ClusterCase):
     """``hbal -L`` and our balance (``gnt-debug iallocator -m balance --dir out -I
     ganeti-place``, through the master with its live node data) on the same cluster."""
@@ -189,16 +203,7 @@ class HbalOverLuxiTest(ClusterCase):
 
     @classmethod
     def prepareCluster(cls, cluster):
-        path = os.path.join(cluster.root, "var/lib/ganeti/config.data")
-        cfg = configmod.load_file(path)
-        cfg.cluster.enabled_disk_templates = [c.DT_FILE, c.DT_DISKLESS, c.DT_SHARED_FILE]
-        fileutil.atomic_write(path, configmod.dump(cfg).encode(), mode=0o640)
-        global INSTANCES
-        saved, INSTANCES = INSTANCES, UNBALANCED
-        try:
-            write_instances(cluster)
-        finally:
-            INSTANCES = saved
+        write_unbalanced(cluster)
 
     def test_hbal_and_our_balance_make_the_same_moves(self):
         env = node_env(self.cluster.dir, self.cluster.master)

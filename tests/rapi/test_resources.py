@@ -26,12 +26,12 @@ class RootTest(RapiTestCase):
         self.assertEqual(self.get("/version"), 2)
         self.assertEqual(self.get("/2/features"),
                          ["instance-create-reqv1", "instance-reinstall-reqv1",
-                          "node-migrate-reqv1"])
+                          "node-migrate-reqv1", "node-evac-res1"])
         self.assertEqual(self.luxi.calls, [])
 
     def test_features_only_where_their_resource_exists(self):
-        """Ganeti's four features; node evacuate is not served yet, so a client
-        (ganeti.rapi.client) does not send its request format."""
+        """Ganeti's four features, each advertised only where its resource is served (a
+        client, ganeti.rapi.client, picks its request format by them)."""
         self.assertEqual(sorted(FEATURE_RESOURCES), ["instance-create-reqv1",
                                                      "instance-reinstall-reqv1",
                                                      "node-evac-res1", "node-migrate-reqv1"])
@@ -41,6 +41,8 @@ class RootTest(RapiTestCase):
             self.assertEqual(bool(found), name in served, name)
         migrate = Route("/2/nodes/{node_name}/migrate", {"POST": ROUTES[0].methods["GET"]})
         self.assertIn("node-migrate-reqv1", features([*ROUTES, migrate]))
+        without = [r for r in ROUTES if r.pattern != "/2/nodes/{node_name}/evacuate"]
+        self.assertNotIn("node-evac-res1", features(without))
 
     def test_info_with_aliases(self):
         info = self.get("/2/info", "reason=looking")

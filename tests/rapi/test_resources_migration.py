@@ -86,3 +86,23 @@ class MigrationResourcesTest(InstancesCase):
 
     def test_feature_advertised(self):
         self.assertIn("node-migrate-reqv1", self.get("/2/features"))
+        self.assertIn("node-evac-res1", self.get("/2/features"))
+
+    def test_node_evacuate_body(self):
+        """node-evac-res1: the body's parameters, as Ganeti's client sends them."""
+        op = self.opcode("POST", "/2/nodes/node1.test/evacuate", "dry-run=1", {
+            "mode": "secondary-only", "remote_node": "node2.test", "early_release": True})
+        self.assertEqual(
+            (op["OP_ID"], op["node_name"], op["mode"], op["remote_node"], op["early_release"],
+             op["dry_run"]),
+            ("OP_NODE_EVACUATE", "node1.test", "secondary-only", "node2.test", True, True))
+        self.assertEqual(op["reason"][0][0], "gnt:library:rlib2:nodes_name_evacuate")
+        op = self.opcode("POST", "/2/nodes/node1.test/evacuate", "", {
+            "mode": "all", "iallocator": "hail"})
+        self.assertEqual((op["mode"], op["iallocator"], op.get("dry_run")),
+                         ("all", "hail", False))
+        url = "/2/nodes/node1.test/evacuate"
+        self.refused(http.HttpBadRequest, "POST", url, "", {"mode": "everything"})
+        self.refused(http.HttpBadRequest, "POST", url, "", {"iallocator": "hail"})
+        self.refused(http.HttpBadRequest, "POST", url, "", {"mode": "all",
+                                                            "node_name": "node2.test"})

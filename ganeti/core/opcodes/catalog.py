@@ -9,6 +9,7 @@ from __future__ import annotations
 from ganeti.core.opcodes import (
     table,
     table_backup,
+    table_evacuate,
     table_instance,
     table_network,
     table_os,
@@ -21,7 +22,8 @@ from ganeti.core.opcodes.base import OpCode
 PARTS: tuple[tuple[str, tuple[OpCode, ...]], ...] = (
     ("core", tuple(table.CORE)), ("instance", tuple(table_instance.OPCODES)),
     ("network", tuple(table_network.OPCODES)), ("os", tuple(table_os.OPCODES)),
-    ("storage", tuple(table_storage.OPCODES)), ("backup", tuple(table_backup.OPCODES)))
+    ("storage", tuple(table_storage.OPCODES)), ("backup", tuple(table_backup.OPCODES)),
+    ("evacuate", tuple(table_evacuate.OPCODES)))
 
 ALL: tuple[OpCode, ...] = tuple(op for _name, ops in PARTS for op in ops)
 

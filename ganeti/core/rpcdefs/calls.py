@@ -15,13 +15,14 @@ from ganeti.core.rpcdefs import (
     oob,
     storage,
     test,
+    transfer,
 )
 from ganeti.core.rpcdefs import os as osdefs
 from ganeti.core.rpcdefs.base import RpcArgumentError, RpcCall
 
 #: The domain modules, in the order their calls are listed.
 DOMAINS = (cluster, files, jobqueue, instances, osdefs, disks, drbd, storage, hooks, oob, test,
-           exports, masterip)
+           exports, masterip, transfer)
 
 
 def build_table(*call_lists: list[RpcCall]) -> dict[str, RpcCall]:

@@ -170,23 +170,28 @@ def _runner(lu: LogicalUnit) -> TextRunner:
     return runner
 
 
-async def run_text(lu: LogicalUnit, name: str, text: str) -> str:
-    """The raw output of allocator ``name`` on ``text`` (OP_TEST_ALLOCATOR's "out")."""
+async def run_text(lu: LogicalUnit, name: str, text: str,
+                   extra: Mapping[str, str | None] | None = None) -> str:
+    """The raw output of allocator ``name`` on ``text`` (OP_TEST_ALLOCATOR's "out");
+    ``extra``: the request's own options (Ganeti's GetExtraParams) after the
+    cluster's."""
     params = {k: (None if v is None else str(v))
               for k, v in lu.ctx.config.config.cluster.default_iallocator_params.items()}
+    params.update(extra or {})
     return await _runner(lu).run_text(name, text, params)
 
 
-async def run(lu: LogicalUnit, names: Sequence[str], ialloc: AllocatorInput
-              ) -> tuple[str, Answer]:
+async def run(lu: LogicalUnit, names: Sequence[str], ialloc: AllocatorInput,
+              extra: Mapping[str, str | None] | None = None) -> tuple[str, Answer]:
     """Run the allocators ``names`` in order on ``ialloc`` until one answers successfully:
     that one's name and answer.  A failure of all of them: the last one's error, or its
-    unsuccessful answer; each earlier failure is logged in the job."""
+    unsuccessful answer; each earlier failure is logged in the job.  ``extra``: the
+    request's own options (``ignore-soft-errors`` of a node evacuation)."""
     text = await render(lu, ialloc)
     last: tuple[str, Answer] | None = None
     for index, name in enumerate(names):
         try:
-            answer = parse_answer(await run_text(lu, name, text), ialloc)
+            answer = parse_answer(await run_text(lu, name, text, extra), ialloc)
         except GenericError as err:
             if index == len(names) - 1:
                 raise

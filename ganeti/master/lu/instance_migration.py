@@ -181,7 +181,7 @@ class MoveLU(InstanceLU):
         self.source_uuid = inst.primary_node
         source = cfg.nodes[self.source_uuid]
         if target.group != source.group:  # Ganeti's CheckTargetNodeIPolicy
-            instance_policy.check_target_node(
+            instance_policy.check_target_policy(
                 cfg, inst, target.group, self.op.ignore_ipolicy,
                 lambda text: self.ctx.feedback("message", text))
         if self.target_uuid == inst.primary_node:

@@ -79,19 +79,20 @@ def violations(cfg: ConfigData, group_uuid: str, spec: Spec, template: str) -> l
     return spec_violations(params_fill.fill_ipolicy(cfg.cluster, group), spec, template)
 
 
-def check_target_node(cfg: ConfigData, inst: Instance, group_uuid: str, ignore: bool,
-                      warn: Any) -> None:
-    """Ganeti's CheckTargetNodeIPolicy: the instance meets the policy of the group of the
-    node it moves to; with ``ignore`` a violation is ``warn``-ed, else refused."""
+def check_target_policy(cfg: ConfigData, inst: Instance, group_uuid: str, ignore: bool,
+                        warn: Any) -> None:
+    """Ganeti's CheckTargetNodeIPolicy: the instance must meet the policy of the group it
+    moves to (``OpPrereqError``), or with ``ignore`` only ``warn(text)`` is called."""
     be = params_fill.fill_instance_be(cfg.cluster, inst)
     disks = [cfg.disks[u] for u in inst.disks if u in cfg.disks]
     spec = spec_of(be, [d.size for d in disks], len(inst.nics), [d.spindles for d in disks])
     template = disks[0].dev_type if disks else c.DT_DISKLESS
     bad = violations(cfg, group_uuid, spec, template)
-    if bad:
-        group = cfg.nodegroups.get(group_uuid)
-        msg = (f"Instance does not meet target node group's "
-               f"({group.name if group else group_uuid}) instance policy: {comma_join(bad)}")
-        if not ignore:
-            raise OpPrereqError(msg, ECODE_INVAL)
-        warn(f" - WARNING: {msg}")
+    if not bad:
+        return
+    group = cfg.nodegroups.get(group_uuid)
+    msg = (f"Instance does not meet target node group's "
+           f"({group.name if group else group_uuid}) instance policy: {comma_join(bad)}")
+    if not ignore:
+        raise OpPrereqError(msg, ECODE_INVAL)
+    warn(f" - WARNING: {msg}")

@@ -189,7 +189,7 @@ class LUInstanceReplaceDisks(InstanceLU):
             raise OpPrereqError("Can only run replace disks for DRBD8-based instances",
                                 ECODE_INVAL)
         if remote is not None:
-            instance_policy.check_target_node(cfg, inst, cfg.nodes[remote].group,
+            instance_policy.check_target_policy(cfg, inst, cfg.nodes[remote].group,
                                               self.op.ignore_ipolicy,
                                               lambda text: mirror.say(self, text))
         for uuid in check_nodes:

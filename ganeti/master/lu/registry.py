@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ganeti.master.lu import (
     backup,
+    evacuate,
     instance,
     instance_migration,
+    instance_move,
     instance_replace_disks,
     masterip,
     network,
@@ -48,7 +50,8 @@ _UNITS: tuple[type[LogicalUnit], ...] = (
     LUClusterVerifyDisks, LUGroupVerifyDisks, LUOobCommand, LUTestAllocator,
     LUInstanceMultiAlloc,
     *instance.LUS, *instance_migration.LUS, *node_migrate.LUS, *network.LUS, *os_lu.LUS,
-    *storage.LUS, *backup.LUS, *masterip.LUS, *instance_replace_disks.LUS,
+    *storage.LUS, *backup.LUS, *masterip.LUS, *evacuate.LUS, *instance_move.LUS,
+    *instance_replace_disks.LUS,
 )
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in _UNITS}
 

@@ -22,6 +22,7 @@ from ganeti.noded.backend import (
     roles,
     ssconf,
     storage,
+    transfer,
     verify,
     watcher,
 )
@@ -108,6 +109,8 @@ def handlers() -> dict[str, Handler]:
         "export_finalize": exports.export_finalize,
         "export_abort": exports.export_abort,
         "instance_import_disk": exports.instance_import_disk,
+        "blockdev_read_chunk": transfer.blockdev_read_chunk,
+        "blockdev_write_chunk": transfer.blockdev_write_chunk,
         "node_activate_master_ip": masterip.node_activate_master_ip,
         "node_deactivate_master_ip": masterip.node_deactivate_master_ip,
         "node_change_master_netmask": masterip.node_change_master_netmask,

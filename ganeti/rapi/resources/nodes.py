@@ -168,6 +168,12 @@ ROUTES = [
         access=frozenset({WRITE}), query=("live", "mode", DRY_RUN, REASON), body="opcode",
         opcode="OP_NODE_MIGRATE", result="job", schema=JOB_RESULT)},
           "Node migration"),
+    Route("/2/nodes/{node_name}/evacuate", {"POST": opcode_method(
+        "POST", OpcodeBody("OP_NODE_EVACUATE", "nodes_name_evacuate",
+                           {"node_name": path("node_name"), "dry_run": flag(DRY_RUN)}),
+        "Move the node's instances away (OP_NODE_EVACUATE; node-evac-res1: the body gives "
+        "mode, iallocator or remote_node, early_release; the job's result lists the jobs "
+        "it submitted)", (DRY_RUN,))}, "Node evacuation"),
     Route("/2/nodes/{node_name}/tags",
           tag_methods(c.TAG_NODE, "node_name", "nodes_name_tags", "the node"), "Node tags"),
 ]

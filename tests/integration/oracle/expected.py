@@ -32,6 +32,10 @@ NO_CONFIG_WARNINGS = ("not built yet: Ganeti verifies the whole config on every 
                       "prints 'Configuration data is not consistent: ...' as job feedback")
 
 # -- Ganeti bugs: we do what Ganeti means.
+GANETI_GROUP_EVACUATE = ("Ganeti bug: LUGroupEvacuate fails an assertion in DeclareLocks "
+                         "(the evacuated group not among the locked ones), so the job ends "
+                         "in an OpExecError without text; ours evacuates (here: 'There are "
+                         "no possible target groups', one group only)")
 GANETI_TEST_ALLOCATOR_IN = ("Ganeti bug: OP_TEST_ALLOCATOR's input text is bytes in Ganeti "
                             "3.0, so the job fails its result check ('Opcode result does not "
                             "match String'); ours answers the text (issue 29)")
@@ -80,10 +84,9 @@ REASONS: dict[str, str] = {
     "job-autoarchive-all": MAN_AUTOARCHIVE,
     # not built
     "cluster-repair-disk-sizes": NO_INSTANCES,
-    "group-evacuate-default": NO_HA,
+    "group-evacuate-default": GANETI_GROUP_EVACUATE,
+    # node evacuation is served now: these two should agree once re-recorded
     "rapi-evacuate-node": NO_HA,
-    # /2/features lists only what has a resource here (node-migrate-reqv1 does now;
-    # node-evac-res1 comes back with node evacuation)
     "rapi-features": NO_HA,
     "debug-iallocator-allocate-in": GANETI_TEST_ALLOCATOR_IN,
     # the job list holds that gnt-debug iallocator job: error there, success here
