@@ -262,3 +262,25 @@ class HooksAndReservationsTest(ReplaceCase):
         self.assertEqual(status, "success", (result, log))
         self.assertIn("Instance forthcoming, not touching disks", log)
         self.assertEqual({n: self.volumes(n) for n in (PRIMARY, SECONDARY, OTHER)}, before)
+
+
+class NodeEvacuationTest(ReplaceCase):
+    def test_secondaries_of_a_node_get_a_new_secondary(self):
+        # gnt-node evacuate -s -n: one replace-disks job per instance (the evacuation's)
+        self.make_drbd("a.test", PRIMARY, SECONDARY)
+        self.make_drbd("b.test", PRIMARY, SECONDARY, start=False)
+        status, result, log = self.run_logged({
+            "OP_ID": "OP_NODE_EVACUATE", "node_name": SECONDARY, "mode": "secondary-only",
+            "remote_node": OTHER})
+        self.assertEqual(status, "success", (result, log))
+        self.assertEqual(len(result["jobs"]), 2)
+        for ok, job_id in result["jobs"]:
+            self.assertTrue(ok)
+            job_status, results, job_log = self.master.finish(job_id)
+            self.assertEqual(job_status, "success", (results, job_log))
+        for name in ("a.test", "b.test"):
+            self.assertEqual(self.disks(name)[0].nodes,
+                             [self.node_uuid(PRIMARY), self.node_uuid(OTHER)])
+        self.assertEqual(self.volumes(SECONDARY), [])
+        self.assert_mirror_healthy("a.test")
+        self.assertFalse(self.instance("b.test").disks_active)
