@@ -131,6 +131,11 @@ class DrbdCase(MigrationCase):
             self.assertTrue(result.success, (node, name, result.fail_msg))
         return [r.payload for r in results]
 
+    def disconnect(self, node: str, name: str = "inst1.test") -> None:
+        """The instance's disks on ``node`` lose their network (both sides degraded)."""
+        inst = self.instance(name)
+        self.ok(node, "drbd_disconnect_net", [[DiskArg(d, inst) for d in self.disks(name)]])
+
     def ok(self, node: str, name: str, args: list[Any]) -> Any:
         result = self.call(node, name, args)
         self.assertTrue(result.success, (node, name, result.fail_msg))

@@ -103,9 +103,8 @@ class DrbdMigrateTest(DrbdCase):
 
     def test_degraded_target_aborts_the_migration(self):
         self.make_drbd()
-        inst = self.instance()
         # the secondary's disks lose their network: it is degraded
-        self.ok(TARGET, "drbd_disconnect_net", [[DiskArg(d, inst) for d in self.disks()]])
+        self.disconnect(TARGET)
         cls, msg, _code = self.run_error(self.migrate())
         self.assertEqual((cls, msg), ("OpExecError", "Disk 0 is degraded or not fully "
                                       "synchronized on target node, aborting migration"))
@@ -172,8 +171,7 @@ class DrbdFailoverTest(DrbdCase):
 
     def test_degraded_target_and_ignore_consistency(self):
         self.make_drbd()
-        inst = self.instance()
-        self.ok(TARGET, "drbd_disconnect_net", [[DiskArg(d, inst) for d in self.disks()]])
+        self.disconnect(TARGET)
         cls, msg, _code = self.run_error(self.failover())
         self.assertEqual((cls, msg), ("OpExecError", "Disk 0 is degraded on target node, "
                                       "aborting failover"))

@@ -91,8 +91,7 @@ class ReplaceOnOneSideTest(ReplaceCase):
 
     def test_degraded_peer_is_refused(self):
         self.make_drbd()
-        inst = self.instance()
-        self.ok(SECONDARY, "drbd_disconnect_net", [[DiskArg(d, inst) for d in self.disks()]])
+        self.disconnect(SECONDARY)
         cls, msg, _code = self.run_error(replace("replace_on_secondary"))
         self.assertEqual((cls, msg), ("OpExecError", "Node node1.test has degraded storage, "
                                       "unsafe to replace disks for instance inst1.test"))
