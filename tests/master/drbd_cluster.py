@@ -65,7 +65,8 @@ class DrbdCase(InstanceCase):
         self.patch(os, "environ", self.lvms[NODES[0]].env())
         self.net = LvmPerNode(os.path.join(tmp, "nodes"), None)
         self.net.lvms = self.lvms
-        self.allocators = InlineAllocators({"ganeti-place": builtin})
+        self.allocators = InlineAllocators({"ganeti-place": builtin},
+                                           search_path=("/usr/lib/ganeti/iallocators",))
         self.master = InProcessMaster(tmp, cfg=cfg, rpc=self.net, allocators=self.allocators)
         self.addCleanup(self.master.stop)
         self.tcp = self.net.tcp = LoopTCP(self.master.reactor)

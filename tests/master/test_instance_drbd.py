@@ -31,13 +31,20 @@ class ScriptedRpc:
         self.answers = answers
         self.calls: list[tuple[str, str, list[Any]]] = []
 
-    def call_one(self, node: Node, name: str, args: list[Any]) -> defer.Deferred[RpcResult]:
-        self.calls.append((node.name, name, args))
+    def _answer(self, node: str, name: str, args: list[Any]) -> RpcResult:
+        self.calls.append((node, name, args))
         script = self.answers[name]
         answer = script.pop(0) if len(script) > 1 else script[0]
         if isinstance(answer, str):
-            return defer.succeed(RpcResult(node.name, False, fail_msg=answer, call=name))
-        return defer.succeed(RpcResult(node.name, True, payload=answer, call=name))
+            return RpcResult(node, False, fail_msg=answer, call=name)
+        return RpcResult(node, True, payload=answer, call=name)
+
+    def call_one(self, node: Node, name: str, args: list[Any]) -> defer.Deferred[RpcResult]:
+        return defer.succeed(self._answer(node.name, name, args))
+
+    def call(self, targets: list[Any], name: str, args: list[Any]
+             ) -> defer.Deferred[dict[str, RpcResult]]:
+        return defer.succeed({t.name: self._answer(t.name, name, args) for t in targets})
 
 
 class FakeLU:
@@ -255,21 +262,26 @@ class StatusTest(SynchronousTestCase):
         self.assertIsNone(drbd.status_tuple(None))
 
     def findings(self, answers: list[Any]) -> list[tuple[bool, str]]:
-        rpc = ScriptedRpc({"blockdev_find": answers})
+        """What verify finds when the nodes (in name order) answer ``answers``."""
+        rpc = ScriptedRpc({"blockdev_getmirrorstatus_multi": answers})
         self.lu.ctx.rpc = lambda: rpc
         return self.successResultOf(defer.Deferred.fromCoroutine(
             drbd.degraded_disks(self.lu, self.cfg, self.inst)))
 
     def test_verify_findings(self) -> None:
-        self.assertEqual(self.findings([status()]), [])
-        self.assertEqual(self.findings([status(degraded=True, ldisk=st.LDS_FAULTY),
-                                        status(degraded=True)]), [
+        ok = [True, status()]
+        self.assertEqual(self.findings([[ok]]), [])
+        self.assertEqual(self.findings([[[True, status(degraded=True, ldisk=st.LDS_FAULTY)]],
+                                        [[True, status(degraded=True)]]]), [
             (True, f"disk/0 on {self.p.name} is degraded; local disk state is 'faulty'"),
             (False, "disk/0 on node2.test is degraded; local disk state is 'ok'")])
-        self.assertEqual(self.findings([status(), None]), [
-            (True, "couldn't retrieve status for disk/0 on node2.test: device not found")])
+        self.assertEqual(self.findings([[ok], [[False, "Can't find device drbd0"]]]), [
+            (True, "couldn't retrieve status for disk/0 on node2.test: Can't find device "
+                   "drbd0")])
+        self.assertEqual(self.findings([[ok], "connection refused"]), [
+            (True, "couldn't retrieve status for disk/0 on node2.test: connection refused")])
         self.inst.disks_active = False  # Ganeti looks only at active disks
-        self.assertEqual(self.findings([None]), [])
+        self.assertEqual(self.findings(["connection refused"]), [])
 
     def test_format_seconds(self) -> None:
         self.assertEqual([format_seconds(s) for s in (0, 5, 65, 3600, 200000)],

@@ -6,6 +6,8 @@ the allocator choosing two nodes."""
 
 from __future__ import annotations
 
+import pytest
+
 from ganeti.core import constants as c
 from tests.master.drbd_cluster import VG_SIZE, DrbdCase, drbd_op
 
@@ -79,6 +81,19 @@ class CreateTest(DrbdCase):
         self.assertEqual(set(disk.nodes), {self.config.node_by_name(n).uuid for n in result})
 
 
+@pytest.mark.subprocess
+class HailTest(DrbdCase):
+    def test_debians_hail_chooses_two_nodes(self) -> None:
+        op = drbd_op(iallocator="hail", disks=[{"size": 1024}])
+        del op["pnode"], op["snode"]
+        status, result, _log = self.run_logged(op)
+        self.assertEqual(status, "success", result)
+        self.assertEqual(len(set(result)), 2)
+        request = self.allocators.inputs("hail")[0]["request"]
+        self.assertEqual((request["required_nodes"], request["disk_template"],
+                          request["disk_space_total"]), (2, "drbd", 1024 + 128))
+
+
 class RefusalTest(DrbdCase):
     def assert_refused(self, op, code, text):
         serial = self.config.serial_no
@@ -129,10 +144,24 @@ class RefusalTest(DrbdCase):
         def change(cfg):
             cfg.cluster.enabled_disk_templates = [c.DT_PLAIN, c.DT_DISKLESS]
         self.master.run_until(self.master.daemon.config_writer.update(change))
-        self.assert_refused(drbd_op(), "wrong_state",
-                            "Cannot create an instance with disk template 'drbd', because "
-                            "it is not enabled in the cluster. Enabled disk templates are: "
-                            "plain,diskless.")
+        self.assert_refused(drbd_op(), None,  # Ganeti 3.0's words, no error code
+                            "Disk template 'drbd' is not enabled in cluster. Enabled disk "
+                            "templates are: plain,diskless")
+
+    def test_degraded_mirrors_remove_the_new_instance(self) -> None:
+        async def degraded(ctx, disks):
+            return [{"dev_path": "/dev/drbd0", "major": 147, "minor": 0,
+                     "sync_percent": None, "estimated_time": None, "is_degraded": True,
+                     "ldisk_status": 4} for _ in disks]
+        self.net.handlers["blockdev_getmirrorstatus"] = degraded
+        status, result, log = self.run_logged(drbd_op())
+        self.assertEqual(status, "error")
+        self.assertEqual(result, ["OpExecError",
+                                  ["There are some degraded disks for this instance"]])
+        self.assertIn("Removing instance inst1.test after the failure", log)
+        self.assertIsNone(self.instance())
+        for node in NODE_NAMES:
+            self.assertEqual(self.volumes(node), {})
 
     def test_a_failed_creation_leaves_nothing_and_frees_its_reservations(self) -> None:
         self.lvms["node2.test"].fail("lvcreate", "  Volume group xenvg has gone")
@@ -184,6 +213,41 @@ class DisksTest(DrbdCase):
         self.assertFalse(self.running("inst1.test"))
         for node in ("node1.test", "node2.test"):
             self.assertIsNone(self.find(node))
+
+    def test_reboot_keeps_the_mirror(self) -> None:
+        self.run_ok({"OP_ID": "OP_INSTANCE_STARTUP", "instance_name": "inst1.test"})
+        self.net.contacted.clear()
+        self.run_ok({"OP_ID": "OP_INSTANCE_REBOOT", "instance_name": "inst1.test",
+                     "reboot_type": "full"})
+        self.assertTrue(self.running("inst1.test"))
+        calls = [(n, call) for n, call in self.net.contacted
+                 if call in ("blockdev_shutdown", "blockdev_assemble")]
+        self.assertEqual(calls, [("node1.test", "blockdev_shutdown"),
+                                 ("node2.test", "blockdev_shutdown"),
+                                 ("node1.test", "blockdev_assemble"),
+                                 ("node2.test", "blockdev_assemble"),
+                                 ("node1.test", "blockdev_assemble")])
+        self.assertFalse(self.find("node2.test")["is_degraded"])
+
+    def test_startup_with_a_dead_secondary_needs_force(self) -> None:
+        self.run_ok({"OP_ID": "OP_INSTANCE_DEACTIVATE_DISKS", "instance_name": "inst1.test"})
+        self.net.down.add("node2.test")
+        status, result, log = self.run_logged({"OP_ID": "OP_INSTANCE_STARTUP",
+                                               "instance_name": "inst1.test"})
+        self.assertEqual(status, "error")
+        self.assertIn("on node node2.test", result[1][0])
+        self.assertIn(" - WARNING: If the message above refers to a secondary node, you can "
+                      "retry the operation using '--force'", log)
+        self.assertTrue(any(line.startswith(" - WARNING: Could not prepare block device "
+                                            "disk/0 on node node2.test (is_primary=False, "
+                                            "pass=1)") for line in log), log)
+        self.assertFalse(self.running("inst1.test"))
+        self.assertIsNone(self.find("node1.test"))  # shut down again
+        status, result, log = self.run_logged({"OP_ID": "OP_INSTANCE_STARTUP",
+                                               "instance_name": "inst1.test", "force": True})
+        self.assertEqual(status, "success", result)
+        self.assertTrue(self.running("inst1.test"))
+        self.assertTrue(self.find("node1.test")["is_degraded"])  # no peer
 
     def test_grow_on_both_nodes(self) -> None:
         status, _result, log = self.run_logged({
@@ -316,3 +380,23 @@ class RecreateTest(DrbdCase):
         self.assertEqual(set(self.volumes("node1.test")), names)
         self.assertEqual(self.volumes("node2.test"), {})
         self.assertEqual(self.find("node1.test")["dev_path"], "/dev/drbd1")
+
+
+class ForthcomingTest(DrbdCase):
+    def test_a_reserved_drbd_instance_is_made_on_both_nodes_at_its_commit(self) -> None:
+        self.run_ok(drbd_op(forthcoming=True, disks=[{"size": 1024}]))  # the policy minimum
+        disk, = self.disks()
+        self.assertTrue(disk.forthcoming)
+        self.assertTrue(all(ch.forthcoming for ch in disk.children))
+        for node in NODE_NAMES:  # nothing on a node yet
+            self.assertEqual(self.volumes(node), {})
+        self.assertLessEqual(disk.logical_id[2], self.config.cluster.highest_used_port)
+        status, result, log = self.run_logged(drbd_op(commit=True, disks=None))
+        self.assertEqual(status, "success", (result, log))
+        committed, = self.disks()
+        self.assertFalse(committed.forthcoming)
+        self.assertEqual(committed.logical_id, disk.logical_id)  # what was reserved
+        for node in ("node1.test", "node2.test"):
+            self.assertEqual(set(self.volumes(node)),
+                             {f"xenvg/{ch.logical_id[1]}" for ch in disk.children})
+        self.assertIn(" - INFO: Instance inst1.test's disks are in sync", log)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 
 from ganeti.cli import gnt_cluster, gnt_instance
+from ganeti.confd.server import ConfdAnswerer
 from ganeti.core.rpcdefs.disks import DiskArg
 from tests.master.drbd_cluster import DrbdCase, drbd_op
 
@@ -92,6 +93,12 @@ class InfoTest(StatusCase):
                             "qfilter": None})
         self.assertEqual([v for _status, v in rows["data"][0]],
                          ["inst1.test", "drbd", ["node2.test"], "node1.test"])
+        confd = ConfdAnswerer(self.config)  # what ganeti-confd answers from this config
+        for node, role, peer in (("node1.test", "primary", "node2.test"),
+                                 ("node2.test", "secondary", "node1.test")):
+            status, answer, _serial = confd.node_drbd(node)
+            self.assertEqual((status, answer),
+                             (0, [[node, 0, "inst1.test", "disk/0", role, peer]]))
 
 
 class DegradedTest(StatusCase):

@@ -139,8 +139,8 @@ class CreateTest(DrbdCase):
         await self.assertFails(self.make(self.a, self.b), "minor is already in use")
 
     async def test_bad_disks_are_refused(self):
-        await self.assertFails(self.device(self.a, self.b, mirror="qemu").attach(),
-                               "Mirror engine 'qemu' is not available")
+        await self.assertFails(self.device(self.a, self.b, mirror="kernel").attach(),
+                               "Mirror engine 'kernel' is not available")
         disk = self.disk(self.a, self.b)
         disk["dynamic_params"] = {}
         await self.assertFails(DrbdDevice(self.a.ctx, disk).attach(),

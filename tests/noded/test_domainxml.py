@@ -178,3 +178,17 @@ class ConsoleAndMetadataTest(SynchronousTestCase):
                                     vnc_password_file="/etc/ganeti/vnc-cluster-password"
                                     ).__dict__, "vnc_port": 11000, "vnc_password": "s3cret"})
         self.assertEqual(parse(s).find("devices/graphics").get("passwd"), "s3cret")
+
+    def test_mirrored_disk_is_the_nodes_nbd_export(self):
+        s = dx.DomainSpec(**{**spec().__dict__, "disks": [
+            dx.DiskSpec("disk", nbd=("192.0.2.10", 11005)),
+            dx.DiskSpec("/dev/loop1", block=True)]})
+        disks = parse(s).findall("devices/disk")
+        self.assertEqual((disks[0].get("type"), disks[1].get("type")), ("network", "block"))
+        source = disks[0].find("source")
+        self.assertEqual((source.get("protocol"), source.get("name")), ("nbd", "disk"))
+        host = source.find("host")
+        self.assertEqual((host.get("name"), host.get("port")), ("192.0.2.10", "11005"))
+        self.assertIsNone(source.get("file"))
+        self.assertEqual(disks[0].find("driver").get("type"), "raw")
+        self.assertEqual(disks[0].find("target").get("dev"), "vda")

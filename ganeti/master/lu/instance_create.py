@@ -278,10 +278,10 @@ class LUInstanceCreate(LogicalUnit):
         cluster = cfg.cluster
         op = self.op
         if self.template not in cluster.enabled_disk_templates:
-            raise OpPrereqError(f"Cannot create an instance with disk template "
-                                f"'{self.template}', because it is not enabled in the "
+            # Ganeti 3.0's CheckDiskTemplateEnabled: its wording, and no error code
+            raise OpPrereqError(f"Disk template '{self.template}' is not enabled in "
                                 "cluster. Enabled disk templates are: "
-                                f"{','.join(cluster.enabled_disk_templates)}.", ECODE_STATE)
+                                f"{','.join(cluster.enabled_disk_templates)}")
         if self.template not in DTS_CREATABLE:
             raise OpPrereqError(f"Disk template '{self.template}' cannot be created yet "
                                 "(the external templates come later)", ECODE_INVAL)

@@ -32,6 +32,7 @@ from ganeti.core.errors import (
 from ganeti.core.objects import ConfigData, Disk, Instance, Node
 from ganeti.core.rpcdefs.disks import DiskArg
 from ganeti.core.textutil import format_seconds
+from ganeti.master.config import nodes as nodesmod
 from ganeti.master.config.reservations import as_prereq, commit_port
 from ganeti.master.lu.base import LogicalUnit
 
@@ -326,29 +327,43 @@ async def disk_status_tree(lu: LogicalUnit, cfg: ConfigData, instance: Instance,
 async def degraded_disks(lu: LogicalUnit, cfg: ConfigData, instance: Instance
                          ) -> list[tuple[bool, str]]:
     """cluster verify's findings on an instance whose disks are active (Ganeti's
-    ``_VerifyInstance``): ``(is_error, text)`` for each disk that cannot be looked at
-    or is degraded on one of its online nodes; degraded with a good local disk
-    (resyncing, or only the peer missing) is a warning."""
+    ``_VerifyInstance``): ``(is_error, text)`` for each drbd disk that cannot be looked
+    at or is degraded on one of its online nodes (``blockdev_getmirrorstatus_multi``,
+    one call per node, the status merged with the volumes'); degraded with a good
+    local disk (resyncing, or only the peer missing) is a warning."""
     if not instance.disks_active:
         return []
-    out: list[tuple[bool, str]] = []
+    by_node: dict[str, list[tuple[int, Disk]]] = {}
     for idx, uuid in enumerate(instance.disks):
         disk = cfg.disks.get(uuid)
         if disk is None or disk.dev_type != constants.DT_DRBD8:
             continue
         for node_uuid in disk.nodes:
             node = cfg.nodes.get(node_uuid)
-            if node is None or node.offline:
-                continue
-            result = await lu.ctx.rpc().call_one(node, "blockdev_find",
-                                                 [DiskArg(disk, instance)])
-            if not result.success or not isinstance(result.payload, dict):
-                reason = result.fail_msg if not result.success else "device not found"
+            if node is not None and not node.offline:
+                by_node.setdefault(node_uuid, []).append((idx, disk))
+    if not by_node:
+        return []
+    nodes = sorted((cfg.nodes[u] for u in by_node), key=lambda n: n.name)
+    results = await lu.ctx.rpc().call(
+        [nodesmod.target(n) for n in nodes], "blockdev_getmirrorstatus_multi",
+        [{u: [DiskArg(d, instance) for _, d in pairs] for u, pairs in by_node.items()}])
+    out: list[tuple[bool, str]] = []
+    for node in nodes:
+        pairs = by_node[node.uuid]
+        result = results.get(node.name)
+        if result is None or not result.success:
+            reason = result.fail_msg if result is not None else "no answer"
+            entries: list[Any] = [[False, reason]] * len(pairs)
+        else:
+            entries = list(result.payload or [])
+            entries += [[False, "Invalid result from the remote node"]] * (
+                len(pairs) - len(entries))
+        for (idx, _disk), (ok, status) in zip(pairs, entries, strict=False):
+            if not ok or not isinstance(status, dict):
                 out.append((True, f"couldn't retrieve status for disk/{idx} on "
-                                  f"{node.name}: {reason}"))
-                continue
-            status = result.payload
-            if status.get("is_degraded"):
+                                  f"{node.name}: {status}"))
+            elif status.get("is_degraded"):
                 ldisk = status.get("ldisk_status", storagetypes.LDS_UNKNOWN)
                 out.append((ldisk not in (storagetypes.LDS_OKAY, storagetypes.LDS_SYNC),
                             f"disk/{idx} on {node.name} is degraded; local disk state "

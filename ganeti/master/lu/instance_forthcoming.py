@@ -173,7 +173,8 @@ async def check_fits(lu: LUInstanceCreate) -> None:
     if not answer.success:
         raise OpPrereqError(f"Cannot reserve instance {lu.name} on "
                             f"{', '.join(n.name for n in wanted)}: {answer.info}", ECODE_NORES)
-    if list(answer.result) != [n.name for n in wanted]:
+    # a pair (drbd): the allocator answers its best order of the two; the pair fits
+    if sorted(answer.result) != sorted(n.name for n in wanted):
         raise OpPrereqError(f"Cannot reserve instance {lu.name} on "
                             f"{', '.join(n.name for n in wanted)}: only "
                             f"{', '.join(answer.result)} would fit", ECODE_NORES)

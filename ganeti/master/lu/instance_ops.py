@@ -145,10 +145,20 @@ class InstanceLU(LogicalUnit):
                 inst.serial_no += 1
         await self.update_config(change)
 
-    async def start_disks(self) -> None:
+    async def start_disks(self, force: bool | None = None) -> None:
+        """Ganeti's StartInstanceDisks: ``force`` ignores a failing secondary; without
+        it a failure ends with Ganeti's hint to retry with ``--force``."""
         inst = self.instance
         if inst.disks:
-            await instance_storage.assemble_disks(self, self.ctx.config.config, inst)
+            try:
+                await instance_storage.assemble_disks(self, self.ctx.config.config, inst,
+                                                      ignore_secondaries=bool(force))
+            except OpExecError:
+                if force is not None and not force:
+                    self.ctx.feedback("message", " - WARNING: If the message above refers "
+                                      "to a secondary node, you can retry the operation "
+                                      "using '--force'")
+                raise
             await self.set_disks_active(True)
 
     async def stop_disks(self, ignore_primary: bool = False) -> None:
@@ -212,7 +222,7 @@ class LUInstanceStartup(InstanceLU):
         if self.primary_offline:
             self.ctx.feedback("message", "Primary node offline, marked instance as started")
             return None
-        await self.start_disks()
+        await self.start_disks(force=self.op.force)
         try:
             await ic.start_on_node(self, self.instance, self.hvp, self.bep,
                                    self.op.startup_paused)

@@ -12,15 +12,13 @@ refused.  Only hypervisors that open disks get them
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ganeti.core import constants
 from ganeti.noded.backend.context import NodeContext, RPCFail
-from ganeti.noded.bdev import devices, lvm
+from ganeti.noded.bdev import devices, lvm, qmirror_drbd
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors.domainxml import DiskSpec
 
@@ -39,6 +37,13 @@ async def gather(ctx: NodeContext, name: str, instance: Mapping[str, Any]) -> li
             raise RPCFail(f"Could not start instance {name}: disk {idx}: {err}") from None
         if path is None:
             continue  # diskless
+        if kind == constants.DT_DRBD8 and qmirror_drbd.is_qemu(
+                disk.get("dynamic_params") or {}):
+            # the qemu mirror engine: the node's own mirror daemon serves it over NBD
+            export, host, port = qmirror_drbd.guest_nbd(disk)
+            specs.append(DiskSpec(export, nbd=(host, port),
+                                  read_only=disk.get("mode") == "ro"))
+            continue
         if kind == constants.DT_PLAIN and not lvm.dm_available():
             specs.append(await volume_range(ctx, name, idx, disk))
             continue
@@ -60,37 +65,8 @@ async def volume_range(ctx: NodeContext, name: str, idx: int, disk: dict[str, An
 
     try:
         vg, lv = lvm.vg_lv(disk)
+        pv, offset, size = await lvm.extents(ctx, vg, lv)
     except BlockDeviceError as err:
         raise fail(str(err)) from None
-    rows = await lvm_rows(ctx, "lvs", "lv_size,devices,vg_extent_size", f"{vg}/{lv}")
-    if rows is None or len(rows) != 1:
-        raise fail(f"volume {vg}/{lv} is missing or has several segments (without "
-                   "device-mapper only a volume of one segment can be used)")
-    match = re.fullmatch(r"(/[^(,]+)\((\d+)\)", str(rows[0].get("devices", "")))
-    if match is None:
-        raise fail(f"volume {vg}/{lv} lies on several physical volumes")
-    pv, first_pe = match.group(1), int(match.group(2))
-    pvs = await lvm_rows(ctx, "pvs", "pv_name,pe_start", pv)
-    if not pvs:
-        raise fail(f"cannot read physical volume {pv}")
-    try:
-        offset = int(pvs[0]["pe_start"]) + first_pe * int(rows[0]["vg_extent_size"])
-        size = int(rows[0]["lv_size"])
-    except (KeyError, ValueError) as err:
-        raise fail(f"cannot read the extents of {vg}/{lv}: {err}") from None
     return DiskSpec(pv, block=True, read_only=disk.get("mode") == "ro", offset=offset,
                     size=size)
-
-
-async def lvm_rows(ctx: NodeContext, command: str, fields: str, name: str
-                    ) -> list[dict[str, str]] | None:
-    """An LVM JSON report in bytes; None if the command fails."""
-    out = await lvm.lvm(ctx, command, "--reportformat", "json", "--units", "b",
-                        "--nosuffix", "-o", fields, name)
-    if not out.ok:
-        return None
-    try:
-        return [row for part in json.loads(out.stdout)["report"] for rows in part.values()
-                for row in rows]
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None

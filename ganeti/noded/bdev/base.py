@@ -6,8 +6,10 @@ import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ganeti.noded.backend.context import NodeContext
+if TYPE_CHECKING:  # the context holds the drbd network, which imports this module
+    from ganeti.noded.backend.context import NodeContext
 
 #: Seconds a storage program (lvm, blockdev) may run before it is ended.
 PROGRAM_TIMEOUT = 300.0

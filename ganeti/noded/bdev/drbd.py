@@ -17,7 +17,8 @@ without a port (Ganeti's "alone" id for the new secondary of replace-disks
 ``resync-rate`` on the node's clock.
 
 The engine is chosen by the disk's ``dynamic_params["mirror"]``: ``emulated``
-(the default) is the only one this module serves.
+(the default) is this module's; ``qemu`` adds real data on top of it
+(:mod:`.qmirror_drbd`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 from ganeti.core import constants
 from ganeti.noded.backend.context import NodeContext
-from ganeti.noded.bdev import drbdstate
+from ganeti.noded.bdev import drbdstate, qmirror_drbd
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.device import MIB, BlockDevice, SyncStatus
 from ganeti.noded.bdev.drbdnet import MirrorNet
@@ -40,8 +41,9 @@ from ganeti.noded.bdev.drbdstate import (
     Observed,
 )
 
-#: The mirror engines a node may be asked for (``dynamic_params["mirror"]``).
-ENGINES = ("emulated",)
+#: The mirror engines a node may be asked for (``dynamic_params["mirror"]``); ``qemu``
+#: adds real data mirrored by qemu-storage-daemons (:mod:`.qmirror_drbd`).
+ENGINES = ("emulated", qmirror_drbd.ENGINE)
 
 
 def _int(value: Any) -> int | None:
@@ -68,6 +70,11 @@ class DrbdDevice(BlockDevice):
         self.remote_ip = dyn.get("remote-ip")
         self.aminor = _int(dyn.get("local-minor"))
         self.remote_minor = _int(dyn.get("remote-minor"))
+
+    @property
+    def qemu(self) -> bool:
+        """Whether the ``qemu`` engine carries the data."""
+        return qmirror_drbd.is_qemu(self.dynamic_params)
 
     def __repr__(self) -> str:
         return f"<DrbdDevice drbd{self.aminor} port {self.port}>"
@@ -163,6 +170,8 @@ class DrbdDevice(BlockDevice):
                 state.start_resync(ctx.clock.seconds())
             await dev.net.save(state)
         dev._set_found(minor)
+        if dev.qemu:
+            await qmirror_drbd.created(dev)
         return dev
 
     async def attach(self) -> bool:
@@ -203,6 +212,8 @@ class DrbdDevice(BlockDevice):
                 await net.listen(state)
             await net.save(state)
         self._set_found(minor)
+        if self.qemu:
+            await qmirror_drbd.assembled(self)
 
     async def mirror_status(self) -> Observed:
         """The device as ``/proc/drbd`` shows it now (asks the peer)."""
@@ -235,6 +246,8 @@ class DrbdDevice(BlockDevice):
                                        f"{state.disk}, {seen.cstate})")
             state.role = PRIMARY
             await self.net.save(state)
+        if self.qemu:
+            await qmirror_drbd.opened(self)
 
     async def close(self) -> None:
         """Become Secondary."""
@@ -243,6 +256,8 @@ class DrbdDevice(BlockDevice):
             if state.role != SECONDARY:
                 state.role = SECONDARY
                 await self.net.save(state)
+        if self.qemu:
+            await qmirror_drbd.closed(self)
 
     async def shutdown(self) -> None:
         """Network down, disks detached, the minor freed; nothing if not configured."""
@@ -252,6 +267,8 @@ class DrbdDevice(BlockDevice):
                 return
             await self.net.delete(minor)
         self.attached, self.dev_path = False, None
+        if self.qemu:
+            await qmirror_drbd.shut_down(self)
 
     async def remove(self) -> None:
         """Shut down (the walk removes the volumes after it)."""
@@ -288,6 +305,8 @@ class DrbdDevice(BlockDevice):
             state.net, state.net_since = False, None
             await self.net.unlisten(state.minor)
             await self.net.save(state)
+        if self.qemu:
+            await qmirror_drbd.net_detached(self)
 
     async def attach_net(self, multimaster: bool) -> None:
         """(Re)attach the network to the peer this disk names (``multimaster``: both
@@ -302,6 +321,8 @@ class DrbdDevice(BlockDevice):
             state.net, state.multimaster = True, bool(multimaster)
             await self.net.listen(state)
             await self.net.save(state)
+        if self.qemu and state.role == PRIMARY:
+            await qmirror_drbd.opened(self)
 
     async def add_children(self, devices: Sequence[BlockDevice]) -> None:
         """Attach new local volumes (data, meta) to a diskless device: Inconsistent, it
@@ -347,6 +368,11 @@ class DrbdDevice(BlockDevice):
         """Sync percentage and time left while resyncing; degraded unless Connected
         with the local disk UpToDate; the local disk okay, syncing or faulty."""
         seen = await self.mirror_status()
+        data = await qmirror_drbd.status(self) if self.qemu else None
+        if data is not None:  # the primary's data plane: its mirror job decides
+            return SyncStatus(self.dev_path, self.major, self.minor, data.sync_percent,
+                              data.estimated_time, seen.is_degraded or not data.in_sync,
+                              seen.ldisk_status)
         return SyncStatus(self.dev_path, self.major, self.minor, seen.sync_percent,
                           seen.estimated_time, seen.is_degraded, seen.ldisk_status)
 

@@ -70,6 +70,9 @@ class MinorState:
     oos_kib: float = 0.0
     total_kib: float = 0.0
     sync_mark: float | None = None
+    #: the qemu engine: set by a primary whose mirror was in sync when it closed (its
+    #: peer then holds the same data), cleared when it opens (:mod:`.qmirror_drbd`)
+    handoff: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as its file holds it."""
@@ -91,7 +94,7 @@ class MinorState:
         """What this side tells its peer in the handshake."""
         return {"role": self.role, "disk": self.disk, "oos_kib": self.oos_kib,
                 "total_kib": self.total_kib, "net_since": self.net_since,
-                "multimaster": self.multimaster, "rate": self.rate}
+                "multimaster": self.multimaster, "rate": self.rate, "handoff": self.handoff}
 
 
 @dataclass(frozen=True)

@@ -330,3 +330,39 @@ async def node_volumes(ctx: NodeContext) -> list[dict[str, Any]]:
             out.append({"name": r.get("lv_name"), "size": f"{mib(str(r.get('lv_size'))):.2f}",
                         "dev": dev, "vg": r.get("vg_name")})
     return out
+
+
+async def lvm_rows(ctx: NodeContext, command: str, fields: str, name: str
+                   ) -> list[dict[str, str]] | None:
+    """An LVM JSON report in bytes; None if the command fails."""
+    out = await lvm(ctx, command, "--reportformat", "json", "--units", "b",
+                    "--nosuffix", "-o", fields, name)
+    if not out.ok:
+        return None
+    try:
+        return [row for part in json.loads(out.stdout)["report"] for rows in part.values()
+                for row in rows]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+async def extents(ctx: NodeContext, vg: str, lv: str) -> tuple[str, int, int]:
+    """A volume without device-mapper as (its physical volume, byte offset, size): one
+    segment on one PV only (``pe_start + first extent * extent size``)."""
+    rows = await lvm_rows(ctx, "lvs", "lv_size,devices,vg_extent_size", f"{vg}/{lv}")
+    if rows is None or len(rows) != 1:
+        raise BlockDeviceError(f"volume {vg}/{lv} is missing or has several segments "
+                               "(without device-mapper only a volume of one segment can "
+                               "be used)")
+    match = re.fullmatch(r"(/[^(,]+)\((\d+)\)", str(rows[0].get("devices", "")))
+    if match is None:
+        raise BlockDeviceError(f"volume {vg}/{lv} lies on several physical volumes")
+    pv, first_pe = match.group(1), int(match.group(2))
+    pvs = await lvm_rows(ctx, "pvs", "pv_name,pe_start", pv)
+    if not pvs:
+        raise BlockDeviceError(f"cannot read physical volume {pv}")
+    try:
+        offset = int(pvs[0]["pe_start"]) + first_pe * int(rows[0]["vg_extent_size"])
+        return pv, offset, int(rows[0]["lv_size"])
+    except (KeyError, ValueError) as err:
+        raise BlockDeviceError(f"cannot read the extents of {vg}/{lv}: {err}") from None

@@ -67,13 +67,16 @@ class UnsupportedParameter(ValueError):
 class DiskSpec:
     """A disk as the node has it: a file or block device path; ``offset`` and
     ``size`` (bytes) select a range of it (a volume's extents on its PV, where
-    device-mapper is missing)."""
+    device-mapper is missing).  With ``nbd`` (host, port) the disk is the NBD
+    export named ``path`` there (a mirrored disk of the ``qemu`` engine: the
+    node's own mirror daemon)."""
 
     path: str
     block: bool = False
     read_only: bool = False
     offset: int | None = None
     size: int | None = None
+    nbd: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,10 +212,15 @@ def _disks(devices: ET.Element, spec: DomainSpec) -> None:
     cache = _choice(hv, "disk_cache", DISK_CACHES)
     prefix = {"virtio": "vd", "scsi": "sd", "sd": "sd", "ide": "hd"}[bus]
     for index, disk in enumerate(spec.disks):
-        el = _sub(devices, "disk", type="block" if disk.block else "file", device="disk")
+        kind = "network" if disk.nbd else "block" if disk.block else "file"
+        el = _sub(devices, "disk", type=kind, device="disk")
         _sub(el, "driver", name="qemu", type="raw", **({"cache": cache} if cache else {}))
-        source = _sub(el, "source", **({"dev": disk.path} if disk.block else
-                                       {"file": disk.path}))
+        if disk.nbd:
+            source = _sub(el, "source", protocol="nbd", name=disk.path)
+            _sub(source, "host", name=disk.nbd[0], port=str(disk.nbd[1]))
+        else:
+            source = _sub(el, "source", **({"dev": disk.path} if disk.block else
+                                           {"file": disk.path}))
         if disk.offset is not None or disk.size is not None:
             # a range of the file or device (libvirt's <slices>, inside <source>)
             slices = _sub(source, "slices")
