@@ -196,6 +196,25 @@ class DrbdFailoverTest(DrbdCase):
         self.assertTrue(any("Could not shutdown instance inst1.test on node node1.test" in
                             line for line in log), log)
 
+    def test_failover_off_an_offline_primary(self):
+        """A primary marked offline: its degraded peer is said and not refused, no call
+        goes to it, the instance starts on the secondary."""
+        self.make_drbd(pnode="node3.test", snode=TARGET)
+        self.tcp.partition("127.0.1.3")  # the dead node's mirror is gone too
+
+        def offline(cfg):
+            node = cfg.nodes[self.node_uuid("node3.test")]
+            node.offline, node.master_candidate = True, False
+        self.update(offline)
+        before = len(self.net.contacted)
+        status, result, log = self.run_logged(self.failover())
+        self.assertEqual(status, "success", (result, log))
+        self.assertIn("Node node3.test is offline, ignoring degraded disk 0 on target node "
+                      "node2.test", log)
+        self.assertNotIn("node3.test", [node for node, _call in self.net.contacted[before:]])
+        self.assertEqual(self.primary(), TARGET)
+        self.assertTrue(self.running("inst1.test", TARGET))
+
     def test_old_primary_failing_to_assemble_is_a_warning(self):
         """Ganeti's ignore_secondaries: the instance starts on the new primary; the old
         one's mirror half is brought back by activate-disks."""
