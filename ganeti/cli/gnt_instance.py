@@ -479,6 +479,8 @@ COMMANDS = [
             move.FAILOVER_DESCRIPTION),
     Command("migrate", move.cmd_migrate, "Move a running instance to another node",
             move.setup_migrate, move.MIGRATE_DESCRIPTION),
+    Command("replace-disks", move.cmd_replace_disks, "Replaces disks for the instance",
+            move.setup_replace_disks, move.REPLACE_DISKS_DESCRIPTION),
     Command("move", evac.cmd_move, "Move an instance to an arbitrary node by copying its "
             "disks", evac.setup_move, evac.MOVE_DESCRIPTION),
     Command("change-group", evac.cmd_change_group, "Change group of instance",

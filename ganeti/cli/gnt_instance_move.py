@@ -1,4 +1,5 @@
-"""``gnt-instance failover`` and ``migrate``: instances that change their primary node.
+"""``gnt-instance failover``, ``migrate`` and ``replace-disks``: instances that change
+their primary node, or the storage of their mirror.
 
 Ganeti 3.0's options, confirmations and checks: ``-n`` and ``-I`` exclude each
 other, the instance must exist before the question is asked (unless ``-f``),
@@ -6,7 +7,9 @@ other, the instance must exist before the question is asked (unless ``-f``),
 (even with ``-f``), and ``migrate --non-live`` is the old spelling of
 ``--migration-mode non-live`` (both at once are refused).  ``failover``
 accepts ``--cleanup`` as Ganeti's does, and as Ganeti's sends nothing for it.
-What the master refuses is shown as its error.
+``replace-disks`` takes exactly one of ``-p``, ``-s``, ``-a``, ``-n`` and ``-I``
+(Ganeti's message otherwise), and ``--disks`` (not with ``-a``).  What the master
+refuses is shown as its error.
 """
 
 from __future__ import annotations
@@ -172,6 +175,74 @@ def cmd_migrate(ctx: Context, opts: argparse.Namespace) -> int:
     return c.EXIT_SUCCESS
 
 
+# --- replace-disks -----------------------------------------------------------------
+
+_MIRRORED = "applies only to internally mirrored disk templates, e.g. drbd"
+ONE_MODE = "One and only one of the -p, -s, -a, -n and -I options must be passed"
+
+
+def setup_replace_disks(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-a", "--auto", action="store_true",
+                   help=f"Automatically replace faulty disks ({_MIRRORED})")
+    p.add_argument("--disks", metavar="LIST",
+                   help="Comma-separated list of disks indices to act on (e.g. 0,2) "
+                        "(optional, defaults to all disks)")
+    p.add_argument("-I", "--iallocator", metavar="NAME",
+                   help="choose the new secondary node with this allocator")
+    p.add_argument("--early-release", action="store_true",
+                   help="Release the locks on the secondary node(s) early")
+    p.add_argument("-n", "--new-secondary", dest="dst_node", metavar="NODE",
+                   help="Specifies the new secondary node")
+    p.add_argument("-p", "--on-primary", action="store_true",
+                   help=f"Replace the disk(s) on the primary node ({_MIRRORED})")
+    p.add_argument("-s", "--on-secondary", action="store_true",
+                   help=f"Replace the disk(s) on the secondary node ({_MIRRORED})")
+    iargs.add_flags(p, "--ignore-ipolicy")
+    jobs.add_job_options(p, dry_run=True)
+    iargs.instance_arg(p)
+
+
+def replace_disks_opcode(opts: argparse.Namespace) -> dict[str, Any]:
+    """OP_INSTANCE_REPLACE_DISKS of ``gnt-instance replace-disks`` (Ganeti's checks)."""
+    try:
+        disks = [int(i) for i in opts.disks.split(",")] if opts.disks is not None else []
+    except ValueError as err:
+        raise errors.OpPrereqError(f"Invalid disk index passed: {err}",
+                                   errors.ECODE_INVAL) from None
+    given = [opts.on_primary, opts.on_secondary, opts.auto, opts.dst_node is not None,
+             opts.iallocator is not None]
+    if given.count(True) != 1:
+        raise errors.OpPrereqError(ONE_MODE, errors.ECODE_INVAL)
+    if opts.on_primary:
+        mode = c.REPLACE_DISK_PRI
+    elif opts.on_secondary:
+        mode = c.REPLACE_DISK_SEC
+    elif opts.auto:
+        mode = c.REPLACE_DISK_AUTO
+        if disks:
+            raise errors.OpPrereqError("Cannot specify disks when using automatic mode",
+                                       errors.ECODE_INVAL)
+    else:
+        mode = c.REPLACE_DISK_CHG
+    return without_none({
+        "OP_ID": "OP_INSTANCE_REPLACE_DISKS", "instance_name": opts.instance_name,
+        "disks": disks, "remote_node": opts.dst_node, "mode": mode,
+        "iallocator": opts.iallocator, "early_release": opts.early_release,
+        "ignore_ipolicy": opts.ignore_ipolicy})
+
+
+def cmd_replace_disks(ctx: Context, opts: argparse.Namespace) -> int:
+    """Rebuild the storage of a mirrored instance (OP_INSTANCE_REPLACE_DISKS)."""
+    jobs.submit_or_send(ctx, opts, replace_disks_opcode(opts))
+    return c.EXIT_SUCCESS
+
+
+REPLACE_DISKS_DESCRIPTION = (
+    "Rebuild the storage of a mirrored (drbd) instance (OP_INSTANCE_REPLACE_DISKS): new "
+    "volumes on the primary (-p) or the secondary (-s), a new secondary node named (-n) "
+    "or chosen by an allocator (-I), or the side with faulty disks found and repaired "
+    "(-a). The mirror resyncs; the old volumes are removed (before the resync with "
+    "--early-release).")
 FAILOVER_DESCRIPTION = (
     "Stop the instance, make another node its primary node and start it there if it "
     "was running (OP_INSTANCE_FAILOVER): the secondary node for a mirrored template, "
@@ -186,6 +257,8 @@ MIGRATE_DESCRIPTION = (
     "instance over instead. Asks for confirmation unless -f.")
 
 __all__ = ["BOTH_MODES", "BOTH_TARGETS", "FAILOVER_DESCRIPTION", "MIGRATE_DESCRIPTION",
-           "add_ignore_consistency", "add_migration_options", "add_target_options",
-           "cmd_failover", "cmd_migrate", "failover_opcode", "migrate_opcode",
-           "migration_mode", "setup_failover", "setup_migrate", "without_none"]
+           "ONE_MODE", "REPLACE_DISKS_DESCRIPTION", "add_ignore_consistency",
+           "add_migration_options", "add_target_options", "cmd_failover", "cmd_migrate",
+           "cmd_replace_disks", "failover_opcode", "migrate_opcode", "migration_mode",
+           "replace_disks_opcode", "setup_failover", "setup_migrate",
+           "setup_replace_disks", "without_none"]

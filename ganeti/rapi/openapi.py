@@ -235,6 +235,13 @@ QUERY_PARAMETERS: dict[str, tuple[str, dict[str, Any]]] = {
     "tag": ("A tag (repeat for several tags)",
             {"type": "array", "items": {"type": "string"}}),
     "fields": ("Comma-separated field names", {"type": "string"}),
+    "remote_node": ("The new secondary node (older form of the body's)", {"type": "string"}),
+    "disks": ("Comma-separated disk indices (older form of the body's list)",
+              {"type": "string"}),
+    "iallocator": ("The allocator choosing the new secondary (older form of the body's)",
+                   {"type": "string"}),
+    "early_release": ("Sent by Ganeti's client; not used (as Ganeti's RAPI)",
+                      {"type": "string"}),
 }
 
 

@@ -11,6 +11,9 @@ import pytest
 from ganeti.core import constants as c
 from tests.master.drbd_cluster import VG_SIZE, DrbdCase, drbd_op
 
+#: the nodes' volumes are made by the fake lvm program (a child process)
+pytestmark = pytest.mark.subprocess
+
 
 class CreateTest(DrbdCase):
     def test_create_on_both_nodes_and_remove(self) -> None:

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from ganeti.cli import gnt_cluster, gnt_instance
 from ganeti.confd.server import ConfdAnswerer
 from ganeti.core.rpcdefs.disks import DiskArg
 from tests.master.drbd_cluster import DrbdCase, drbd_op
+
+#: the nodes' volumes are made by the fake lvm program (a child process)
+pytestmark = pytest.mark.subprocess
 
 
 class StatusCase(DrbdCase):

@@ -45,7 +45,8 @@ class MigrationNet(FakeNodeNet):
         env = NodeEnv(paths.run_dir, self.clock, base.run, base.events, options=options)
         return NodeContext(paths=base.paths, clock=base.clock, run=base.run,
                            shutdown=base.shutdown, os_runs=base.os_runs,
-                           children=base.children, hypervisors=NodeHypervisors(env))
+                           children=base.children, hypervisors=NodeHypervisors(env),
+                           mirrors=base.mirrors)
 
     async def _one(self, target, call, args):
         key = (target.name, call.name)
@@ -501,7 +502,7 @@ class HooksTest(MigrationCase):
 class TableTest(MigrationCase):
     def test_templates_move_as_the_table_says(self):
         from ganeti.master.lu import instance_migration as im
-        self.assertEqual(im.MOBILITY, {"diskless": im.EXT, "sharedfile": im.EXT})
+        self.assertEqual(im.MOBILITY, {"diskless": im.EXT, "sharedfile": im.EXT, "drbd": im.INT})
         self.make("s1.test", disk_template="sharedfile", disks=[{"size": 1024}])
         self.make("f1.test", start=False, disk_template="file", disks=[{"size": 1024}])
         cfg = self.config

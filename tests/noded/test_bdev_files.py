@@ -130,11 +130,7 @@ class FileDisksTest(NodeCalls, SynchronousTestCase):
         self.ok("blockdev_create", [disk, 1, "s", True, "", False])
         self.assertTrue(os.path.isfile(self.local(DIR + "/s/x")))
 
-    def test_drbd_and_ext_are_refused_by_name(self):
-        drbd = {"dev_type": "drbd", "logical_id": ["a", "b", 11000, 0, 0, "s"],
-                "children": [], "size": 1, "params": {}}
-        self.assertIn("Disk template 'drbd' is not supported",
-                      self.fails("blockdev_create", [drbd, 1, "i", True, "", False]))
+    def test_ext_is_refused_by_name(self):
         ext = {"dev_type": "ext", "logical_id": ["prov", "x"], "size": 1, "params": {}}
         self.assertIn("Disk template 'ext' is not supported",
                       self.fails("blockdev_create", [ext, 1, "i", True, "", False]))

@@ -2,10 +2,14 @@
 real (TCP, the handshake), degrade when one side's network or daemon goes, reconnect,
 resync on the clock, refuse a second primary, keep their state across a restart."""
 
+import pytest
 from twisted.trial.unittest import TestCase
 
 from ganeti.core import storagetypes
 from tests.noded.drbd_helpers import Pair
+
+#: the nodes' volumes are made by the fake lvm program (a child process)
+pytestmark = pytest.mark.subprocess
 
 
 class ConnectTest(TestCase):

@@ -118,6 +118,9 @@ DYNAMIC_SITES = {
     # _call (the finalize and shutdown calls of a reconciliation, each named literally
     # at its call site): tests/master/test_lu_migration_faults.py
     "ganeti/master/lu/instance_migration_reconcile.py",
+    # call_nodes (drbd_disconnect_net, drbd_attach_net, drbd_wait_sync, each named
+    # literally at its call site): tests/master/test_lu_migration_drbd.py
+    "ganeti/master/lu/instance_mirror.py",
 }
 
 

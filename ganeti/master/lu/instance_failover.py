@@ -2,10 +2,15 @@
 primary, its disks deactivated there, the config names the target, and an
 instance whose admin state is up gets its disks activated and is started there.
 
-``ignore_consistency`` (or an offline primary) lets a failed shutdown pass with
-Ganeti's warning; a forthcoming instance moves in the config only, with
-Ganeti's message ("Instance is forthcoming, just updating the  configuration",
-two spaces, as Ganeti 3.0.2 prints it).
+A mirrored (drbd) instance whose disks are active has them checked on the
+target first: a degraded disk aborts the failover unless ``ignore_consistency``
+(or the primary is offline, with Ganeti's message); its disks are then shut down
+on both nodes and assembled again with the target as primary (a secondary that
+fails, the old primary, is a warning).  ``ignore_consistency`` (or an offline
+primary) lets a failed shutdown pass with Ganeti's warning; a forthcoming
+instance moves in the config only, with Ganeti's message ("Instance is
+forthcoming, just updating the  configuration", two spaces, as Ganeti 3.0.2
+prints it).
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from typing import TYPE_CHECKING
 
 from ganeti.core import constants as c
 from ganeti.core.errors import OpExecError
+from ganeti.core.objects import Node
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu import instance_migration_reconcile as rec
+from ganeti.master.lu import instance_mirror as mirror
 from ganeti.master.lu import instance_storage
 
 if TYPE_CHECKING:
@@ -47,8 +54,9 @@ class Failover:
         source = cfg.nodes[inst.primary_node]
         # (Ganeti marks a running diskless instance's disks active; here none are)
         if inst.disks_active or (not inst.disks and inst.admin_state == c.ADMINST_UP):
-            # (the storage of these templates is the same on every node: nothing degrades)
+            # (shared storage is the same on every node: only a mirror degrades)
             self.say("* checking disk consistency between source and target")
+            await self._check_target_disks(source, target)
         else:
             self.say("* not checking disk consistency as instance is not running")
         self.say("* shutting down instance on source node")
@@ -75,7 +83,7 @@ class Failover:
         cfg = lu.ctx.config.config
         if inst.disks:
             try:
-                await instance_storage.assemble_disks(lu, cfg, inst)
+                await instance_storage.assemble_disks(lu, cfg, inst, ignore_secondaries=True)
             except OpExecError:
                 await instance_storage.shutdown_disks(lu, lu.ctx.config.config, lu.instance)
                 raise OpExecError("Can't activate the instance's disks") from None
@@ -88,3 +96,21 @@ class Failover:
                 await instance_storage.shutdown_disks(lu, lu.ctx.config.config, lu.instance)
             raise OpExecError(f"Could not start instance {inst.name} on node {target.name}: "
                               f"{result.fail_msg}")
+
+    async def _check_target_disks(self, source: Node, target: Node) -> None:
+        """Ganeti's: a mirrored disk degraded on the target aborts the failover, unless
+        consistency is ignored or the primary is offline (then it is said)."""
+        lu = self.lu
+        inst = lu.instance
+        disks = instance_storage.instance_disks(lu.ctx.config.config, inst)
+        if not mirror.is_mirrored(disks):
+            return
+        for idx, disk in enumerate(disks):
+            if await mirror.check_consistency(lu, inst, disk, target.uuid, False):
+                continue
+            if source.offline:
+                self.say(f"Node {source.name} is offline, ignoring degraded disk {idx} on "
+                         f"target node {target.name}")
+            elif not self.ignore_consistency:
+                raise OpExecError(f"Disk {idx} is degraded on target node, aborting "
+                                  "failover")

@@ -5,7 +5,7 @@ What moves where is a table entry (:data:`MOBILITY`): the templates whose storag
 every node reaches (Ganeti's DTS_EXT_MIRROR; here ``diskless`` and
 ``sharedfile``) go to any node, named (``target_node``) or chosen by an
 allocator (a ``relocate`` request); a template with a secondary (Ganeti's
-DTS_INT_MIRROR, ``drbd``, a later slice) goes to its secondary; the others are
+DTS_INT_MIRROR, ``drbd``) goes to its secondary; the others are
 refused with Ganeti's "Instance's disk layout 'X' does not allow migrations".
 
 The steps on the nodes (:mod:`.instance_migration_exec`,
@@ -25,6 +25,7 @@ from ganeti.core.errors import (
     ECODE_INVAL,
     ECODE_NORES,
     ECODE_STATE,
+    ConfigurationError,
     OpExecError,
     OpPrereqError,
 )
@@ -44,7 +45,7 @@ from ganeti.master.lu.instance_ops import InstanceLU
 #: reached from every node: Ganeti's DTS_EXT_MIRROR), ``INT`` to its secondary (the
 #: mirror: Ganeti's DTS_INT_MIRROR).  A template not listed cannot move.
 EXT, INT = "ext", "int"
-MOBILITY: dict[str, str] = {c.DT_DISKLESS: EXT, c.DT_SHARED_FILE: EXT}
+MOBILITY: dict[str, str] = {c.DT_DISKLESS: EXT, c.DT_SHARED_FILE: EXT, c.DT_DRBD8: INT}
 
 
 def disk_types(cfg: Any, inst: Any) -> list[str]:
@@ -134,8 +135,11 @@ class MoveLU(InstanceLU):
             text = "failovers" if self.failover else "migrations"
             raise OpPrereqError(f"Instance's disk layout '{comma_join(bad)}' does not allow "
                                 f"{text}", ECODE_STATE)
-        if kind == INT:  # (drbd: a later slice; the secondary is the target)
+        if kind == INT:  # (drbd: the secondary is the target)
             secondaries = nodesmod.secondary_nodes(cfg, inst)
+            if not secondaries:
+                raise ConfigurationError(f"No secondary node but using "
+                                         f"{comma_join(disk_types(cfg, inst))} disk template")
             if self.op.iallocator or (self.target_uuid and self.target_uuid
                                       not in secondaries[:1]):
                 what = "failed over" if self.failover else "migrated"
@@ -223,9 +227,15 @@ class MoveLU(InstanceLU):
 
     def _move_env(self) -> dict[str, Any]:
         cfg = self.ctx.config.config
-        return {"OLD_PRIMARY": ic.node_name(cfg, self.source_uuid),
-                "NEW_PRIMARY": ic.node_name(cfg, self.target_uuid or ""),
-                "OLD_SECONDARY": "", "NEW_SECONDARY": ""}
+        env = {"OLD_PRIMARY": ic.node_name(cfg, self.source_uuid),
+               "NEW_PRIMARY": ic.node_name(cfg, self.target_uuid or ""),
+               "OLD_SECONDARY": "", "NEW_SECONDARY": ""}
+        secondaries = nodesmod.secondary_nodes(cfg, self.instance)
+        if mobility(cfg, self.instance)[0] == INT and secondaries:
+            # the mirror's secondary becomes the primary and the primary the secondary
+            env.update(OLD_SECONDARY=ic.node_name(cfg, secondaries[0]),
+                       NEW_SECONDARY=ic.node_name(cfg, self.source_uuid))
+        return env
 
     # --- node checks, in exec ----------------------------------------------------
 

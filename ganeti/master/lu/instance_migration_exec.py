@@ -1,19 +1,26 @@
 """A live (or non-live) migration on the nodes: Ganeti's ``_ExecMigration`` steps, and
 what a failed step leads to (the state machine: docs/design/migration.md).
 
-Steps: node information from both nodes; the instance's memory ballooned down
-when the target has too little free (runtime changes allowed);
-``migration_info`` on the source; ``accept_instance`` on the target;
+Steps: node information from both nodes; for a mirrored (drbd) instance, the
+target's disks consistent; the instance's memory ballooned down when the target
+has too little free (runtime changes allowed); ``migration_info`` on the source;
+for a mirrored instance the target's disks closed, the mirror standalone then
+reconnected in dual-master mode and synced, the disks opened (shared) on both
+nodes; ``accept_instance`` on the target;
 ``instance_migrate`` on the source; ``instance_get_migration_status`` every
 second on the unit's clock (the progress in the job's log every ten seconds,
-as Ganeti); both sides finalized, always; then the config names the target.
+as Ganeti); both sides finalized, always; then the config names the target;
+for a mirrored instance the source's disks closed and the mirror back in
+single-master mode, synced.
 
 A failure before the memory transfer completed aborts on both sides
 (``finalize`` with success false, Ganeti's ``_AbortMigration``); a failure
 after it (finalizing) does not.  Either way
 :func:`~.instance_migration_reconcile.settle` then leaves the instance on
 exactly one node with the config naming it, and the job fails with Ganeti's
-message for the step.
+message for the step; a mirrored instance's mirror is then made single-master
+again with the node that does not run the instance secondary
+(:func:`~.instance_mirror.restore_single_primary`), whichever step failed.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from ganeti.core import constants as c
 from ganeti.core.errors import OpExecError
 from ganeti.master.lu import instance_common as ic
 from ganeti.master.lu import instance_migration_reconcile as rec
+from ganeti.master.lu import instance_mirror as mirror
+from ganeti.master.lu.instance_storage import instance_disks
 
 if TYPE_CHECKING:
     from ganeti.master.lu.instance_migration import MoveLU
@@ -46,6 +55,8 @@ class Migration:
         self.info = ""
         #: whether the memory transfer completed (the destination has the instance)
         self.completed = False
+        #: whether the instance's disks are mirrored (drbd): the disk steps run
+        self.mirror = mirror.is_mirrored(instance_disks(cfg, lu.instance))
 
     def say(self, text: str) -> None:
         self.lu.ctx.feedback("message", text)
@@ -66,12 +77,16 @@ class Migration:
             return
         free = await self._node_info()
         self.say("* checking disk consistency between source and target")
+        if self.mirror:
+            await self._check_target_disks()
         await self._balloon(free)
         result = await lu.ctx.rpc().call_one(self.source, "migration_info", [self.arg()])
         if not result.success:
             raise OpExecError(f"Failed fetching source migration information from "
                               f"{self.source.name}: {result.fail_msg}")
         self.info = str(result.payload or "")
+        if self.mirror:
+            await self._repairing(self._dual_master, self.source.uuid, self.target.uuid)
         self.say(f"* preparing {self.target.name} to accept the instance")
         result = await lu.ctx.rpc().call_one(self.target, "accept_instance",
                                              [self.arg(), self.info, self.target_ip])
@@ -88,7 +103,50 @@ class Migration:
             await self._fail(f"Could not migrate instance {name}: {result.fail_msg}")
         await self._transfer()
         await self._finalize()
+        if self.mirror:
+            await self._repairing(self._single_master, self.target.uuid, self.source.uuid)
         self.say("* done")
+
+    async def _check_target_disks(self) -> None:
+        """Ganeti's: every disk consistent on the target, else the migration aborts."""
+        lu = self.lu
+        inst = lu.instance
+        for idx, disk in enumerate(instance_disks(lu.ctx.config.config, inst)):
+            if not await mirror.check_consistency(lu, inst, disk, self.target.uuid, False):
+                raise OpExecError(f"Disk {idx} is degraded or not fully synchronized on "
+                                  "target node, aborting migration")
+
+    async def _dual_master(self) -> None:
+        """The mirror in dual-master mode, synced, the disks open on both sides."""
+        lu = self.lu
+        inst = lu.instance
+        nodes = [self.source.uuid, self.target.uuid]
+        await mirror.close_disks(lu, inst, self.target.uuid)
+        await mirror.go_standalone(lu, inst, nodes)
+        await mirror.go_reconnect(lu, inst, nodes, True)
+        await mirror.wait_until_sync(lu, inst, nodes)
+        await mirror.open_disks(lu, inst, self.source.uuid, False)
+        await mirror.open_disks(lu, inst, self.target.uuid, False)
+
+    async def _single_master(self) -> None:
+        """After the move: the old primary's disks closed, the mirror single-master."""
+        lu = self.lu
+        inst = lu.instance
+        nodes = [self.source.uuid, self.target.uuid]
+        await mirror.close_disks(lu, inst, self.source.uuid)
+        await mirror.wait_until_sync(lu, inst, nodes)
+        await mirror.go_standalone(lu, inst, nodes)
+        await mirror.go_reconnect(lu, inst, nodes, False)
+        await mirror.wait_until_sync(lu, inst, nodes)
+
+    async def _repairing(self, steps: Any, primary: str, secondary: str) -> None:
+        """Run the mirror ``steps``; if one fails, the mirror is made single-master
+        again with ``primary`` (which runs the instance) before the job fails."""
+        try:
+            await steps()
+        except OpExecError:
+            await mirror.restore_single_primary(self.lu, primary, secondary)
+            raise
 
     async def _node_info(self) -> int | None:
         """Both nodes answer (Ganeti compares their hypervisor versions here; ours
@@ -171,8 +229,9 @@ class Migration:
         if not src.success:
             errors.insert(0, f"{self.source.name}: {src.fail_msg}")
         if errors:
-            await rec.settle(lu, self.source.uuid, self.target.uuid, taken, self.live,
-                             self.info)
+            where = await rec.settle(lu, self.source.uuid, self.target.uuid, taken,
+                                     self.live, self.info)
+            await self._restore_mirror(where)
             raise OpExecError(f"Could not finalize instance migration: {' '.join(errors)}")
         await rec.set_primary(lu, self.target.uuid)
 
@@ -185,5 +244,20 @@ class Migration:
                            [arg, self.info, False])
         await rpc.call_one(self.source, "instance_finalize_migration_src",
                            [arg, False, self.live])
-        await rec.settle(lu, self.source.uuid, self.target.uuid, False, self.live, self.info)
+        where = await rec.settle(lu, self.source.uuid, self.target.uuid, False, self.live,
+                                 self.info)
+        await self._restore_mirror(where)
         raise OpExecError(msg)
+
+    async def _restore_mirror(self, where: str | None) -> None:
+        """After a settled failure: the mirror single-master, the node that runs the
+        instance its primary (Ganeti's _RevertDiskStatus, for either outcome)."""
+        if not self.mirror:
+            return
+        if where is None:
+            mirror.log_warning(self.lu, "Migration failed and I can't reconnect the drives, "
+                                        "please try to recover the instance manually; "
+                                        "error 'the instance's node is not known'")
+            return
+        other = self.target.uuid if where == self.source.uuid else self.source.uuid
+        await mirror.restore_single_primary(self.lu, where, other)

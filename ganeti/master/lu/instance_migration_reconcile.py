@@ -16,6 +16,9 @@ Three users (the state machine: docs/design/migration.md):
   is not the primary's is finalized away.  No marker is kept anywhere: what the
   nodes run is the record;
 - :func:`cleanup`, Ganeti's ``--cleanup`` (``_ExecCleanup``), with its messages.
+
+For a mirrored (drbd) instance the last two also put the mirror back in
+single-master mode with the node that does not run the instance secondary.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ganeti.core import constants as c
 from ganeti.core.errors import OpExecError
 from ganeti.core.objects import ConfigData
 from ganeti.master.lu import instance_common as ic
+from ganeti.master.lu import instance_mirror as mirror
 from ganeti.master.lu.base import LogicalUnit
 from ganeti.rpc.noderpc import as_target
 
@@ -202,12 +206,23 @@ async def recover_interrupted(lu: LogicalUnit) -> bool:
         for node in running:
             if node != primary:
                 await finalize_away(lu, node, False, False)
+        await _restore_mirror(lu, primary)
         return False
     if len(running) > 1:
         raise OpExecError(_BOTH)
     await set_primary(lu, running[0])
     _say(lu, f"* instance running on {ic.node_name(cfg, running[0])}, updated config")
+    await _restore_mirror(lu, running[0])
     return True
+
+
+async def _restore_mirror(lu: LogicalUnit, primary: str) -> None:
+    """A mirrored instance's mirror made single-master with ``primary`` its primary,
+    after an interrupted migration was found (it may have been left dual-master)."""
+    inst = lu.instance  # type: ignore[attr-defined]
+    others = [u for d in mirror.mirrored(lu, inst) for u in d.nodes if u != primary]
+    if others:
+        await mirror.restore_single_primary(lu, primary, others[0])
 
 
 async def cleanup(lu: LogicalUnit, source: str, target: str, live: bool) -> None:
@@ -254,7 +269,20 @@ async def cleanup(lu: LogicalUnit, source: str, target: str, live: bool) -> None
         _say(lu, f"* instance running on secondary node ({ic.node_name(cfg, target)}), "
                  "updating config")
         await set_primary(lu, target)
+        demoted = source
     else:
         _say(lu, f"* instance confirmed to be running on its primary node "
                  f"({ic.node_name(cfg, source)})")
+        demoted = target
+    inst = lu.instance  # type: ignore[attr-defined]
+    if mirror.mirrored(lu, inst):  # Ganeti's: the mirror back to single-master
+        nodes = [inst.primary_node, demoted]
+        await mirror.close_disks(lu, inst, demoted)
+        try:
+            await mirror.wait_until_sync(lu, inst, nodes)
+        except OpExecError:
+            pass  # (a standalone device cannot sync: it is reconnected next)
+        await mirror.go_standalone(lu, inst, nodes)
+        await mirror.go_reconnect(lu, inst, nodes, False)
+        await mirror.wait_until_sync(lu, inst, nodes)
     _say(lu, "* done")

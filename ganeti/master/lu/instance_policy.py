@@ -90,8 +90,9 @@ def check_target_policy(cfg: ConfigData, inst: Instance, group_uuid: str, ignore
     bad = violations(cfg, group_uuid, spec, template)
     if not bad:
         return
-    msg = (f"Instance does not meet target node group's ({group_uuid}) instance policy: "
-           f"{comma_join(bad)}")
+    group = cfg.nodegroups.get(group_uuid)
+    msg = (f"Instance does not meet target node group's "
+           f"({group.name if group else group_uuid}) instance policy: {comma_join(bad)}")
     if not ignore:
         raise OpPrereqError(msg, ECODE_INVAL)
     warn(f" - WARNING: {msg}")

@@ -8,6 +8,7 @@ from ganeti.master.lu import (
     instance,
     instance_migration,
     instance_move,
+    instance_replace_disks,
     masterip,
     network,
     node_migrate,
@@ -50,6 +51,7 @@ _UNITS: tuple[type[LogicalUnit], ...] = (
     LUInstanceMultiAlloc,
     *instance.LUS, *instance_migration.LUS, *node_migrate.LUS, *network.LUS, *os_lu.LUS,
     *storage.LUS, *backup.LUS, *masterip.LUS, *evacuate.LUS, *instance_move.LUS,
+    *instance_replace_disks.LUS,
 )
 REGISTRY: dict[str, type[LogicalUnit]] = {lu.OP_ID: lu for lu in _UNITS}
 

@@ -219,6 +219,39 @@ def _body_free(op_id: str, suffix: str, **static: Any) -> OpcodeBody:
     return OpcodeBody(op_id, suffix, {**INSTANCE_NAME, **static}, body_params=False)
 
 
+#: The query parameters of the older replace-disks interface (Ganeti's client sends
+#: them; ``early_release`` is sent but, as Ganeti's rlib2 does, not used).
+REPLACE_QUERY = ("mode", "remote_node", "disks", "iallocator", "early_release")
+
+
+class ReplaceDisksHandler(OpcodeHandler):
+    """POST .../replace-disks: OP_INSTANCE_REPLACE_DISKS from the body, or, without
+    one, from the query parameters ``mode``, ``remote_node``, ``disks`` and
+    ``iallocator`` (Ganeti's client); ``disks`` may be a list of indices or a
+    string "0,2"."""
+
+    async def __call__(self, request: Request) -> int:
+        body = request.body
+        if body:
+            data = dict(require_dict(body))
+        elif request.query.keys() & set(REPLACE_QUERY[:4]):
+            data = {name: request.arg(name) for name in REPLACE_QUERY[:4]}
+        else:
+            data = {}
+        raw = data.pop("disks", None)
+        if raw:
+            if isinstance(raw, list) and all(isinstance(i, int) and not isinstance(i, bool)
+                                             for i in raw):
+                data["disks"] = raw
+            else:
+                try:
+                    data["disks"] = [int(part) for part in str(raw).split(",")]
+                except ValueError as err:
+                    raise http.HttpBadRequest(f"Invalid disk index passed: {err}") from None
+        data = {k: v for k, v in data.items() if v is not None or k not in REPLACE_QUERY}
+        return await submit(request, [build_opcode(request, self.opcode_body, data)])
+
+
 INSTANCE = object_schema(INSTANCE_DECLS, I_FIELDS,
                          description="Live values (oper_*) are null when the primary node "
                                      "gives no answer; beparams also holds 'memory' "
@@ -326,6 +359,15 @@ ROUTES = [
         "(OP_INSTANCE_FAILOVER; the body may give iallocator, ignore_consistency, "
         "target_node, shutdown_timeout, ...)")},
           "Instance failover"),
+    Route("/2/instances/{instance_name}/replace-disks", {"POST": Method(
+        ReplaceDisksHandler(_instance_op("OP_INSTANCE_REPLACE_DISKS",
+                                         "instances_name_replace_disks")),
+        "Rebuild a mirrored instance's storage (OP_INSTANCE_REPLACE_DISKS): the body gives "
+        "mode, disks, remote_node, iallocator, early_release; without a body Ganeti's "
+        "client sends ?mode=, ?disks=0,1, ?remote_node=, ?iallocator= instead",
+        access=frozenset({WRITE}), query=(*REPLACE_QUERY, REASON), body="opcode",
+        opcode="OP_INSTANCE_REPLACE_DISKS", result="job", schema=JOB_RESULT)},
+          "Instance disk replacement"),
     Route("/2/instances/{instance_name}/rename", {"PUT": opcode_method(
         "PUT", _instance_op("OP_INSTANCE_RENAME", "instances_name_rename"),
         "Rename an instance (OP_INSTANCE_RENAME; the body gives 'new_name')")},
