@@ -183,22 +183,7 @@ def setup_create(p: argparse.ArgumentParser) -> None:
                    help="leave every daemon running once the nodes joined, as 'start' "
                         "would (saves stopping and starting them again)")
     _setup_mode(p, "loopback addresses (default)")
-    _setup_lvm(p)
-
-
-def _setup_lvm(p: argparse.ArgumentParser) -> None:
-    lvm = p.add_mutually_exclusive_group()
-    lvm.add_argument("--lvm", dest="lvm", action="store_const", const=True,
-                     help="give every node a volume group on a loop device, enabling the "
-                          "plain and drbd templates (root, lvm2; the default where "
-                          "possible)")
-    lvm.add_argument("--no-lvm", dest="lvm", action="store_const", const=False,
-                     help="no volume groups (only file and diskless disks)")
-    p.add_argument("--vg-name", default=vcluster_lvm.DEFAULT_VG, metavar="VG",
-                   help="the nodes' volume group (default: %(default)s)")
-    p.add_argument("--vg-size", type=int, default=vcluster_lvm.DEFAULT_SIZE_MIB // 1024,
-                   metavar="GIB", help="size of each node's volume group in GiB, a sparse "
-                                       "file in the node's directory (default: %(default)s)")
+    vcluster_lvm.setup_options(p)
 
 
 def _setup_mode(p: argparse.ArgumentParser, loopback_help: str) -> None:
@@ -416,29 +401,6 @@ def join_nodes(ctx: Context, vc: VCluster, opts: argparse.Namespace,
     return constants.EXIT_SUCCESS
 
 
-def lvm_choice(opts: argparse.Namespace) -> dict[str, Any] | None:
-    """The nodes' volume group ``create`` makes (``--lvm``, ``--vg-name``, ``--vg-size``):
-    by default one wherever it can (root with lvm2), else None."""
-    wanted = getattr(opts, "lvm", None)
-    reason = vcluster_lvm.unavailable_reason()
-    if wanted is False or (wanted is None and reason):
-        return None
-    if reason:
-        raise errors.OpPrereqError(f"Cannot use --lvm: {reason}", errors.ECODE_ENVIRON)
-    size = getattr(opts, "vg_size", None) or vcluster_lvm.DEFAULT_SIZE_MIB // 1024
-    if size < 1:
-        raise UsageError("--vg-size must be at least 1 (GiB)")
-    return {"vg": getattr(opts, "vg_name", None) or vcluster_lvm.DEFAULT_VG,
-            "size_mib": size * 1024}
-
-
-def remove_volume_groups(vc: VCluster) -> list[str]:
-    """The nodes' volume groups removed and their loop devices detached."""
-    if not vc.lvm:
-        return []
-    return vcluster_lvm.remove_all((n.root for n in vc.nodes), vc.lvm["vg"])
-
-
 def cmd_create(ctx: Context, opts: argparse.Namespace) -> int:
     """Initialise node 1 as master and add the other nodes; leaves the daemons stopped
     (running with ``--start``)."""
@@ -479,7 +441,8 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
     nodes = [VNode(name, ip, vcluster_ns.node_root(plan, name) if plan is not None
                    else os.path.join(directory, name)) for name, ip in zip(names, ips, strict=True)]
     vc = VCluster(directory, opts.name or f"cluster.{opts.domain}", opts.domain,
-                  nodes[0].name, nodes, plan, plan is not None and libvirt, lvm_choice(opts))
+                  nodes[0].name, nodes, plan, plan is not None and libvirt,
+                  vcluster_lvm.choice(opts, vcluster_lvm.unavailable_reason()))
     master = nodes[0]
     storage = os.path.join(master.root, "srv", "ganeti")
     init = bootstrap.InitOptions(**{
@@ -525,7 +488,7 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
             prepare_node(master, node)
     except BaseException:
         vcluster_ns.remove_network(vc, ctx)
-        remove_volume_groups(vc)
+        vcluster_lvm.remove_all((n.root for n in vc.nodes), vc.lvm)
         for node in nodes:
             shutil.rmtree(os.path.join(directory, node.name), ignore_errors=True)
         vcluster_ns.unlink_roots(vc)
@@ -736,7 +699,7 @@ def cmd_destroy(ctx: Context, opts: argparse.Namespace) -> int:
     vc = VCluster.load(opts.directory)
     stop_all(vc, ctx)
     vcluster_ns.remove_network(vc, ctx)
-    remove_volume_groups(vc)
+    vcluster_lvm.remove_all((n.root for n in vc.nodes), vc.lvm)
     shutil.rmtree(vc.directory)
     vcluster_ns.unlink_roots(vc)
     ctx.out(f"Destroyed the virtual cluster in {vc.directory}.")

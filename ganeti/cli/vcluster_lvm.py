@@ -32,12 +32,15 @@ the physical volume's offset (docs/instances.md).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
 import subprocess
 from collections.abc import Iterable
+from typing import Any
 
+from ganeti.cli.framework import UsageError
 from ganeti.core import constants, errors
 
 #: The node's physical volume, relative to its directory.
@@ -228,7 +231,43 @@ def attach_all(roots: Iterable[str]) -> None:
             attach(root, loops)
 
 
-def remove_all(roots: Iterable[str], vg: str) -> list[str]:
-    """``destroy``: every node's volume group removed and loop device detached."""
+def remove_all(roots: Iterable[str], lvm: dict[str, Any] | None) -> list[str]:
+    """``destroy``: every node's volume group (``lvm``: the cluster's record, None for
+    none) removed and loop device detached."""
+    if not lvm:
+        return []
     loops = loop_devices()
-    return [d for root in roots for d in remove(root, vg, loops)]
+    return [d for root in roots for d in remove(root, lvm["vg"], loops)]
+
+
+# -- create's options ------------------------------------------------------------------
+
+def setup_options(p: argparse.ArgumentParser) -> None:
+    """``--lvm``/``--no-lvm``, ``--vg-name``, ``--vg-size``."""
+    lvm = p.add_mutually_exclusive_group()
+    lvm.add_argument("--lvm", dest="lvm", action="store_const", const=True,
+                     help="give every node a volume group on a loop device, enabling the "
+                          "plain and drbd templates (root, lvm2; the default where "
+                          "possible)")
+    lvm.add_argument("--no-lvm", dest="lvm", action="store_const", const=False,
+                     help="no volume groups (only file and diskless disks)")
+    p.add_argument("--vg-name", default=DEFAULT_VG, metavar="VG",
+                   help="the nodes' volume group (default: %(default)s)")
+    p.add_argument("--vg-size", type=int, default=DEFAULT_SIZE_MIB // 1024,
+                   metavar="GIB", help="size of each node's volume group in GiB, a sparse "
+                                       "file in the node's directory (default: %(default)s)")
+
+
+def choice(opts: argparse.Namespace, reason: str | None) -> dict[str, Any] | None:
+    """The nodes' volume group ``create`` makes (``--lvm``, ``--vg-name``, ``--vg-size``),
+    as recorded in vcluster.json: by default one wherever it can (``reason``: why it
+    cannot here, None if it can), else None."""
+    wanted = getattr(opts, "lvm", None)
+    if wanted is False or (wanted is None and reason):
+        return None
+    if reason:
+        raise errors.OpPrereqError(f"Cannot use --lvm: {reason}", errors.ECODE_ENVIRON)
+    size = getattr(opts, "vg_size", None) or DEFAULT_SIZE_MIB // 1024
+    if size < 1:
+        raise UsageError("--vg-size must be at least 1 (GiB)")
+    return {"vg": getattr(opts, "vg_name", None) or DEFAULT_VG, "size_mib": size * 1024}

@@ -163,6 +163,8 @@ class FakeLvm:
     TEMPLATES = vcluster_lvm.TEMPLATES
     IMAGE = vcluster_lvm.IMAGE
     lvm_env = staticmethod(vcluster_lvm.lvm_env)
+    setup_options = staticmethod(vcluster_lvm.setup_options)
+    choice = staticmethod(vcluster_lvm.choice)
 
     def __init__(self, reason=None):
         self.reason = reason
@@ -180,8 +182,9 @@ class FakeLvm:
     def attach_all(self, roots):
         self.calls.append(("attach_all", [os.path.basename(r) for r in roots]))
 
-    def remove_all(self, roots, vg):
-        self.calls.append(("remove_all", [os.path.basename(r) for r in roots], vg))
+    def remove_all(self, roots, lvm):
+        if lvm:
+            self.calls.append(("remove_all", [os.path.basename(r) for r in roots], lvm["vg"]))
         return []
 
 
@@ -253,7 +256,8 @@ class CreateTest(SynchronousTestCase):
 
     def test_lvm_choice_defaults(self):
         opts = argparse.Namespace()  # the demo's namespace has none of the options
-        self.assertEqual(vcluster.lvm_choice(opts), {"vg": "xenvg", "size_mib": 20480})
+        self.assertEqual(vcluster_lvm.choice(opts, None), {"vg": "xenvg", "size_mib": 20480})
+        self.assertIsNone(vcluster_lvm.choice(opts, "no root"))
         with self.assertRaises(Exception) as caught:
-            vcluster.lvm_choice(argparse.Namespace(lvm=True, vg_size=-1))
+            vcluster_lvm.choice(argparse.Namespace(lvm=True, vg_size=-1), None)
         self.assertIn("--vg-size", str(caught.exception))
