@@ -211,16 +211,22 @@ def create(root: str, vg: str, size_mib: int) -> str:
 
 def remove(root: str, vg: str, loops: Iterable[tuple[str, str]] | None = None) -> list[str]:
     """Remove the node's volume group and physical volume and detach its loop devices
-    (whatever their number now); the devices detached.  Safe when nothing is left."""
-    devices = loops_of(image_path(root), loops)
+    (whatever their number now), and first any loop device over one of them (a
+    volume's, left by a node daemon that died during an OS script); the devices
+    detached.  Safe when nothing is left."""
+    listing = list(loop_devices() if loops is None else loops)
+    devices = loops_of(image_path(root), listing)
     env = lvm_env(root)
     if devices and env:
         _run(["lvm", "vgremove", "-ff", "-y", vg], env, check=False)
+    stacked = sorted(dev for dev, back in listing if back in devices)
+    for device in stacked:
+        _run(["losetup", "-d", device], check=False)
     for device in devices:
         if env:
             _run(["lvm", "pvremove", "-ff", "-y", device], env, check=False)
         _run(["losetup", "-d", device], check=False)
-    return devices
+    return stacked + devices
 
 
 def attach_all(roots: Iterable[str]) -> None:

@@ -117,10 +117,13 @@ class HelpersTest(SynchronousTestCase):
         image = os.path.join(self.root, "lvm/pv.img")
         self.fake.calls.clear()
         self.assertEqual(vcluster_lvm.remove(self.root, "xenvg",
-                                             [("/dev/loop5", f"{image} (deleted)")]),
-                         ["/dev/loop5"])
+                                             [("/dev/loop5", f"{image} (deleted)"),
+                                              ("/dev/loop6", "/dev/loop5"),  # a volume's
+                                              ("/dev/loop7", "/dev/loop1")]),
+                         ["/dev/loop6", "/dev/loop5"])
         self.assertEqual([argv for argv, _ in self.fake.calls],
                          [["lvm", "vgremove", "-ff", "-y", "xenvg"],
+                          ["losetup", "-d", "/dev/loop6"],
                           ["lvm", "pvremove", "-ff", "-y", "/dev/loop5"],
                           ["losetup", "-d", "/dev/loop5"]])
         self.fake.calls.clear()
