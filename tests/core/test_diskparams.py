@@ -92,3 +92,23 @@ class DisksInfoTest(SynchronousTestCase):
         self.assertIn("resync-rate", mine["params"])
         nobody = diskparams.disk_wire_dicts(self.cfg, self.inst, [drbd], None)[0]
         self.assertEqual(nobody["dynamic_params"], {})
+
+    def test_instance_calls_send_each_node_its_own_dynamic_params(self):
+        """instance_start (and every call with an instance) is encoded per node: a drbd
+        disk in ``disks_info`` names the node's own minor (a kvm drbd guest failed to
+        start with the body made for no node)."""
+        master = self.cfg.cluster.master_node
+        other = self.cfg.nodes[master].clone()
+        other.uuid, other.name, other.primary_ip = "n2", "node2.test", "127.0.1.2"
+        self.cfg.nodes["n2"] = other
+        self.cfg.disks["dd"] = Disk(
+            uuid="dd", dev_type="drbd", logical_id=[master, "n2", 11000, 0, 3, "s"],
+            children=[Disk(dev_type="plain", logical_id=["xenvg", "d"]),
+                      Disk(dev_type="plain", logical_id=["xenvg", "m"])])
+        self.inst.disks = ["dd"]
+        for name in ("instance_start", "blockdev_assemble", "instance_migrate",
+                     "accept_instance"):
+            self.assertTrue(rpcdefs.CALLS[name].per_node, name)
+        ctx = rpcdefs.EncodeContext(self.cfg, node="node2.test")
+        (info,) = instance_dict(self.inst, ctx)["disks_info"]
+        self.assertEqual(info["dynamic_params"]["local-minor"], 3)

@@ -58,7 +58,7 @@ def _is_reason(v: Any) -> bool:
 def _instance_arg(name: str = "instance") -> RpcArg:
     return RpcArg(name, _is_instance_dict,
                   "an instance object with filled hvparams, beparams and osparams",
-                  encode=instance_dict)
+                  encode=instance_dict, per_node=True)  # its disks' dynamic parameters
 
 
 #: The longest hold of ``instance_events`` (the node clamps to it) and the margin its
