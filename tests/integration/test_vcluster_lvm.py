@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -186,6 +187,78 @@ class VClusterLvmTest(ClusterCase):
         self.assertEqual([self.volumes(k)[data] for k in (2, 3)], [1536.0, 1536.0])
         self.debian("gnt-instance", "remove", "-f", name)
         self.assertEqual([self.volumes(k) for k in (1, 2, 3)], [{}, {}, {}])
+
+    def primary_secondary(self, name: str) -> list[str]:
+        return self.debian("gnt-instance", "list", "--no-headers", "--separator=|", "-o",
+                           "pnode,snodes", name).strip().split("|")
+
+    def test_4_drbd_instance_moves_with_debian_clients(self):
+        """Debian's gnt-instance migrates, fails over and replaces the secondary of a
+        running drbd instance (fake hypervisor, the emulated mirror between the node
+        daemons), and Debian's harep repairs it after its primary died, with its tags:
+        a failover, then a new secondary."""
+        name = "dm1.vcluster.test"
+        # a new secondary resyncs the whole disk: at 1 GiB/s rather than DRBD's 60 MiB/s
+        self.debian("gnt-cluster", "modify", "-D", "drbd:resync-rate=1048576")
+        self.debian("gnt-instance", "add", "-t", "drbd", "-s", "1G", "-o", "busybox",
+                    "--no-name-check", "--no-ip-check", "-n", f"{self.node(2)}:{self.node(3)}",
+                    "-B", "maxmem=128M,minmem=128M", name)
+        log = self.debian("gnt-instance", "migrate", "-f", name)
+        self.assertIn("* changing disks into dual-master mode", log)
+        self.assertEqual(self.primary_secondary(name), [self.node(3), self.node(2)])
+        self.debian("gnt-instance", "failover", "-f", name)
+        self.assertEqual(self.primary_secondary(name), [self.node(2), self.node(3)])
+        info = self.debian("gnt-instance", "info", name)
+        self.assertRegex(info, r"on secondary: /dev/drbd\d+ \(147:\d+\) in sync, status ok")
+        # a new secondary: volumes made on node1, the mirror resynced, node3's gone
+        self.debian("gnt-instance", "replace-disks", "-n", self.node(1), name)
+        self.assertEqual(self.primary_secondary(name), [self.node(2), self.node(1)])
+        self.assertEqual(self.volumes(3), {})
+        self.assertEqual(sorted(self.volumes(1).values()), [128.0, 1024.0])
+        self.verify_clean()
+        # harep: the primary died (its node daemon stopped: its mirror's end is gone)
+        # and is marked offline; the instance's tag allows a failover
+        self.debian("gnt-instance", "add-tags", name, "ganeti:watcher:autorepair:failover")
+        pid_file = os.path.join(self.root(2), "var", "run", "ganeti", "ganeti-noded.pid")
+        with open(pid_file, encoding="ascii") as f:
+            os.kill(int(f.read().split()[0]), signal.SIGTERM)
+        self.debian("gnt-node", "modify", "-O", "yes", self.node(2))
+        try:
+            # run 1 fails it over (pending:failover); run 2 records that and, the
+            # secondary being the offline node now, replaces it (pending:fix-storage,
+            # hail chooses); run 3 records that
+            harep = ["/usr/bin/harep", f"-L{self.cluster.socket}"]
+            jobs: list[str] = []
+            for _ in range(4):
+                r = run(harep, env=self.env, check=False, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                tags = self.debian("gnt-instance", "list-tags", name).split()
+                pending = [t for t in tags if t.startswith("ganeti:watcher:autorepair:pending:")]
+                if not pending:
+                    break
+                jobs.append(pending[0].rsplit(":", 1)[-1])
+                self.debian("gnt-job", "watch", jobs[-1])
+            self.assertEqual(self.primary_secondary(name), [self.node(1), self.node(3)])
+            results = [t for t in tags if t.startswith("ganeti:watcher:autorepair:result:")]
+            self.assertEqual(len(results), 1, tags)
+            self.assertRegex(results[0],
+                             r"^ganeti:watcher:autorepair:result:fix-storage:.*:success:\d+$",
+                             self.debian("gnt-job", "info", results[0].rsplit(":", 1)[-1]))
+            self.assertEqual(len(jobs), 2, tags)
+            self.assertIn("OP_INSTANCE_FAILOVER", self.debian("gnt-job", "info", jobs[0]))
+            self.assertIn("OP_INSTANCE_REPLACE_DISKS", self.debian("gnt-job", "info", jobs[1]))
+        finally:
+            started = run([VCLUSTER, "start", self.cluster.dir], check=False, timeout=120)
+        self.assertEqual(started.returncode, 0, started.stdout + started.stderr)
+        self.debian("gnt-node", "modify", "--force", "-O", "no", self.node(2))
+        stale = self.volumes(2)  # left when its node was offline (Ganeti's orphans)
+        self.assertEqual(sorted(stale.values()), [128.0, 1024.0])
+        self.debian("gnt-instance", "remove", "-f", name)
+        self.assertEqual([self.volumes(k) for k in (1, 2, 3)], [{}, stale, {}])
+        r = run([os.path.join(DEBIAN, "gnt-cluster"), "verify", "--error-codes"],
+                env=self.env, check=False, timeout=180)
+        for lv in stale:
+            self.assertRegex(r.stdout, rf"ENODEORPHANLV:node:{self.node(2)}:.*{VG}/{lv}")
 
 
 class VClusterLvmTeardownTest(ClusterCase):
