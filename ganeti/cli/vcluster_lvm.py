@@ -12,10 +12,13 @@ backup and archive directories.  Every daemon started for the node gets
 ``LVM_SYSTEM_DIR`` pointing there (:func:`lvm_env`, used by
 :func:`ganeti.cli.daemons.start`), and so does every ``lvm`` its node daemon runs.
 
-The machine's own LVM (its default ``lvm.conf`` sees every loop device) then
-finds several groups called ``xenvg``: it warns about the duplicate names and
-goes on; commands naming other groups work as before.  Nothing of the virtual
-cluster's configuration reaches the machine's.
+Each node's group carries an LVM *system ID* of its own (``system_id_source =
+"file"``, :func:`system_id`), so the machine's own LVM (its default
+``lvm.conf`` sees every loop device, and has no system ID) takes the virtual
+cluster's groups for foreign ones and leaves them out of its reports and
+commands: a real Ganeti on the same machine (the oracle's reference cluster)
+or an administrator's ``lvs`` sees none of them, however many virtual clusters
+run.  Nothing of the virtual cluster's configuration reaches the machine's.
 
 Loop devices do not survive a reboot and their numbers are not stable:
 :func:`attach` finds a node's loop device by its backing file (attaching one
@@ -33,6 +36,7 @@ the physical volume's offset (docs/instances.md).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -91,6 +95,13 @@ def lvm_env(root: str) -> dict[str, str]:
     return {}
 
 
+def system_id(root: str) -> str:
+    """The LVM system ID of the node at ``root`` (from its real path: unique on the
+    machine, the same at every ``start``)."""
+    digest = hashlib.sha1(os.path.realpath(root).encode()).hexdigest()[:16]
+    return f"ganeti-vcluster-{digest}"
+
+
 def lvm_conf(root: str, device: str) -> str:
     """The node's ``lvm.conf``: only ``device`` is seen; nothing is shared with the
     machine's LVM (locks, backups, archives, hints, udev)."""
@@ -107,6 +118,8 @@ devices {{
     hints = "none"
 }}
 global {{
+    system_id_source = "file"
+    system_id_file = "{state}/system_id"
     locking_dir = "{state}/lock"
     use_lvmpolld = 0
     event_activation = 0
@@ -180,6 +193,9 @@ def attach(root: str, loops: Iterable[tuple[str, str]] | None = None) -> str:
         device = _run(["losetup", "-f", "--show", image]).stdout.strip()
     for d in ("lock", "backup", "archive"):
         os.makedirs(os.path.join(os.path.realpath(root), "lvm", d), mode=0o700, exist_ok=True)
+    with open(os.path.join(os.path.realpath(root), "lvm", "system_id"), "w",
+              encoding="ascii") as f:
+        f.write(system_id(root) + "\n")
     os.makedirs(conf_dir(root), mode=0o755, exist_ok=True)
     path = os.path.join(conf_dir(root), "lvm.conf")
     text = lvm_conf(root, device)

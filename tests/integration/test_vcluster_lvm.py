@@ -132,9 +132,14 @@ class VClusterLvmTest(ClusterCase):
             self.assertEqual(f.read(2), b"\x53\xef")
         self.assertEqual(loops_backed_by(device), [])  # the script's loop is detached
         self.assertEqual((self.volumes(1), self.volumes(3)), ({}, {}))
-        # the machine's own LVM sees every node's group (same name, a warning) and goes on
+        # the machine's own LVM (no system ID) takes the node's group for a foreign one:
+        # its reports (and a real Ganeti beside, the oracle's) do not see it
         seen = lvm_rows(None, "lvs", "vg_name,lv_name")
-        self.assertIn({"vg_name": VG, "lv_name": lv}, seen)
+        self.assertNotIn({"vg_name": VG, "lv_name": lv}, seen)
+        foreign = run([shutil.which("lvm", path=SBIN) or "lvm", "lvs", "--foreign",
+                       "--noheadings", "-o", "lv_name,vg_systemid"],
+                      env={"LVM_SUPPRESS_FD_WARNINGS": "1", "LC_ALL": "C"}).stdout
+        self.assertIn(lv, foreign)
         for volumes in (self.ours("gnt-node", "volumes", "--no-headers", "-o",
                                   "node,vg,name,size,instance"),
                         self.debian("gnt-node", "volumes", "--no-headers", "-o",
