@@ -19,8 +19,6 @@ MAN_AUTOARCHIVE = ("man page followed: gnt-job(8) says 'autoarchive all' archive
                    "finished jobs; Ganeti 3.0's luxid archives none (age -1)")
 
 # -- Parts not built yet.
-NO_HA = ("not built yet: node evacuation, migration and failover come with the "
-         "high-availability issue; with instances on both sides Ganeti now runs them")
 EXT_QUERY_OS = ("extension: /2/query/os (and LUXI Query 'os') answer here; Ganeti's "
                 "luxid answers them 500 and serves OS queries through OP_QUERY only")
 NO_INSTANCES = ("not built yet: the instance operations, OS definitions and the opcodes "
@@ -86,8 +84,6 @@ REASONS: dict[str, str] = {
     "cluster-repair-disk-sizes": NO_INSTANCES,
     "group-evacuate-default": GANETI_GROUP_EVACUATE,
     # node evacuation is served now: these two should agree once re-recorded
-    "rapi-evacuate-node": NO_HA,
-    "rapi-features": NO_HA,
     "debug-iallocator-allocate-in": GANETI_TEST_ALLOCATOR_IN,
     # the job list holds that gnt-debug iallocator job: error there, success here
     "rapi-jobs-bulk": GANETI_TEST_ALLOCATOR_IN,

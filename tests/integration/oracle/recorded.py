@@ -41,7 +41,7 @@ DIFFS: dict[str, str] = {
     'node-add-tags-bad':
         "step 0 stderr:\n-Tag contains invalid characters: 'a b'\n+Tag contains invalid characters",
     'group-evacuate-default':
-        'step 0 stderr:\n-Unhandled protocol error while talking to the master daemon:\n-Failed to parse request: SubmitJob: Unknown opcode OP_GROUP_EVACUATE\n+Failure: command execution error:',
+        'step 0 stderr:\n-Failure: prerequisites not met for this operation:\n-error type: wrong_input, error details:\n-There are no possible target groups\n+Failure: command execution error:',
     'group-remove-default':
         "step 0 stderr:\n-Group 'default' not empty, has the following nodes: node1.example.com, node2.example.com, node3.example.com\n+Group 'default' not empty, has the following nodes: <uuid:1>, <uuid:2>, <uuid:3>",
     'group-add-with-params':
@@ -70,8 +70,6 @@ DIFFS: dict[str, str] = {
         'step 0 stderr:\n-Failure: prerequisites not met for this operation:\n-error type: wrong_input, error details:\n-Invalid filter rule: unknown predicate \'planet\'; use one of jobid, opcode, reason\n+Unhandled protocol error while talking to the master daemon:\n+Failed to parse request: Cannot convert value \'[null, 0, [["planet", ["=", "name", "mars"]]], "CONTINUE", []]\', error: malformed FilterPredicate: bad parameter list for \'planet\' predicate: [["=","name","mars"]]',
     'filter-add-negative-priority':
         'step 0 stderr:\n-Failure: prerequisites not met for this operation:\n-error type: wrong_input, error details:\n-Invalid filter rule: the priority must be a non-negative integer, got -1\n+Unhandled protocol error while talking to the master daemon:\n+Failed to parse request: Cannot convert value \'[null, -1, [], "CONTINUE", []]\', error: Invalid value for non-negative type \'-1\'',
-    'rapi-features':
-        'step 0 stdout:\n+   "node-evac-res1"',
     'rapi-info':
         'step 0 stdout:\n+     "cdrom2_image_path": "",\n+     "cdrom_disk_type": "",\n+     "disk_aio": "threads",\n+     "disk_discard": "default",\n+     "floppy_image_path": "",\n-     "kernel_path": "",\n+     "kernel_path": "/boot/vmlinuz-3-kvmU",\n+     "kvm_path": "/usr/bin/kvm",\n+     "kvm_pci_reservations": 12,\n+     "migration_caps": "",\n+     "scsi_controller_type": "lsi",\n+     "soundhw": "",\n+     "spice_bind": "",\n+     "spice_image_compression": "",\n+     "spice_ip_version": 0,\n+     "spice_jpeg_wan_compression": "",\n+     "spice_password_file": "",\n+     "spice_playback_compression": true,\n+     "spice_streaming_video": "",\n+     "spice_tls_ciphers": "HIGH:-DES:-3DES:-EXPORT:-DH",\n+     "spice_use_tls": false,\n+     "spice_use_vdagent": true,\n+     "spice_zlib_glz_wan_compression": "",\n+     "usb_devices": "",\n+     "use_chroot": false,\n+     "use_guest_agent": false,\n+     "vga": "",\n+     "vhost_net": false,\n+     "virtio_net_queues": 1,\n-     "vnc_tls": false\n+     "vnc_tls": false,\n+     "vnc_x509_path": "",\n+     "vnc_x509_verify": false,\n+     "vnet_hdr": true',
     'rapi-info-reason':
@@ -108,8 +106,6 @@ DIFFS: dict[str, str] = {
         'step 0 stdout:\n-   "message": "400 Can&#x27;t set &#x27;master&#x27; role (possible: drained, master-candidate, offline, regular): Bad request syntax or unsupported method"\n+   "message": "400 Can&#x27;t set &#x27;master&#x27; role: Bad request syntax or unsupported method"',
     'rapi-set-node-role-bad':
         'step 0 stdout:\n-   "message": "400 Can&#x27;t set &#x27;boss&#x27; role (possible: drained, master-candidate, offline, regular): Bad request syntax or unsupported method"\n+   "message": "400 Can&#x27;t set &#x27;boss&#x27; role: Bad request syntax or unsupported method"',
-    'rapi-evacuate-node':
-        'step 0 stdout:\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": null,\n-   "message": "Server is version 2.4 or earlier and caller does not accept old-style results (parameter accept_old)"\n-  }\n+  "ok": 201\n-  "error": {\n-   "class": "GanetiApiError",\n-   "code": 404,\n-   "message": "404 Not Found: Nothing matches the given URI"\n-  }\n+  "ok": "success"',
     'rapi-modify-group':
         'step 0 stdout:\n-     "c-delay-target": 1,\n-     "c-fill-target": 0,\n-     "c-max-rate": 61440,\n-     "c-min-rate": 4096,\n-     "c-plan-ahead": 20,\n-     "data-stripes": 1,\n-     "disk-barriers": "n",\n-     "disk-custom": "",\n-     "dynamic-resync": false,\n-     "meta-barriers": false,\n-     "meta-stripes": 1,\n-     "metavg": "xenvg",\n-     "net-custom": "",\n-     "protocol": "C",',
     'rapi-assign-group-nodes':
