@@ -80,12 +80,15 @@ class VirtualCluster:
     def __init__(self, prefix: str = "ganeti-jobs-", nodes: int = 1,
                  ip_base: str | None = None, domain: str = "vcluster.test",
                  namespaces: bool = False, create_timeout: float = 300,
-                 start_timeout: float = 60) -> None:
+                 start_timeout: float = 60, lvm: bool = False) -> None:
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         self.dir = os.path.join(self.tmp, "vc")
         self.nodes = [f"node{k}.{domain}" for k in range(1, nodes + 1)]
         self.domain = domain
         self.namespaces = namespaces
+        #: whether its nodes get volume groups (loop devices: only the tests of plain
+        #: and drbd disks need them, the others are faster without)
+        self.lvm = lvm
         self.create_timeout = create_timeout
         self.start_timeout = start_timeout
         self.ip_base = "" if namespaces else (ip_base or free_ip_base(nodes))
@@ -109,6 +112,8 @@ class VirtualCluster:
 
     def create_argv(self) -> list[str]:
         argv = [VCLUSTER, "create", self.dir, "--nodes", str(len(self.nodes))]
+        if not self.lvm:
+            argv.append("--no-lvm")
         if self.namespaces:
             return [*argv, "--namespaces"]
         return [*argv, "--ip-base", self.ip_base, "--domain", self.domain]
@@ -191,6 +196,8 @@ class ClusterCase(SynchronousTestCase):
     #: ``create --start`` (the daemons stay up: no stop and start again); False: a
     #: plain ``create`` then ``start``, as an administrator may run them
     CREATE_RUNNING: ClassVar[bool] = True
+    #: whether the cluster's nodes get volume groups (``plain``/``drbd`` tests)
+    LVM: ClassVar[bool] = False
     #: whether the class has a cluster of its own (or shares one: ``SHARED``)
     CLUSTER: ClassVar[bool] = True
     SHARED: ClassVar[str | None] = None
@@ -236,7 +243,7 @@ class ClusterCase(SynchronousTestCase):
         if that fails."""
         options: dict[str, Any] = {"prefix": cls.PREFIX, "nodes": cls.NODES,
                                    "domain": cls.DOMAIN, "namespaces": cls.NAMESPACES,
-                                   "start_timeout": cls.START_TIMEOUT}
+                                   "start_timeout": cls.START_TIMEOUT, "lvm": cls.LVM}
         options.update(overrides)
         cluster = VirtualCluster(**options)
         start = cls.START if start is None else start

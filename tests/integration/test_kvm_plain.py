@@ -28,6 +28,7 @@ def needs_lvm() -> str | None:
 
 
 class KvmPlainDiskTest(KvmClusterCase):
+    LVM = True
     NODES = 1
     PREFIX = "ganeti-kvm-plain-"
     REQUIRES = (*KvmClusterCase.REQUIRES, needs_lvm)

@@ -57,6 +57,8 @@ def loops_backed_by(path: str) -> list[str]:
 class VClusterLvmTest(ClusterCase):
     """Tests run in name order on one 3-node cluster."""
 
+    LVM = True
+
     PREFIX = "ganeti-vcluster-lvm-"
     NODES = 3
     REQUIRES = (needs_root, needs_lvm, needs_debian_tool("gnt-instance", "gnt-node",
@@ -232,7 +234,7 @@ class VClusterLvmTest(ClusterCase):
             # run 1 fails it over (pending:failover); run 2 records that and, the
             # secondary being the offline node now, replaces it (pending:fix-storage,
             # hail chooses); run 3 records that
-            harep = ["/usr/bin/harep", f"-L{self.cluster.socket}"]
+            harep = ["/usr/bin/harep", f"-L{self.cluster.socket}", "--job-delay=0"]
             jobs: list[str] = []
             for _ in range(4):
                 r = run(harep, env=self.env, check=False, timeout=120)
@@ -268,6 +270,8 @@ class VClusterLvmTest(ClusterCase):
 
 class VClusterLvmTeardownTest(ClusterCase):
     """Clusters of the tests' own: destroy, a reboot's detached loop devices, a crash."""
+
+    LVM = True
 
     PREFIX = "ganeti-vcluster-lvm-td-"
     NODES = 1
