@@ -26,9 +26,10 @@ KVM_INSTANCE = ("vm1", 1)
 #: the machine is busy).
 READY_TIMEOUT = 120.0
 READY_MARKER = "GANETI-GUEST-READY"
-#: The templates the demo's cluster allows: its guest's disk is ``sharedfile``, which
-#: moves (every node reaches the shared directory).
-DEMO_TEMPLATES = f"{constants.DT_FILE},{constants.DT_DISKLESS},{constants.DT_SHARED_FILE}"
+#: The templates the demo's cluster allows (beside those of its volume groups, if it
+#: has them): its guest's disk is ``sharedfile``, which moves (every node reaches the
+#: shared directory).
+DEMO_TEMPLATES = [constants.DT_FILE, constants.DT_DISKLESS, constants.DT_SHARED_FILE]
 #: The guest's memory moves at this rate (MiB/s; Ganeti's default is 32).
 DEMO_MIGRATION_BANDWIDTH = 1000
 #: Pings to the guest while it migrates: interval and count (busybox ping).
@@ -109,9 +110,11 @@ def demonstrate(ctx: Context, vc: Any, run_shown: Callable[..., int],
     ctx.out("")
     ctx.out(f"A real guest: QEMU through {node.name}'s own libvirtd, a bridged NIC on its "
             f"br0 with {ip}, the busybox OS on a sharedfile disk:")
+    templates = ",".join(DEMO_TEMPLATES + ([constants.DT_PLAIN, constants.DT_DRBD8]
+                                           if getattr(vc, "lvm", None) else []))
     if name not in existing and run_shown(ctx, vc, [
-            "gnt-cluster", "modify", "--enabled-disk-templates", DEMO_TEMPLATES,
-            "--ipolicy-disk-templates", DEMO_TEMPLATES,
+            "gnt-cluster", "modify", "--enabled-disk-templates", templates,
+            "--ipolicy-disk-templates", templates,
             "-H", f"{constants.HT_KVM}:migration_bandwidth={DEMO_MIGRATION_BANDWIDTH}"]) != 0:
         return 1
     node = primary_of(vc, name) or node

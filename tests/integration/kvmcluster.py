@@ -288,9 +288,24 @@ class KvmClusterCase(ClusterCase):
         return self.virsh(k, "list", "--all", "--name").split()
 
     def qemu_pids(self, name: str) -> list[int]:
+        """The QEMU processes of guest ``name`` of this cluster (their command lines
+        name its directory: another cluster's guest of the same name, e.g. a demo's
+        ``vm1``, is not this one)."""
         out = subprocess.run(["pgrep", "-f", f"guest={name},"], capture_output=True,
                              text=True, check=False).stdout
-        return [int(p) for p in out.split()]
+        roots = {os.path.realpath(self.node(k)["root"])
+                 for k in range(1, len(self.state.get("nodes", [])) + 1)}
+        roots |= {self.node(k)["root"] for k in range(1, len(self.state.get("nodes", [])) + 1)}
+        pids = []
+        for pid in out.split():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().decode(errors="replace")
+            except OSError:
+                continue  # gone meanwhile
+            if any(root in cmdline for root in roots):
+                pids.append(int(pid))
+        return pids
 
     def node_links(self, k: int) -> list[str]:
         out = run(["ip", "-n", self.plan.node_ns(k), "-o", "link", "show"]).stdout
