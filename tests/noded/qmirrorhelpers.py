@@ -83,14 +83,18 @@ class MirrorPair:
         return lost
 
     def kill_all(self):
+        """Kill both daemons and end every child; fires once all have ended (a test
+        must not leave a process, or its timers, behind)."""
         for m in self.mirrors:
             m.close()
+        waits = []
         for i in range(len(self.daemons)):
             d = self.daemons[i]
             if d.qmp is not None:
                 d.qmp.close()
-            self.kill(i)
-        self.children.stop_all()
+            waits.append(self.kill(i))
+        waits.append(self.children.stop_all())
+        return defer.gatherResults(waits)
 
     async def io(self, i, *commands):
         """Run ``qemu-io`` commands against node ``i``'s export; the outcome."""
