@@ -38,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from ganeti.cli import rapicall, vcluster
+from ganeti.cli import rapicall, vcluster_nodes
 from ganeti.core.paths import Paths
 from ganeti.luxi.client import LuxiClient
 
@@ -271,7 +271,7 @@ def measure(pool, label, ip, port, cafile, paths, auth, duration, workers, pids)
 def main(duration, workers):
     tmp = tempfile.mkdtemp(prefix="bench-rapi-")
     vc = os.path.join(tmp, "vc")
-    base = vcluster.suggest_ip_base(1, avoid="127.0.1.")
+    base = vcluster_nodes.suggest_ip_base(1, avoid="127.0.1.")
     ip = f"{base}1"
     baseline = None
     try:

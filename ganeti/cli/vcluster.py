@@ -37,10 +37,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ganeti.cli import daemons, jobs, netns, vcluster_lvm, vcluster_ns
+from ganeti.cli import daemons, jobs, netns, vcluster_lvm, vcluster_nodes, vcluster_ns
 from ganeti.cli.framework import Context, UsageError, format_error
 from ganeti.core import bootstrap, constants, errors, fileutil
-from ganeti.core.paths import Paths, shipped_os_dir
+from ganeti.core.paths import Paths
 from ganeti.luxi.client import LuxiClient
 
 DESCRIPTION = __doc__.split("\n\n")[0]
@@ -214,103 +214,6 @@ def setup_demo(p: argparse.ArgumentParser) -> None:
     _setup_mode(p, "the default unless root with guest files, QEMU and libvirt")
 
 
-def node_dirs(paths: Paths) -> list[tuple[str, int]]:
-    """The directories a node needs before it is added (what Ganeti's node setup
-    leaves behind), with their modes; the master fills them through the node daemon."""
-    return [(paths.data_dir, 0o755), (paths.queue_dir, 0o700),
-            (paths.queue_archive_dir, 0o700), (paths.run_dir, 0o775),
-            (paths.socket_dir, 0o750), (paths.log_dir, 0o750)]
-
-
-def prepare_node(master: VNode, node: VNode) -> None:
-    """Make ``node`` ready to be added: its directories and the cluster certificate.
-
-    On a real cluster ``gnt-node add`` copies ``server.pem`` over SSH; here it
-    is copied from the master's DATA_DIR (mode 0600) so that the node daemon
-    can start and accept the master's calls.
-    """
-    fileutil.ensure_dirs(node_dirs(node.paths))
-    fileutil.atomic_write(node.paths.server_pem, fileutil.read_file(master.paths.server_pem),
-                          mode=0o600)
-
-
-def link_os_definitions(paths: Paths) -> None:
-    """Put the project's own OS definitions (share/os) on a node's OS search path:
-    a link each in its first directory, as a package would install them."""
-    top = paths.os_search_path[0]
-    shipped = shipped_os_dir()
-    if not os.path.isdir(shipped):
-        return
-    os.makedirs(top, exist_ok=True)
-    for name in sorted(os.listdir(shipped)):
-        link = os.path.join(top, name)
-        if not os.path.lexists(link):
-            os.symlink(os.path.join(shipped, name), link)
-
-
-def allow_file_storage(paths: Paths, directories: list[str], master_root: str,
-                       shared: dict[str, str] | None = None) -> None:
-    """List the cluster's file storage directories in the node's
-    ``CONF_DIR/file-storage-paths`` (Ganeti's file: without it the node daemon
-    accepts no file disk), as an administrator does on a real node, and make them
-    below the node's root (the config names the master's; each node daemon uses
-    the same place below its own root).  A directory in ``shared`` (the config's
-    path -> one directory of the machine) is that directory on every node, as a
-    cluster file system is: what ``sharedfile`` needs to move instances."""
-    os.makedirs(paths.conf_dir, exist_ok=True)
-    fileutil.atomic_write(os.path.join(paths.conf_dir, "file-storage-paths"),
-                          "".join(f"{d}\n" for d in directories if d), mode=0o644)
-    for d in directories:
-        if not d or not d.startswith(master_root + "/"):
-            continue
-        local = paths.root + d[len(master_root):]
-        target = (shared or {}).get(d)
-        if target is None:
-            os.makedirs(local, 0o750, exist_ok=True)
-            continue
-        os.makedirs(target, 0o750, exist_ok=True)
-        os.makedirs(os.path.dirname(local), exist_ok=True)
-        if not os.path.islink(local):
-            os.symlink(os.path.abspath(target), local)
-
-
-def ip_base_of(node: VNode) -> str:
-    """The ``--ip-base`` a node's address was made from (``127.0.1.`` for 127.0.1.3)."""
-    return node.ip.rsplit(".", 1)[0] + "."
-
-
-def suggest_ip_base(count: int, avoid: str) -> str | None:
-    """A ``127.0.<n>.`` base whose first ``count`` addresses are free on the noded port."""
-    for third in range(2, 251):
-        base = f"127.0.{third}."
-        if base == avoid:
-            continue
-        try:
-            for k in range(1, count + 1):
-                daemons.check_address_free(f"{base}{k}", constants.DEFAULT_NODED_PORT)
-        except errors.CommandError:
-            continue
-        return base
-    return None
-
-
-def address_in_use_error(err: daemons.AddressInUse, node: VNode, count: int,
-                         directory: str, creating: bool) -> errors.CommandError:
-    """The error for a taken node address, with what to do about it."""
-    base = ip_base_of(node)
-    other = suggest_ip_base(count, base)
-    example = f" (for example --ip-base {other})" if other else ""
-    if creating:
-        advice = f"create the cluster with another --ip-base{example}"
-    else:
-        advice = (f"or remove this one ('ganeti-vcluster destroy {directory}') and create it "
-                  f"again with another --ip-base{example}")
-        advice = f"stop the other cluster ('ganeti-vcluster stop <its DIR>'), {advice}"
-    return errors.CommandError(
-        f"{err.args[0]}. Probably another virtual cluster with --ip-base {base} is running "
-        f"(one of its daemons listens on {err.address}:{err.port}); {advice}")
-
-
 class JoinError(errors.GenericError):
     """Adding a node failed: ``args`` are the node name, the job id and the error."""
 
@@ -462,17 +365,17 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
                 if node is master:
                     daemons.check_address_free(node.ip, constants.DEFAULT_RAPI_PORT)
             except daemons.AddressInUse as err:
-                raise address_in_use_error(err, node, len(nodes), directory,
+                raise vcluster_nodes.address_in_use_error(err, node, len(nodes), directory,
                                            creating=True) from None
     os.makedirs(directory, exist_ok=True)
     for node in nodes:
         os.makedirs(os.path.join(directory, node.name), exist_ok=True)
     vcluster_ns.link_roots(vc)
     for node in nodes:
-        link_os_definitions(node.paths)
-        allow_file_storage(node.paths, [init.file_storage_dir, init.shared_file_storage_dir],
-                           master.root, {init.shared_file_storage_dir:
-                                         os.path.join(directory, SHARED_FILE_DIR)})
+        vcluster_nodes.link_os_definitions(node.paths)
+        vcluster_nodes.allow_file_storage(
+            node.paths, [init.file_storage_dir, init.shared_file_storage_dir], master.root,
+            {init.shared_file_storage_dir: os.path.join(directory, SHARED_FILE_DIR)})
     try:
         if vc.lvm:
             vcluster_lvm.detach_stale()
@@ -485,7 +388,7 @@ def create(ctx: Context, opts: argparse.Namespace, keep_running: bool) -> int:
             netns.create_network(plan)
         result = bootstrap.initialise(master.paths, init)
         for node in nodes[1:]:
-            prepare_node(master, node)
+            vcluster_nodes.prepare_node(master, node)
     except BaseException:
         vcluster_ns.remove_network(vc, ctx)
         vcluster_lvm.remove_all((n.root for n in vc.nodes), vc.lvm)
@@ -551,7 +454,7 @@ def start_all(vc: VCluster, ctx: Context) -> list[str]:
             except daemons.AddressInUse as err:
                 if _started_meanwhile(paths, daemon):
                     continue
-                raise address_in_use_error(err, node, len(vc.nodes), vc.directory,
+                raise vcluster_nodes.address_in_use_error(err, node, len(vc.nodes), vc.directory,
                                            creating=False) from None
             except errors.CommandError:
                 if _started_meanwhile(paths, daemon):

@@ -15,7 +15,14 @@ import sys
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from ganeti.cli import daemons, vcluster, vcluster_demo, vcluster_lvm, vcluster_tool
+from ganeti.cli import (
+    daemons,
+    vcluster,
+    vcluster_demo,
+    vcluster_lvm,
+    vcluster_nodes,
+    vcluster_tool,
+)
 from ganeti.cli.framework import build_parser
 from ganeti.core import config as configmod
 from ganeti.core import constants, errors
@@ -716,9 +723,9 @@ class SharedFileStorageTest(SynchronousTestCase):
         common = os.path.join(top, vcluster.SHARED_FILE_DIR)
         roots = [master_root, os.path.join(top, "node2")]
         for root in roots:
-            vcluster.allow_file_storage(Paths(root, "n"), [files, shared], master_root,
+            vcluster_nodes.allow_file_storage(Paths(root, "n"), [files, shared], master_root,
                                         {shared: common})
-            vcluster.allow_file_storage(Paths(root, "n"), [files, shared], master_root,
+            vcluster_nodes.allow_file_storage(Paths(root, "n"), [files, shared], master_root,
                                         {shared: common})  # twice: no change, no error
         with open(os.path.join(roots[0], "srv", "ganeti", "shared-file-storage", "d"),
                   "w", encoding="ascii") as f:

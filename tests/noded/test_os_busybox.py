@@ -16,7 +16,7 @@ from twisted.internet import reactor
 from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
 
-from ganeti.cli.vcluster import link_os_definitions
+from ganeti.cli.vcluster_nodes import link_os_definitions
 from ganeti.core import paths as pathsmod
 from ganeti.noded import osdir
 from ganeti.noded.backend import osdefs

@@ -94,6 +94,22 @@ class ServerTest(SynchronousTestCase):
             self.assertEqual(f.read(), "n1\n")
         self.assertEqual(os.path.getsize(self.paths.ssconf_file("offline_nodes")), 0)
 
+    def test_write_ssconf_replaces_only_what_differs(self):
+        values = {"master_node": "n1", "cluster_name": "c", "offline_nodes": ""}
+        self.assertEqual(self.node.put("write_ssconf_files", [values]), (200, [True, None]))
+        inode = {k: os.stat(self.paths.ssconf_file(k)).st_ino for k in values}
+        os.chmod(self.paths.ssconf_file("cluster_name"), 0o600)  # a wrong mode is mended
+        values["master_node"] = "n2"
+        self.assertEqual(self.node.put("write_ssconf_files", [values]), (200, [True, None]))
+        after = {k: os.stat(self.paths.ssconf_file(k)).st_ino for k in values}
+        self.assertEqual(after["offline_nodes"], inode["offline_nodes"])  # left alone
+        self.assertNotEqual(after["master_node"], inode["master_node"])
+        self.assertNotEqual(after["cluster_name"], inode["cluster_name"])
+        with open(self.paths.ssconf_file("master_node")) as f:
+            self.assertEqual(f.read(), "n2\n")
+        self.assertEqual(os.stat(self.paths.ssconf_file("cluster_name")).st_mode & 0o777,
+                         0o444)
+
 
 class UploadTest(SynchronousTestCase):
     def setUp(self):

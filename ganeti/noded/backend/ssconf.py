@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 from twisted.internet import defer
 
@@ -28,10 +29,25 @@ def ssconf_files(paths: Paths) -> list[tuple[str, str]]:
                   if SSCONF_NAME_RE.fullmatch(e.name) and e.is_file(follow_symlinks=False))
 
 
+def _unchanged(path: str, content: bytes) -> bool:
+    """Whether ``path`` is a regular file with ``content`` and the ssconf mode already."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            return (stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == ssconfmod.FILE_MODE
+                    and st.st_size == len(content) and f.read() == content)
+    except OSError:
+        return False
+
+
 def _write_all(paths: Paths, values: dict[str, str]) -> None:
+    """Replace the files whose content differs (most keys keep their value across a
+    config change: rewriting them all cost two fsyncs a file, each time)."""
     for key, value in sorted(values.items()):
-        fileutil.atomic_write(paths.ssconf_file(key), ssconfmod.file_content(value),
-                              mode=ssconfmod.FILE_MODE)
+        path = paths.ssconf_file(key)
+        content = ssconfmod.file_content(value).encode("utf-8")
+        if not _unchanged(path, content):
+            fileutil.atomic_write(path, content, mode=ssconfmod.FILE_MODE)
 
 
 def write_ssconf_files(ctx: NodeContext, values: dict[str, str]) -> defer.Deferred[None]:
