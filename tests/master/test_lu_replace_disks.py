@@ -283,3 +283,28 @@ class NodeEvacuationTest(ReplaceCase):
         self.assertEqual(self.volumes(SECONDARY), [])
         self.assert_mirror_healthy("a.test")
         self.assertFalse(self.instance("b.test").disks_active)
+
+    def test_the_built_in_allocator_places_secondaries_and_primaries(self):
+        # gnt-node evacuate -s/-p -I ganeti-place on a cluster whose first template is
+        # drbd: the allocator's input reports the volume groups (it once failed with
+        # "didn't return space info for disk template 'drbd'")
+        self.make_drbd("a.test", PRIMARY, SECONDARY)
+        self.make_drbd("b.test", SECONDARY, PRIMARY, start=False)
+        for mode in ("secondary-only", "primary-only"):
+            status, result, log = self.run_logged({
+                "OP_ID": "OP_NODE_EVACUATE", "node_name": SECONDARY, "mode": mode,
+                "iallocator": "ganeti-place"})
+            self.assertEqual(status, "success", (result, log))
+            self.assertEqual(len(result["jobs"]), 1, result)
+            for ok, job_id in result["jobs"]:
+                self.assertTrue(ok)
+                job_status, results, job_log = self.master.finish(job_id)
+                self.assertEqual(job_status, "success", (results, job_log))
+        # -s gave a.test a new secondary; -p failed b.test over to its secondary, so
+        # the node evacuated is now b.test's secondary (as in Ganeti)
+        self.assertEqual(self.disks("a.test")[0].nodes,
+                         [self.node_uuid(PRIMARY), self.node_uuid(OTHER)])
+        self.assertEqual(set(self.disks("b.test")[0].nodes),
+                         {self.node_uuid(PRIMARY), self.node_uuid(SECONDARY)})
+        self.assertEqual(self.instance("b.test").primary_node, self.node_uuid(PRIMARY))
+        self.assert_mirror_healthy("a.test")

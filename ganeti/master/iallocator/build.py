@@ -120,7 +120,7 @@ def build_cluster(cfg: ConfigData, live: Mapping[str, LiveNode | None],
     name; ``template`` is the disk template whose storage the nodes report (the
     request's; default the cluster's first enabled one)."""
     cluster = cfg.cluster
-    template = template or (cluster.enabled_disk_templates or [c.DT_DISKLESS])[0]
+    template = template or default_template(cfg)
     be_base, nic_base = fill_be(cluster, {}), fill_nic(cluster, {})
     # by name, not in the config's (UUID) order: the same cluster always gives the same
     # input, so an allocator's ties (broken by input order, as hail's) fall the same way
@@ -181,15 +181,22 @@ def relocate_request(cfg: ConfigData, inst: Instance, relocate_from: list[str]) 
                     disk_space_total=model.disk_space((d.dev_type, d.size) for d in disks))
 
 
-def request_template(cfg: ConfigData, request: AnyRequest) -> str | None:
-    """The disk template whose storage the input reports: the request's, or the
-    relocated instance's."""
+def default_template(cfg: ConfigData) -> str:
+    """The template whose storage an input reports when its request names none (node
+    evacuation, change-group, multi-allocation): the cluster's first enabled one, as
+    Ganeti."""
+    return (cfg.cluster.enabled_disk_templates or [c.DT_DISKLESS])[0]
+
+
+def request_template(cfg: ConfigData, request: AnyRequest) -> str:
+    """The disk template whose storage the input reports: the request's, the
+    relocated instance's, else :func:`default_template`."""
     wire = request.to_wire()
     template: str | None = wire.get("disk_template")
     if template is None and wire["type"] == MODE_RELOC:
         inst = cfg.instance_by_name(wire["name"])
         template = disk_template(cfg, inst) if inst is not None else None
-    return template
+    return template or default_template(cfg)
 
 
 def build_input(cfg: ConfigData, request: AnyRequest, live: Mapping[str, LiveNode | None],
@@ -200,4 +207,4 @@ def build_input(cfg: ConfigData, request: AnyRequest, live: Mapping[str, LiveNod
 
 
 __all__ = ["LVM_TEMPLATES", "REPORTED_STORAGE", "LiveNode", "build_cluster", "build_input",
-           "relocate_request", "request_template"]
+           "default_template", "relocate_request", "request_template"]
