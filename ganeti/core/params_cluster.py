@@ -21,6 +21,7 @@ from ganeti.core import constants, hvchecks
 from ganeti.core.errors import (
     ECODE_INVAL,
     ECODE_NOENT,
+    ECODE_STATE,
     ConfigurationError,
     GenericError,
     HypervisorError,
@@ -110,6 +111,9 @@ class ClusterChange:
     #: the volume group every vm_capable node must have (at least MIN_VG_SIZE):
     #: the unit asks the nodes (Ganeti's _CheckVgNameOnNodes); None: no check
     vg_check: str | None = None
+    #: the DRBD usermode helper every vm_capable node must report: the unit asks
+    #: them (Ganeti's _CheckDrbdHelperOnNodes); None: no check
+    drbd_check: str | None = None
 
     def warn(self, message: str) -> None:
         """Ganeti's LogWarning."""
@@ -393,6 +397,42 @@ def _uid_pool(cl: Cluster, op: dict[str, Any]) -> None:
     cl.uid_pool = pool
 
 
+def _drbd_helper(cfg: ConfigData, ch: ClusterChange, op: dict[str, Any],
+                 enabled: list[str]) -> None:
+    """Ganeti's _CheckDrbdHelper and _SetDrbdHelper, without the node call (the unit
+    makes it for ``drbd_check``): ``""`` unsets the helper, refused while drbd is
+    enabled or a drbd disk exists; a helper given while drbd is enabled, or the
+    configured one when drbd gets enabled, is checked on the nodes."""
+    helper = op.get("drbd_helper")
+    drbd_enabled = constants.DT_DRBD8 in enabled
+    gets_enabled = constants.DT_DRBD8 in set(enabled) - set(cfg.cluster.enabled_disk_templates)
+    if helper == "":
+        if drbd_enabled:
+            raise OpPrereqError("Cannot disable drbd helper while DRBD is enabled.",
+                                ECODE_STATE)
+        if any(d.dev_type == constants.DT_DRBD8 for d in cfg.disks.values()):
+            raise OpPrereqError("Cannot disable drbd helper while drbd-based instances "
+                                "exist", ECODE_INVAL)
+    elif helper is not None and drbd_enabled:
+        ch.drbd_check = helper
+    elif gets_enabled:
+        current = cfg.cluster.drbd_usermode_helper
+        if current is None:
+            raise OpPrereqError("Cannot enable DRBD without a DRBD usermode helper set.",
+                                ECODE_STATE)
+        ch.drbd_check = current
+    if helper is None:
+        return
+    if not drbd_enabled:
+        ch.feedback.append("Note that you specified a drbd user helper, but did not enable "
+                           "the drbd disk template.")
+    new = helper or None
+    if new != cfg.cluster.drbd_usermode_helper:
+        ch.cluster.drbd_usermode_helper = new
+    else:
+        ch.feedback.append("Cluster DRBD helper already in desired state, not changing")
+
+
 def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange:
     """The cluster after ``op`` (a validated OP_CLUSTER_SET_PARAMS), or an error."""
     op = copy.deepcopy(op)
@@ -401,11 +441,7 @@ def compute_cluster_change(cfg: ConfigData, op: dict[str, Any]) -> ClusterChange
     cl = ch.cluster
     enabled = _disk_templates(cfg, ch, op)
     _vg_name(cfg, ch, op, enabled)
-    if constants.DT_DRBD8 in set(enabled) - set(cfg.cluster.enabled_disk_templates):
-        # Ganeti asks every node for its DRBD usermode helper here; this version
-        # has no such node call yet.
-        raise OpPrereqError("Enabling drbd needs a check of the DRBD usermode helper on "
-                            "every node, which this version cannot do yet", ECODE_INVAL)
+    _drbd_helper(cfg, ch, op, enabled)
     _storage_dirs(ch, op, enabled)
     if op.get("diskparams") and constants.DT_DRBD8 in op["diskparams"]:
         ch.warn("Changing DRBD parameters only affects devices created in the future, not "

@@ -161,6 +161,7 @@ BAD = {
     "mac_prefix": [5, ["aa:00:00"]],
     "master_netmask": ["24", 2.5, True],
     "master_netdev": [1, True, ["eth0"]],
+    "drbd_helper": [1, True, ["/bin/true"]],
     "reserved_lvs": ["xenvg/root", [""], [1]],
     "hidden_os": [[["hide", "lenny"]], [["add", ""]], ["lenny"]],
     "blacklisted_os": [[["add"]], "x"],
@@ -397,12 +398,13 @@ class ValidateGoodTest(SynchronousTestCase):
 
     def test_reserved_parameters_accept_only_defaults(self):
         # Real Ganeti clients send every parameter, mostly null.
-        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS", drbd_helper=None,
+        result = opcodes.validate(_wire("OP_CLUSTER_SET_PARAMS",
+                                        instance_communication_network=None,
                                         hv_state={}, ndparams=None))
-        self.assertNotIn("drbd_helper", result)
+        self.assertNotIn("instance_communication_network", result)
         # a given (empty) value is kept as given: luxid echoes it in the job's opcode
         self.assertEqual(result["hv_state"], {})
-        for key, value in [("drbd_helper", "/bin/true")]:
+        for key, value in [("instance_communication_network", "net1")]:
             err = self.assertRaises(OpPrereqError, opcodes.validate,
                                     _wire("OP_CLUSTER_SET_PARAMS", **{key: value}))
             self.assertEqual(err.args[1], ECODE_INVAL)

@@ -192,7 +192,7 @@ class ClusterSetParamsTest(QueueTestCase, SynchronousTestCase):
         self.assert_fails("the gzip utility must be present", compression_tools=["lzop"])
         self.assert_fails("illegal characters", compression_tools=["gzip", "x;y"])
         self.assert_fails("absolute path or a URL", install_image="relative/img")
-        self.assert_fails("not supported yet", drbd_helper="/bin/true")
+        self.assert_fails("not supported yet", instance_communication_network="net1")
         self.assert_fails("Invalid default iallocator script 'no-such-allocator' specified",
                           default_iallocator="no-such-allocator")
         self.assert_fails("Invalid default iallocator script '../x' specified",

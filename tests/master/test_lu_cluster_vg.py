@@ -20,6 +20,7 @@ from tests.fakes.fakelvm import FakeLvm, enable_lvm
 from tests.fakes.nodes import master_with_nodes
 
 BIG = MIN_VG_SIZE + 1024
+WITH_DRBD = ["plain", "drbd", "file", "diskless"]
 
 
 def modify(**params: Any) -> dict[str, Any]:
@@ -149,10 +150,45 @@ class SetVgTest(VgCase):
         self.assertEqual(self.cluster.enabled_disk_templates, ["file", "diskless"])
         self.assertEqual(self.asked(), [])
 
-    def test_drbd_still_needs_the_helper_check(self) -> None:
-        self.refused(modify(enabled_disk_templates=["plain", "drbd"]),
-                     "Enabling drbd needs a check of the DRBD usermode helper",
-                     c.ECODE_INVAL)
+    def test_enabling_drbd_checks_the_helper_on_every_node(self) -> None:
+        # Ganeti's _CheckDrbdHelper: the configured helper, asked of each vm_capable node
+        self.change(lambda cfg: setattr(cfg.cluster, "drbd_usermode_helper", "/bin/true"))
+        self.run_ok(modify(enabled_disk_templates=WITH_DRBD))
+        self.assertEqual(self.cluster.enabled_disk_templates, WITH_DRBD)
+        self.assertEqual(sorted(n for n, call in self.net.contacted if call == "drbd_helper"),
+                         ["node1.test", "node2.test", "node3.test"])
+
+    def test_drbd_helper_refusals(self) -> None:
+        self.change(lambda cfg: setattr(cfg.cluster, "drbd_usermode_helper", None))
+        self.refused(modify(enabled_disk_templates=WITH_DRBD),
+                     "Cannot enable DRBD without a DRBD usermode helper set.", c.ECODE_STATE)
+        # a helper the nodes do not report (the emulated module's is /bin/true)
+        self.refused(modify(enabled_disk_templates=WITH_DRBD,
+                            drbd_helper="/usr/sbin/drbd-helper"),
+                     "Error on node 'node1.test': drbd helper is /bin/true", c.ECODE_ENVIRON)
+        real = self.net.handlers["drbd_helper"]
+        self.net.handlers["drbd_helper"] = self.no_helper
+        self.refused(modify(enabled_disk_templates=WITH_DRBD, drbd_helper="/bin/true"),
+                     "Error checking drbd helper on node 'node1.test': Can't read DRBD "
+                     "usermode helper", c.ECODE_ENVIRON)
+        self.net.handlers["drbd_helper"] = real
+        self.run_ok(modify(enabled_disk_templates=WITH_DRBD, drbd_helper="/bin/true"))
+        self.assertEqual(self.cluster.drbd_usermode_helper, "/bin/true")
+        self.refused(modify(drbd_helper=""), "Cannot disable drbd helper while DRBD is "
+                     "enabled.", c.ECODE_STATE)
+
+    def no_helper(self, ctx: Any) -> str:
+        raise RPCFail("Can't read DRBD usermode helper")
+
+    def test_helper_without_drbd_is_set_with_a_note(self) -> None:
+        log = self.run_ok(modify(drbd_helper="/bin/true"))
+        self.assertIn("Note that you specified a drbd user helper, but did not enable the "
+                      "drbd disk template.", log)
+        self.assertEqual(self.cluster.drbd_usermode_helper, "/bin/true")
+        log = self.run_ok(modify(drbd_helper="/bin/true"))
+        self.assertIn("Cluster DRBD helper already in desired state, not changing", log)
+        self.run_ok(modify(drbd_helper=""))  # drbd is not enabled: unset
+        self.assertIsNone(self.cluster.drbd_usermode_helper)
 
 
 class EnableLvmTest(VgCase):

@@ -148,8 +148,10 @@ OP_CLUSTER_SET_PARAMS = OpCode(
             "Netmask of the master IP (prefix length)"),
         opt("master_netdev", kinds.maybe(kinds.STRING),
             "Network device of the master IP (the master IP moves to it)"),
+        opt("drbd_helper", kinds.maybe(kinds.STRING),
+            "DRBD usermode helper (empty: none, refused while drbd is enabled)"),
         *(reserved(name, "Ganeti parameter, not supported yet") for name in (
-            "hv_state", "disk_state", "drbd_helper", "instance_communication_network")),
+            "hv_state", "disk_state", "instance_communication_network")),
     ))
 
 OP_QUERY = OpCode(

@@ -96,6 +96,7 @@ class OpClusterSetParams(OpView):
     vg_name: str | None = None
     master_netmask: int | None = None
     master_netdev: str | None = None
+    drbd_helper: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

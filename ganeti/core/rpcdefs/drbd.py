@@ -16,6 +16,7 @@ from ganeti.core.objects import ConfigData
 from ganeti.core.rpcdefs.base import (
     RPC_TMO_NORMAL,
     RPC_TMO_SLOW,
+    RPC_TMO_URGENT,
     EncodeContext,
     RpcArg,
     call,
@@ -95,6 +96,9 @@ CALLS = [
     call("drbd_needs_activation", RPC_TMO_NORMAL,
          "The uuids of the drbd disks that are missing, StandAlone or diskless.",
          disks_arg("disks")),
+    call("drbd_helper", RPC_TMO_URGENT,
+         "The DRBD usermode helper of the node's mirror (Ganeti's "
+         "GetDrbdUsermodeHelper; here the emulated module's, /bin/true)."),
     call("blockdev_addchildren", RPC_TMO_NORMAL,
          "Attach new local volumes to a mirrored disk (it resyncs them).",
          disk_arg("bdev"), disks_arg("ndevs")),

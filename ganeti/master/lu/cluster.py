@@ -47,9 +47,9 @@ class LUClusterSetParams(LogicalUnit):
     run in :meth:`exec` before that change, and a new ``master_netmask`` is applied
     to the master IP by the master's node daemon; with ``master_netdev`` (even the
     current one, as Ganeti) the master IP is taken down before the change and
-    brought up on the new device after it.  Parameters that need node calls
-    this version does not have yet (drbd_helper, ...) stay reserved in the opcode
-    table.
+    brought up on the new device after it.  Parameters that need what this
+    version does not have yet (hv_state, disk_state, the instance communication
+    network) stay reserved in the opcode table.
     """
 
     OP_ID = "OP_CLUSTER_SET_PARAMS"
@@ -100,6 +100,8 @@ class LUClusterSetParams(LogicalUnit):
                                              prereq=False)
         if self.change.vg_check is not None:
             await self._check_vg_on_nodes(self.change.vg_check)
+        if self.change.drbd_check is not None:
+            await self._check_drbd_helper_on_nodes(self.change.drbd_check)
         if self.op.dry_run:
             return None
         new = self.change.cluster
@@ -169,6 +171,27 @@ class LUClusterSetParams(LogicalUnit):
             [cl.master_netmask, netmask, cl.master_ip, cl.master_netdev])
         result.warn("Could not change the master IP netmask",
                     lambda text: self.ctx.feedback("message", text))
+
+    async def _check_drbd_helper_on_nodes(self, helper: str) -> None:
+        """Ganeti's _CheckDrbdHelperOnNodes: every vm_capable node reports ``helper``
+        (an offline node is skipped, said in the job's log)."""
+        cfg = self.ctx.config.config
+        nodes = sorted((n for n in cfg.nodes.values() if n.vm_capable), key=lambda n: n.name)
+        online = [n for n in nodes if not n.offline]
+        results = (await self.ctx.rpc().call([nodesmod.target(n) for n in online],
+                                             "drbd_helper") if online else {})
+        for node in nodes:
+            if node.offline:
+                self.ctx.feedback("message", f" - INFO: Not checking drbd helper on offline "
+                                             f"node {node.name}")
+                continue
+            result = results[node.name]
+            if result.fail_msg:
+                raise OpPrereqError(f"Error checking drbd helper on node '{node.name}': "
+                                    f"{result.fail_msg}", ECODE_ENVIRON)
+            if result.payload != helper:
+                raise OpPrereqError(f"Error on node '{node.name}': drbd helper is "
+                                    f"{result.payload}", ECODE_ENVIRON)
 
     async def _check_vg_on_nodes(self, vg_name: str) -> None:
         """Ganeti's _CheckVgNameOnNodes: every vm_capable node has ``vg_name`` with at

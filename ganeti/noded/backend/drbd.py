@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ganeti.core import constants
 from ganeti.noded.backend.blockdev import link_disk
 from ganeti.noded.backend.context import NodeContext, RPCFail
 from ganeti.noded.bdev import devices
@@ -26,6 +27,13 @@ from ganeti.noded.hypervisors.base import HypervisorError, check_name
 ATTACH_RETRY = (0.1, 1.5, 5.0, 120.0)
 #: drbd_wait_sync: poll interval and how long a disconnected device is waited for.
 SYNC_POLL, SYNC_WAIT = 1.0, 15.0
+
+
+async def drbd_helper(ctx: NodeContext) -> str:
+    """The usermode helper of the node's DRBD "module": the mirror is this project's
+    own (no kernel DRBD), loaded as Ganeti's installation guide asks
+    (``usermode_helper=/bin/true``), so that is what every node reports."""
+    return constants.DEFAULT_DRBD_HELPER
 
 
 def _name(disk: dict[str, Any]) -> str:

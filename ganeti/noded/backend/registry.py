@@ -81,6 +81,7 @@ def handlers() -> dict[str, Handler]:
         "drbd_disconnect_net": drbd.drbd_disconnect_net,
         "drbd_attach_net": drbd.drbd_attach_net,
         "drbd_wait_sync": drbd.drbd_wait_sync,
+        "drbd_helper": drbd.drbd_helper,
         "drbd_needs_activation": drbd.drbd_needs_activation,
         "blockdev_image": blockdev.blockdev_image,
         "bdev_sizes": blockdev.bdev_sizes,
