@@ -10,10 +10,15 @@ evacuation's own job, the whole evacuation (submit to the last migration done),
 the migrations' durations once their locks were held (p50, p95, longest) and how
 many executed at once at most, by the jobs' own timestamps.
 
-The drbd rows (secondaries: new secondaries in sync) come with the mirrored
-template: ``--secondaries`` is accepted and reported as not measurable yet.
+With ``--secondaries M`` (root: the cluster gets a volume group per node, drbd
+enabled) M drbd instances get node 2 as primary and the evacuated node as
+secondary, and the evacuation's mode is ``all``: the primaries move first, then
+each drbd instance gets a new secondary (replace-disks, which ends once the new
+secondary is in sync; the emulated mirror engine resyncs on the node clock at
+the disk's resync-rate, so the figure includes that copy); printed also: the
+secondaries' replacements, and that none is left on the node.
 
-Run: .venv/bin/python bench/bench_evacuate.py [--primaries 10]
+Run: .venv/bin/python bench/bench_evacuate.py [--primaries 10] [--secondaries 10]
 Never part of the test run.
 """
 
@@ -49,12 +54,12 @@ def job_ok(client: LuxiClient, ops: list[dict]) -> object:
     return result[-1]
 
 
-def create_op(name: str) -> dict:
+def create_op(name: str, template: str = "sharedfile", **extra: object) -> dict:
     return {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": name, "mode": "create",
             "pnode": MASTER, "os_type": "busybox", "nics": [{}], "name_check": False,
             "ip_check": False, "beparams": {"maxmem": 128, "minmem": 128},
-            "disk_template": "sharedfile", "disks": [{"size": 1024}], "no_install": True,
-            "start": True}
+            "disk_template": template, "disks": [{"size": 256 if template == "drbd" else 1024}],
+            "no_install": True, "start": True, **extra}
 
 
 def follow(client: LuxiClient, ids: list[int], deadline: float) -> dict[int, tuple]:
@@ -84,22 +89,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--primaries", type=int, default=10)
     parser.add_argument("--secondaries", type=int, default=0,
-                        help="drbd instances with the node as secondary (not available yet)")
+                        help="drbd instances with the node as secondary (root: volume groups)")
     args = parser.parse_args()
-    cluster = VirtualCluster("bench-evacuate-", nodes=3, start_timeout=600)
+    drbd = args.secondaries > 0
+    cluster = VirtualCluster("bench-evacuate-", nodes=3, start_timeout=600, lvm=drbd)
     try:
         cluster.create(start=True)
         with cluster.client(timeout=300.0) as client:
+            templates = ["file", "diskless", "sharedfile", *(["plain", "drbd"] if drbd else [])]
             job_ok(client, [{"OP_ID": "OP_CLUSTER_SET_PARAMS",
-                             "enabled_disk_templates": ["file", "diskless", "sharedfile"],
-                             "ipolicy": {"disk-templates": ["file", "diskless",
-                                                            "sharedfile"]}}])
+                             "enabled_disk_templates": templates,
+                             "ipolicy": {"disk-templates": templates}}])
             for k in range(args.primaries):
                 job_ok(client, [create_op(f"pri{k}.{DOMAIN}")])
-            t0 = time.perf_counter()
+            for k in range(args.secondaries):
+                job_ok(client, [create_op(f"sec{k}.{DOMAIN}", "drbd", pnode=f"node2.{DOMAIN}",
+                                          snode=MASTER)])
+            wall0, t0 = time.time(), time.perf_counter()
             evac = int(client.call("SubmitJob", [{"OP_ID": "OP_NODE_EVACUATE",
                                                   "node_name": MASTER,
-                                                  "mode": "primary-only"}]))
+                                                  "mode": "all" if drbd else "primary-only"}]))
             if wait_for_job(client, evac, timeout=600) != "success":
                 raise SystemExit(client.call("QueryJobs", [evac], ["opresult"]))
             t_evac = time.perf_counter() - t0
@@ -107,26 +116,40 @@ def main() -> None:
             ids = [int(job_id) for ok, job_id in result["jobs"] if ok]
             done = follow(client, ids, time.monotonic() + 600)
             total = time.perf_counter() - t0
-            left = client.call("QueryNodes", [MASTER], ["pinst_cnt"], False)[0][0]
-        durations = [end - start for _status, start, end in done.values()]
-        failed = sum(1 for status, _s, _e in done.values() if status != "success")
-        events = sorted([(s, 1) for _x, s, _e in done.values()]
-                        + [(e, -1) for _x, _s, e in done.values()])
-        running = peak = 0
-        for _t, step in events:
-            running += step
-            peak = max(peak, running)
-        print(f"evacuate {args.primaries} sharedfile primaries off a node (fake hypervisor, "
-              f"3 nodes, built-in allocator): OP_NODE_EVACUATE {t_evac:.2f} s, all primaries "
-              f"moved in {total:.2f} s ({failed} failed, {left} left on the node); "
-              f"migrations p50 {_pct(durations, 0.5):.2f} s, p95 "
-              f"{_pct(durations, 0.95):.2f} s, longest {max(durations):.2f} s, at most "
-              f"{peak} at once")
-        if args.secondaries:
-            print(f"evacuate {args.secondaries} drbd secondaries: not measured (the drbd "
-                  "template is not in this tree yet)")
+            left, sleft = client.call("QueryNodes", [MASTER], ["pinst_cnt", "sinst_cnt"],
+                                      False)[0]
+            kinds = {job: ops[0]["OP_ID"] for job, (ops,) in
+                     zip(ids, client.call("QueryJobs", ids, ["ops"]), strict=True)}
+        print(f"OP_NODE_EVACUATE {t_evac:.2f} s; every job it submitted final after "
+              f"{total:.2f} s (fake hypervisor, 3 nodes, built-in allocator)")
+        report("primaries", {j: v for j, v in done.items()
+                             if kinds[j] != "OP_INSTANCE_REPLACE_DISKS"}, wall0, left,
+               f"{args.primaries} sharedfile primaries moved (live migrations)")
+        report("secondaries", {j: v for j, v in done.items()
+                               if kinds[j] == "OP_INSTANCE_REPLACE_DISKS"}, wall0, sleft,
+               f"{args.secondaries} drbd secondaries replaced, new secondaries in sync "
+               f"(emulated mirror engine, 256 MiB disks)")
     finally:
         cluster.destroy()
+
+
+def report(what: str, done: dict[int, tuple], wall0: float, left: int, title: str) -> None:
+    """One row: when the last job of the kind ended (from the submission, by the jobs'
+    own timestamps), their durations once their locks were held, the most at once."""
+    if not done:
+        return
+    durations = [end - start for _status, start, end in done.values()]
+    failed = sum(1 for status, _s, _e in done.values() if status != "success")
+    last = max(end for _status, _start, end in done.values()) - wall0
+    events = sorted([(s, 1) for _x, s, _e in done.values()]
+                    + [(e, -1) for _x, _s, e in done.values()])
+    running = peak = 0
+    for _t, step in events:
+        running += step
+        peak = max(peak, running)
+    print(f"{title}: all in {last:.2f} s ({failed} failed, {left} {what} left on the "
+          f"node); each p50 {_pct(durations, 0.5):.2f} s, p95 {_pct(durations, 0.95):.2f} s, "
+          f"longest {max(durations):.2f} s, at most {peak} at once")
 
 
 if __name__ == "__main__":

@@ -92,8 +92,9 @@ def _annotated(disk_dict: dict[str, Any], ld_params: list[dict[str, Any]]) -> No
 
 #: The mirror engine of an instance's drbd disks by hypervisor (the contract between the
 #: master and the nodes: the ``mirror`` dynamic parameter); the others get
-#: :data:`DEFAULT_MIRROR`.  kvm gets ``qemu`` once that engine exists.
-MIRROR_ENGINES: dict[str, str] = {}
+#: :data:`DEFAULT_MIRROR`.  A kvm guest's data is mirrored by qemu-storage-daemons
+#: (ganeti/noded/bdev/qmirror*.py); the fake hypervisor's has no data to mirror.
+MIRROR_ENGINES: dict[str, str] = {"kvm": "qemu"}
 DEFAULT_MIRROR = "emulated"
 
 

@@ -26,7 +26,7 @@ class TableTest(SynchronousTestCase):
             "blockdev_getmirrorstatus", "blockdev_getmirrorstatus_multi",
             "blockdev_close", "blockdev_open",
             "blockdev_addchildren", "blockdev_removechildren", "drbd_disconnect_net",
-            "drbd_attach_net", "drbd_wait_sync", "drbd_needs_activation",
+            "drbd_attach_net", "drbd_wait_sync", "drbd_needs_activation", "drbd_helper",
             "bdev_sizes", "lv_list", "vg_list", "node_volumes", "file_storage_dir_create",
             "file_storage_dir_remove", "file_storage_dir_rename", "storage_list",
             "storage_modify", "storage_execute",

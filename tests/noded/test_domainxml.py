@@ -181,14 +181,36 @@ class ConsoleAndMetadataTest(SynchronousTestCase):
 
     def test_mirrored_disk_is_the_nodes_nbd_export(self):
         s = dx.DomainSpec(**{**spec().__dict__, "disks": [
-            dx.DiskSpec("disk", nbd=("192.0.2.10", 11005)),
+            dx.DiskSpec("disk", nbd=("10.77.0.10", 11005)),
             dx.DiskSpec("/dev/loop1", block=True)]})
         disks = parse(s).findall("devices/disk")
         self.assertEqual((disks[0].get("type"), disks[1].get("type")), ("network", "block"))
         source = disks[0].find("source")
         self.assertEqual((source.get("protocol"), source.get("name")), ("nbd", "disk"))
         host = source.find("host")
-        self.assertEqual((host.get("name"), host.get("port")), ("192.0.2.10", "11005"))
+        self.assertEqual((host.get("name"), host.get("port")), ("10.77.0.10", "11005"))
         self.assertIsNone(source.get("file"))
         self.assertEqual(disks[0].find("driver").get("type"), "raw")
         self.assertEqual(disks[0].find("target").get("dev"), "vda")
+
+    def test_migration_moves_nbd_hosts_to_the_destinations_daemon(self):
+        from ganeti.noded.hypervisors.kvmmigration import nbd_moves
+        s = dx.DomainSpec(**{**spec().__dict__, "disks": [
+            dx.DiskSpec("disk", nbd=("10.77.0.1", 21005)),
+            dx.DiskSpec("disk", nbd=("10.77.0.1", 21006)),
+            dx.DiskSpec("/dev/loop1", block=True)]})
+        xml = dx.domain_xml(s)
+        moved = dx.moved_nbd_hosts(xml, {("10.77.0.1", 21005): "10.77.0.2"})
+        hosts = [(h.get("name"), h.get("port"))
+                 for h in ET.fromstring(moved).findall("devices/disk/source/host")]
+        self.assertEqual(hosts, [("10.77.0.2", "21005"), ("10.77.0.1", "21006")])
+        self.assertEqual(dx.read_metadata(moved), dx.read_metadata(xml))  # still ours
+        self.assertIsNone(dx.moved_nbd_hosts(xml, {("10.77.0.9", 21005): "10.77.0.2"}))
+        # the moves come from the source's disks_info: its drbd disks of the qemu engine
+        drbd = {"dev_type": "drbd", "logical_id": ["n1", "n2", 11005, 0, 0, "s"],
+                "dynamic_params": {"mirror": "qemu", "local-ip": "10.77.0.1",
+                                   "remote-ip": "10.77.0.2"}}
+        emulated = {**drbd, "dynamic_params": {**drbd["dynamic_params"],
+                                               "mirror": "emulated"}}
+        self.assertEqual(nbd_moves({"disks_info": [drbd, emulated, {"dev_type": "file"}]}),
+                         {("10.77.0.1", 21005): "10.77.0.2"})

@@ -15,7 +15,7 @@ from twisted.trial.unittest import TestCase
 
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext, inline_runner
-from ganeti.noded.bdev import qmirror_drbd
+from ganeti.noded.bdev import qmirror, qmirror_drbd
 from ganeti.noded.bdev.device import MIB, BlockDevice
 from ganeti.noded.bdev.drbd import DrbdDevice
 from ganeti.noded.bdev.drbdnet import MirrorNet
@@ -69,7 +69,7 @@ def port_pair(ip):
     for _ in range(100):
         port = random.randint(20000, 55000)
         try:
-            for p in (port, port + qmirror_drbd.NBD_PORT_OFFSET):
+            for p in (port, port + qmirror.NBD_PORT_OFFSET):
                 with socket.socket() as s:
                     s.bind((ip, p))
         except OSError:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,3 +330,36 @@ class MirrorDaemon:
                     os.unlink(stale)
                 except OSError:
                     pass
+
+
+# --- the drbd engine's addresses (the qemu engine of the drbd device, .qmirror_drbd;
+# here so that the hypervisor can find a guest's export without the device code) ---
+
+ENGINE = "qemu"
+#: The daemon's NBD port is the resource's port plus this (the handshake has the port).
+NBD_PORT_OFFSET = 10000
+
+
+def nbd_port(port: int) -> int:
+    """The NBD port of a resource whose DRBD port is ``port``."""
+    if not 0 < port + NBD_PORT_OFFSET < 65536:
+        raise BlockDeviceError(f"port {port} leaves no room for the mirror's NBD port")
+    return port + NBD_PORT_OFFSET
+
+
+def is_qemu(dynamic_params: Mapping[str, Any]) -> bool:
+    """Whether a disk's dynamic parameters ask for this engine."""
+    return dynamic_params.get("mirror") == ENGINE
+
+
+def guest_nbd(disk: Mapping[str, Any]) -> tuple[str, str, int]:
+    """(export, host, port) the guest opens on this node, from the disk dict (its
+    port in ``logical_id``, this node's address in its dynamic parameters)."""
+    lid = disk.get("logical_id")
+    dyn = disk.get("dynamic_params") or {}
+    port = lid[2] if isinstance(lid, list) and len(lid) == 6 else None
+    host = dyn.get("local-ip") if isinstance(dyn, Mapping) else None
+    if not isinstance(port, int) or isinstance(port, bool) or not host:
+        raise BlockDeviceError("drbd disk without its network parameters (port, "
+                               "local-ip)")
+    return EXPORT, str(host), nbd_port(port)

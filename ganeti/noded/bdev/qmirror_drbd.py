@@ -37,8 +37,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from twisted.logger import Logger
 
@@ -47,30 +46,21 @@ from ganeti.noded.bdev import lvm
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.device import BlockDevice
 from ganeti.noded.bdev.drbdstate import PRIMARY
-from ganeti.noded.bdev.qmirror import EXPORT, MirrorDaemon, Volume, daemon_dir
+from ganeti.noded.bdev.qmirror import (
+    ENGINE,
+    MirrorDaemon,
+    Volume,
+    daemon_dir,
+    guest_nbd,
+    is_qemu,
+    nbd_port,
+)
 from ganeti.noded.bdev.qmirror_roles import MirrorStatus, QemuMirror
 
 if TYPE_CHECKING:
     from ganeti.noded.bdev.drbd import DrbdDevice
 
 log = Logger()
-
-ENGINE = "qemu"
-#: The daemon's NBD port is the resource's port plus this (the handshake has the port).
-NBD_PORT_OFFSET = 10000
-
-
-def nbd_port(port: int) -> int:
-    """The NBD port of a resource whose DRBD port is ``port``."""
-    if not 0 < port + NBD_PORT_OFFSET < 65536:
-        raise BlockDeviceError(f"port {port} leaves no room for the mirror's NBD port")
-    return port + NBD_PORT_OFFSET
-
-
-def is_qemu(dynamic_params: Mapping[str, Any]) -> bool:
-    """Whether a disk's dynamic parameters ask for this engine."""
-    return dynamic_params.get("mirror") == ENGINE
-
 
 async def volume_of(dev: BlockDevice) -> Volume:
     """Where a local volume's data is: a plain volume without device-mapper is its
@@ -254,14 +244,4 @@ def guest_disk(dev: DrbdDevice) -> tuple[str, str, int]:
     return guest_nbd(dev.disk)
 
 
-def guest_nbd(disk: Mapping[str, Any]) -> tuple[str, str, int]:
-    """(export, host, port) the guest opens on this node, from the disk dict (its
-    port in ``logical_id``, this node's address in its dynamic parameters)."""
-    lid = disk.get("logical_id")
-    dyn = disk.get("dynamic_params") or {}
-    port = lid[2] if isinstance(lid, list) and len(lid) == 6 else None
-    host = dyn.get("local-ip") if isinstance(dyn, Mapping) else None
-    if not isinstance(port, int) or isinstance(port, bool) or not host:
-        raise BlockDeviceError("drbd disk without its network parameters (port, "
-                               "local-ip)")
-    return EXPORT, str(host), nbd_port(port)
+__all__ = ["ENGINE", "guest_disk", "guest_nbd", "is_qemu", "nbd_port"]

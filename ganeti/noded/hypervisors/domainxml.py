@@ -351,3 +351,25 @@ def disk_targets(xml: str, path: str) -> list[str]:
         if path in (source.get("file"), source.get("dev")) and target.get("dev"):
             found.append(str(target.get("dev")))
     return found
+
+
+def moved_nbd_hosts(xml: str, hosts: Mapping[tuple[str, int], str]) -> str | None:
+    """The domain document with its NBD disks' hosts replaced: ``hosts`` maps a
+    (host, port) the source opens to the host the destination opens (a mirrored
+    disk is served by each node's own mirror daemon at the node's address).  None
+    when no disk changes (the document as it is serves the destination)."""
+    root = ET.fromstring(xml)
+    changed = False
+    for disk in root.findall("devices/disk"):
+        source = disk.find("source")
+        if disk.get("type") != "network" or source is None or source.get("protocol") != "nbd":
+            continue
+        for host in source.findall("host"):
+            try:
+                key = (str(host.get("name")), int(host.get("port") or 0))
+            except ValueError:
+                continue
+            if key in hosts:
+                host.set("name", hosts[key])
+                changed = True
+    return ET.tostring(root, encoding="unicode") if changed else None

@@ -44,6 +44,8 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from ganeti.core import constants
+from ganeti.noded.bdev import qmirror
+from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors import domainxml
 from ganeti.noded.hypervisors.base import HypervisorError, MigrationStatus, instance_name
 from ganeti.noded.hypervisors.kvmcalls import code, gone_means, lookup_ours, not_running
@@ -61,6 +63,8 @@ MIGRATE_PEER2PEER = 2
 MIGRATE_UNSAFE = 512
 PARAM_URI = "migrate_uri"
 PARAM_BANDWIDTH = "bandwidth"
+#: libvirt's VIR_MIGRATE_PARAM_DEST_XML: the domain as the destination defines it.
+PARAM_DEST_XML = "destination_xml"
 ERR_NO_SUPPORT = 3
 ERR_OPERATION_INVALID = 55
 #: The destination node's libvirtd as the source's libvirtd reaches it.
@@ -73,6 +77,26 @@ log = Logger()
 
 def _host(target: str) -> str:
     return f"[{target}]" if ":" in target else target
+
+
+def nbd_moves(instance: Mapping[str, Any]) -> dict[tuple[str, int], str]:
+    """{(host, port) the source's guest opens: the host the destination's opens} of the
+    instance's mirrored disks of the qemu engine (the source's ``disks_info``: its own
+    address is ``local-ip``, the peer's ``remote-ip``; the port is the same on both)."""
+    moves: dict[tuple[str, int], str] = {}
+    for disk in instance.get("disks_info") or []:
+        if not isinstance(disk, dict):
+            continue
+        dyn = disk.get("dynamic_params") or {}
+        if not isinstance(dyn, Mapping) or not qmirror.is_qemu(dyn) \
+                or not dyn.get("remote-ip"):
+            continue
+        try:
+            _export, host, port = qmirror.guest_nbd(disk)
+        except BlockDeviceError:
+            continue
+        moves[(host, port)] = str(dyn["remote-ip"])
+    return moves
 
 
 # --- functions run in the libvirt thread (conn first) --------------------------------
@@ -168,6 +192,12 @@ class KvmMigrations:
         bandwidth = hv.get("migration_bandwidth")
         if bandwidth:
             params[PARAM_BANDWIDTH] = int(bandwidth)  # MiB/s, as Ganeti's parameter
+        moved = nbd_moves(instance)
+        if moved:  # mirrored disks: the destination opens its own node's mirror daemon
+            xml = await self.kvm.domain_xml(name)
+            dest_xml = domainxml.moved_nbd_hosts(xml, moved) if xml is not None else None
+            if dest_xml is not None:
+                params[PARAM_DEST_XML] = dest_xml
         flags = MIGRATE_PEER2PEER | MIGRATE_UNSAFE | (MIGRATE_LIVE if live else 0)
         downtime = hv.get("migration_downtime")
         record = Outgoing(target)
