@@ -12,7 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from ganeti.core import pidfile
 
-SLEEP = "import time; time.sleep(60)"
+SLEEP = "import time; print('ready', flush=True); time.sleep(60)"
 
 
 @pytest.mark.subprocess
@@ -24,9 +24,13 @@ class PidFileTest(SynchronousTestCase):
         os.makedirs(os.path.dirname(self.path))
 
     def spawn(self, *args):
-        proc = subprocess.Popen([sys.executable, "-c", SLEEP, *args])
+        """A process whose command line has ``args`` (it has started: right after the
+        fork /proc still shows the parent's command line)."""
+        proc = subprocess.Popen([sys.executable, "-c", SLEEP, *args], stdout=subprocess.PIPE)
+        self.addCleanup(proc.stdout.close)
         self.addCleanup(proc.wait)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        self.assertEqual(proc.stdout.readline(), b"ready\n")
         return proc
 
     def write(self, pid):
