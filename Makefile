@@ -176,32 +176,35 @@ typecheck: $(STAMP)
 # is spent waiting. Sharing the cores with them, a timed figure may take longer than on
 # a quiet machine: GANETI_SLOWDOWN scales the real-guest healing bound (15 s alone)
 # and ORACLE_WALL_BUDGET the oracle's own time budget (300 s alone).
-# As root, the unit tests' scratch files (TMPDIR) are on a tmpfs mounted for the run:
-# their clusters write, rename and fsync many small files (job and config files,
-# ssconf), which on the disk took a third of their time; durability is not what they
-# test (their crash tests kill processes, which a tmpfs survives as a disk does).
+# As root, each of the two processes gets a tmpfs mounted for the run as its TMPDIR
+# (short names: UNIX socket paths below it stay under 108 bytes): their clusters
+# write, rename and fsync many small files (job and config files, ssconf), which on
+# the disk took a third of the unit tests' time and nearly half of the integration
+# tests'; durability is not what they test (their crash tests kill processes, which a
+# tmpfs survives as a disk does). The oracle and the debootstrap install (Debian's
+# real tools, a 1 GiB image) run on the disk.
 INTEGRATION_WORKERS ?= 2
 UNITS := $(filter-out tests/integration/,$(sort $(dir $(wildcard tests/*/)))) \
 	$(wildcard tests/test_*.py)
 BESIDE := tests/integration/oracle tests/integration/test_debootstrap.py
 unit: install
-	@log=$$(mktemp); scratch=""; \
+	@log=$$(mktemp); utmp=""; itmp=""; \
 	if [ "$$(id -u)" = 0 ]; then \
-		scratch=$$(mktemp -d /var/tmp/ganeti-unit-tmp.XXXXXX); \
-		if mount -t tmpfs -o size=8g,mode=1777 ganeti-unit-tmp $$scratch; then \
-			trap 'umount '$$scratch' && rmdir '$$scratch EXIT; \
-		else rmdir $$scratch; scratch=""; fi; \
+		utmp=$$(mktemp -d /tmp/gu.XXXXXX); itmp=$$(mktemp -d /tmp/gi.XXXXXX); \
+		trap 'umount -q '$$utmp' '$$itmp'; rmdir '$$utmp' '$$itmp EXIT; \
+		mount -t tmpfs -o size=8g,mode=1777 ganeti-unit-tmp $$utmp || utmp=""; \
+		mount -t tmpfs -o size=12g,mode=1777 ganeti-integration-tmp $$itmp || itmp=""; \
 	fi; \
-	echo "$(PY) -m pytest -q $(UNITS)$${scratch:+ (TMPDIR=$$scratch, a tmpfs)}; then $(PY) -m pytest -q $(BESIDE)  (in the background)"; \
-	( TMPDIR=$${scratch:-$${TMPDIR:-/tmp}} $(PY) -m pytest -q -p no:cacheprovider --durations=15 \
+	echo "$(PY) -m pytest -q $(UNITS)$${utmp:+ (TMPDIR=$$utmp, a tmpfs)}; then $(PY) -m pytest -q $(BESIDE)  (in the background)"; \
+	( TMPDIR=$${utmp:-$${TMPDIR:-/tmp}} $(PY) -m pytest -q -p no:cacheprovider --durations=15 \
 		$(UNITS); units=$$?; \
 	  ORACLE_WALL_BUDGET=720 $(PY) -m pytest -q -p no:cacheprovider --durations=10 \
 		$(BESIDE); beside=$$?; \
 	  test $$units = 0 && test $$beside = 0 ) >$$log 2>&1 & \
 	pid=$$!; \
-	echo "$(PY) -m pytest -q tests/integration (but those)"; \
-	GANETI_SLOWDOWN=2 $(PY) -m pytest -q -n $(INTEGRATION_WORKERS) --dist loadfile \
-		--durations=25 tests/integration --ignore=tests/integration/oracle \
+	echo "$(PY) -m pytest -q tests/integration (but those)$${itmp:+ (TMPDIR=$$itmp, a tmpfs)}"; \
+	TMPDIR=$${itmp:-$${TMPDIR:-/tmp}} GANETI_SLOWDOWN=2 $(PY) -m pytest -q -n $(INTEGRATION_WORKERS) \
+		--dist loadfile --durations=25 tests/integration --ignore=tests/integration/oracle \
 		--ignore=tests/integration/test_debootstrap.py; integration=$$?; \
 	wait $$pid; others=$$?; \
 	echo "--- $(UNITS) $(BESIDE):"; cat $$log; rm -f $$log; \

@@ -8,7 +8,6 @@ import random
 import socket
 import subprocess
 import sys
-import tempfile
 
 from ganeti.cli import daemons
 from ganeti.core import constants
@@ -50,7 +49,9 @@ def rss(pid):
 #: of a run (xdist workers and the one beside them) never pick the same range, also
 #: for a cluster that is not listening at the moment one of them looks (a stopped
 #: one, or test_daemon_startup's, whose ports the test itself takes).
-IP_LOCK_DIR = os.path.join(tempfile.gettempdir(), "ganeti-test-ip-bases")
+#: Machine-wide, whatever TMPDIR a test process has (`make unit` gives the integration
+#: tests a tmpfs of their own, the oracle's process the system's).
+IP_LOCK_DIR = "/tmp/ganeti-test-ip-bases"
 _held_ip_bases: dict[str, int] = {}
 
 
