@@ -2,6 +2,9 @@
 process started)."""
 
 import json
+import os
+import stat
+import tempfile
 
 from twisted.internet import defer
 from twisted.internet.task import Clock
@@ -20,11 +23,28 @@ def daemon(**kw):
                         Volume("/dev/loop0", 4 << 20, 64 << 20), "10.0.0.1", 11007, **kw)
 
 
+def mode(path):
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
+
+
 def options(argv, flag):
     return [json.loads(argv[i + 1]) for i, a in enumerate(argv) if a == flag]
 
 
 class MirrorDaemonArgvTest(SynchronousTestCase):
+    def test_protocol_driver_follows_the_kind_of_file(self):
+        with tempfile.NamedTemporaryFile() as f:
+            whole = Volume(f.name).nodes("disk")[0]
+            self.assertEqual(whole["driver"], "file")
+            self.assertNotIn("locking", whole)  # a whole file keeps QEMU's locks
+        blocks = [os.path.join("/dev", n) for n in sorted(os.listdir("/dev"))
+                  if stat.S_ISBLK(mode(os.path.join("/dev", n)))]
+        if blocks:  # (a container may have none)
+            self.assertEqual(Volume(blocks[0]).nodes("disk")[0]["driver"], "host_device")
+
     def test_raw_volume_two_exports_peer_write_through(self):
         d = daemon()
         argv = d.argv()
@@ -32,6 +52,10 @@ class MirrorDaemonArgvTest(SynchronousTestCase):
         self.assertEqual(argv[argv.index("--pidfile") + 1], "/run/ganeti/qmirror/drbd7.pid")
         file_node, raw = options(argv, "--blockdev")
         self.assertEqual(file_node["filename"], "/dev/loop0")
+        # a physical volume is a block device: QEMU's file driver refuses those
+        self.assertEqual(file_node["driver"],
+                         "host_device" if stat.S_ISBLK(mode("/dev/loop0")) else "file")
+        self.assertEqual(file_node["locking"], "off")  # a range: other volumes share the PV
         self.assertEqual((raw["node-name"], raw["offset"], raw["size"]),
                          ("disk", 4 << 20, 64 << 20))
         server = options(argv, "--nbd-server")[0]["addr"]

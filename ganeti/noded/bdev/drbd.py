@@ -368,7 +368,9 @@ class DrbdDevice(BlockDevice):
         """Sync percentage and time left while resyncing; degraded unless Connected
         with the local disk UpToDate; the local disk okay, syncing or faulty."""
         seen = await self.mirror_status()
-        data = await qmirror_drbd.status(self) if self.qemu else None
+        data = (await qmirror_drbd.status(
+            self, seen.cstate == drbdstate.CONNECTED and seen.peer_role != PRIMARY)
+            if self.qemu else None)
         if data is not None:  # the primary's data plane: its mirror job decides
             return SyncStatus(self.dev_path, self.major, self.minor, data.sync_percent,
                               data.estimated_time, seen.is_degraded or not data.in_sync,

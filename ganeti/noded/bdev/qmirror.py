@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,9 +89,22 @@ class Volume:
     size: int | None = None
 
     def nodes(self, name: str) -> list[dict[str, Any]]:
-        """The file node ``<name>-file`` and the raw node ``name`` over it."""
-        file_node = {"driver": "file", "filename": self.path, "node-name": f"{name}-file",
-                     "aio": "threads", "cache": {"direct": False}}
+        """The protocol node ``<name>-file`` (QEMU's ``file`` driver, ``host_device``
+        for a block device: a volume's physical volume, a loop device) and the raw
+        node ``name`` over it."""
+        try:
+            block = stat.S_ISBLK(os.stat(self.path).st_mode)
+        except OSError:
+            block = False  # QEMU says what is wrong with it
+        file_node: dict[str, Any] = {
+            "driver": "host_device" if block else "file", "filename": self.path,
+            "node-name": f"{name}-file", "aio": "threads", "cache": {"direct": False}}
+        if self.offset or self.size is not None:
+            # a range of a physical volume that other volumes share (the data and the
+            # metadata of one disk, among others): QEMU's image locks are on the whole
+            # file and would refuse the second range; each range has one user, this
+            # daemon
+            file_node["locking"] = "off"
         raw: dict[str, Any] = {"driver": "raw", "file": f"{name}-file", "node-name": name}
         if self.offset:
             raw["offset"] = self.offset

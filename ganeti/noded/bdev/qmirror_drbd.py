@@ -55,9 +55,10 @@ from ganeti.noded.bdev.qmirror import (
     is_qemu,
     nbd_port,
 )
-from ganeti.noded.bdev.qmirror_roles import MirrorStatus, QemuMirror
+from ganeti.noded.bdev.qmirror_roles import ExportClosed, MirrorStatus, QemuMirror
 
 if TYPE_CHECKING:
+    from ganeti.noded.backend.context import NodeContext
     from ganeti.noded.bdev.drbd import DrbdDevice
 
 log = Logger()
@@ -87,6 +88,35 @@ async def _daemon(dev: DrbdDevice) -> MirrorDaemon | None:
                         str(dev.local_ip), nbd_port(dev.port), meta=await volume_of(meta))
 
 
+class GuestPaused:
+    """The writers of a disk whose guest opens it over NBD: for the last round of a
+    resync the node's kvm guests using the export are suspended (libvirt 9.0 gives
+    their NBD client no reconnect delay, so closing the export under them would fail
+    their I/O); without such a guest the export is closed instead."""
+
+    def __init__(self, ctx: NodeContext, daemon: MirrorDaemon) -> None:
+        self.ctx = ctx
+        self.daemon = daemon
+        self.paused: list[str] = []
+        self.closed: ExportClosed | None = None
+
+    async def pause(self) -> None:
+        kvm = self.ctx.kvm
+        self.paused = (await kvm.pause_nbd_users(self.daemon.local_ip, self.daemon.port)
+                       if kvm is not None else [])
+        if not self.paused:
+            self.closed = ExportClosed(self.daemon)
+            await self.closed.pause()
+
+    async def resume(self) -> None:
+        closed, self.closed = self.closed, None
+        paused, self.paused = self.paused, []
+        if closed is not None:
+            await closed.resume()
+        elif paused and self.ctx.kvm is not None:
+            await self.ctx.kvm.resume_guests(paused)
+
+
 def _rate(dev: DrbdDevice) -> int:
     return dev._rate() * 1024  # KiB/s (the disk's resync-rate) to bytes/s
 
@@ -108,7 +138,8 @@ async def mirror_of(dev: DrbdDevice, start: bool = False) -> QemuMirror | None:
             forget(mirror)
         if not start and daemon.pid() is None:
             return None
-        mirror = _MIRRORS[daemon.pidfile] = QemuMirror(daemon, rate=_rate(dev))
+        mirror = _MIRRORS[daemon.pidfile] = QemuMirror(
+            daemon, rate=_rate(dev), writers=GuestPaused(dev.ctx, daemon))
     mirror.rate = _rate(dev)
     await mirror.daemon.start()
     return mirror
@@ -137,8 +168,15 @@ async def created(dev: DrbdDevice) -> None:
 
 
 async def assembled(dev: DrbdDevice) -> None:
-    """The daemon runs on a side with its local volumes."""
-    await mirror_of(dev, start=True)
+    """The daemon runs on a side with its local volumes; a side the record says is
+    Secondary is no primary of the data plane either (its daemon may have been
+    restarted, or killed, since it last was: the role is kept beside it)."""
+    mirror = await mirror_of(dev, start=True)
+    if mirror is None or mirror.role() != "primary":
+        return
+    state = await dev.net.load(dev._minor())
+    if state is None or state.role != PRIMARY:
+        await mirror.make_secondary()
 
 
 async def _set_handoff(dev: DrbdDevice, token: str | None) -> None:
@@ -231,12 +269,21 @@ async def shut_down(dev: DrbdDevice) -> None:
             await dev.ctx.run(os.unlink, _fresh_marker(dev))
 
 
-async def status(dev: DrbdDevice) -> MirrorStatus | None:
-    """The data plane's status on a primary (None elsewhere)."""
+async def status(dev: DrbdDevice, peer_there: bool = False) -> MirrorStatus | None:
+    """The data plane's status on a primary (None elsewhere).  A new resource's
+    primary whose mirror could not connect yet tries again when ``peer_there`` (the
+    handshake reaches a secondary peer): a new disk is created on the primary first,
+    so its first open finds no daemon on the peer (DRBD waits for its peer and
+    connects).  Later disconnections are the master's to repair (attach_net)."""
     mirror = await mirror_of(dev)
     if mirror is None or mirror.role() != "primary":
         return None
-    return await mirror.status()
+    found = await mirror.status()
+    if found.connected is False and peer_there \
+            and await dev.ctx.run(os.path.exists, _fresh_marker(dev)):
+        await opened(dev)
+        found = await mirror.status()
+    return found
 
 
 def guest_disk(dev: DrbdDevice) -> tuple[str, str, int]:

@@ -240,9 +240,8 @@ class QemuMirror:
         """
         if sync not in ("auto", "full", "none"):
             raise BlockDeviceError(f"Unknown mirror sync mode {sync!r}")
-        jobs = await self._jobs()
         self._set_role("primary")
-        if MIRROR_JOB in jobs:  # already mirroring (a noded restart re-found it)
+        if await self._mirroring():  # already (a noded restart re-found it)
             self._start_rotation()
             return 0
         if self._prepared != (peer_ip, port) or PEER_NODE not in await self._nodes():
@@ -268,6 +267,21 @@ class QemuMirror:
                 self.copied = int(image.get("virtual-size", 0))
         self._start_rotation()
         return self.copied
+
+    async def _mirroring(self) -> bool:
+        """Whether the mirror job runs; one that is ending (a write to the peer failed:
+        ``on-target-error=report`` ends it, and QEMU takes a moment to) is waited for
+        until it is gone."""
+        gone = self.daemon.wait_event(_job_gone(MIRROR_JOB), JOB_TIMEOUT)
+        job = (await self._jobs()).get(MIRROR_JOB)
+        if job is not None and job.get("status") in ("running", "ready") \
+                and not job.get("error"):
+            gone.cancel()
+            return True
+        if job is None:
+            gone.cancel()
+        await gone.addErrback(lambda f: f.trap(defer.CancelledError))
+        return False
 
     async def prepare_peer(self, peer_ip: str, port: int) -> None:
         """Open the peer's export ahead of a role swap (while the peer still mirrors

@@ -353,6 +353,23 @@ def disk_targets(xml: str, path: str) -> list[str]:
     return found
 
 
+def nbd_disks(xml: str, host: str, port: int) -> list[str]:
+    """The target devices of a domain document's NBD disks at ``host:port``."""
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError:
+        return []
+    found = []
+    for disk in root.findall("devices/disk"):
+        source, target = disk.find("source"), disk.find("target")
+        if source is None or target is None or source.get("protocol") != "nbd":
+            continue
+        if any(h.get("name") == host and h.get("port") == str(port)
+               for h in source.findall("host")):
+            found.append(str(target.get("dev")))
+    return found
+
+
 def moved_nbd_hosts(xml: str, hosts: Mapping[tuple[str, int], str]) -> str | None:
     """The domain document with its NBD disks' hosts replaced: ``hosts`` maps a
     (host, port) the source opens to the host the destination opens (a mirrored

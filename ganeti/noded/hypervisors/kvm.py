@@ -365,6 +365,16 @@ class KvmHypervisor(Hypervisor):
                                            calls.resize_users, path, size)
         return told
 
+    async def pause_nbd_users(self, host: str, port: int) -> list[str]:
+        """Suspend the running guests whose disk is the NBD export at ``host:port`` (the
+        last round of a mirror's resync); their names, for :meth:`resume_guests`."""
+        paused: list[str] = await self.call(f"Failed to pause the guests of {host}:{port}",
+                                            calls.suspend_nbd_users, host, port)
+        return paused
+
+    async def resume_guests(self, names: list[str]) -> None:
+        await self.call("Failed to resume guests", calls.resume_all, names)
+
     # --- events (reactor) ------------------------------------------------------------
     def handle_event(self, name: str, event: int, detail: int) -> None:
         """A lifecycle event of domain ``name`` from libvirt (other domains of the

@@ -156,10 +156,14 @@ def reboot(conn: Any, name: str) -> None:
     gone_means(not_running(name))(dom.reboot)(0)
 
 
+#: libvirt's VIR_DOMAIN_XML_MIGRATABLE: the document a migration's destination takes.
+XML_MIGRATABLE = 8
+
+
 @gone_means(None)
-def xml_of(conn: Any, name: str) -> str | None:
+def xml_of(conn: Any, name: str, flags: int = 0) -> str | None:
     dom = lookup_ours(conn, name)
-    return None if dom is None else str(dom.XMLDesc(0))
+    return None if dom is None else str(dom.XMLDesc(flags))
 
 
 def set_memory(conn: Any, name: str, mib: int) -> None:
@@ -190,3 +194,27 @@ def resize_users(conn: Any, path: str, size: int) -> list[str]:
             if gone_means(False)(dom.blockResize)(target, size, RESIZE_BYTES) is not False:
                 told.append(dom.name())
     return told
+
+
+def suspend_nbd_users(conn: Any, host: str, port: int) -> list[str]:
+    """Suspend every running domain of ours with an NBD disk at ``host:port`` (its
+    vCPUs stop and its block I/O drains: nothing it writes reaches the disk until it
+    resumes); their names."""
+    paused = []
+    for dom in conn.listAllDomains(LIST_ACTIVE):
+        xml = gone_means("")(dom.XMLDesc)(0)
+        meta = domainxml.read_metadata(xml)
+        if meta is None or meta.get("hypervisor") != HT \
+                or not domainxml.nbd_disks(xml, host, port):
+            continue
+        if gone_means(False)(dom.suspend)() is not False:
+            paused.append(dom.name())
+    return paused
+
+
+def resume_all(conn: Any, names: list[str]) -> None:
+    """Resume the domains ``names`` (one gone meanwhile is no error)."""
+    for name in names:
+        dom = lookup_ours(conn, name)
+        if dom is not None:
+            gone_means(None)(dom.resume)()

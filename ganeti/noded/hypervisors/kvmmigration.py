@@ -48,7 +48,14 @@ from ganeti.noded.bdev import qmirror
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors import domainxml
 from ganeti.noded.hypervisors.base import HypervisorError, MigrationStatus, instance_name
-from ganeti.noded.hypervisors.kvmcalls import code, gone_means, lookup_ours, not_running
+from ganeti.noded.hypervisors.kvmcalls import (
+    XML_MIGRATABLE,
+    code,
+    gone_means,
+    lookup_ours,
+    not_running,
+    xml_of,
+)
 
 if TYPE_CHECKING:
     from ganeti.noded.hypervisors.kvm import KvmHypervisor
@@ -194,7 +201,9 @@ class KvmMigrations:
             params[PARAM_BANDWIDTH] = int(bandwidth)  # MiB/s, as Ganeti's parameter
         moved = nbd_moves(instance)
         if moved:  # mirrored disks: the destination opens its own node's mirror daemon
-            xml = await self.kvm.domain_xml(name)
+            # (from the migratable document, as libvirt wants a destination's)
+            xml = await self.kvm.call(f"Failed to read instance {name}", xml_of, name,
+                                      XML_MIGRATABLE)
             dest_xml = domainxml.moved_nbd_hosts(xml, moved) if xml is not None else None
             if dest_xml is not None:
                 params[PARAM_DEST_XML] = dest_xml
