@@ -200,6 +200,10 @@ class ConsoleAndMetadataTest(SynchronousTestCase):
             dx.DiskSpec("disk", nbd=("10.77.0.1", 21006)),
             dx.DiskSpec("/dev/loop1", block=True)]})
         xml = dx.domain_xml(s)
+        # the guests a resync's last round suspends: those whose disk is the export
+        self.assertEqual(dx.nbd_disks(xml, "10.77.0.1", 21006), ["vdb"])
+        self.assertEqual(dx.nbd_disks(xml, "10.77.0.2", 21006), [])
+        self.assertEqual(dx.disk_targets(xml, "/dev/loop1"), ["vdc"])
         moved = dx.moved_nbd_hosts(xml, {("10.77.0.1", 21005): "10.77.0.2"})
         hosts = [(h.get("name"), h.get("port"))
                  for h in ET.fromstring(moved).findall("devices/disk/source/host")]

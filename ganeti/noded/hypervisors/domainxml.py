@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -336,25 +336,9 @@ def read_metadata(xml: str) -> dict[str, str] | None:
     return None if element is None else dict(element.attrib)
 
 
-def disk_targets(xml: str, path: str) -> list[str]:
-    """The target devices (``vda``...) of a domain document's disks opened at ``path``."""
-    try:
-        root = ET.fromstring(xml)
-    except ET.ParseError:
-        return []
-    found = []
-    for disk in root.findall("devices/disk"):
-        source = disk.find("source")
-        target = disk.find("target")
-        if source is None or target is None:
-            continue
-        if path in (source.get("file"), source.get("dev")) and target.get("dev"):
-            found.append(str(target.get("dev")))
-    return found
-
-
-def nbd_disks(xml: str, host: str, port: int) -> list[str]:
-    """The target devices of a domain document's NBD disks at ``host:port``."""
+def _targets(xml: str, opens: Callable[[ET.Element], bool]) -> list[str]:
+    """The target devices (``vda``...) of a domain document's disks whose ``<source>``
+    ``opens`` accepts."""
     try:
         root = ET.fromstring(xml)
     except ET.ParseError:
@@ -362,12 +346,21 @@ def nbd_disks(xml: str, host: str, port: int) -> list[str]:
     found = []
     for disk in root.findall("devices/disk"):
         source, target = disk.find("source"), disk.find("target")
-        if source is None or target is None or source.get("protocol") != "nbd":
-            continue
-        if any(h.get("name") == host and h.get("port") == str(port)
-               for h in source.findall("host")):
+        if source is not None and target is not None and target.get("dev") \
+                and opens(source):
             found.append(str(target.get("dev")))
     return found
+
+
+def disk_targets(xml: str, path: str) -> list[str]:
+    """The target devices of a domain document's disks opened at ``path``."""
+    return _targets(xml, lambda source: path in (source.get("file"), source.get("dev")))
+
+
+def nbd_disks(xml: str, host: str, port: int) -> list[str]:
+    """The target devices of a domain document's NBD disks at ``host:port``."""
+    return _targets(xml, lambda source: source.get("protocol") == "nbd" and any(
+        h.get("name") == host and h.get("port") == str(port) for h in source.findall("host")))
 
 
 def moved_nbd_hosts(xml: str, hosts: Mapping[tuple[str, int], str]) -> str | None:
