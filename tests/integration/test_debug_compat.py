@@ -25,6 +25,7 @@ import os
 import re
 import socket
 import sys
+import tempfile
 import time
 
 from tests.integration.clustercase import ClusterCase, needs_debian_tool
@@ -120,7 +121,8 @@ class DebugCompatTest(ClusterCase):
             if path is None:
                 time.sleep(0.05)
         self.assertIsNotNone(path)
-        self.assertRegex(path, r"^/tmp/tmp[^/]+/sock$")
+        # in the master's temporary directory (TMPDIR: the test's own, inherited)
+        self.assertRegex(path, rf"^{re.escape(tempfile.gettempdir())}/tmp[^/]+/sock$")
         start = time.monotonic()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(10)
