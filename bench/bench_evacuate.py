@@ -58,7 +58,7 @@ def create_op(name: str, template: str = "sharedfile", **extra: object) -> dict:
     return {"OP_ID": "OP_INSTANCE_CREATE", "instance_name": name, "mode": "create",
             "pnode": MASTER, "os_type": "busybox", "nics": [{}], "name_check": False,
             "ip_check": False, "beparams": {"maxmem": 128, "minmem": 128},
-            "disk_template": template, "disks": [{"size": 256 if template == "drbd" else 1024}],
+            "disk_template": template, "disks": [{"size": 1024}],
             "no_install": True, "start": True, **extra}
 
 
@@ -128,7 +128,7 @@ def main() -> None:
         report("secondaries", {j: v for j, v in done.items()
                                if kinds[j] == "OP_INSTANCE_REPLACE_DISKS"}, wall0, sleft,
                f"{args.secondaries} drbd secondaries replaced, new secondaries in sync "
-               f"(emulated mirror engine, 256 MiB disks)")
+               f"(emulated mirror engine, 1 GiB disks)")
     finally:
         cluster.destroy()
 
