@@ -99,7 +99,8 @@ def main() -> None:
             templates = ["file", "diskless", "sharedfile", *(["plain", "drbd"] if drbd else [])]
             job_ok(client, [{"OP_ID": "OP_CLUSTER_SET_PARAMS",
                              "enabled_disk_templates": templates,
-                             "ipolicy": {"disk-templates": templates}}])
+                             # 20 one-vCPU guests on nodes of this machine's 2 CPUs
+                             "ipolicy": {"disk-templates": templates, "vcpu-ratio": 64.0}}])
             for k in range(args.primaries):
                 job_ok(client, [create_op(f"pri{k}.{DOMAIN}")])
             for k in range(args.secondaries):
