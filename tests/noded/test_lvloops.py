@@ -15,7 +15,7 @@ from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from ganeti.noded.backend import exports, instdisks, lvloops, osdefs
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
-from ganeti.noded.bdev import lvm
+from ganeti.noded.bdev import lvm, qmirror_drbd
 from ganeti.noded.hypervisors.domainxml import DiskSpec
 from tests.noded.helpers import loop_volume_group, node_paths
 from tests.noded.test_osdefs import DUMP_ENV, OsTestCase, instance, make_os, read_env
@@ -112,10 +112,23 @@ class OsScriptLoopsTest(OsTestCase):
         self.assertEqual(read_env(out)["DISK_0_PATH"], "/dev/loop9")
         self.assertEqual([r[2] for r in self.ranges], [["xenvg", "u.disk0_data"]])
         self.assertEqual(lvloops.data_volume({"dev_type": "drbd", "children": []}), None)
-        # the qemu engine's disk is written through its mirror only: no loop, no path
-        qemu = dict(drbd, dynamic_params={"mirror": "qemu"})
-        self.assertEqual(await lvloops.attach(self.ctx, instance(disks_info=[qemu]), "x"),
-                         ({}, []))
+        # the qemu engine's disk is written through its mirror only, never beside it:
+        # without the mirror's daemon there is no path
+        qemu = dict(drbd, dynamic_params={"mirror": "qemu", "local-ip": "127.0.0.1",
+                                           "remote-ip": "127.0.0.2", "local-minor": 0,
+                                           "remote-minor": 0})
+        calls = len(self.losetup_calls())
+
+        async def no_daemon(dev, start=False):
+            self.assertEqual((dev.port, dev.local_ip), (11000, "127.0.0.1"))
+            return None
+        self.patch(qmirror_drbd, "mirror_of", no_daemon)
+        with self.assertRaises(RPCFail) as cm:
+            await lvloops.attach(self.ctx, instance(disks_info=[qemu]), "reinstall")
+        self.assertEqual(str(cm.exception), "Could not reinstall instance inst1.example.com: "
+                         "disk 0: its mirror daemon does not run on this node (activate "
+                         "the instance's disks first)")
+        self.assertEqual(len(self.losetup_calls()), calls)
         self.assertEqual(lvloops.engine(instance(hypervisor="fake"), drbd), "emulated")
         self.assertEqual(lvloops.data_volume({"dev_type": "file"}), None)
 
@@ -155,4 +168,23 @@ class RealVolumeLoopTest(SynchronousTestCase):
             self.assertEqual(f.read(9), b"GANETI-LV")
         listing = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
         self.assertNotIn(f"{loops[0]}:", listing)
+
+    def test_extents_from_the_report_row_match_lvs(self) -> None:
+        """A volume's extents from its attach row (MiB figures, the PV's pe_start asked
+        once) are the byte-exact ones ``lvs --units b`` gives."""
+        disk = {"dev_type": "plain", "logical_id": [self.vg, "b.disk0"], "mode": "rw"}
+        dev = lvm.LogicalVolume(self.ctx, disk, [])
+        self.assertTrue(self.successResultOf(defer.ensureDeferred(dev.attach())))
+        exact = self.successResultOf(defer.ensureDeferred(
+            lvm.extents(self.ctx, self.vg, "b.disk0")))
+        self.assertEqual(exact, (self.pv, (1 << 20) + (8 << 20), 8 << 20))
+        calls = []
+        real = lvm.lvm
+
+        async def counted(ctx, *args):
+            calls.append(args[0])
+            return await real(ctx, *args)
+        self.patch(lvm, "lvm", counted)
+        self.assertEqual(self.successResultOf(defer.ensureDeferred(dev.extents())), exact)
+        self.assertEqual(calls, [])  # no lvs, and pe_start was asked before
 

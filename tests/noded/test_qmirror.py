@@ -7,6 +7,7 @@ from twisted.internet import defer
 from twisted.trial.unittest import TestCase
 
 from ganeti.noded.bdev.base import BlockDeviceError
+from ganeti.noded.bdev.qmirror import FileExport
 from ganeti.noded.bdev.qmirror_roles import MIRROR_JOB
 from tests.noded.qmirrorhelpers import IPS, MIB, MirrorPair, program
 
@@ -215,6 +216,38 @@ class QemuMirrorTest(TestCase):
         self.assertEqual((await old.status()).role, "secondary")
         await self.write(pair, 1, 0x72, MIB, MIB)
         self.assertEqual(pair.read(0, MIB, MIB), b"\x72" * MIB)
+
+    @aio
+    async def test_the_disk_as_a_file_writes_through_the_mirror(self):
+        """What an OS script writes to the primary's file export (FUSE, over the
+        guest-facing export) is on both sides once it is flushed; the secondary
+        refuses one."""
+        pair, _ = await self.connected_pair()
+        primary, secondary = pair.mirrors
+        path = await primary.export_file()
+        self.assertTrue(path.startswith("/proc/"), path)
+        with open(path, "r+b") as f:
+            self.assertEqual(f.seek(0, 2), 64 * MIB)
+            f.seek(6 * MIB)
+            f.write(b"\x5c" * MIB)
+            f.flush()
+            os.fsync(f.fileno())
+        self.assertEqual(pair.read(1, 6 * MIB, MIB), b"\x5c" * MIB)
+        self.assertEqual(pair.read(0, 6 * MIB, MIB), b"\x5c" * MIB)
+        again = await primary.export_file()  # a crashed caller's export is replaced
+        self.assertNotEqual(again, path)  # another daemon
+        with open(again, "rb") as f:
+            f.seek(6 * MIB)
+            self.assertEqual(f.read(MIB), b"\x5c" * MIB)
+        await primary.end_file_export()
+        self.assertFalse(os.path.exists(FileExport(pair.daemons[0]).mountpoint))
+        await primary.end_file_export()  # nothing left to end
+        with self.assertRaises(BlockDeviceError) as cm:
+            await secondary.export_file()
+        self.assertEqual(str(cm.exception), "the disk is not primary on this node")
+        # the guest-facing export was not disturbed
+        await self.write(pair, 0, 0x5d, 7 * MIB, MIB)
+        self.assertEqual(pair.read(1, 7 * MIB, MIB), b"\x5d" * MIB)
 
     @aio
     async def test_daemon_is_refound_after_a_noded_restart(self):

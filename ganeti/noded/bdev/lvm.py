@@ -110,7 +110,7 @@ def vg_lv(disk: dict[str, Any]) -> tuple[str, str]:
 
 
 _LV_FIELDS = ["vg_name", "lv_name", "lv_size", "lv_attr", "lv_kernel_major",
-              "lv_kernel_minor", "devices"]
+              "lv_kernel_minor", "devices", "vg_extent_size"]
 
 
 async def lv_info(ctx: NodeContext, vg: str, lv: str) -> dict[str, Any] | None:
@@ -272,6 +272,10 @@ class LogicalVolume(BlockDevice):
         degraded = attr[:1] == "v" or attr[8:9] == "p"
         return SyncStatus.of(self.dev_path, self.major, self.minor, degraded)
 
+    async def extents(self) -> tuple[str, int, int]:
+        """:func:`extents` of the attached volume, from its report row where it can."""
+        return await extents(self.ctx, *vg_lv(self.disk), self._row)
+
     async def dimensions(self) -> list[Any] | None:
         """[size in bytes, number of physical volumes]."""
         if self._row is None:
@@ -346,23 +350,59 @@ async def lvm_rows(ctx: NodeContext, command: str, fields: str, name: str
         return None
 
 
-async def extents(ctx: NodeContext, vg: str, lv: str) -> tuple[str, int, int]:
+#: Each physical volume's ``pe_start`` (where its first extent starts), by its path and
+#: device number: fixed when the PV is made, so asked once per node daemon.
+_PE_START: dict[tuple[str, int], int] = {}
+
+
+def _whole_bytes(mib_text: Any) -> int | None:
+    """A ``--units m`` figure as bytes when it is a whole number of MiB (then exact);
+    else None."""
+    try:
+        value = float(mib_text)
+    except (TypeError, ValueError):
+        return None
+    return int(value) * MIB if value.is_integer() and value > 0 else None
+
+
+async def _pe_start(ctx: NodeContext, pv: str) -> int:
+    try:
+        key = (pv, os.stat(pv).st_rdev)
+    except OSError:
+        key = (pv, -1)
+    if key not in _PE_START:
+        pvs = await lvm_rows(ctx, "pvs", "pv_name,pe_start", pv)
+        try:
+            _PE_START[key] = int((pvs or [{}])[0]["pe_start"])
+        except (KeyError, ValueError):
+            raise BlockDeviceError(f"cannot read physical volume {pv}") from None
+    return _PE_START[key]
+
+
+async def extents(ctx: NodeContext, vg: str, lv: str,
+                  row: dict[str, Any] | None = None) -> tuple[str, int, int]:
     """A volume without device-mapper as (its physical volume, byte offset, size): one
-    segment on one PV only (``pe_start + first extent * extent size``)."""
-    rows = await lvm_rows(ctx, "lvs", "lv_size,devices,vg_extent_size", f"{vg}/{lv}")
-    if rows is None or len(rows) != 1:
-        raise BlockDeviceError(f"volume {vg}/{lv} is missing or has several segments "
-                               "(without device-mapper only a volume of one segment can "
-                               "be used)")
+    segment on one PV only (``pe_start + first extent * extent size``).  ``row``: the
+    volume's :func:`lv_info` row, used when its MiB figures are exact (whole MiB, as
+    extents of 1 MiB or more make them), saving an ``lvs`` run."""
+    ext = size = None
+    if row is not None and len(row.get("pvs") or []) == 1:
+        ext, size = _whole_bytes(row.get("vg_extent_size")), _whole_bytes(row.get("lv_size"))
+    rows: list[dict[str, Any]] | None
+    if ext is not None and size is not None and row is not None:
+        rows = [{"devices": row.get("devices", "")}]
+    else:
+        rows = await lvm_rows(ctx, "lvs", "lv_size,devices,vg_extent_size", f"{vg}/{lv}")
+        if rows is None or len(rows) != 1:
+            raise BlockDeviceError(f"volume {vg}/{lv} is missing or has several segments "
+                                   "(without device-mapper only a volume of one segment "
+                                   "can be used)")
+        try:
+            ext, size = int(rows[0]["vg_extent_size"]), int(rows[0]["lv_size"])
+        except (KeyError, ValueError) as err:
+            raise BlockDeviceError(f"cannot read the extents of {vg}/{lv}: {err}") from None
     match = re.fullmatch(r"(/[^(,]+)\((\d+)\)", str(rows[0].get("devices", "")))
     if match is None:
         raise BlockDeviceError(f"volume {vg}/{lv} lies on several physical volumes")
     pv, first_pe = match.group(1), int(match.group(2))
-    pvs = await lvm_rows(ctx, "pvs", "pv_name,pe_start", pv)
-    if not pvs:
-        raise BlockDeviceError(f"cannot read physical volume {pv}")
-    try:
-        offset = int(pvs[0]["pe_start"]) + first_pe * int(rows[0]["vg_extent_size"])
-        return pv, offset, int(rows[0]["lv_size"])
-    except (KeyError, ValueError) as err:
-        raise BlockDeviceError(f"cannot read the extents of {vg}/{lv}: {err}") from None
+    return pv, await _pe_start(ctx, pv) + first_pe * ext, size

@@ -37,12 +37,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 from twisted.internet.interfaces import IReactorTime, IReactorUNIX
 from twisted.logger import Logger
 
@@ -344,6 +345,86 @@ class MirrorDaemon:
                     os.unlink(stale)
                 except OSError:
                     pass
+
+
+#: Seconds the file export's NBD client waits for the guest-facing export to come
+#: back (a resync's last round closes it while no guest uses it).
+FILE_RECONNECT_DELAY = 30
+
+
+class FileExport:
+    """A disk served as a regular file to programs on its primary node (OS scripts).
+
+    A second, short-lived qemu-storage-daemon opens the disk's guest-facing export
+    over NBD, as a guest does, so what is written there goes through the mirror
+    (both sides have it when the write returns), and serves it as a file with QEMU's
+    FUSE export.  (The disk daemon cannot serve the file itself: a writable FUSE export
+    takes the resize permission, which the mirror job does not share.)  Its pid file
+    and mount point are beside the disk daemon's; :meth:`start` first ends one a
+    crashed caller left.
+    """
+
+    def __init__(self, daemon: MirrorDaemon) -> None:
+        self.daemon = daemon
+        self.pidfile = os.path.join(daemon.dir, f"{daemon.name}.file.pid")
+        self.mountpoint = os.path.join(daemon.dir, f"{daemon.name}.file")
+
+    def pid(self) -> int | None:
+        """The running file daemon's pid, None if there is none."""
+        try:
+            with open(self.pidfile, encoding="ascii") as f:
+                pid = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            return None
+        return pid if pid > 0 and _alive(pid) else None
+
+    def argv(self) -> list[str]:
+        d = self.daemon
+        client = {"driver": "nbd", "node-name": "nbd", "export": EXPORT,
+                  "server": {"type": "inet", "host": d.local_ip, "port": str(d.port)},
+                  "reconnect-delay": FILE_RECONNECT_DELAY}
+        fuse = {"type": "fuse", "id": "file", "node-name": "nbd",
+                "mountpoint": self.mountpoint, "writable": True}
+        return [*d.prefix, qsd_program(), "--daemonize", "--pidfile", self.pidfile,
+                "--blockdev", json.dumps(client), "--export", json.dumps(fuse)]
+
+    async def start(self) -> str:
+        """Serve the file; its path as this process opens it (``/proc/<pid>/root/...``:
+        the daemon may be in another mount namespace, as a test's node is)."""
+        await self.stop()
+        os.makedirs(self.daemon.dir, exist_ok=True)
+        with open(self.mountpoint, "a"):  # FUSE mounts over a regular file
+            pass
+        out = await self.daemon.children.run(self.argv(), timeout=START_TIMEOUT,
+                                             merge_stderr=True)
+        pid = self.pid()
+        if not out.ok or pid is None:
+            text = out.stdout.decode("utf-8", "replace").strip()
+            raise BlockDeviceError(f"Cannot serve {self.daemon.name} as a file: "
+                                   f"{text or out.reason()}")
+        return f"/proc/{pid}/root{self.mountpoint}"
+
+    async def stop(self) -> None:
+        """End the file daemon (SIGTERM: it flushes, unmounts and closes) and wait for
+        it; safe if there is none."""
+        pid = self.pid()
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            waited = 0.0
+            while _alive(pid):
+                if waited > START_TIMEOUT:
+                    raise BlockDeviceError(f"The file export of {self.daemon.name} does "
+                                           f"not end (pid {pid})")
+                await task.deferLater(self.daemon.clock, 0.05, lambda: None)
+                waited += 0.05
+        for stale in (self.pidfile, self.mountpoint):
+            try:
+                os.unlink(stale)
+            except FileNotFoundError:
+                pass
 
 
 # --- the drbd engine's addresses (the qemu engine of the drbd device, .qmirror_drbd;

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from twisted.logger import Logger
 
@@ -67,7 +67,7 @@ async def volume_of(dev: BlockDevice) -> Volume:
     """Where a local volume's data is: a plain volume without device-mapper is its
     extents on its physical volume; anything else its path on the node."""
     if dev.dev_type == constants.DT_PLAIN and not lvm.dm_available():
-        pv, offset, size = await lvm.extents(dev.ctx, *lvm.vg_lv(dev.disk))
+        pv, offset, size = await cast(lvm.LogicalVolume, dev).extents()
         return Volume(pv, offset, size)
     path = dev.local_path()
     if path is None:

@@ -48,6 +48,7 @@ from ganeti.noded.bdev.qmirror import (
     DISK_NODE,
     EXPORT,
     PEER_EXPORT,
+    FileExport,
     MirrorDaemon,
     export_args,
     qemu_io_program,
@@ -122,12 +123,16 @@ class ExportClosed:
         await gone
 
     async def resume(self) -> None:
-        # back above the mirror's filter if the mirror started (an export on ``disk``
-        # would bypass it); when the job ends QEMU moves the export down to ``disk``
-        nodes = await self.daemon.execute("query-named-block-nodes", {"flat": True})
-        top = MIRROR_TOP if any(n.get("node-name") == MIRROR_TOP for n in nodes or []) \
-            else DISK_NODE
-        await self.daemon.execute("block-export-add", export_args(top))
+        await self.daemon.execute("block-export-add", export_args(await top_node(self.daemon)))
+
+
+async def top_node(daemon: MirrorDaemon) -> str:
+    """The node a new writer must write to: the mirror's filter when the mirror runs
+    (an export on ``disk`` would bypass it; when the job ends QEMU moves the filter's
+    parents down to ``disk``), else ``disk``."""
+    nodes = await daemon.execute("query-named-block-nodes", {"flat": True})
+    return MIRROR_TOP if any(n.get("node-name") == MIRROR_TOP for n in nodes or []) \
+        else DISK_NODE
 
 
 class QemuMirror:
@@ -276,6 +281,7 @@ class QemuMirror:
         job = (await self._jobs()).get(MIRROR_JOB)
         if job is not None and job.get("status") in ("running", "ready") \
                 and not job.get("error"):
+            gone.addErrback(lambda f: f.trap(defer.CancelledError))
             gone.cancel()
             return True
         if job is None:
@@ -319,6 +325,19 @@ class QemuMirror:
             await self.daemon.execute("block-dirty-bitmap-remove",
                                       {"node": DISK_NODE, "name": f"dirty-{gen}"})
         return clean
+
+    # -- the disk as a file (OS scripts) ---------------------------------------------
+
+    async def export_file(self) -> str:
+        """Serve the disk as a file that writes through the mirror
+        (:class:`~.qmirror.FileExport`); its path.  Only on the primary."""
+        if self.role() != "primary":
+            raise BlockDeviceError("the disk is not primary on this node")
+        return await FileExport(self.daemon).start()
+
+    async def end_file_export(self) -> None:
+        """End the file export of :meth:`export_file` (if there is one)."""
+        await FileExport(self.daemon).stop()
 
     async def disconnect(self) -> None:
         """Stop the mirror job and close the peer (StandAlone); the bitmap records on."""
@@ -400,6 +419,7 @@ class QemuMirror:
                 raise BlockDeviceError(f"Resync of {self.daemon.name} failed: "
                                        f"{data.get('error', 'cancelled')}")
         except BaseException:
+            done.addErrback(lambda f: f.trap(defer.CancelledError))
             done.cancel()
             await self.daemon.execute("block-dirty-bitmap-merge", {
                 "node": DISK_NODE, "target": f"dirty-{nxt}", "bitmaps": [f"dirty-{gen}"]})
