@@ -1,14 +1,20 @@
 """The qemu mirror engine with real qemu-storage-daemons on two loopback "nodes"."""
 
 import os
+import shutil
+import subprocess
 
 import pytest
-from twisted.internet import defer
-from twisted.trial.unittest import TestCase
+from twisted.internet import defer, reactor
+from twisted.trial.unittest import SkipTest, TestCase
 
+from ganeti.noded.backend import lvloops
+from ganeti.noded.backend.context import NodeContext, inline_runner
+from ganeti.noded.bdev import qmirror_drbd
 from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.qmirror import FileExport
 from ganeti.noded.bdev.qmirror_roles import MIRROR_JOB
+from tests.noded.helpers import node_paths
 from tests.noded.qmirrorhelpers import IPS, MIB, MirrorPair, program
 
 
@@ -248,6 +254,40 @@ class QemuMirrorTest(TestCase):
         # the guest-facing export was not disturbed
         await self.write(pair, 0, 0x5d, 7 * MIB, MIB)
         self.assertEqual(pair.read(1, 7 * MIB, MIB), b"\x5d" * MIB)
+
+    @aio
+    async def test_an_os_script_writes_through_the_mirror(self):
+        """lvloops hands an OS script a loop device over the file export: what it
+        writes is on both sides when the call returns, and nothing is left behind."""
+        if os.geteuid() != 0 or shutil.which("losetup", path="/usr/sbin:/sbin") is None:
+            raise SkipTest("loop devices need root and losetup")
+        pair, _ = await self.connected_pair()
+        ctx = NodeContext(paths=node_paths(self), clock=reactor, run=inline_runner,
+                          children=pair.children)
+
+        async def mirror_of(dev, start=False):
+            return pair.mirrors[0]
+        self.patch(qmirror_drbd, "mirror_of", mirror_of)
+        disk = {"dev_type": "drbd", "logical_id": ["n1", "n2", 11000, 0, 0, "secret"],
+                "dynamic_params": {"mirror": "qemu", "local-ip": IPS[0], "remote-ip": IPS[1],
+                                   "local-minor": 0, "remote-minor": 0},
+                "mode": "rw", "size": 64, "children": [
+                    {"dev_type": "plain", "logical_id": ["xenvg", "d_data"], "size": 64},
+                    {"dev_type": "plain", "logical_id": ["xenvg", "d_meta"], "size": 128}]}
+        inst = {"name": "inst1", "hypervisor": "kvm", "disks_info": [disk]}
+        env, loops = await lvloops.attach(ctx, inst, "run the OS create script of")
+        device = env["DISK_0_PATH"]
+        self.assertEqual(list(loops), [device])
+        self.assertTrue(device.startswith("/dev/loop"), device)
+        with open(device, "r+b") as f:  # the script writes, without syncing
+            f.seek(9 * MIB)
+            f.write(b"\x6b" * MIB)
+        await lvloops.detach(ctx, loops)
+        self.assertEqual(pair.read(1, 9 * MIB, MIB), b"\x6b" * MIB)
+        self.assertEqual(pair.read(0, 9 * MIB, MIB), b"\x6b" * MIB)
+        listing = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+        self.assertNotIn(f"{device}:", listing)
+        self.assertIsNone(FileExport(pair.daemons[0]).pid())
 
     @aio
     async def test_daemon_is_refound_after_a_noded_restart(self):
