@@ -54,7 +54,7 @@ GUEST_DIR := .cache/guest
 TEST_PACKAGES := $(sort $(VM_PACKAGES) $(COMPAT_PACKAGES) $(OS_PACKAGES) $(BROWSER_PACKAGES) \
 	$(ORACLE_LIBS) $(REAL_CLUSTER_PACKAGES) $(TOOL_PACKAGES))
 
-.PHONY: packages prepare venv-checks install install-compat install-os install-oracle install-browser install-vm guest demo test quick lint typecheck unit regen sdist clean
+.PHONY: packages prepare venv-checks install install-compat install-os install-oracle install-browser install-vm guest demo test quick lint typecheck unit test-migration-faults regen sdist clean
 
 install: $(STAMP) install-vm guest
 	@$(PY) -c "from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))"
@@ -188,6 +188,8 @@ INTEGRATION_WORKERS ?= 2
 UNITS := $(filter-out tests/integration/,$(sort $(dir $(wildcard tests/*/)))) \
 	$(wildcard tests/test_*.py)
 BESIDE := tests/integration/oracle tests/integration/test_debootstrap.py
+# Outside the test run's time budget (each has its own target below).
+SLOW := tests/integration/test_kvm_migration_faults.py
 unit: install
 	@log=$$(mktemp); utmp=""; itmp=""; \
 	if [ "$$(id -u)" = 0 ]; then \
@@ -206,13 +208,21 @@ unit: install
 	echo "$(PY) -m pytest -q tests/integration (but those)$${itmp:+ (TMPDIR=$$itmp, a tmpfs)}"; \
 	TMPDIR=$${itmp:-$${TMPDIR:-/tmp}} GANETI_SLOWDOWN=2 $(PY) -m pytest -q -n $(INTEGRATION_WORKERS) \
 		--dist loadfile --durations=25 tests/integration --ignore=tests/integration/oracle \
-		--ignore=tests/integration/test_debootstrap.py; integration=$$?; \
+		--ignore=tests/integration/test_debootstrap.py $(SLOW:%=--ignore=%); integration=$$?; \
 	wait $$pid; others=$$?; \
 	echo "--- $(UNITS) $(BESIDE):"; cat $$log; rm -f $$log; \
 	echo "integration tests: exit $$integration; the others: exit $$others"; \
 	test $$integration = 0 && test $$others = 0
 
 test: prepare install install-compat install-os install-vm guest install-oracle install-browser unit
+
+# The migration fault matrix with real kvm guests (root; about 2.5 minutes, ten real
+# migrations: outside `make test`'s budget; the fake hypervisor's matrix is inside).
+test-migration-faults: install install-vm guest
+	@itmp=$$(mktemp -d /tmp/gi.XXXXXX); trap 'umount -q '$$itmp'; rmdir '$$itmp EXIT; \
+	mount -t tmpfs -o size=8g,mode=1777 ganeti-integration-tmp $$itmp || itmp=""; \
+	TMPDIR=$${itmp:-$${TMPDIR:-/tmp}} GANETI_TEST_NO_SKIP=1 $(PY) -m pytest -q -s \
+		-p no:cacheprovider tests/integration/test_kvm_migration_faults.py
 
 # The inner loop: every test but the integration tests and the tests that start a
 # process or a daemon (pytest markers `integration` and `subprocess`, declared in

@@ -168,8 +168,8 @@ class InterruptedTest(MigrationCase):
 class RestartTest(MigrationCase):
     def test_master_restarted_mid_transfer(self):
         """The master dies while the memory is sent: the restarted master fails the job
-        (the queue's crash rule); the next migration ends the recorded one on the
-        source first, then migrates."""
+        (the queue's crash rule) and submits the migration's cleanup itself, which ends
+        the migration still recorded on the source; the next migration just works."""
         from tests.fakes.masterd import InProcessMaster
         self.net.migration_rate = 2.0  # 128 MiB: 64 s
         self.make()
@@ -196,11 +196,27 @@ class RestartTest(MigrationCase):
         status, results, _log = new.finish(job)
         self.assertEqual((status, results[-1]), ("error", ["OpExecError", [
             "Job was running when the master daemon stopped (crash or restart)"]]))
-        self.assertEqual(self.where(), [SOURCE])
-        status, result, log = self.run_logged(self.migrate(target_node=TARGET))
+        # the cleanup, submitted by the master (nobody ran --cleanup)
+        cleanup = max(new.daemon.queue.jobs)
+        self.assertGreater(cleanup, job)
+        op = new.daemon.queue.jobs[cleanup].ops[0].input
+        self.assertEqual((op["OP_ID"], op["instance_name"], op["cleanup"]),
+                         ("OP_INSTANCE_MIGRATE", "inst1.test", True))
+        self.assertEqual(op["reason"][0][:2], [
+            "gnt:daemon:masterd:recovery", f"cleanup of the migration of job {job}, "
+            "interrupted by the master daemon's stop"])
+        status, result, log = new.finish(cleanup)
         self.assertEqual(status, "success", (result, log))
         self.assertIn("* an interrupted migration of inst1.test is recorded on node1.test: "
                       "ending it", log)
+        self.assertIn("* instance confirmed to be running on its primary node (node1.test)",
+                      log)
+        self.assertEqual(self.where(), [SOURCE])
+        self.assert_consistent()
+        status, result, log = self.run_logged(self.migrate(target_node=TARGET))
+        self.assertEqual(status, "success", (result, log))
+        self.assertNotIn("* an interrupted migration of inst1.test is recorded on "
+                         "node1.test: ending it", log)
         self.assert_consistent()
         self.assertEqual(self.primary(), TARGET)
 

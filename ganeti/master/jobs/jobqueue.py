@@ -32,6 +32,8 @@ DEFAULT_SIZE_LIMIT = 10000
 #: Rule tests per reactor turn when many jobs must be evaluated again (about 10 ms).
 EVALUATION_SLICE = 20000
 CRASH_MESSAGE = "Job was running when the master daemon stopped (crash or restart)"
+#: The reason trail source of the jobs the master submits when it recovers its queue.
+RECOVERY_SOURCE = "gnt:daemon:masterd:recovery"
 #: Ganeti's texts: results of cancelled and of skipped opcodes, answers of CancelJob.
 CANCELED_BY_REQUEST = "Job canceled by request"
 PRECEDING_FAILED = "Preceding opcode failed"
@@ -58,6 +60,18 @@ def _snapshot(data: dict[str, Any]) -> QueuedJob:
         received_timestamp=data["received_timestamp"],
         start_timestamp=data["start_timestamp"], end_timestamp=data["end_timestamp"],
         livelock=data.get("livelock"), process_id=data.get("process_id"))
+
+
+def interrupted_migrations(job: QueuedJob) -> list[str]:
+    """The instances of a job's live migrations (not cleanups) that had not finished."""
+    names = []
+    for op in job.ops:
+        inp = op.input if isinstance(op.input, dict) else {}
+        if op.status in (jobs.RUNNING, jobs.CANCELING) \
+                and inp.get("OP_ID") == "OP_INSTANCE_MIGRATE" \
+                and not inp.get("cleanup") and isinstance(inp.get("instance_name"), str):
+            names.append(inp["instance_name"])
+    return names
 
 
 class JobQueue:
@@ -94,6 +108,7 @@ class JobQueue:
         """Take over the jobs found on disk: running ones fail, the rest run again."""
         now = self.clock.seconds()
         saves = []
+        interrupted: list[tuple[int, str]] = []
         for job_id in sorted(recovered.jobs):
             try:
                 job = QueuedJob.from_dict(recovered.jobs[job_id], f"job-{job_id}")
@@ -103,6 +118,7 @@ class JobQueue:
                 continue
             changed = False
             if any(op.status in (jobs.RUNNING, jobs.CANCELING) for op in job.ops):
+                interrupted += [(job_id, name) for name in interrupted_migrations(job)]
                 for op in job.ops:
                     if op.status not in jobs.FINALIZED:
                         op.status = jobs.ERROR
@@ -126,6 +142,27 @@ class JobQueue:
                 self.scheduler.enqueue(job)
         await defer.gatherResults(saves, consumeErrors=True)
         self.schedule()
+        for job_id, name in interrupted:
+            await self._submit_cleanup(job_id, name, now)
+
+    async def _submit_cleanup(self, job_id: int, name: str, now: float) -> None:
+        """The cleanup of a migration whose job the master's stop interrupted, submitted
+        by the master itself (Ganeti leaves ``gnt-instance migrate --cleanup`` to the
+        administrator): a migration still running is ended, the config follows where
+        the instance runs, the mirror is made single-master again."""
+        op = {"OP_ID": "OP_INSTANCE_MIGRATE", "instance_name": name, "cleanup": True,
+              "reason": [[RECOVERY_SOURCE, f"cleanup of the migration of job {job_id}, "
+                          "interrupted by the master daemon's stop", int(now * 1e9)]]}
+        try:
+            new_id = await self.submit([op], ignore_drain=True)
+        except errors.GenericError as err:
+            self.log.error("Could not submit the cleanup of the interrupted migration of "
+                           "{name} (job {job}): {error}", name=name, job=job_id,
+                           error=str(err))
+            return
+        self.log.info("Job {job} (migration of {name}) was interrupted by the master "
+                      "daemon's stop: its cleanup is job {new}", job=job_id, name=name,
+                      new=new_id)
 
     # Submission
 

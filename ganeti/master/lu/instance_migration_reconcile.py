@@ -182,17 +182,7 @@ async def recover_interrupted(lu: LogicalUnit) -> bool:
     answer are left out (the next run looks again)."""
     cfg = lu.ctx.config.config
     inst = lu.instance  # type: ignore[attr-defined]
-    source = cfg.nodes[inst.primary_node]
-    if not source.offline:
-        # a migration still recorded on the primary belongs to a job that died (this
-        # one holds the instance's lock): it is ended there, the instance staying
-        arg = ic.instance_arg(inst)
-        status = await lu.ctx.rpc().call_one(source, "instance_get_migration_status", [arg])
-        if status.success:
-            _say(lu, f"* an interrupted migration of {inst.name} is recorded on "
-                     f"{source.name}: ending it")
-            await _call(lu, source.uuid, "instance_finalize_migration_src",
-                        [arg, False, False])
+    await end_recorded(lu, inst.primary_node)
     online = sorted(u for u, n in cfg.nodes.items() if not n.offline and n.vm_capable)
     where = await locate(lu, online)
     running = [u for u, on in where.items() if on]
@@ -216,6 +206,23 @@ async def recover_interrupted(lu: LogicalUnit) -> bool:
     return True
 
 
+async def end_recorded(lu: LogicalUnit, node_uuid: str) -> None:
+    """A migration still recorded on ``node_uuid`` (its source) belongs to a job that
+    died (the caller holds the instance's lock): it is ended there (aborted if it still
+    runs), the instance staying."""
+    cfg = lu.ctx.config.config
+    inst = lu.instance  # type: ignore[attr-defined]
+    source = cfg.nodes.get(node_uuid)
+    if source is None or source.offline:
+        return
+    arg = ic.instance_arg(inst)
+    status = await lu.ctx.rpc().call_one(source, "instance_get_migration_status", [arg])
+    if status.success:
+        _say(lu, f"* an interrupted migration of {inst.name} is recorded on "
+                 f"{source.name}: ending it")
+        await _call(lu, source.uuid, "instance_finalize_migration_src", [arg, False, False])
+
+
 async def _restore_mirror(lu: LogicalUnit, primary: str) -> None:
     """A mirrored instance's mirror made single-master with ``primary`` its primary,
     after an interrupted migration was found (it may have been left dual-master)."""
@@ -231,6 +238,7 @@ async def cleanup(lu: LogicalUnit, source: str, target: str, live: bool) -> None
     node): the config follows; on none: refused."""
     cfg = lu.ctx.config.config
     inst = lu.instance  # type: ignore[attr-defined]
+    await end_recorded(lu, source)  # (beyond Ganeti: a migration still running ends)
     _say(lu, "* checking where the instance actually runs (if this hangs, the hypervisor "
              "might be in a bad state)")
     online = sorted(u for u, n in cfg.nodes.items() if not n.offline)
