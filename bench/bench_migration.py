@@ -3,14 +3,17 @@
 A namespaced 2-node virtual cluster (``ganeti-vcluster create --namespaces``: each
 node its own network namespace and libvirtd) gets one kvm instance with the busybox
 OS and a ``--template`` disk (``sharedfile``: the cluster's shared directory, so only
-the memory moves); once it has booted it is migrated ``--count`` times back and
-forth with ``gnt-instance migrate -f -n NODE`` while the client namespace pings it
-every 0.1 s.  For each migration the destination libvirtd's statistics of the
+the memory moves; ``drbd``: each node's volume group, the qemu mirror engine keeping
+both copies, migrated to its secondary); once it has booted it is migrated ``--count``
+times back and forth with ``gnt-instance migrate -f [-n NODE]`` while the client
+namespace pings it every 0.1 s.  For each migration the destination libvirtd's statistics of the
 completed incoming job give the guest's downtime and the migration's duration; the
 job's wall time is measured around the command.
 
 Printed: downtime p50/p95/max (ms), libvirt's migration time and the job's wall time
-(p50/p95, s), the memory moved, the pings lost over the whole run, and the
+(p50/p95, s), the memory moved, the disk libvirt copied (its storage migration), for
+drbd what the mirror engine copied when each mirror started (from the node daemons'
+logs), the pings lost over the whole run, and the
 migration bandwidth used (``--bandwidth`` MiB/s, the cluster's kvm
 ``migration_bandwidth``; Ganeti's default is 32).
 
@@ -75,6 +78,32 @@ def number(text: str) -> float:
     return float(got.group(0)) if got else float("nan")
 
 
+def size_bytes(text: str) -> float:
+    """libvirt's ``1.500 MiB`` as bytes."""
+    got = re.match(r"([-0-9.]+)\s*([KMGT]?i?B)?", text.strip())
+    if not got:
+        return float("nan")
+    scale = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+    return float(got.group(1)) * scale.get(got.group(2) or "B", 1)
+
+
+def mirror_copies(logs: dict[str, str], offsets: dict[str, int]) -> tuple[list[int], int]:
+    """From the node daemons' logs since ``offsets``: the bytes each start of a disk's
+    mirror copied (its bitmap resync; 0 for a role swap), and the number of full syncs."""
+    copied, full = [], 0
+    for node, path in logs.items():
+        with open(path, encoding="utf-8", errors="replace") as f:
+            f.seek(offsets[node])
+            for line in f:
+                got = re.search(r"Mirror of \S+ to \S+ started \((\w+) sync\): (\d+) "
+                                r"bytes (copied|to copy)", line)
+                if got and got.group(1) == "full":
+                    full += 1
+                elif got:
+                    copied.append(int(got.group(2)))
+    return copied, full
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--count", type=int, default=20)
@@ -117,6 +146,10 @@ def main() -> int:
             raise SystemExit(f"no '{READY_MARKER} {NAME}' in {log}")
         if opts.template == "drbd":  # the initial resync ends before the first move
             sh(directory, "gnt-instance", "activate-disks", "--wait-for-sync", NAME)
+        node_logs = {n: os.path.join(roots[n], "var", "log", "ganeti", "node-daemon.log")
+                     for n in NODES}
+        log_offsets = {n: os.path.getsize(p) if os.path.exists(p) else 0
+                       for n, p in node_logs.items()}
         downtimes, libvirt_times, walls, moved, disk = [], [], [], [], []
         ping = subprocess.Popen([*VCLUSTER, "exec", directory, "--client", "--", "busybox",
                                  "ping", "-q", "-i", "0.1", ip], stdout=subprocess.PIPE,
@@ -133,7 +166,7 @@ def main() -> int:
                 libvirt_times.append(number(stats.get("Time elapsed", "nan")) / 1000)
                 moved.append(number(stats.get("Memory processed", "nan")))
                 # libvirt's storage migration (NBD copy of the disks) counts here
-                disk.append(number(stats.get("File processed", "0")))
+                disk.append(size_bytes(stats.get("File processed", "0 B")))
                 node = target
         finally:
             os.killpg(ping.pid, signal.SIGINT)  # busybox ping prints its summary
@@ -148,6 +181,11 @@ def main() -> int:
         print(f"  memory moved    p50 {_pct(moved, .5):7.1f} MiB")
         print(f"  disk copied by the migrations: {sum(disk):.0f} bytes (libvirt's storage "
               "migration)")
+        if opts.template == "drbd":
+            copied, full = mirror_copies(node_logs, log_offsets)
+            print(f"  mirror engine: {len(copied)} mirror starts, {sum(copied)} bytes "
+                  f"copied by their resyncs (max {max(copied, default=0)}), "
+                  f"{full} full syncs")
         for line in ping_out.splitlines():
             if "packets" in line:
                 print(f"  pings           {line.strip()}")

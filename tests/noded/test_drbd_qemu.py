@@ -202,3 +202,30 @@ class QemuEngineTest(TestCase):
             await dev.shutdown()
         for node in (self.a, self.b):
             self.assertIsNone(await qmirror_drbd.mirror_of(self.device(node)))
+
+    async def test_a_failover_of_an_in_sync_primary_copies_nothing(self):
+        """Ganeti's failover: the disks shut down on both nodes, assembled again, the
+        secondary opened as the new primary.  The old primary was in sync when it shut
+        down, so the new one's mirror copies nothing (DRBD: both UpToDate, no resync)."""
+        a = await self.created(self.a)
+        b = await self.created(self.b)
+        await a.open()
+        self.assertTrue((await (await qmirror_drbd.mirror_of(a)).wait_in_sync(60)).in_sync)
+        await self.write(self.a, 0x61, 2 * MIB, MIB)
+        for dev in (a, b):
+            await dev.shutdown()
+        for dev in (a, b):
+            await dev.assemble()
+        await b.open()
+        mirror_b = await qmirror_drbd.mirror_of(b)
+        self.assertEqual(mirror_b.copied, 0)
+        self.assertTrue((await mirror_b.wait_in_sync(60)).in_sync)
+        self.assertEqual(self.b.read(2 * MIB, MIB), b"\x61" * MIB)
+        await self.write(self.b, 0x62, 3 * MIB, MIB)
+        self.assertEqual(self.a.read(3 * MIB, MIB), b"\x62" * MIB)
+        # a primary that is not in sync (its peer gone) hands nothing over
+        await qmirror_drbd.shut_down(a)
+        await self.write(self.b, 0x63, 5 * MIB, MIB)  # b degraded: a lacks this
+        await b.shutdown()
+        await b.assemble()
+        self.assertIsNone((await b.net.load(b._minor())).handoff)

@@ -35,6 +35,7 @@ The handshake listens on the resource's port; the daemon's NBD server on
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from typing import TYPE_CHECKING, cast
@@ -167,10 +168,35 @@ async def created(dev: DrbdDevice) -> None:
     await dev.ctx.run(mark, _fresh_marker(dev))
 
 
+def _handed_file(dev: DrbdDevice) -> str:
+    return os.path.join(daemon_dir(dev.ctx.paths.run_dir), f"drbd{dev._minor()}.handed")
+
+
+def _identity(dev: DrbdDevice) -> str:
+    """The resource (its port and secret), so that a minor used again by another disk
+    never takes a token that is not its own."""
+    return hashlib.sha256(f"{dev.port}:{dev.secret}".encode()).hexdigest()[:16]
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 async def assembled(dev: DrbdDevice) -> None:
     """The daemon runs on a side with its local volumes; a side the record says is
     Secondary is no primary of the data plane either (its daemon may have been
-    restarted, or killed, since it last was: the role is kept beside it)."""
+    restarted, or killed, since it last was: the role is kept beside it).  A hand-over
+    token the side's last shutdown left (it was an in-sync primary) goes into the new
+    record, for the peer's next open."""
+    saved = await dev.ctx.run(_read, _handed_file(dev))
+    if saved is not None:
+        await dev.ctx.run(_unlink, _handed_file(dev))
+        identity, _, token = saved.partition(" ")
+        if identity == _identity(dev) and token:
+            await _set_handoff(dev, token)
     mirror = await mirror_of(dev, start=True)
     if mirror is None or mirror.role() != "primary":
         return
@@ -257,13 +283,32 @@ async def net_detached(dev: DrbdDevice) -> None:
 
 
 async def shut_down(dev: DrbdDevice) -> None:
-    """The daemon ends (a persistent bitmap is saved); safe when it does not run."""
+    """The daemon ends (a persistent bitmap is saved); safe when it does not run.  A
+    primary whose mirror is in sync then (its guest stopped: a failover) leaves a
+    hand-over token (kept beside the daemon's files until the next :func:`assembled`),
+    so the peer's next open copies nothing, as after a close; its own bitmaps stay
+    for its own next open."""
     daemon = await _daemon(dev)
     if daemon is not None:
         mirror = _MIRRORS.pop(daemon.pidfile, None)
         if mirror is not None:  # its own connection says quit
             mirror.close()
             daemon = mirror.daemon
+        elif daemon.pid() is not None:
+            mirror = QemuMirror(daemon)
+        if mirror is not None and mirror.role() == "primary":
+            try:
+                st = await mirror.status()
+                clean = st.connected is True and st.in_sync
+            except BlockDeviceError:
+                clean = False
+            # the record goes with the minor: the token waits beside the daemon's
+            # files for the next assemble of the same resource
+            if clean:
+                await dev.ctx.run(_write, _handed_file(dev),
+                                  f"{_identity(dev)} {secrets.token_hex(8)}")
+            else:
+                await dev.ctx.run(_unlink, _handed_file(dev))
         await daemon.stop()
         if os.path.exists(_fresh_marker(dev)):
             await dev.ctx.run(os.unlink, _fresh_marker(dev))

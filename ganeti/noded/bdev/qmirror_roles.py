@@ -270,6 +270,9 @@ class QemuMirror:
             if sync == "full":
                 image = (await self._nodes()).get(DISK_NODE, {}).get("image", {})
                 self.copied = int(image.get("virtual-size", 0))
+        log.info("Mirror of {name} to {peer}:{port} started ({sync} sync): {copied} bytes "
+                 "{done}", name=self.daemon.name, peer=peer_ip, port=port, sync=sync,
+                 copied=self.copied, done="to copy" if sync == "full" else "copied")
         self._start_rotation()
         return self.copied
 
@@ -378,11 +381,24 @@ class QemuMirror:
             "reconnect-delay": 0})
 
     async def _start_mirror(self, sync: str) -> None:
+        """Start the mirror job; with nothing to copy (``sync=none``) return once it is
+        ready (or ended), so the side is in sync when its open returns."""
         speed = {"speed": self.rate} if self.rate else {}
-        await self.daemon.execute("blockdev-mirror", {**speed,
-            "job-id": MIRROR_JOB, "device": DISK_NODE, "target": PEER_NODE, "sync": sync,
-            "copy-mode": "write-blocking", "on-source-error": "report",
-            "on-target-error": "report", "filter-node-name": MIRROR_TOP})
+        settled = None
+        if sync == "none":
+            settled = self.daemon.wait_event(_ready_or_ended(MIRROR_JOB), JOB_TIMEOUT)
+        try:
+            await self.daemon.execute("blockdev-mirror", {**speed,
+                "job-id": MIRROR_JOB, "device": DISK_NODE, "target": PEER_NODE,
+                "sync": sync, "copy-mode": "write-blocking", "on-source-error": "report",
+                "on-target-error": "report", "filter-node-name": MIRROR_TOP})
+        except BaseException:
+            if settled is not None:
+                settled.addErrback(lambda f: f.trap(defer.CancelledError))
+                settled.cancel()
+            raise
+        if settled is not None:
+            await settled
 
     async def _add_bitmap(self, gen: int, disable: int | None = None) -> None:
         """Start bitmap ``gen`` and (in the same transaction) freeze ``disable``."""
@@ -533,6 +549,15 @@ class QemuMirror:
 def _job_gone(job: str) -> Any:
     return lambda name, data: (name == "JOB_STATUS_CHANGE" and data.get("id") == job
                                and data.get("status") == "null")
+
+
+def _ready_or_ended(job: str) -> Any:
+    def match(name: str, data: dict[str, Any]) -> bool:
+        if name == "BLOCK_JOB_READY":
+            return data.get("device") == job
+        return (name == "JOB_STATUS_CHANGE" and data.get("id") == job
+                and data.get("status") in ("aborting", "concluded", "null"))
+    return match
 
 
 def _job_done(job: str) -> Any:
