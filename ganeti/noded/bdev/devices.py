@@ -20,7 +20,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from twisted.internet import defer
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from ganeti.core import constants
 from ganeti.noded.backend.context import NodeContext
@@ -76,10 +78,23 @@ def build(ctx: NodeContext, disk: dict[str, Any]) -> BlockDevice:
 
 
 async def _attach(dev: BlockDevice) -> bool:
+    # the children are looked for at once (each an lvs run, for volumes)
+    found = await defer.gatherResults(
+        [defer.Deferred.fromCoroutine(_attach(child)) for child in dev.children
+         if child is not None], consumeErrors=True).addErrback(_first_error)
+    present = iter(found)
     for i, child in enumerate(dev.children):
-        if child is not None and not await _attach(child):
+        if child is not None and not next(present):
             dev.children[i] = None
     return await dev.attach()
+
+
+def _first_error(failure: Failure) -> Any:
+    """The error of the first child that failed, as a sequential walk raised it."""
+    failure.trap(defer.FirstError)
+    first = failure.value
+    assert isinstance(first, defer.FirstError)
+    return first.subFailure.raiseException()
 
 
 async def find_device(ctx: NodeContext, disk: dict[str, Any]) -> BlockDevice | None:
