@@ -343,9 +343,19 @@ class QemuMirror:
         await FileExport(self.daemon).stop()
 
     async def disconnect(self) -> None:
-        """Stop the mirror job and close the peer (StandAlone); the bitmap records on."""
+        """Stop the mirror job and close the peer (StandAlone); the bitmap records on.
+        A mirror in sync first forgets what the peer has (a rotation), so the resync
+        after a planned disconnection (a migration's standalone step) copies only what
+        is written meanwhile."""
         jobs = await self._jobs()
         if MIRROR_JOB in jobs:
+            await self.settled()
+            if await self._ready():
+                try:
+                    await self.rotate()
+                except BlockDeviceError as err:  # the older bitmaps stay: safe
+                    log.warn("Bitmap rotation of {name} failed: {err}",
+                             name=self.daemon.name, err=str(err))
             gone = self.daemon.wait_event(_job_gone(MIRROR_JOB), JOB_TIMEOUT)
             await self.daemon.execute("block-job-cancel", {"device": MIRROR_JOB})
             await gone
