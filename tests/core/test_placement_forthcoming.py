@@ -32,7 +32,7 @@ from ganeti.core.placement.requests import Allocate, Capacity, NodeEvacuate
 from ganeti.core.placement.state import ClusterState
 from tests.core.placement_check import violations
 from tests.core.placement_clusters import cluster_input
-from tests.core.test_placement_allocate import cluster, node
+from tests.core.test_placement_allocate import DATA, cluster, node
 from tests.core.test_placement_properties import alloc_request, clusters, specs
 from tests.placement_check import check
 
@@ -417,6 +417,24 @@ def reserved_inputs(draw: Any) -> dict[str, Any]:
     else:
         data["request"] = {"type": "multi-allocate", "instances": entries}
     return data
+
+
+class ReservationFailoverN1Test(SynchronousTestCase):
+    """Found by the property below: a real drbd instance placed with its primary on the
+    secondary of a reservation whose failover would then no longer fit.  hail 3.0.2
+    answers the same (its N+1 figures leave reservations out), so the validator's soft
+    N+1 rule does too; the hard limits hold."""
+
+    def test_same_answer_as_hail_and_no_overcommit(self):
+        data = json.loads((DATA / "forthcoming-n1.in.json").read_text())
+        hail = json.loads((DATA / "forthcoming-n1.hail.json").read_text())
+        text = wire.render_answer(solve.answer(wire.parse_input(json.loads(json.dumps(
+            data)))))
+        self.assertEqual(json.loads(text), hail)
+        self.assertEqual(json.loads(text)["result"], ["node3", "node5"])
+        report = check(data, text)
+        self.assertTrue(report.valid, report.errors)
+        self.assertEqual(report.soft, [])
 
 
 class TestReservationsProperty:
