@@ -142,6 +142,16 @@ def _alive(pid: int) -> bool:
     return os.path.basename(argv0) == b"qemu-storage-daemon"
 
 
+def running_pid(pidfile: str) -> int | None:
+    """The pid in ``pidfile`` if it is a running qemu-storage-daemon, else None."""
+    try:
+        with open(pidfile, encoding="ascii") as f:
+            pid = int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return None
+    return pid if pid > 0 and _alive(pid) else None
+
+
 EventListener = Callable[[str, dict[str, Any]], None]
 
 
@@ -184,12 +194,7 @@ class MirrorDaemon:
 
     def pid(self) -> int | None:
         """The running daemon's pid, from its pid file; None if it does not run."""
-        try:
-            with open(self.pidfile, encoding="ascii") as f:
-                pid = int(f.read().strip() or 0)
-        except (OSError, ValueError):
-            return None
-        return pid if pid > 0 and _alive(pid) else None
+        return running_pid(self.pidfile)
 
     def argv(self) -> list[str]:
         """The daemon's command line.  Without a metadata volume the data volume's raw
@@ -371,12 +376,7 @@ class FileExport:
 
     def pid(self) -> int | None:
         """The running file daemon's pid, None if there is none."""
-        try:
-            with open(self.pidfile, encoding="ascii") as f:
-                pid = int(f.read().strip() or 0)
-        except (OSError, ValueError):
-            return None
-        return pid if pid > 0 and _alive(pid) else None
+        return running_pid(self.pidfile)
 
     def argv(self) -> list[str]:
         d = self.daemon
