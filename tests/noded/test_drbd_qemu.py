@@ -16,6 +16,7 @@ from twisted.trial.unittest import TestCase
 from ganeti.core.paths import Paths
 from ganeti.noded.backend.context import NodeContext, inline_runner
 from ganeti.noded.bdev import qmirror, qmirror_drbd
+from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.bdev.device import MIB, BlockDevice
 from ganeti.noded.bdev.drbd import DrbdDevice
 from ganeti.noded.bdev.drbdnet import MirrorNet
@@ -229,3 +230,15 @@ class QemuEngineTest(TestCase):
         await b.shutdown()
         await b.assemble()
         self.assertIsNone((await b.net.load(b._minor())).handoff)
+
+    async def test_growing_is_refused_by_the_dry_run(self):
+        a = await self.created(self.a)
+        size = os.path.getsize(self.a.data)
+        for dryrun in (True, False):
+            with self.assertRaises(BlockDeviceError) as cm:
+                await a.grow(64, dryrun, True)
+            self.assertEqual(str(cm.exception), "drbd0: growing a disk of the qemu mirror "
+                             "engine is not supported yet (its storage daemons serve a "
+                             "fixed size)")
+        self.assertEqual(os.path.getsize(self.a.data), size)
+

@@ -281,6 +281,10 @@ class DrbdDevice(BlockDevice):
         data = self.children[0] if self.children else None
         if self._child_paths() is None or data is None:
             raise BlockDeviceError(f"drbd{state.minor}: cannot grow diskless device")
+        if self.qemu:  # refused by the dry run, before any volume changes
+            raise BlockDeviceError(f"drbd{state.minor}: growing a disk of the qemu mirror "
+                                   "engine is not supported yet (its storage daemons serve "
+                                   "a fixed size)")
         await data.grow(amount, dryrun, backingstore)
         if dryrun or backingstore:
             return
