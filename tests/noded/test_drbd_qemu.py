@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 from twisted.internet import reactor
-from twisted.internet.task import Clock
+from twisted.internet.task import Clock, deferLater
 from twisted.trial.unittest import TestCase
 
 from ganeti.core.paths import Paths
@@ -144,6 +144,16 @@ class QemuEngineTest(TestCase):
         await qmirror_drbd.shut_down(b)
         await self.write(self.a, 0x5C, 4 * MIB, MIB)
         self.assertTrue((await a.sync_status()).is_degraded)
+        # the write failed on the peer and waits in the job, which ends when its copy
+        # fails in turn (were the peer back first, its NBD client would reconnect and
+        # the job copy it itself: no resync to see)
+        mirror = await qmirror_drbd.mirror_of(a)
+        for _ in range(400):
+            if "mirror" not in await mirror._jobs():
+                break
+            await deferLater(reactor, 0.05, lambda: None)
+        else:
+            self.fail("the mirror job did not end with its peer gone")
         await b.assemble()  # back: the primary's net re-attaches and resyncs the bitmap
         await a.attach_net(False)
         mirror = await qmirror_drbd.mirror_of(a)
