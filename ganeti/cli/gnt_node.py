@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ganeti.cli import gnt_evacuate as evac
-from ganeti.cli import gnt_node_move, gnt_node_oob, gnt_node_storage, jobs, table
+from ganeti.cli import gnt_node_drbd, gnt_node_move, gnt_node_oob, gnt_node_storage, jobs, table
 from ganeti.cli.framework import Command, Context, run_tool
 from ganeti.core import constants as c
 from ganeti.core import errors, params
@@ -365,6 +365,9 @@ COMMANDS = [
             "Repair a storage unit on a node", gnt_node_storage.setup_repair_storage,
             "Repair a storage unit of a node (OP_REPAIR_NODE_STORAGE): make an LVM volume "
             "group consistent again (vgreduce --removemissing)."),
+    Command("list-drbd", gnt_node_drbd.cmd_list_drbd,
+            "Query the list of used DRBD minors on the given node",
+            gnt_node_drbd.setup_list_drbd, gnt_node_drbd.DESCRIPTION),
     Command("list-tags", cmd_list_tags, "List the tags of a node", _setup_one_node),
     Command("add-tags", cmd_add_tags, "Add tags to a node", _setup_tags),
     Command("remove-tags", cmd_remove_tags, "Remove tags from a node", _setup_tags),
