@@ -16,6 +16,7 @@ from twisted.trial.unittest import SkipTest, SynchronousTestCase
 from ganeti.noded.backend import exports, instdisks, lvloops, osdefs
 from ganeti.noded.backend.context import NodeContext, RPCFail, inline_runner
 from ganeti.noded.bdev import lvm, qmirror_drbd
+from ganeti.noded.bdev.base import BlockDeviceError
 from ganeti.noded.hypervisors.domainxml import DiskSpec
 from tests.noded.helpers import loop_volume_group, node_paths
 from tests.noded.test_osdefs import DUMP_ENV, OsTestCase, instance, make_os, read_env
@@ -187,4 +188,18 @@ class RealVolumeLoopTest(SynchronousTestCase):
         self.patch(lvm, "lvm", counted)
         self.assertEqual(self.successResultOf(defer.ensureDeferred(dev.extents())), exact)
         self.assertEqual(calls, [])  # no lvs, and pe_start was asked before
+
+    def test_a_volume_of_two_segments_is_refused_from_its_row_too(self) -> None:
+        """a.disk0 grown after b.disk0 was made: two segments on the one PV.  Its row
+        names one PV, yet its extents are not one range."""
+        env = dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1")
+        subprocess.run(["lvm", "lvextend", "--driverloaded", "n", "-L", "+4M",
+                        f"{self.vg}/a.disk0"], check=True, capture_output=True, env=env)
+        disk = {"dev_type": "plain", "logical_id": [self.vg, "a.disk0"], "mode": "rw"}
+        dev = lvm.LogicalVolume(self.ctx, disk, [])
+        self.assertTrue(self.successResultOf(defer.ensureDeferred(dev.attach())))
+        for d in (defer.ensureDeferred(dev.extents()), defer.ensureDeferred(
+                lvm.extents(self.ctx, self.vg, "a.disk0"))):
+            self.assertIn("several segments", str(self.failureResultOf(
+                d, BlockDeviceError).value))
 

@@ -131,6 +131,7 @@ async def lv_info(ctx: NodeContext, vg: str, lv: str) -> dict[str, Any] | None:
     row: dict[str, Any] = dict(rows[0])
     row["pvs"] = sorted({d.split("(")[0] for r in rows
                          for d in str(r.get("devices", "")).split(",") if d})
+    row["segments"] = len(rows)  # (the devices field gives a row per segment)
     return row
 
 
@@ -386,7 +387,7 @@ async def extents(ctx: NodeContext, vg: str, lv: str,
     volume's :func:`lv_info` row, used when its MiB figures are exact (whole MiB, as
     extents of 1 MiB or more make them), saving an ``lvs`` run."""
     ext = size = None
-    if row is not None and len(row.get("pvs") or []) == 1:
+    if row is not None and row.get("segments") == 1 and len(row.get("pvs") or []) == 1:
         ext, size = _whole_bytes(row.get("vg_extent_size")), _whole_bytes(row.get("lv_size"))
     rows: list[dict[str, Any]] | None
     if ext is not None and size is not None and row is not None:
