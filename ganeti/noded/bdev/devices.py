@@ -90,7 +90,8 @@ async def _attach(dev: BlockDevice) -> bool:
 
 
 def _first_error(failure: Failure) -> Any:
-    """The error of the first child that failed, as a sequential walk raised it."""
+    """The error itself of the child that failed first (not gatherResults' wrapper),
+    as the walk one child after the other raised it."""
     failure.trap(defer.FirstError)
     first = failure.value
     assert isinstance(first, defer.FirstError)

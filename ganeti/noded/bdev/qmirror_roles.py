@@ -284,12 +284,12 @@ class QemuMirror:
         job = (await self._jobs()).get(MIRROR_JOB)
         if job is not None and job.get("status") in ("running", "ready") \
                 and not job.get("error"):
-            gone.addErrback(lambda f: f.trap(defer.CancelledError))
-            gone.cancel()
+            _abandon(gone)
             return True
-        if job is None:
-            gone.cancel()
-        await gone.addErrback(lambda f: f.trap(defer.CancelledError))
+        if job is not None:
+            await gone
+        else:
+            _abandon(gone)
         return False
 
     async def prepare_peer(self, peer_ip: str, port: int) -> None:
@@ -373,8 +373,7 @@ class QemuMirror:
             timeout)
         st = await self.status()
         if st.in_sync:
-            ready.cancel()
-            ready.addErrback(lambda _: None)
+            _abandon(ready)
         else:
             await ready
         await self.settled()
@@ -404,8 +403,7 @@ class QemuMirror:
                 "on-target-error": "report", "filter-node-name": MIRROR_TOP})
         except BaseException:
             if settled is not None:
-                settled.addErrback(lambda f: f.trap(defer.CancelledError))
-                settled.cancel()
+                _abandon(settled)
             raise
         if settled is not None:
             await settled
@@ -445,8 +443,7 @@ class QemuMirror:
                 raise BlockDeviceError(f"Resync of {self.daemon.name} failed: "
                                        f"{data.get('error', 'cancelled')}")
         except BaseException:
-            done.addErrback(lambda f: f.trap(defer.CancelledError))
-            done.cancel()
+            _abandon(done)
             await self.daemon.execute("block-dirty-bitmap-merge", {
                 "node": DISK_NODE, "target": f"dirty-{nxt}", "bitmaps": [f"dirty-{gen}"]})
             await self._remove_bitmap(gen)
@@ -559,6 +556,14 @@ class QemuMirror:
 def _job_gone(job: str) -> Any:
     return lambda name, data: (name == "JOB_STATUS_CHANGE" and data.get("id") == job
                                and data.get("status") == "null")
+
+
+def _abandon(wait: defer.Deferred[Any]) -> None:
+    """Give up an event wait (:meth:`~.qmirror.MirrorDaemon.wait_event`) that is no
+    longer needed: cancelled, its CancelledError consumed (one already fired is left
+    as it is)."""
+    wait.addErrback(lambda f: f.trap(defer.CancelledError))
+    wait.cancel()
 
 
 def _ready_or_ended(job: str) -> Any:
